@@ -1,0 +1,101 @@
+"""The opcode table: operand signature, accepted modifiers and timing class of each opcode.
+
+What an opcode *computes* lives in :mod:`maxsim.functional.alu` and its neighbours; what it *costs*
+comes from the architecture config, looked up by the timing class (``unit``) given here.
+
+Operand signature letters: R register (RZ allowed), V aligned vector register group, P predicate,
+I integer immediate, F float immediate, C constant c[b][o], S special register, L label,
+M memory address [R+imm], W bare word (texture dimension). Alternatives are joined with "|".
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from . import instruction as ins
+
+# Timing classes. alu: full-rate integer/fp32 pipe work; alu_half: the half-rate classes (shifts,
+# compares, bit-field, select); lds/sts: shared memory; tex: texture fetch; ldg/stg: global memory;
+# s2r: special registers; bar: CTA barrier; branch: BRA/CAL/RET; exit: EXIT.
+UNITS = ("alu", "alu_half", "lds", "sts", "tex", "ldg", "stg", "s2r", "bar", "branch", "exit", "nop")
+MEMORY_UNITS = frozenset(("lds", "sts", "tex", "ldg", "stg"))
+
+_ROUND = {"FTZ", "RN", "RM", "RP", "RZ", "SAT"}
+_CMP = {"LT", "LE", "GT", "GE", "EQ", "NE"}
+_BOOL = {"AND", "OR", "XOR"}
+_WIDTH = {"32": 1, "64": 2, "128": 4}
+
+
+@attrs.frozen
+class OpSpec:
+    name: str
+    unit: str
+    n_dst: int  # leading operands that are destinations
+    signature: tuple  # allowed kinds per operand position
+    mod_groups: tuple = ()  # each group: a set of accepted modifier words (at most one per group)
+    min_operands: int = -1  # fewer operands accepted (optional trailing), -1: exactly len(signature)
+
+
+def _spec(name, unit, n_dst, sig, *mod_groups, min_operands=-1):
+    return OpSpec(name, unit, n_dst, tuple(sig.split()) if sig else (), tuple(frozenset(g) for g in mod_groups), min_operands)
+
+
+OPCODES = {s.name: s for s in (
+    _spec("FFMA", "alu", 1, "R R R|C|I|F R|C", _ROUND, {"FTZ"}, {"RN", "RM", "RP", "RZ"}, {"SAT"}),
+    _spec("FMUL", "alu", 1, "R R R|C|I|F", _ROUND, {"FTZ"}, {"RN", "RM", "RP", "RZ"}, {"SAT"}),
+    _spec("FADD", "alu", 1, "R R R|C|I|F", _ROUND, {"FTZ"}, {"RN", "RM", "RP", "RZ"}, {"SAT"}),
+    _spec("IADD", "alu", 1, "R R R|C|I", {"X"}, {"CC"}),
+    _spec("IADD3", "alu", 1, "R R R|C|I R"),
+    _spec("ISCADD", "alu", 1, "R R R|C|I I"),
+    _spec("XMAD", "alu", 1, "R R R|C|I R|C", {"MRG", "PSL", "CHI", "CLO", "CSFU", "CBCC"}, {"PSL", "CBCC"}, {"CBCC"}),
+    _spec("LOP", "alu", 1, "R R R|C|I", {"AND", "OR", "XOR", "PASS_B"}),
+    _spec("MOV", "alu", 1, "R R|C|I"),
+    _spec("MOV32I", "alu", 1, "R I|F"),
+    _spec("SHL", "alu_half", 1, "R R R|C|I", {"W"}),
+    _spec("SHR", "alu_half", 1, "R R R|C|I", {"U32", "S32"}),
+    _spec("BFE", "alu_half", 1, "R R R|C|I", {"U32", "S32"}),
+    _spec("SEL", "alu_half", 1, "R R R|C|I P"),
+    _spec("ISETP", "alu_half", 2, "P P R R|C|I P", _CMP, {"U32", "S32"}, _BOOL),
+    _spec("S2R", "s2r", 1, "R S"),
+    _spec("LDS", "lds", 1, "V M", {"U"}, set(_WIDTH)),
+    _spec("STS", "sts", 0, "M V", set(_WIDTH)),
+    _spec("LDG", "ldg", 1, "V M", {"E"}, {"CG", "CI", "CS", "CV"}, set(_WIDTH)),
+    _spec("STG", "stg", 0, "M V", {"E"}, {"CG", "CS", "WT"}, set(_WIDTH)),
+    _spec("TLD", "tex", 1, "V R R I W I", {"B"}, {"LZ"}, {"NODEP"}, {"P"}, {"T"}),
+    _spec("BAR", "bar", 0, "I", {"SYNC"}),
+    _spec("BRA", "branch", 0, "L", {"U"}),
+    _spec("CAL", "branch", 0, "L"),
+    _spec("RET", "branch", 0, ""),
+    _spec("EXIT", "exit", 0, ""),
+    _spec("NOP", "nop", 0, ""),
+)}
+
+KIND_LETTER = {ins.REG: "R", ins.PRED: "P", ins.IMM: "I", ins.FIMM: "F", ins.CONST: "C",
+               ins.SREG: "S", ins.LABEL: "L", ins.MEM: "M", ins.WORD: "W"}
+
+SPECIAL_REGISTERS = ("SR_TID.X", "SR_TID.Y", "SR_TID.Z", "SR_CTAID.X", "SR_CTAID.Y", "SR_CTAID.Z",
+                     "SR_LANEID", "SR_CLOCKLO", "SR_CLOCKHI", "SR_NTID.X")
+
+
+def match_modifiers(spec: OpSpec, mods: tuple):
+    """Return None if ``mods`` is acceptable for ``spec``, else the first offending modifier."""
+    groups = list(spec.mod_groups)
+    for m in mods:
+        for i, g in enumerate(groups):
+            if m in g:
+                del groups[i]
+                break
+        else:
+            return m
+    return None
+
+
+def vector_width(opcode: str, mods: tuple, operands: tuple) -> int:
+    """Number of consecutive registers named by the vector operand of a memory instruction."""
+    if opcode == "TLD":
+        mask = operands[5].value if len(operands) > 5 else 0xF
+        return max(1, bin(mask & 0xF).count("1"))
+    for m in mods:
+        if m in _WIDTH:
+            return _WIDTH[m]
+    return 1

@@ -1,0 +1,380 @@
+"""Parse Maxwell SASS in the maxas text format into a decoded :class:`~maxsim.isa.Kernel`.
+
+The format (header comments, control field ``WW:R:W:Y:S``, predicate column, instruction text ending
+in ``;``, labels) is described in docs of the maxas project; see README. Every problem is reported as
+a :class:`~maxsim.errors.SassParseError` naming file, line and column.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import SassParseError
+from ..isa import instruction as ins
+from ..isa.opcodes import (KIND_LETTER, OPCODES, SPECIAL_REGISTERS, match_modifiers,
+                           vector_width)
+
+_CTRL_RE = re.compile(r"([0-9a-fA-F]{2}|--):([1-6]|-):([1-6]|-):([yY]|-):([0-9a-fA-F])$")
+_LABEL_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*:\s*$")
+_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+_REG_RE = re.compile(r"R(\d+|Z)$")
+_PRED_RE = re.compile(r"P([0-6]|T)$")
+_INT_RE = re.compile(r"-?(0[xX][0-9a-fA-F]+|\d+)$")
+_FLOAT_RE = re.compile(r"-?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$|-?INF$|-?NAN$")
+_CONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\s*\[(0[xX][0-9a-fA-F]+|\d+)\]$")
+_HEADER_RE = re.compile(r"#\s*(Kernel|Arch|InsCnt|RegCnt|SharedSize|BarCnt)\s*:\s*(\S+)\s*$")
+_PARAMS_RE = re.compile(r"#\s*Params\((\d+)\)\s*:\s*$")
+_PARAM_RE = re.compile(r"#\s*(\d+):(0[xX][0-9a-fA-F]+|\d+):(\d+):(\d+)\s*$")
+
+
+def parse_file(path) -> ins.Kernel:
+    """Read and parse a SASS file."""
+    path = str(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise SassParseError(f"cannot read file: {e.strerror}", path, 0, 0) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise SassParseError("file is not UTF-8 text", path, line, 1) from None
+    return parse_text(text, filename=path)
+
+
+class _Line:
+    __slots__ = ("text", "number", "filename")
+
+    def __init__(self, text, number, filename):
+        self.text = text
+        self.number = number
+        self.filename = filename
+
+    def error(self, message, column):
+        return SassParseError(message, self.filename, self.number, column + 1)
+
+
+def _int(text):
+    neg = text.startswith("-")
+    body = text[1:] if neg else text
+    v = int(body, 16) if body[:2].lower() == "0x" else int(body, 10)
+    return -v if neg else v
+
+
+def parse_text(text: str, filename: str = "<string>") -> ins.Kernel:
+    """Parse SASS text (LF or CRLF line endings) into a Kernel."""
+    header = {}
+    params = []
+    n_params = None
+    raw = []  # (kind, payload, line) where kind in ("label", "ins")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    for number, src in enumerate(text.split("\n"), start=1):
+        line = _Line(src, number, filename)
+        stripped = src.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("#"):
+            m = _HEADER_RE.match(stripped)
+            if m:
+                key, value = m.groups()
+                if key in ("Kernel", "Arch"):
+                    header[key] = value
+                else:
+                    try:
+                        header[key] = _int(value)
+                    except ValueError:
+                        raise line.error(f"header {key} expects a number, got {value!r}",
+                                         src.index(value)) from None
+                continue
+            m = _PARAMS_RE.match(stripped)
+            if m:
+                n_params = int(m.group(1))
+                continue
+            m = _PARAM_RE.match(stripped)
+            if m:
+                o, a, s, al = m.groups()
+                params.append(ins.Param(int(o), _int(a), int(s), int(al)))
+            continue  # other comments are ignored
+        m = _LABEL_RE.match(stripped)
+        if m:
+            raw.append(("label", m.group(1), line))
+            continue
+        raw.append(("ins", None, line))
+
+    if n_params is not None and n_params != len(params):
+        raise SassParseError(f"header announces Params({n_params}) but lists {len(params)}", filename, 0, 0)
+
+    reg_cnt = header.get("RegCnt", ins.NUM_REGS)
+    if not 0 < reg_cnt <= ins.NUM_REGS:
+        raise SassParseError(f"RegCnt {reg_cnt} is out of range 1..255", filename, 0, 0)
+
+    labels = []
+    label_lines = {}
+    pending = []
+    for kind, payload, line in raw:
+        if kind == "label":
+            if payload in label_lines:
+                raise line.error(f"label {payload!r} already defined on line {label_lines[payload]}", 0)
+            label_lines[payload] = line.number
+            labels.append((payload, len(pending)))
+        else:
+            pending.append(line)
+
+    label_map = dict(labels)
+    instructions = tuple(_parse_instruction(line, i, reg_cnt, label_map) for i, line in enumerate(pending))
+    return ins.Kernel(
+        name=header.get("Kernel", "kernel"),
+        arch=header.get("Arch", "sm_52"),
+        ins_cnt=header.get("InsCnt", max(0, len(instructions) - 1)),
+        reg_cnt=reg_cnt,
+        shared_size=header.get("SharedSize", 0),
+        bar_cnt=header.get("BarCnt", 0),
+        params=tuple(params),
+        instructions=instructions,
+        labels=tuple(labels),
+        filename=filename,
+    )
+
+
+def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -> ins.Instruction:
+    src = line.text
+    pos = len(src) - len(src.lstrip())
+    # control field
+    end = src.find(" ", pos)
+    tab = src.find("\t", pos)
+    if tab != -1 and (end == -1 or tab < end):
+        end = tab
+    if end == -1:
+        end = len(src)
+    ctrl_text = src[pos:end]
+    m = _CTRL_RE.match(ctrl_text)
+    if not m:
+        raise line.error(f"expected a control field WW:R:W:Y:S (e.g. --:-:1:-:6), got {ctrl_text!r}", pos)
+    ww, rb, wb, y, s = m.groups()
+    control = ins.Control(
+        wait=0 if ww == "--" else int(ww, 16),
+        read_bar=0 if rb == "-" else int(rb),
+        write_bar=0 if wb == "-" else int(wb),
+        yield_=(y in "yY"),
+        stall=int(s, 16),
+    )
+    if control.wait > 0x3F:
+        raise line.error(f"wait mask 0x{control.wait:02x} names a barrier above 6 (mask must be <= 0x3f)", pos)
+    pos = end
+    while pos < len(src) and src[pos] in " \t":
+        pos += 1
+    # predicate
+    pred, pred_neg = ins.PT, False
+    if src.startswith("@", pos):
+        j = pos + 1
+        if src.startswith("!", j):
+            pred_neg = True
+            j += 1
+        k = j
+        while k < len(src) and (src[k].isalnum()):
+            k += 1
+        pm = _PRED_RE.match(src[j:k])
+        if not pm:
+            raise line.error(f"expected a predicate P0..P6 or PT after '@', got {src[j:k]!r}", j)
+        pred = ins.PT if pm.group(1) == "T" else int(pm.group(1))
+        pos = k
+        while pos < len(src) and src[pos] in " \t":
+            pos += 1
+    # instruction body up to ';'
+    semi = src.find(";", pos)
+    if semi == -1:
+        raise line.error("expected ';' at the end of the instruction", len(src.rstrip()))
+    rest = src[semi + 1:].strip()
+    if rest and not rest.startswith("#") and not rest.startswith("//"):
+        raise line.error(f"unexpected text after ';': {rest!r}", semi + 1 + (len(src[semi + 1:]) - len(src[semi + 1:].lstrip())))
+    body = src[pos:semi]
+    # opcode and modifiers
+    k = pos
+    while k < semi and not src[k].isspace():
+        k += 1
+    op_text = src[pos:k]
+    if not op_text:
+        raise line.error("expected an opcode", pos)
+    parts = op_text.split(".")
+    opcode, mods = parts[0], tuple(parts[1:])
+    spec = OPCODES.get(opcode)
+    if spec is None:
+        raise line.error(f"unknown opcode {opcode!r}", pos)
+    if any(not m for m in mods):
+        raise line.error(f"empty modifier in {op_text!r}", pos)
+    bad = match_modifiers(spec, mods)
+    if bad is not None:
+        raise line.error(f"modifier .{bad} is not accepted by {opcode} (in {op_text!r})", pos + op_text.index("." + bad) + 1)
+    # operands
+    operands = []
+    columns = []
+    if body[k - pos:].strip():
+        start = k
+        for piece in src[k:semi].split(","):
+            lead = len(piece) - len(piece.lstrip())
+            tok = piece.strip()
+            col = start + lead
+            if not tok:
+                raise line.error("empty operand", col)
+            operands.append(_parse_operand(tok, line, col))
+            columns.append(col)
+            start += len(piece) + 1
+    sig = spec.signature
+    need_min = len(sig) if spec.min_operands < 0 else spec.min_operands
+    if not need_min <= len(operands) <= len(sig):
+        raise line.error(f"{opcode} takes {len(sig)} operand(s), got {len(operands)}", k)
+    width = vector_width(opcode, mods, tuple(operands))
+    for n, (op, allowed, col) in enumerate(zip(operands, sig, columns)):
+        letters = allowed.split("|")
+        letter = KIND_LETTER[op.kind]
+        ok = letter in letters or (letter == "R" and "V" in letters)
+        if not ok:
+            names = {"R": "a register", "V": "a register", "P": "a predicate", "I": "an immediate",
+                     "F": "a float immediate", "C": "a constant c[..][..]", "S": "a special register",
+                     "L": "a label", "M": "a memory address [R+imm]", "W": "a keyword such as 1D"}
+            want = " or ".join(dict.fromkeys(names[x] for x in letters))
+            raise line.error(f"operand {n + 1} of {opcode} must be {want}", col)
+        if op.kind in (ins.REG, ins.MEM) and op.reg != ins.RZ:
+            top = op.reg + (width - 1 if "V" in letters else 0)
+            if op.reg >= reg_cnt or top >= reg_cnt:
+                raise line.error(f"register R{top} is out of range: the kernel declares RegCnt {reg_cnt} (R0-R{reg_cnt - 1})", col)
+            if "V" in letters and op.reg % width:
+                raise line.error(f"vector register group R{op.reg} must be aligned to {width} registers", col)
+        if op.kind == ins.LABEL and op.name not in label_map:
+            raise line.error(f"undefined label {op.name!r}", col)
+        if op.kind == ins.SREG and op.name not in SPECIAL_REGISTERS:
+            raise line.error(f"unknown special register {op.name!r}", col)
+        if op.kind == ins.WORD and op.name not in ("1D",):
+            raise line.error(f"unknown keyword {op.name!r} (expected a texture dimension such as 1D)", col)
+    return _decode(spec, opcode, mods, tuple(operands), control, pred, pred_neg, line, index, label_map, width)
+
+
+def _parse_operand(tok: str, line: _Line, col: int) -> ins.Operand:
+    neg = absval = notp = False
+    t = tok
+    if t.startswith("!"):
+        notp = True
+        t = t[1:]
+    if t.startswith("-") and not _INT_RE.match(t) and not _FLOAT_RE.match(t):
+        neg = True
+        t = t[1:]
+    if t.startswith("~"):
+        notp = True
+        t = t[1:]
+    if len(t) >= 2 and t.startswith("|") and t.endswith("|"):
+        absval = True
+        t = t[1:-1]
+    if t.startswith("[") :
+        if not t.endswith("]"):
+            raise line.error(f"memory operand {tok!r} is missing ']'", col)
+        inner = t[1:-1].replace(" ", "")
+        reg, off, off_text = ins.RZ, 0, ""
+        if inner.startswith("R"):
+            plus = max(inner.find("+"), inner.find("-"))
+            rtext = inner if plus == -1 else inner[:plus]
+            m = _REG_RE.match(rtext)
+            if not m:
+                raise line.error(f"bad base register in memory operand {tok!r}", col)
+            reg = _reg_number(m, line, col)
+            if plus != -1:
+                off_text = inner[plus + 1:] if inner[plus] == "+" else inner[plus:]
+        else:
+            off_text = inner
+        if off_text:
+            if not _INT_RE.match(off_text):
+                raise line.error(f"bad offset {off_text!r} in memory operand {tok!r}", col)
+            off = _int(off_text)
+        return ins.Operand(ins.MEM, reg=reg, value=off, text=off_text)
+    base, *suffixes = t.split(".")
+    m = _REG_RE.match(base)
+    if m and not notp:
+        reg = _reg_number(m, line, col)
+        h1 = reuse = False
+        for sfx in suffixes:
+            if sfx == "reuse":
+                reuse = True
+            elif sfx == "H1":
+                h1 = True
+            elif sfx == "H0":
+                pass
+            else:
+                raise line.error(f"unknown register suffix .{sfx} in {tok!r}", col)
+        return ins.Operand(ins.REG, reg=reg, neg=neg, abs=absval, h1=h1, reuse=reuse)
+    if m and notp:  # ~R (bitwise not)
+        reg = _reg_number(m, line, col)
+        return ins.Operand(ins.REG, reg=reg, not_=True, reuse="reuse" in suffixes)
+    m = _PRED_RE.match(t)
+    if m:
+        return ins.Operand(ins.PRED, reg=ins.PT if m.group(1) == "T" else int(m.group(1)), not_=notp)
+    if notp:
+        raise line.error(f"'!' applies to predicates only, got {tok!r}", col)
+    if t.startswith("SR_"):
+        return ins.Operand(ins.SREG, name=t)
+    m = _CONST_RE.match(t)
+    if m:
+        return ins.Operand(ins.CONST, bank=_int(m.group(1)), value=_int(m.group(2)), neg=neg)
+    if t.startswith("c["):
+        raise line.error(f"malformed constant {tok!r}: expected c[bank][offset]", col)
+    if _INT_RE.match(tok):
+        v = _int(tok)
+        if not -(1 << 31) <= v < (1 << 32):
+            raise line.error(f"immediate {tok} does not fit in 32 bits", col)
+        return ins.Operand(ins.IMM, value=v, text=tok)
+    if _FLOAT_RE.match(tok):
+        return ins.Operand(ins.FIMM, fvalue=float(tok), text=tok)
+    if t == "1D":
+        return ins.Operand(ins.WORD, name=t)
+    if _IDENT_RE.match(t) and not neg:
+        return ins.Operand(ins.LABEL, name=t)
+    raise line.error(f"cannot read operand {tok!r}", col)
+
+
+def _reg_number(m, line, col):
+    if m.group(1) == "Z":
+        return ins.RZ
+    n = int(m.group(1))
+    if n > 254:
+        raise line.error(f"register R{n} is out of range R0-R254", col)
+    return n
+
+
+def _decode(spec, opcode, mods, operands, control, pred, pred_neg, line, index, label_map, width):
+    """Derive the register sets, operand slots and timing class of one instruction."""
+    dst_regs, dst_preds, src_regs, slots = [], [], [], []
+    n_dst = spec.n_dst
+    sig = spec.signature
+    for n, op in enumerate(operands):
+        is_vec = "V" in sig[n].split("|")
+        w = width if is_vec else 1
+        if n < n_dst:
+            if op.kind == ins.REG and op.reg != ins.RZ:
+                dst_regs.extend(range(op.reg, op.reg + w))
+            elif op.kind == ins.PRED and op.reg != ins.PT:
+                dst_preds.append(op.reg)
+            continue
+        if op.kind in (ins.REG, ins.MEM):
+            if op.reg != ins.RZ:
+                src_regs.extend(range(op.reg, op.reg + w))
+            if op.kind == ins.REG or len(slots) < 3:
+                slots.append(op.reg if op.reg != ins.RZ else -1)
+        elif op.kind in (ins.IMM, ins.FIMM, ins.CONST):
+            slots.append(-1)
+    # slots beyond 3 (vector data of stores) are not operand-collector slots
+    slots = tuple(slots[:3])
+    reuse_mask = 0
+    slot_no = 0
+    for n, op in enumerate(operands[n_dst:]):
+        if op.kind in (ins.REG, ins.MEM, ins.IMM, ins.FIMM, ins.CONST):
+            if op.kind == ins.REG and op.reuse and slot_no < 3:
+                reuse_mask |= 1 << slot_no
+            slot_no += 1
+    target, target_label = -1, ""
+    if opcode in ("BRA", "CAL"):
+        target_label = operands[0].name
+        target = label_map[target_label]
+    return ins.Instruction(
+        index=index, opcode=opcode, mods=mods, operands=operands, control=control, pred=pred,
+        pred_neg=pred_neg, line=line.number, filename=line.filename, dst_regs=tuple(dst_regs),
+        dst_preds=tuple(dst_preds), src_regs=tuple(dict.fromkeys(src_regs)), slot_regs=slots,
+        reuse_mask=reuse_mask, unit=spec.unit, target=target, target_label=target_label)
