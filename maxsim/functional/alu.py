@@ -1,0 +1,125 @@
+"""What the integer and fp32 opcodes compute, on numpy arrays of 32 lanes (or more).
+
+Pure value semantics; no knowledge of registers, predicates or timing. Integers are uint32 and
+wrap at 32 bits; floats are IEEE fp32 with round-to-nearest-even.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+U32 = np.uint32
+_INF = np.float64(np.inf)
+
+
+def fma32(a, b, c):
+    """fp32 fused multiply-add ``a*b + c`` with a single rounding, as FFMA does.
+
+    The product of two fp32 numbers is exact in fp64. The fp64 sum is made round-to-odd with an
+    error-free transformation (TwoSum); rounding a round-to-odd value with p >= 24 + 2 bits to fp32
+    then gives the correctly rounded result (Boldo & Melquiond, "Emulation of FMA and correctly
+    rounded sums: proved algorithms using rounding to odd", IEEE TC 2008).
+    """
+    p = np.multiply(a, b, dtype=np.float64)
+    c64 = np.asarray(c, dtype=np.float64)
+    s = p + c64
+    bb = s - p
+    e = (p - (s - bb)) + (c64 - bb)
+    fix = (e != 0) & ((s.view(np.int64) & 1) == 0) & np.isfinite(s)
+    if np.any(fix):
+        s = np.where(fix, np.nextafter(s, np.where(e > 0, _INF, -_INF)), s)
+    return np.asarray(s, dtype=np.float32)
+
+
+def ftz(x):
+    """Flush fp32 subnormals to signed zero."""
+    x = np.asarray(x, dtype=np.float32)
+    tiny = np.abs(x) < np.float32(1.1754944e-38)
+    if np.any(tiny):
+        x = np.where(tiny, np.copysign(np.float32(0), x), x)
+    return x
+
+
+def saturate(x):
+    """Clamp to [0, 1]; NaN becomes 0 (the .SAT rule)."""
+    x = np.asarray(x, dtype=np.float32)
+    return np.where(np.isnan(x), np.float32(0), np.clip(x, np.float32(0), np.float32(1))).astype(np.float32)
+
+
+def xmad(a, b, c, b_reg, a_h1, b_h1, mods):
+    """16x16-bit multiply-add and its modes (see the maxas format notes).
+
+    ``a`` and ``b`` are the full 32-bit source values; ``a_h1``/``b_h1`` select their high halves;
+    ``b_reg`` is the unselected second source register (used by .MRG and .CBCC).
+    """
+    a16 = (a >> U32(16)) if a_h1 else (a & U32(0xFFFF))
+    b16 = (b >> U32(16)) if b_h1 else (b & U32(0xFFFF))
+    prod = np.multiply(a16, b16, dtype=np.uint32)
+    if "PSL" in mods:
+        prod = prod << U32(16)
+    if "CHI" in mods:
+        c = c >> U32(16)
+    elif "CLO" in mods:
+        c = c & U32(0xFFFF)
+    if "CBCC" in mods:
+        c = c + (b_reg << U32(16))
+    r = prod + c
+    if "MRG" in mods:
+        r = (r & U32(0xFFFF)) | (b_reg << U32(16))
+    return np.asarray(r, dtype=np.uint32)
+
+
+def shl(a, n, wrap=False):
+    n = np.asarray(n, dtype=np.uint32)
+    if wrap:
+        return np.asarray(a << (n & U32(31)), dtype=np.uint32)
+    return np.where(n >= 32, U32(0), a << np.minimum(n, U32(31))).astype(np.uint32)
+
+
+def shr(a, n, signed):
+    n = np.asarray(n, dtype=np.uint32)
+    nn = np.minimum(n, U32(31))
+    if signed:
+        return (np.asarray(a, dtype=np.uint32).view(np.int32) >> nn.astype(np.int32)).view(np.uint32)
+    return np.where(n >= 32, U32(0), a >> nn).astype(np.uint32)
+
+
+def bfe(a, ctl, signed):
+    """Bit-field extract: ctl = (length << 8) | position."""
+    ctl = np.asarray(ctl, dtype=np.uint32)
+    pos = (ctl & U32(0xFF)).astype(np.int64)
+    length = ((ctl >> U32(8)) & U32(0xFF)).astype(np.int64)
+    a64 = np.asarray(a, dtype=np.uint32).astype(np.int64)
+    if signed:
+        a64 = np.asarray(a, dtype=np.uint32).view(np.int32).astype(np.int64)
+    pos_c = np.minimum(pos, 63)
+    field = a64 >> pos_c
+    end = np.minimum(pos + length, 32)
+    width = np.maximum(end - pos, 0)
+    mask = (np.int64(1) << width) - 1
+    r = field & mask
+    if signed:
+        sign = (width > 0) & ((r >> np.maximum(width - 1, 0)) & 1).astype(bool)
+        r = np.where(sign, r - (np.int64(1) << width), r)
+        # a field that starts past bit 31 replicates the sign bit
+        r = np.where(pos >= 32, a64 >> 63, r)
+    r = np.where(length == 0, 0, r)
+    return (np.asarray(r, dtype=np.int64) & 0xFFFFFFFF).astype(np.uint32)
+
+
+_CMP = {
+    "LT": np.less, "LE": np.less_equal, "GT": np.greater,
+    "GE": np.greater_equal, "EQ": np.equal, "NE": np.not_equal,
+}
+_BOOLOP = {"AND": np.logical_and, "OR": np.logical_or, "XOR": np.logical_xor}
+
+
+def isetp(a, b, cmp, signed):
+    if signed:
+        a = np.asarray(a, dtype=np.uint32).view(np.int32)
+        b = np.asarray(b, dtype=np.uint32).view(np.int32)
+    return _CMP[cmp](a, b)
+
+
+def boolop(name):
+    return _BOOLOP[name]

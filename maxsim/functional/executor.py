@@ -1,0 +1,520 @@
+"""Functional execution of a decoded kernel: warps of 32 lanes stepped with numpy.
+
+Warps that are at the same instruction run together as one *group*: every operation is one numpy
+operation over all lanes of the group, however many warps and CTAs it spans. A group splits when
+its warps take a branch differently (each warp's branch must be uniform: reconvergence of a
+divergent warp is not modelled) and groups merge again at CTA barriers.
+
+Each instruction is compiled once, per launch, into a small closure (``_Compiled``) that reads its
+operands straight from the group's register arrays; text is never looked at again.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import SimulationError
+from ..isa import instruction as ins
+from . import alu
+from .memory import GLOBAL_BASE, texture_index
+
+U32 = np.uint32
+
+
+class Group:
+    """Warps executing in lockstep at one pc. Arrays are per lane, warp-major (32 lanes a warp)."""
+
+    __slots__ = ("regs", "preds", "cc", "active", "full", "pc", "stack", "warps", "tid", "ctaid_x",
+                 "ctaid_y", "cta", "shbase", "laneid", "segment", "bar_id")
+
+    @property
+    def nwarps(self):
+        return self.warps.size
+
+    def take(self, rows):
+        """A new group made of the warps at positions ``rows`` of this one (state copied)."""
+        lanes = (rows[:, None] * 32 + np.arange(32)).reshape(-1)
+        g = Group()
+        g.regs = self.regs[:, lanes]
+        g.preds = self.preds[:, lanes]
+        g.cc = self.cc[lanes]
+        g.active = self.active[lanes]
+        g.full = bool(g.active.all())
+        g.pc = self.pc
+        g.stack = list(self.stack)
+        g.warps = self.warps[rows]
+        for name in ("tid", "ctaid_x", "ctaid_y", "cta", "shbase", "laneid"):
+            setattr(g, name, getattr(self, name)[lanes])
+        g.segment = None
+        g.bar_id = -1
+        return g
+
+    @staticmethod
+    def merge(groups):
+        groups = sorted(groups, key=lambda g: int(g.warps[0]))
+        g = Group()
+        g.regs = np.concatenate([x.regs for x in groups], axis=1)
+        g.preds = np.concatenate([x.preds for x in groups], axis=1)
+        g.cc = np.concatenate([x.cc for x in groups])
+        g.active = np.concatenate([x.active for x in groups])
+        g.full = bool(g.active.all())
+        g.pc = groups[0].pc
+        g.stack = list(groups[0].stack)
+        g.warps = np.concatenate([x.warps for x in groups])
+        for name in ("tid", "ctaid_x", "ctaid_y", "cta", "shbase", "laneid"):
+            setattr(g, name, np.concatenate([getattr(x, name) for x in groups]))
+        g.segment = None
+        g.bar_id = -1
+        return g
+
+
+class Context:
+    """What every instruction of one launch may touch besides the group: memories and tables."""
+
+    def __init__(self, kernel, const_bank, shared_words, nctas, memory, textures, block, grid):
+        self.kernel = kernel
+        self.const_bank = const_bank  # bytes of constant bank 0
+        self.shared_words = shared_words
+        self.shared = np.zeros(max(1, nctas * shared_words), dtype=np.uint32)
+        self.memory = memory
+        self.textures = textures
+        self.block = block
+        self.grid = grid
+        self.recorder = None
+
+    def where(self, instr, g, lane_pos):
+        """Name the CTA, warp and lane of group lane ``lane_pos`` for an error message."""
+        t = int(g.tid[lane_pos])
+        return (f"{instr.where}: {{}} (CTA ({int(g.ctaid_x[lane_pos])},{int(g.ctaid_y[lane_pos])}), "
+                f"warp {t // 32}, lane {t % 32})")
+
+    def fail(self, instr, g, bad, message):
+        pos = int(np.flatnonzero(bad)[0])
+        raise SimulationError(self.where(instr, g, pos).format(message(pos)))
+
+
+# ---------------------------------------------------------------------------------------------
+# operand readers: closures g -> uint32 array or uint32 scalar
+
+def _const_word(ctx, instr, op):
+    if op.bank != 0:
+        raise SimulationError(f"{instr.where}: constant bank {op.bank} is not modelled (only bank 0)")
+    off = op.value
+    if off % 4 or off < 0 or off + 4 > len(ctx.const_bank):
+        raise SimulationError(f"{instr.where}: constant c[0x0][0x{off:x}] is outside constant bank 0 "
+                              f"(size 0x{len(ctx.const_bank):x}) or not 4-byte aligned")
+    return np.frombuffer(ctx.const_bank, dtype=np.uint32, count=1, offset=off)[0]
+
+
+def _reader_u32(ctx, instr, op, zrow):
+    """Integer view of a source operand, with '-' (two's complement negate) and '~' applied."""
+    if op.kind == ins.REG:
+        r = zrow if op.reg == ins.RZ else op.reg
+        if op.neg:
+            return lambda g: (U32(0) - g.regs[r])
+        if op.not_:
+            return lambda g: ~g.regs[r]
+        return lambda g: g.regs[r]
+    if op.kind == ins.IMM:
+        v = U32(op.value & 0xFFFFFFFF)
+    elif op.kind == ins.CONST:
+        v = _const_word(ctx, instr, op)
+        if op.neg:
+            v = U32(0) - v
+    elif op.kind == ins.FIMM:
+        v = np.float32(op.fvalue).view(np.uint32)
+    else:
+        raise SimulationError(f"{instr.where}: operand {op.kind} cannot be read as a value")
+    if op.not_:
+        v = ~v
+    return lambda g: v
+
+
+def _reader_f32(ctx, instr, op, zrow):
+    """Float view of a source operand, with '-' and '|x|' applied."""
+    if op.kind == ins.REG:
+        r = zrow if op.reg == ins.RZ else op.reg
+        if op.abs and op.neg:
+            return lambda g: -np.abs(g.regs[r].view(np.float32))
+        if op.abs:
+            return lambda g: np.abs(g.regs[r].view(np.float32))
+        if op.neg:
+            return lambda g: -g.regs[r].view(np.float32)
+        return lambda g: g.regs[r].view(np.float32)
+    if op.kind == ins.FIMM:
+        v = np.float32(op.fvalue)
+    elif op.kind == ins.IMM:
+        # hexadecimal immediates of float instructions are bit patterns; decimal ones are numbers
+        v = U32(op.value & 0xFFFFFFFF).view(np.float32) if op.text.lstrip("-")[:2].lower() == "0x" else np.float32(op.value)
+    elif op.kind == ins.CONST:
+        v = _const_word(ctx, instr, op).view(np.float32)
+    else:
+        raise SimulationError(f"{instr.where}: operand {op.kind} cannot be read as a float")
+    if op.abs:
+        v = np.abs(v)
+    if op.neg:
+        v = -v
+    v = np.float32(v)
+    return lambda g: v
+
+
+def _writer(dst, zrow):
+    """Store a value into register ``dst`` for the lanes of mask m (None: every lane)."""
+    if dst == ins.RZ:
+        return lambda g, v, m: None
+
+    def write(g, v, m):
+        if m is None:
+            g.regs[dst] = v
+        else:
+            np.copyto(g.regs[dst], np.asarray(v, dtype=np.uint32) if not isinstance(v, np.ndarray) else v.view(np.uint32), where=m)
+    return write
+
+
+def _fwriter(dst, zrow):
+    w = _writer(dst, zrow)
+
+    def write(g, v, m):
+        w(g, np.asarray(v, dtype=np.float32).view(np.uint32), m)
+    return write
+
+
+# ---------------------------------------------------------------------------------------------
+# compiling one instruction
+
+CONTROL = ("BRA", "CAL", "RET", "EXIT", "BAR")
+
+
+def compile_instruction(ctx, instr):
+    """Return ``fn(g, m)`` executing ``instr`` on group g for lanes m (None: all)."""
+    k = ctx.kernel
+    zrow = k.reg_cnt  # the always-zero row standing for RZ
+    op = instr.opcode
+    mods = instr.mods
+    ops = instr.operands
+    fast = _ALU.get(op)
+    if fast is not None:
+        return fast(ctx, instr, ops, mods, zrow)
+    if op in ("LDS", "STS", "LDG", "STG"):
+        return _memory(ctx, instr, ops, mods, zrow)
+    if op == "TLD":
+        return _tld(ctx, instr, ops, mods, zrow)
+    if op == "S2R":
+        return _s2r(ctx, instr, ops, zrow)
+    if op == "NOP":
+        return lambda g, m: None
+    raise SimulationError(f"{instr.where}: opcode {instr.full_opcode} has no functional model")
+
+
+def _fp(ctx, instr, ops, mods, zrow):
+    op = instr.opcode
+    for m in mods:
+        if m in ("RM", "RP", "RZ"):
+            raise SimulationError(f"{instr.where}: rounding mode .{m} is not modelled (only round-to-nearest)")
+    do_ftz = "FTZ" in mods
+    do_sat = "SAT" in mods
+    srcs = [_reader_f32(ctx, instr, o, zrow) for o in ops[1:]]
+    write = _fwriter(ops[0].reg, zrow)
+    if op == "FFMA":
+        a, b, c = srcs
+        if do_ftz or do_sat:
+            def run(g, m):
+                x = alu.fma32(alu.ftz(a(g)), alu.ftz(b(g)), alu.ftz(c(g)))
+                x = alu.ftz(x) if do_ftz else x
+                write(g, alu.saturate(x) if do_sat else x, m)
+            return run
+
+        def run(g, m):
+            write(g, alu.fma32(a(g), b(g), c(g)), m)
+        return run
+    a, b = srcs
+    f = np.multiply if op == "FMUL" else np.add
+
+    def run(g, m):
+        x, y = a(g), b(g)
+        if do_ftz:
+            x, y = alu.ftz(x), alu.ftz(y)
+        r = np.asarray(f(x, y), dtype=np.float32)
+        if do_ftz:
+            r = alu.ftz(r)
+        write(g, alu.saturate(r) if do_sat else r, m)
+    return run
+
+
+def _iadd(ctx, instr, ops, mods, zrow):
+    a, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:])
+    write = _writer(ops[0].reg, zrow)
+    use_x = "X" in mods
+    set_cc = "CC" in mods
+    if not use_x and not set_cc:
+        return lambda g, m: write(g, a(g) + b(g), m)
+
+    def run(g, m):
+        x = np.asarray(a(g), dtype=np.uint64) + np.asarray(b(g), dtype=np.uint64)
+        if use_x:
+            x = x + g.cc
+        r = (x & 0xFFFFFFFF).astype(np.uint32)
+        if set_cc:
+            carry = (x >> np.uint64(32)).astype(np.uint32)
+            if m is None:
+                g.cc[:] = carry
+            else:
+                np.copyto(g.cc, np.broadcast_to(carry, g.cc.shape), where=m)
+        write(g, r, m)
+    return run
+
+
+def _iadd3(ctx, instr, ops, mods, zrow):
+    a, b, c = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:])
+    write = _writer(ops[0].reg, zrow)
+    return lambda g, m: write(g, a(g) + b(g) + c(g), m)
+
+
+def _iscadd(ctx, instr, ops, mods, zrow):
+    a, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:3])
+    s = ops[3].value
+    if not 0 <= s < 32:
+        raise SimulationError(f"{instr.where}: ISCADD shift {s} is out of range 0..31")
+    sh = U32(s)
+    write = _writer(ops[0].reg, zrow)
+    return lambda g, m: write(g, (a(g) << sh) + b(g), m)
+
+
+def _xmad(ctx, instr, ops, mods, zrow):
+    a = _reader_u32(ctx, instr, attr_plain(ops[1]), zrow)
+    b = _reader_u32(ctx, instr, attr_plain(ops[2]), zrow)
+    c = _reader_u32(ctx, instr, ops[3], zrow)
+    a_h1, b_h1 = ops[1].h1, ops[2].h1
+    modset = frozenset(mods)
+    write = _writer(ops[0].reg, zrow)
+
+    def run(g, m):
+        bv = b(g)
+        write(g, alu.xmad(a(g), bv, c(g), bv, a_h1, b_h1, modset), m)
+    return run
+
+
+def attr_plain(op):
+    """The operand without its .H1 selector (XMAD applies the selector itself)."""
+    import attrs
+    return attrs.evolve(op, h1=False)
+
+
+def _lop(ctx, instr, ops, mods, zrow):
+    a, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:])
+    write = _writer(ops[0].reg, zrow)
+    kind = mods[0] if mods else "AND"
+    f = {"AND": np.bitwise_and, "OR": np.bitwise_or, "XOR": np.bitwise_xor}.get(kind)
+    if kind == "PASS_B":
+        return lambda g, m: write(g, b(g), m)
+    return lambda g, m: write(g, f(a(g), b(g)), m)
+
+
+def _mov(ctx, instr, ops, mods, zrow):
+    a = _reader_u32(ctx, instr, ops[1], zrow)
+    write = _writer(ops[0].reg, zrow)
+    return lambda g, m: write(g, a(g), m)
+
+
+def _shift(ctx, instr, ops, mods, zrow):
+    a, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:])
+    write = _writer(ops[0].reg, zrow)
+    if instr.opcode == "SHL":
+        wrap = "W" in mods
+        return lambda g, m: write(g, alu.shl(a(g), b(g), wrap), m)
+    signed = "U32" not in mods
+    return lambda g, m: write(g, alu.shr(a(g), b(g), signed), m)
+
+
+def _bfe(ctx, instr, ops, mods, zrow):
+    a, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:])
+    write = _writer(ops[0].reg, zrow)
+    signed = "U32" not in mods
+    return lambda g, m: write(g, alu.bfe(a(g), b(g), signed), m)
+
+
+def _pred_reader(op):
+    p, neg = op.reg, op.not_
+    if neg:
+        return lambda g: ~g.preds[p]
+    return lambda g: g.preds[p]
+
+
+def _sel(ctx, instr, ops, mods, zrow):
+    a, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:3])
+    p = _pred_reader(ops[3])
+    write = _writer(ops[0].reg, zrow)
+    return lambda g, m: write(g, np.where(p(g), a(g), b(g)).astype(np.uint32), m)
+
+
+def _isetp(ctx, instr, ops, mods, zrow):
+    cmp = next(x for x in mods if x in ("LT", "LE", "GT", "GE", "EQ", "NE"))
+    bname = next((x for x in mods if x in ("AND", "OR", "XOR")), "AND")
+    signed = "U32" not in mods
+    a, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[2:4])
+    pc = _pred_reader(ops[4])
+    bop = alu.boolop(bname)
+    pd, pq = ops[0].reg, ops[1].reg
+
+    def run(g, m):
+        r = alu.isetp(a(g), b(g), cmp, signed)
+        c = pc(g)
+        for dst, val in ((pd, bop(r, c)), (pq, bop(~r, c))):
+            if dst == ins.PT:
+                continue
+            if m is None:
+                g.preds[dst] = val
+            else:
+                np.copyto(g.preds[dst], np.broadcast_to(val, m.shape), where=m)
+    return run
+
+
+_ALU = {
+    "FFMA": _fp, "FMUL": _fp, "FADD": _fp, "IADD": _iadd, "IADD3": _iadd3, "ISCADD": _iscadd,
+    "XMAD": _xmad, "LOP": _lop, "MOV": _mov, "MOV32I": _mov, "SHL": _shift, "SHR": _shift,
+    "BFE": _bfe, "SEL": _sel, "ISETP": _isetp,
+}
+
+
+def _s2r(ctx, instr, ops, zrow):
+    name = ops[1].name
+    write = _writer(ops[0].reg, zrow)
+    getters = {
+        "SR_TID.X": lambda g: g.tid,
+        "SR_TID.Y": lambda g: np.zeros_like(g.tid),
+        "SR_TID.Z": lambda g: np.zeros_like(g.tid),
+        "SR_CTAID.X": lambda g: g.ctaid_x,
+        "SR_CTAID.Y": lambda g: g.ctaid_y,
+        "SR_CTAID.Z": lambda g: np.zeros_like(g.tid),
+        "SR_LANEID": lambda g: g.laneid,
+        "SR_NTID.X": lambda g: np.full_like(g.tid, ctx.block),
+        # the functional model has no clock: the timing model owns time
+        "SR_CLOCKLO": lambda g: np.zeros_like(g.tid),
+        "SR_CLOCKHI": lambda g: np.zeros_like(g.tid),
+    }
+    get = getters[name]
+    return lambda g, m: write(g, get(g), m)
+
+
+def _address(ctx, instr, op, zrow):
+    base = zrow if op.reg == ins.RZ else op.reg
+    off = U32(op.value & 0xFFFFFFFF)
+    return lambda g: g.regs[base] + off
+
+
+def _memory(ctx, instr, ops, mods, zrow):
+    op = instr.opcode
+    width = 1
+    for m in mods:
+        if m in ("32", "64", "128"):
+            width = int(m) // 32
+    nbytes = 4 * width
+    if "E" in mods:
+        raise SimulationError(f"{instr.where}: 64-bit (.E) global addresses are not modelled; maxsim kernels use 32-bit addresses")
+    load = op in ("LDS", "LDG")
+    shared = op in ("LDS", "STS")
+    mem_op = ops[1] if load else ops[0]
+    data_op = ops[0] if load else ops[1]
+    addr_of = _address(ctx, instr, mem_op, zrow)
+    what = "shared" if shared else "global"
+    offsets = np.arange(width, dtype=np.int64)
+    recorder_kind = ("lds" if load else "sts") if shared else ("ldg" if load else "stg")
+
+    def check(g, m, addr):
+        if shared:
+            limit_lo, limit_hi = 0, ctx.kernel.shared_size
+        else:
+            limit_lo, limit_hi = GLOBAL_BASE, ctx.memory.top
+        a64 = addr.astype(np.int64)
+        bad = ((a64 % nbytes) != 0) | (a64 < limit_lo) | (a64 + nbytes > limit_hi)
+        if m is not None:
+            bad &= m
+        elif not g.full:
+            bad &= g.active
+        if bad.any():
+            def msg(pos):
+                a = int(addr[pos])
+                if a % nbytes:
+                    return f"misaligned {nbytes}-byte {what} access at address 0x{a:x}"
+                return (f"out-of-bounds {what} access at address 0x{a:x} (+{nbytes} bytes); valid range "
+                        f"[0x{limit_lo:x}, 0x{limit_hi:x})")
+            ctx.fail(instr, g, bad, msg)
+
+    def word_index(g, m, addr):
+        sel = m if m is not None else (None if g.full else g.active)
+        a = addr if sel is None else np.where(sel, addr, U32(limit_safe))
+        idx = (a >> U32(2)).astype(np.int64)
+        if shared:
+            idx = idx + g.shbase
+        return idx, sel
+
+    limit_safe = 0 if shared else GLOBAL_BASE
+    if load:
+        dst = data_op.reg
+        writes = [_writer(dst + j if dst != ins.RZ else ins.RZ, zrow) for j in range(width)]
+
+        def run(g, m):
+            addr = addr_of(g)
+            check(g, m, addr)
+            idx, sel = word_index(g, m, addr)
+            store = ctx.shared if shared else ctx.memory.words
+            vals = store[idx[:, None] + offsets] if width > 1 else store[idx][:, None]
+            for j in range(width):
+                writes[j](g, vals[:, j], m)
+            if ctx.recorder is not None:
+                ctx.recorder.memory(recorder_kind, instr, g, addr, sel, nbytes)
+        return run
+
+    src = data_op.reg
+
+    def run(g, m):
+        addr = addr_of(g)
+        check(g, m, addr)
+        idx, sel = word_index(g, m, addr)
+        store = ctx.shared if shared else ctx.memory.words
+        if src == ins.RZ:
+            vals = np.zeros((width, idx.size), dtype=np.uint32)
+        else:
+            vals = g.regs[src:src + width]
+        if sel is None:
+            for j in range(width):
+                store[idx + j] = vals[j]
+        else:
+            for j in range(width):
+                store[idx[sel] + j] = vals[j][sel]
+        if ctx.recorder is not None:
+            ctx.recorder.memory(recorder_kind, instr, g, addr, sel, nbytes)
+    return run
+
+
+def _tld(ctx, instr, ops, mods, zrow):
+    dst = ops[0].reg
+    coord_r = zrow if ops[1].reg == ins.RZ else ops[1].reg
+    handle_r = zrow if ops[2].reg == ins.RZ else ops[2].reg
+    mask = ops[5].value & 0xF
+    channels = [c for c in range(4) if mask >> c & 1]
+    writes = [_writer(dst + j if dst != ins.RZ else ins.RZ, zrow) for j in range(len(channels))]
+
+    def run(g, m):
+        sel = m if m is not None else (None if g.full else g.active)
+        handles = g.regs[handle_r]
+        coords = g.regs[coord_r].view(np.int32).astype(np.int64)
+        hs = np.unique(handles if sel is None else handles[sel])
+        vals = np.zeros((handles.size, 4), dtype=np.uint32)
+        for h in hs:
+            tex = ctx.textures.get(texture_index(int(h)))
+            if tex is None:
+                bad = handles == h
+                if sel is not None:
+                    bad &= sel
+                bound = sorted(ctx.textures)
+                ctx.fail(instr, g, bad, lambda pos: f"texture handle 0x{int(h):x} is not bound (bound textures: {bound})")
+            lanes = handles == h
+            c = coords[lanes]
+            c = np.where((c < 0) | (c >= tex.size), tex.size, c)
+            vals[lanes] = tex.texels[c]
+        for j, ch in enumerate(channels):
+            writes[j](g, vals[:, ch], m)
+        if ctx.recorder is not None:
+            ctx.recorder.texture(instr, g, coords, handles, sel)
+    return run
