@@ -1,0 +1,9 @@
+"""Static views of a decoded kernel: register-bank conflicts, operand reuse, opcode mix."""
+
+from .banks import (DEFAULT_MODEL, FFMA_PER_KSTEP, MAXAS_HEALTH_MODEL, NO_REUSE_MODEL, BankReport,
+                    BankRow, BankTotals, LoopReport, ReuseModel, analyze_banks, bank_conflicts,
+                    find_loops, format_bank_report, opcode_mix)
+
+__all__ = ["analyze_banks", "opcode_mix", "format_bank_report", "bank_conflicts", "find_loops",
+           "BankReport", "BankRow", "BankTotals", "LoopReport", "ReuseModel", "DEFAULT_MODEL",
+           "MAXAS_HEALTH_MODEL", "NO_REUSE_MODEL", "FFMA_PER_KSTEP"]
