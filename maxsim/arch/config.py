@@ -1,0 +1,526 @@
+"""Architecture configs: the numbers of the machine model, read from TOML files.
+
+Every parameter of the timing model lives in one of these files, never as a constant in the code.
+The shipped configs sit next to this module (package data ``maxsim/arch/*.toml``); each key line
+there carries a comment naming its source (short names of ``docs/maxwell-facts.md``).
+
+A config file is one TOML document::
+
+    description = "one line shown by `maxsim configs`"   # top level, optional in a child
+    inherit = "gm204"            # optional: a shipped config name or a path (relative to this file)
+
+    [gpu]
+    core_clock_mhz = 1607        # only the keys that differ from the parent
+
+Sections and keys are those of the attrs classes below (``GpuConfig`` ... ``DramConfig``); the field
+metadata is the schema: the loader checks that every key is present (after inheritance), has the
+right type and lies in range, and rejects keys it does not know, raising
+:class:`~maxsim.errors.ConfigError` with a one-line message naming the file and the key.
+
+Latencies are in core clock cycles and are end to end, as a microbenchmark sees them: from the issue
+of the producing instruction to the first cycle a dependent instruction may issue. Memory latencies
+(``l2_hit``, ``dram``) are from the issue of the memory instruction at the SM.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import re
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+import attrs
+
+from ..errors import ConfigError
+
+__all__ = [
+    "ArchConfig", "GpuConfig", "SmConfig", "PipesConfig", "LatencyConfig", "RegfileConfig",
+    "SharedConfig", "L1TexConfig", "L2Config", "DramConfig",
+    "load_config", "list_configs", "override", "DEFAULT_CONFIG",
+]
+
+DEFAULT_CONFIG = "gm204"
+
+
+# --------------------------------------------------------------------------------------------
+# Schema: each field says what it accepts.  ``kind`` is the Python type TOML must give; ``what``
+# is the phrase used in the error message ("must be <what>, got ..."); ``ok`` the range test.
+
+def _field(kind, what, ok=None, choices=None):
+    return attrs.field(metadata={"kind": kind, "what": what, "ok": ok, "choices": choices})
+
+
+def _pos_int():
+    return _field(int, "a positive integer", lambda v: v > 0)
+
+
+def _nonneg_int():
+    return _field(int, "a non-negative integer", lambda v: v >= 0)
+
+
+def _pow2_int():
+    return _field(int, "a positive power of two", lambda v: v > 0 and (v & (v - 1)) == 0)
+
+
+def _pos_float():
+    return _field(float, "a positive number", lambda v: v > 0 and math.isfinite(v))
+
+
+def _nonneg_float():
+    return _field(float, "a non-negative number", lambda v: v >= 0 and math.isfinite(v))
+
+
+def _fraction():
+    return _field(float, "a number in [0, 1]", lambda v: 0.0 <= v <= 1.0)
+
+
+def _unit_fraction():
+    return _field(float, "a number in (0, 1]", lambda v: 0.0 < v <= 1.0)
+
+
+def _bool():
+    return _field(bool, "a boolean (true or false)")
+
+
+def _str():
+    return _field(str, "a non-empty string", lambda v: v.strip() != "")
+
+
+def _choice(*choices):
+    return _field(str, "one of " + ", ".join(repr(c) for c in choices), lambda v: v in choices,
+                  choices=choices)
+
+
+@attrs.frozen
+class GpuConfig:
+    """The whole chip: identity, SM count, clocks, DRAM peak bandwidth."""
+
+    name: str = _str()
+    chip: str = _str()
+    sm_version: int = _pos_int()  # 50 (GM107) or 52 (GM204, GM200)
+    sms: int = _pos_int()
+    core_clock_mhz: float = _pos_float()
+    mem_clock_mhz: float = _pos_float()  # effective (data rate), e.g. 7000 for 7 Gbps GDDR5
+    dram_bus_bits: int = _pos_int()
+    dram_bandwidth_gbs: float = _pos_float()  # peak, 1e9 bytes/s; must equal clock x bus / 8
+    launch_overhead_us: float = _nonneg_float()
+
+
+@attrs.frozen
+class SmConfig:
+    """Resources and limits of one streaming multiprocessor."""
+
+    schedulers: int = _pos_int()
+    scheduler_assignment: str = _choice("warp_id_mod")
+    warp_size: int = _pow2_int()
+    max_warps: int = _pos_int()
+    max_ctas: int = _pos_int()
+    max_threads_per_cta: int = _pos_int()
+    registers: int = _pos_int()
+    reg_alloc_granularity: int = _pos_int()  # registers per warp
+    max_regs_per_thread: int = _pos_int()
+    shared_bytes: int = _pos_int()
+    max_shared_per_cta: int = _pos_int()
+    shared_alloc_granularity: int = _pos_int()
+    cta_barriers: int = _pos_int()
+    dependency_barriers: int = _pos_int()
+    max_stall: int = _pos_int()
+    yield_stall_threshold: int = _pos_int()
+    icache_bytes: int = _pos_int()
+    icache_l15_bytes: int = _pos_int()
+
+    @property
+    def max_threads(self) -> int:
+        return self.max_warps * self.warp_size
+
+    @property
+    def warps_per_scheduler(self) -> int:
+        return self.max_warps // self.schedulers
+
+
+@attrs.frozen
+class PipesConfig:
+    """Issue and throughput of the execution units."""
+
+    alu: float = _pos_float()  # warp instructions per cycle per scheduler
+    alu_half: float = _pos_float()
+    dual_issue: bool = _bool()
+    mem_issue_interval: int = _pos_int()  # cycles between warp memory instructions, per SM
+    shared_queue_depth: int = _pos_int()  # per warp
+    global_queue_depth: int = _pos_int()  # per warp (global and texture)
+
+    @property
+    def alu_interval(self) -> float:
+        """Cycles a scheduler's ALU pipe is busy per full-rate warp instruction."""
+        return 1.0 / self.alu
+
+    @property
+    def alu_half_interval(self) -> float:
+        return 1.0 / self.alu_half
+
+
+@attrs.frozen
+class LatencyConfig:
+    """Latencies in core cycles (see the module docstring for what they measure)."""
+
+    alu: int = _pos_int()
+    alu_half: int = _pos_int()
+    predicate: int = _pos_int()
+    barrier_set_delay: int = _nonneg_int()
+    s2r: int = _pos_int()
+    lds: int = _pos_int()
+    sts: int = _pos_int()
+    tex_l1_hit: int = _pos_int()
+    l2_hit: int = _pos_int()
+    dram: int = _pos_int()
+    branch: int = _pos_int()
+    barrier_sync: int = _pos_int()
+    exit: int = _pos_int()
+    mem_operand_read_shared: int = _nonneg_int()
+    mem_operand_read_global: int = _nonneg_int()
+    mem_operand_read_tex: int = _nonneg_int()
+    read_barrier_release: int = _pos_int()
+
+
+@attrs.frozen
+class RegfileConfig:
+    """Register banks, operand reuse caches and the cost of bank conflicts."""
+
+    banks: int = _pow2_int()
+    reuse_slots: int = _pos_int()
+    reuse_entries_per_slot: int = _pos_int()
+    reuse_lost_on_warp_switch: bool = _bool()
+    conflict_penalty: int = _nonneg_int()
+    conflict_hidden_fraction: float = _fraction()
+    delayed_conflict_window: int = _nonneg_int()
+
+
+@attrs.frozen
+class SharedConfig:
+    """Shared-memory banks (the latency is ``latency.lds`` / ``latency.sts``)."""
+
+    banks: int = _pow2_int()
+    bank_width: int = _pow2_int()
+
+    @property
+    def bytes_per_clk(self) -> int:
+        return self.banks * self.bank_width
+
+
+@attrs.frozen
+class L1TexConfig:
+    """The unified L1/texture cache of one SM (hit latency is ``latency.tex_l1_hit``)."""
+
+    size: int = _pos_int()
+    line: int = _pow2_int()
+    sector: int = _pow2_int()
+    assoc: int = _pos_int()
+    throughput_bytes_per_clk: float = _pos_float()
+
+    @property
+    def sets(self) -> int:
+        return self.size // (self.line * self.assoc)
+
+    @property
+    def sectors_per_line(self) -> int:
+        return self.line // self.sector
+
+
+@attrs.frozen
+class L2Config:
+    """The L2 shared by all SMs (hit latency is ``latency.l2_hit``)."""
+
+    size: int = _pos_int()
+    sector: int = _pow2_int()
+    assoc: int = _pos_int()
+    hash_sets: bool = _bool()
+    bandwidth_bytes_per_clk: float = _pos_float()  # whole chip, per core clock
+
+    @property
+    def sets(self) -> int:
+        return self.size // (self.sector * self.assoc)
+
+
+@attrs.frozen
+class DramConfig:
+    """DRAM beyond the peak in ``gpu`` (the latency is ``latency.dram``)."""
+
+    efficiency: float = _unit_fraction()  # sustained / peak bandwidth
+
+
+_SECTIONS = {
+    "gpu": GpuConfig, "sm": SmConfig, "pipes": PipesConfig, "latency": LatencyConfig,
+    "regfile": RegfileConfig, "shared": SharedConfig, "l1tex": L1TexConfig, "l2": L2Config,
+    "dram": DramConfig,
+}
+_TOP_KEYS = {"description", "inherit"}
+
+
+@attrs.frozen
+class ArchConfig:
+    """One machine: immutable tree of sections, built by :func:`load_config`."""
+
+    name: str  # config name ("gm204") or the file stem of a user config
+    description: str
+    source: str  # the file it was read from
+    gpu: GpuConfig
+    sm: SmConfig
+    pipes: PipesConfig
+    latency: LatencyConfig
+    regfile: RegfileConfig
+    shared: SharedConfig
+    l1tex: L1TexConfig
+    l2: L2Config
+    dram: DramConfig
+
+    # ---- derived quantities -----------------------------------------------------------------
+    @property
+    def clock_hz(self) -> float:
+        return self.gpu.core_clock_mhz * 1e6
+
+    @property
+    def dram_peak_bytes_per_clk(self) -> float:
+        """Peak DRAM bytes per core cycle for the whole chip."""
+        return self.gpu.dram_bandwidth_gbs * 1e9 / self.clock_hz
+
+    @property
+    def dram_bytes_per_clk(self) -> float:
+        """Sustained DRAM bytes per core cycle for the whole chip (peak x ``dram.efficiency``)."""
+        return self.dram_peak_bytes_per_clk * self.dram.efficiency
+
+    @property
+    def peak_gflops(self) -> float:
+        """FP32 peak: 2 flops per FFMA lane."""
+        lanes = self.gpu.sms * self.sm.schedulers * self.sm.warp_size * self.pipes.alu
+        return 2.0 * lanes * self.clock_hz / 1e9
+
+    def cycles_to_seconds(self, cycles: float) -> float:
+        return cycles / self.clock_hz
+
+    def seconds_to_cycles(self, seconds: float) -> float:
+        return seconds * self.clock_hz
+
+    def to_dict(self) -> dict:
+        """Nested plain dict of every section (for ``--json`` and reports)."""
+        out = {"name": self.name, "description": self.description, "source": self.source}
+        for sec in _SECTIONS:
+            out[sec] = attrs.asdict(getattr(self, sec))
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+
+_ARCH_PACKAGE = "maxsim.arch"
+
+
+def _shipped_dir():
+    return resources.files(_ARCH_PACKAGE)
+
+
+def _shipped_names() -> list[str]:
+    return sorted(p.name[:-5] for p in _shipped_dir().iterdir() if p.name.endswith(".toml"))
+
+
+def _fmt(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return str(value)
+
+
+_LINE_RE = re.compile(r"at line (\d+)")
+
+
+def _parse(text: str, display: str) -> dict:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = _LINE_RE.search(str(e))
+        where = f"{display}:{m.group(1)}" if m else display
+        raise ConfigError(f"{where}: bad TOML syntax: {e}") from None
+
+
+def _read_file(ref, base_dir, chain):
+    """Resolve ``ref`` (shipped name or path) to (display, key, text, dir)."""
+    if isinstance(ref, str) and ref in _shipped_names() and os.sep not in ref:
+        res = _shipped_dir() / f"{ref}.toml"
+        return f"{ref}.toml", ("shipped", ref), res.read_text(encoding="utf-8"), None
+    path = Path(ref)
+    if base_dir is not None and not path.is_absolute():
+        path = base_dir / path
+    if not path.is_file():
+        shipped = ", ".join(_shipped_names())
+        who = f"{chain[-1]}: " if chain else ""
+        raise ConfigError(f"{who}no config named {str(ref)!r} (shipped: {shipped}; or give the path "
+                          f"of a .toml file)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read config: {e}") from None
+    return str(ref if base_dir is None else path), ("file", str(path.resolve())), text, path.parent
+
+
+def _load_raw(ref, base_dir=None, chain=()):
+    """Merged raw tables plus, for each 'sec.key', the file that set it."""
+    display, key, text, here = _read_file(ref, base_dir, chain)
+    if key in [k for k, _ in chain]:
+        raise ConfigError(f"{display}: key 'inherit' makes a cycle: "
+                          + " -> ".join(d for _, d in chain) + f" -> {display}")
+    chain = (*chain, (key, display))
+    doc = _parse(text, display)
+    for k, v in doc.items():
+        if k in _SECTIONS:
+            if not isinstance(v, dict):
+                raise ConfigError(f"{display}: key '{k}' must be a table [{k}], got {_fmt(v)}")
+        elif k not in _TOP_KEYS:
+            raise ConfigError(f"{display}: unknown key '{k}' (sections: {', '.join(_SECTIONS)})")
+        elif not isinstance(v, str):
+            raise ConfigError(f"{display}: key '{k}' must be a string, got {_fmt(v)}")
+    if "inherit" in doc:
+        merged, origin, _ = _load_raw(doc["inherit"], here if here is not None else base_dir,
+                                      tuple((k, d) for k, d in chain))
+    else:
+        merged, origin = {"description": ""}, {}
+    if "description" in doc:
+        merged["description"] = doc["description"]
+    for sec in _SECTIONS:
+        table = doc.get(sec, {})
+        dst = merged.setdefault(sec, {})
+        for k, v in table.items():
+            dst[k] = v
+            origin[f"{sec}.{k}"] = display
+    return merged, origin, display
+
+
+def _check_value(sec: str, fld, value, where: str):
+    meta = fld.metadata
+    kind, what, ok = meta["kind"], meta["what"], meta["ok"]
+    bad = ConfigError(f"{where}: key '{sec}.{fld.name}' must be {what}, got {_fmt(value)}")
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise bad
+    elif kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad
+    elif kind is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad
+        value = float(value)
+    elif kind is str:
+        if not isinstance(value, str):
+            raise bad
+    if ok is not None and not ok(value):
+        raise bad
+    return value
+
+
+def _build(name: str, merged: dict, origin: dict, display: str) -> ArchConfig:
+    sections = {}
+    for sec, cls in _SECTIONS.items():
+        table = merged.get(sec, {})
+        fields = attrs.fields(cls)
+        known = {f.name for f in fields}
+        for k in table:
+            if k not in known:
+                raise ConfigError(f"{origin.get(f'{sec}.{k}', display)}: unknown key '{sec}.{k}'")
+        kwargs = {}
+        for f in fields:
+            if f.name not in table:
+                raise ConfigError(f"{display}: missing key '{sec}.{f.name}'")
+            kwargs[f.name] = _check_value(sec, f, table[f.name], origin.get(f"{sec}.{f.name}", display))
+        sections[sec] = cls(**kwargs)
+    cfg = ArchConfig(name=name, description=merged.get("description", ""), source=display, **sections)
+    _cross_checks(cfg, origin, display)
+    return cfg
+
+
+def _cross_checks(cfg: ArchConfig, origin: dict, display: str) -> None:
+    def fail(key, msg):
+        # a cross-check involves several keys, maybe set in different files of an inherit chain:
+        # name the file being loaded, and where the blamed key came from if elsewhere
+        src = origin.get(key, display)
+        frm = f" (set in {src})" if src != display else ""
+        raise ConfigError(f"{display}: key '{key}'{frm} {msg}")
+
+    g, sm, l1, l2 = cfg.gpu, cfg.sm, cfg.l1tex, cfg.l2
+    expect = g.mem_clock_mhz * g.dram_bus_bits / 8 / 1000
+    if abs(g.dram_bandwidth_gbs - expect) > 0.01 * expect:
+        fail("gpu.dram_bandwidth_gbs", f"= {g.dram_bandwidth_gbs:g} does not match "
+             f"mem_clock_mhz x dram_bus_bits / 8 = {expect:g} GB/s (within 1%)")
+    if sm.max_warps % sm.schedulers:
+        fail("sm.max_warps", f"= {sm.max_warps} must be a multiple of sm.schedulers ({sm.schedulers})")
+    if sm.max_threads_per_cta > sm.max_warps * sm.warp_size:
+        fail("sm.max_threads_per_cta", f"= {sm.max_threads_per_cta} exceeds sm.max_warps x sm.warp_size")
+    if sm.max_threads_per_cta % sm.warp_size:
+        fail("sm.max_threads_per_cta", f"= {sm.max_threads_per_cta} must be a multiple of sm.warp_size")
+    if sm.registers % sm.reg_alloc_granularity:
+        fail("sm.reg_alloc_granularity", "must divide sm.registers")
+    if sm.max_shared_per_cta > sm.shared_bytes:
+        fail("sm.max_shared_per_cta", f"= {sm.max_shared_per_cta} exceeds sm.shared_bytes ({sm.shared_bytes})")
+    if sm.yield_stall_threshold > sm.max_stall:
+        fail("sm.yield_stall_threshold", f"exceeds sm.max_stall ({sm.max_stall})")
+    if l1.sector > l1.line:
+        fail("l1tex.sector", f"= {l1.sector} exceeds l1tex.line ({l1.line})")
+    if l1.size % (l1.line * l1.assoc):
+        fail("l1tex.assoc", f"= {l1.assoc}: l1tex.size ({l1.size}) is not a multiple of line x assoc")
+    if l2.size % (l2.sector * l2.assoc):
+        fail("l2.assoc", f"= {l2.assoc}: l2.size ({l2.size}) is not a multiple of sector x assoc")
+    if cfg.regfile.reuse_slots > 3:
+        fail("regfile.reuse_slots", "must be at most 3 (an instruction has three source slots)")
+
+
+@functools.lru_cache(maxsize=64)
+def _load_shipped(name: str) -> ArchConfig:
+    merged, origin, display = _load_raw(name)
+    return _build(name, merged, origin, display)
+
+
+def load_config(name_or_path=DEFAULT_CONFIG) -> ArchConfig:
+    """Load a shipped config by name ("gm204", "gtx980_oc" ...) or a user's TOML file by path.
+
+    Raises :class:`ConfigError` (one line naming the file and key) for a missing key, wrong type,
+    out-of-range value, unknown key, bad ``inherit`` or bad TOML syntax.
+    """
+    if isinstance(name_or_path, str) and name_or_path in _shipped_names():
+        return _load_shipped(name_or_path)
+    if isinstance(name_or_path, str) and name_or_path.endswith(".toml") \
+            and name_or_path[:-5] in _shipped_names() and not Path(name_or_path).exists():
+        return _load_shipped(name_or_path[:-5])
+    merged, origin, display = _load_raw(os.fspath(name_or_path))
+    return _build(Path(os.fspath(name_or_path)).stem, merged, origin, display)
+
+
+def list_configs() -> list[tuple[str, str]]:
+    """(name, one-line description) of every shipped config, sorted by name."""
+    out = []
+    for name in _shipped_names():
+        out.append((name, _load_shipped(name).description))
+    return out
+
+
+def override(cfg: ArchConfig, changes: dict) -> ArchConfig:
+    """A copy of ``cfg`` with ``{"section.key": value}`` changes, validated like a file.
+
+    For experiments and the CLI (``--set regfile.conflict_hidden_fraction=0``); errors name the
+    pseudo-file "<override>".
+    """
+    merged = {"description": cfg.description}
+    origin = {}
+    for sec in _SECTIONS:
+        merged[sec] = attrs.asdict(getattr(cfg, sec))
+    for dotted, value in changes.items():
+        sec, _, key = dotted.partition(".")
+        if sec not in _SECTIONS or not key:
+            raise ConfigError(f"<override>: unknown key {dotted!r}")
+        merged[sec][key] = value
+        origin[dotted] = "<override>"
+    return _build(cfg.name, merged, origin, cfg.source)
