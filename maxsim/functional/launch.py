@@ -78,7 +78,7 @@ def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_in
     ``ctas`` optionally restricts execution to a list of (x, y) CTA ids (the timing model uses this
     to run the CTAs of one SM); ``recorder`` collects the per-warp dynamic trace.
     """
-    from .memory import GlobalMemory
+    from .memory import GlobalMemory, Texture1D
 
     gx, gy = (grid, 1) if isinstance(grid, int) else (tuple(grid) + (1,))[:2]
     if gx < 1 or gy < 1 or gx >= 1 << 31 or gy >= 1 << 16:
@@ -87,6 +87,9 @@ def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_in
         raise LaunchError(f"block of {block} threads is out of range 1..{MAX_THREADS_PER_CTA}")
     memory = memory if memory is not None else GlobalMemory()
     textures = dict(textures or {})
+    for key, tex in textures.items():
+        if not isinstance(tex, Texture1D):
+            raise LaunchError(f"texture {key!r} must be a maxsim.functional.Texture1D, got {type(tex).__name__}")
     limit = DEFAULT_INSTRUCTION_LIMIT if max_instructions is None else int(max_instructions)
     const_bank = _geometry_words(pack_params(kernel, params), block, (gx, gy))
     if not kernel.instructions:
@@ -169,7 +172,8 @@ def _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder,
         while True:
             pc = g.pc
             if pc >= n_instr:
-                raise SimulationError(f"{instrs[-1].where}: execution ran past the last instruction (missing EXIT?)")
+                raise SimulationError(ctx.where(instrs[-1], g, 0).format(
+                    "execution ran past the last instruction (missing EXIT?)"))
             instr = instrs[pc]
             nw = g.warps.size
             counts[pc] += nw
@@ -184,7 +188,9 @@ def _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder,
                 m = None if g.full else g.active
             else:
                 p = g.preds[instr.pred]
-                m = ~p if instr.pred_neg else p
+                # copy: a view would change under an instruction that writes its own guard
+                # (@P0 ISETP ... P0, P1, ...) and mask its second destination wrongly
+                m = ~p if instr.pred_neg else p.copy()
                 if not g.full:
                     m = m & g.active
                 if m.all():
@@ -218,7 +224,25 @@ def _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder,
             if op == "BAR":
                 bar = instr.operands[0].value
                 if not 0 <= bar <= 15:
-                    raise SimulationError(f"{instr.where}: barrier {bar} is out of range 0..15")
+                    raise SimulationError(ctx.where(instr, g, 0).format(f"barrier {bar} is out of range 0..15"))
+                if m is not None:
+                    # a guarded BAR: a warp arrives when any of its active lanes executes it (the
+                    # pre-Volta per-warp barrier rule); warps whose guard is false go on
+                    arrive = (m & g.active).reshape(-1, 32).any(axis=1)
+                    if not arrive.all():
+                        if not arrive.any():
+                            g.pc = pc + 1
+                            continue
+                        yes = g.take(np.flatnonzero(arrive))
+                        no = g.take(np.flatnonzero(~arrive))
+                        yes.pc = no.pc = pc + 1
+                        if recorder is not None:
+                            recorder.split(g, yes, no)
+                        yes.bar_id = bar
+                        waiting.append(yes)
+                        runnable.append(no)
+                        g = None
+                        break
                 g.bar_id = bar
                 g.pc = pc + 1
                 waiting.append(g)
@@ -277,11 +301,13 @@ def _release_barriers(ctx, waiting, live):
             raise SimulationError(ctx.where(instr, g, pos).format(
                 f"BAR.SYNC can never complete: {why}"))
     # merge released groups that continue at the same pc
+    # (groups at the same pc but with different call stacks, e.g. a BAR inside a subroutine
+    # called from two places, must stay apart: a merged group keeps only one stack)
     by_pc = {}
     for g in waiting:
-        by_pc.setdefault(g.pc, []).append(g)
+        by_pc.setdefault((g.pc, tuple(g.stack)), []).append(g)
     out = []
-    for pc, gs in sorted(by_pc.items()):
+    for _, gs in sorted(by_pc.items()):
         merged = gs[0] if len(gs) == 1 else Group.merge(gs)
         merged.bar_id = -1
         out.append(merged)
