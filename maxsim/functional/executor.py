@@ -501,6 +501,8 @@ def _tld(ctx, instr, ops, mods, zrow):
         coords = g.regs[coord_r].view(np.int32).astype(np.int64)
         hs = np.unique(handles if sel is None else handles[sel])
         vals = np.zeros((handles.size, 4), dtype=np.uint32)
+        sizes = np.zeros(handles.size, dtype=np.int64)
+        bases = np.zeros(handles.size, dtype=np.int64)
         for h in hs:
             tex = ctx.textures.get(texture_index(int(h)))
             if tex is None:
@@ -513,8 +515,10 @@ def _tld(ctx, instr, ops, mods, zrow):
             c = coords[lanes]
             c = np.where((c < 0) | (c >= tex.size), tex.size, c)
             vals[lanes] = tex.texels[c]
+            sizes[lanes] = tex.size
+            bases[lanes] = tex.address
         for j, ch in enumerate(channels):
             writes[j](g, vals[:, ch], m)
         if ctx.recorder is not None:
-            ctx.recorder.texture(instr, g, coords, handles, sel)
+            ctx.recorder.texture(instr, g, coords, bases, sel, sizes)
     return run

@@ -61,7 +61,9 @@ class GlobalMemory:
 class Texture1D:
     """A 1D texture of float4 texels with border addressing (out-of-range texels read as zero)."""
 
-    def __init__(self, texels):
+    def __init__(self, texels, address=None):
+        """``address``: the global-memory address the texels live at (their cache identity); a
+        texture without one gets a private address range of its own."""
         data = np.ascontiguousarray(texels, dtype=np.float32)
         if data.ndim == 1:
             if data.size % 4:
@@ -72,6 +74,12 @@ class Texture1D:
         # one zero texel past the end serves every out-of-range coordinate (border colour 0)
         self.texels = np.vstack([data, np.zeros((1, 4), np.float32)]).view(np.uint32)
         self.size = data.shape[0]
+        if address is None:
+            Texture1D._private += 1
+            address = Texture1D._private << 40
+        self.address = int(address)
+
+    _private = 0
 
 
 def texture_index(handle: int) -> int:

@@ -1,0 +1,99 @@
+"""The dynamic trace the functional model hands to the timing model.
+
+Warps executing in lockstep share one *segment*: the list of instruction indices they executed
+together, plus, for memory instructions, one summary per warp (shared-memory wavefronts, texture or
+global sectors) produced by summariser functions that the timing model supplies. A warp's whole
+trace is the chain of segments it belonged to, in order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Segment:
+    __slots__ = ("warps", "pcs", "mem")
+
+    def __init__(self, warps):
+        self.warps = warps  # batch-global warp ids, row order
+        self.pcs = []  # instruction indices executed, in order
+        self.mem = {}  # position in pcs -> per-warp summaries (sequence indexed by row)
+
+
+class WarpTrace:
+    """One warp's dynamic instruction stream: (segment, row) pairs."""
+
+    __slots__ = ("warp", "parts")
+
+    def __init__(self, warp):
+        self.warp = warp
+        self.parts = []
+
+    def __len__(self):
+        return sum(len(seg.pcs) for seg, _ in self.parts)
+
+    def pcs(self):
+        out = []
+        for seg, _ in self.parts:
+            out.extend(seg.pcs)
+        return out
+
+
+class TraceRecorder:
+    """Collects segments during a launch.
+
+    ``summarise(kind, addr_lanes, active_lanes, nbytes) -> sequence per warp`` turns the addresses
+    of one warp-group memory instruction into what the timing model needs; kind is one of
+    "lds", "sts", "ldg", "stg", "tex". Addresses come as arrays of shape (warps, 32); for "tex" they
+    are the texels' byte addresses, -1 for a lane outside the texture (border texels are not
+    fetched).
+    """
+
+    def __init__(self, summarise):
+        self.summarise = summarise
+        self.segments = []
+        self.warp_parts = {}
+
+    def start(self, g):
+        seg = Segment(g.warps.copy())
+        g.segment = seg
+        self.segments.append(seg)
+        for row, w in enumerate(seg.warps.tolist()):
+            self.warp_parts.setdefault(w, []).append((seg, row))
+
+    def step(self, g, pc):
+        g.segment.pcs.append(pc)
+
+    def _lanes(self, g, sel):
+        nw = g.warps.size
+        act = g.active if sel is None else sel
+        return act.reshape(nw, 32)
+
+    def memory(self, kind, instr, g, addr, sel, nbytes):
+        nw = g.warps.size
+        g.segment.mem[len(g.segment.pcs) - 1] = self.summarise(
+            kind, addr.reshape(nw, 32).astype(np.int64), self._lanes(g, sel), nbytes)
+
+    def texture(self, instr, g, coords, bases, sel, sizes):
+        nw = g.warps.size
+        inside = (coords >= 0) & (coords < sizes)
+        addr = np.where(inside, bases + coords * 16, -1)
+        g.segment.mem[len(g.segment.pcs) - 1] = self.summarise(
+            "tex", addr.reshape(nw, 32), self._lanes(g, sel) & inside.reshape(nw, 32), 16)
+
+    def exit(self, g, gone):
+        pass
+
+    def split(self, g, yes, no):
+        pass
+
+    def merged(self, waiting, out):
+        pass
+
+    def finish(self):
+        traces = {}
+        for w, parts in self.warp_parts.items():
+            t = WarpTrace(w)
+            t.parts = parts
+            traces[w] = t
+        return traces

@@ -1,0 +1,49 @@
+"""Time a kernel launch on one SM: functional execution with a trace, then the SM timing model."""
+
+from __future__ import annotations
+
+import time
+
+import simpy
+
+from ..arch.config import load_config
+from ..functional.launch import launch
+from ..functional.trace import TraceRecorder
+from .memory_system import MemorySystem
+from .sm import SM
+from .summaries import make_summariser
+
+
+def simulate(kernel, grid, block, params=(), memory=None, textures=None, *, cfg=None, ctas=None,
+             hazards="warn", max_cycles=None, max_instructions=None, memory_system=None):
+    """Run ``kernel`` functionally and in time on one SM.
+
+    ``ctas`` selects which CTAs (x, y) the SM runs (default: the whole grid, in launch order,
+    as many resident at once as fit). Returns ``(launch_result, sm)``; ``sm.stats`` holds the
+    timing statistics.
+    """
+    cfg = cfg if cfg is not None else load_config()
+    t0 = time.perf_counter()
+    rec = TraceRecorder(make_summariser(cfg))
+    res = launch(kernel, grid, block, params, memory, textures, recorder=rec, ctas=ctas,
+                 max_instructions=max_instructions)
+    functional_seconds = time.perf_counter() - t0
+    gx, gy = (grid, 1) if isinstance(grid, int) else (tuple(grid) + (1,))[:2]
+    cta_list = [(x, y) for y in range(gy) for x in range(gx)] if ctas is None else [tuple(c) for c in ctas]
+    wpc = (block + 31) // 32
+    ms = memory_system if memory_system is not None else MemorySystem(cfg)
+    sm = SM(cfg, kernel, block, ms, hazards=hazards, max_cycles=max_cycles)
+    traces = res.trace
+    for i, cid in enumerate(cta_list):
+        sm.add_cta(cid, [traces[i * wpc + w] for w in range(wpc)])
+    env = simpy.Environment()
+    sm.run(env)
+    env.run()
+    st = sm.stats
+    st.thread_instructions = res.thread_instructions
+    st.warps_per_scheduler = sm.max_ctas * wpc / cfg.sm.schedulers
+    st.l2_hits = ms.l2_read_hits
+    st.l2_misses = ms.l2_read_misses
+    st.dram_bytes = ms.dram_bytes_read + ms.dram_bytes_written
+    st.functional_seconds = functional_seconds
+    return res, sm

@@ -1,0 +1,704 @@
+"""One Maxwell SM in time: four warp schedulers issuing from the functional trace.
+
+The functional model has already executed the kernel and recorded, per warp, the instructions it
+executed and a summary of each memory access. This model decides *when* each of them issues:
+
+* Warps are assigned to schedulers by warp slot mod 4. Each scheduler issues at most one warp per
+  cycle, and a second instruction of the same warp in the same cycle when the first has stall 0 and
+  the pair uses different units (math + memory/branch/barrier): dual issue.
+* Warp selection: *greedy then oldest*. The scheduler keeps issuing the warp it issued last while
+  that warp is ready and did not set the yield flag; otherwise it takes the ready warp that issued
+  least recently. Greedy issue is what lets the operand reuse caches work at all (a warp switch
+  empties them [jia18]) and what maxas's reuse figures for the SGEMM imply; "least recently issued"
+  keeps the other warps from starving.
+* A warp may issue when its previous instruction's stall count has elapsed and every dependency
+  barrier in the wait mask is clear. Write barriers clear when the variable-latency result is
+  written, read barriers when the memory instruction has read its source registers.
+* Register file: 4 banks per scheduler, one read per bank per cycle. An ALU instruction's operand
+  reads that are not served by the reuse caches are booked on the banks; the operand collector may
+  book them up to ``regfile.collector_lookahead`` cycles before the issue cycle on banks left idle
+  by earlier instructions (this is how a collector hides part of the conflicts), and dispatch waits
+  for the last read. Memory instructions book their register reads ``latency.mem_operand_read_*``
+  cycles after issue, where they collide with later ALU reads ("delayed" conflicts).
+* Shared memory (one port per SM), the texture path (L1/texture cache, then the L2/DRAM memory
+  system) and CTA barriers complete at times known at issue, so the loop fast-forwards over cycles
+  in which nothing can issue.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..errors import HazardError, SimulationError
+from .stats import Stats
+
+ALU, ALU_HALF, LDS, STS, TEX, LDG, STG, S2R, BAR, BRANCH, EXIT, NOP = range(12)
+_UNIT_CODE = {"alu": ALU, "alu_half": ALU_HALF, "lds": LDS, "sts": STS, "tex": TEX, "ldg": LDG,
+              "stg": STG, "s2r": S2R, "bar": BAR, "branch": BRANCH, "exit": EXIT, "nop": NOP}
+_MEMORY = frozenset((LDS, STS, TEX, LDG, STG))
+NEVER = 1 << 62
+
+
+class StaticInfo:
+    """Per-instruction tables the timing loop reads (built once per kernel and config)."""
+
+    def __init__(self, kernel, cfg):
+        lat = cfg.latency
+        n = len(kernel.instructions)
+        banks = cfg.regfile.banks
+        self.unit = [0] * n
+        self.math = [False] * n
+        self.stall = [0] * n
+        self.yld = [False] * n
+        self.waits = [()] * n
+        self.rbar = [0] * n
+        self.wbar = [0] * n
+        self.srcs = [()] * n
+        self.dsts = [()] * n
+        self.psrcs = [()] * n
+        self.pdsts = [()] * n
+        self.reads = [()] * n  # ALU operand reads: (slot, reg, bank, flagged)
+        self.mem_reads = [()] * n  # banks read late by memory instructions
+        self.latency = [0] * n
+        self.is_ffma = [False] * n
+        self.back_branch = [False] * n
+        self.flops = [0] * n
+        for i in kernel.instructions:
+            k = i.index
+            u = _UNIT_CODE[i.unit]
+            self.unit[k] = u
+            self.math[k] = u in (ALU, ALU_HALF)
+            self.stall[k] = i.control.stall
+            self.yld[k] = i.control.yield_
+            self.waits[k] = tuple(b + 1 for b in range(6) if i.control.wait >> b & 1)
+            self.rbar[k] = i.control.read_bar
+            self.wbar[k] = i.control.write_bar
+            self.srcs[k] = tuple(i.src_regs)
+            self.dsts[k] = tuple(i.dst_regs)
+            ps = [o.reg for o in i.operands[_n_dst(i):] if o.kind == "pred" and o.reg != 7]
+            if i.pred != 7:
+                ps.append(i.pred)
+            self.psrcs[k] = tuple(ps)
+            self.pdsts[k] = tuple(i.dst_preds)
+            if u in (ALU, ALU_HALF):
+                seen = set()
+                reads = []
+                for slot, r in enumerate(i.slot_regs):
+                    if r < 0:
+                        continue
+                    reads.append((slot, r, r % banks, bool(i.reuse_mask >> slot & 1), r in seen))
+                    seen.add(r)
+                self.reads[k] = tuple(reads)
+                self.latency[k] = lat.predicate if i.dst_preds else (lat.alu if u == ALU else lat.alu_half)
+            elif u in _MEMORY:
+                self.mem_reads[k] = tuple(sorted({r % banks for r in i.src_regs}))
+            self.is_ffma[k] = i.opcode == "FFMA"
+            self.flops[k] = 64 if i.opcode == "FFMA" else (32 if i.opcode in ("FMUL", "FADD") else 0)
+            self.back_branch[k] = i.opcode == "BRA" and i.target <= k
+
+
+def _n_dst(i):
+    from ..isa.opcodes import OPCODES
+    return OPCODES[i.opcode].n_dst
+
+
+class Warp:
+    __slots__ = ("slot", "sched", "cta", "label", "parts", "part", "pcs", "mem", "row", "pos",
+                 "pc", "ready_at", "stall_until", "dep_until", "last_issue", "bar_clear", "bar_set",
+                 "reg_ready", "reg_read", "pred_ready", "mem_out", "done", "at_bar", "yielded",
+                 "blocked", "stalls", "branch_times")
+
+    def __init__(self, slot, sched, cta, label, parts, t, nregs):
+        self.slot = slot
+        self.sched = sched
+        self.cta = cta
+        self.label = label
+        self.parts = parts
+        self.part = 0
+        seg, self.row = parts[0]
+        self.pcs = seg.pcs
+        self.mem = seg.mem
+        self.pos = 0
+        self.pc = self.pcs[0]
+        self.ready_at = t
+        self.stall_until = t
+        self.dep_until = t
+        self.last_issue = t - 1
+        self.bar_clear = [0] * 7
+        self.bar_set = [-NEVER] * 7
+        self.reg_ready = [0] * (nregs + 1)
+        self.reg_read = [0] * (nregs + 1)
+        self.pred_ready = [0] * 8
+        self.mem_out = []
+        self.done = False
+        self.at_bar = False
+        self.yielded = False
+        self.blocked = 0  # reason index when last seen ready but held by a unit
+        self.stalls = [0] * 6
+        self.branch_times = []
+
+
+class Scheduler:
+    __slots__ = ("index", "warps", "last", "busy_until", "half_free", "rc", "rc_warp", "ring_tag",
+                 "ring_busy")
+
+    def __init__(self, index, entries):
+        self.index = index
+        self.warps = []
+        self.last = None
+        self.busy_until = 0
+        self.half_free = 0
+        self.rc = [[], [], []]
+        self.rc_warp = None
+        self.ring_tag = [-1] * 64
+        self.ring_busy = [0] * 64
+
+
+class Cta:
+    __slots__ = ("cid", "warps", "live", "arrived")
+
+    def __init__(self, cid):
+        self.cid = cid
+        self.warps = []
+        self.live = 0
+        self.arrived = []
+
+
+def residency(kernel, block, cfg):
+    """CTAs of this kernel that fit on one SM at once, and the resource that limits them."""
+    sm = cfg.sm
+    wpc = (block + sm.warp_size - 1) // sm.warp_size
+    g = sm.reg_alloc_granularity
+    regs_per_warp = -(-max(kernel.reg_cnt, 1) * sm.warp_size // g) * g
+    limits = {
+        "warps": sm.max_warps // wpc,
+        "ctas": sm.max_ctas,
+        "registers": sm.registers // (regs_per_warp * wpc),
+    }
+    if kernel.shared_size:
+        sg = sm.shared_alloc_granularity
+        shared = -(-kernel.shared_size // sg) * sg
+        limits["shared memory"] = sm.shared_bytes // shared
+    if kernel.reg_cnt > sm.max_regs_per_thread:
+        raise SimulationError(f"kernel {kernel.name} uses {kernel.reg_cnt} registers per thread; the SM allows {sm.max_regs_per_thread}")
+    if kernel.shared_size > sm.max_shared_per_cta:
+        raise SimulationError(f"kernel {kernel.name} needs {kernel.shared_size} bytes of shared memory per CTA; the limit is {sm.max_shared_per_cta}")
+    if block > sm.max_threads_per_cta:
+        raise SimulationError(f"block of {block} threads exceeds the SM limit of {sm.max_threads_per_cta}")
+    n = min(limits.values())
+    if n < 1:
+        worst = min(limits, key=limits.get)
+        raise SimulationError(f"kernel {kernel.name} does not fit on one SM (limited by {worst})")
+    return n, min(limits, key=limits.get)
+
+
+class SM:
+    """One streaming multiprocessor running the CTAs handed to it."""
+
+    def __init__(self, cfg, kernel, block, memory_system, l1=None, stats=None, hazards="warn",
+                 max_cycles=None, sm_id=0):
+        from .texture import TextureCache
+
+        self.cfg = cfg
+        self.kernel = kernel
+        self.block = block
+        self.static = StaticInfo(kernel, cfg)
+        self.memsys = memory_system
+        self.l1 = l1 if l1 is not None else TextureCache(cfg)
+        self.stats = stats if stats is not None else Stats()
+        self.stats.clock_hz = cfg.clock_hz
+        self.stats.schedulers = cfg.sm.schedulers
+        self.scheds = [Scheduler(s, cfg.regfile.reuse_entries_per_slot) for s in range(cfg.sm.schedulers)]
+        self.max_ctas, self.limited_by = residency(kernel, block, cfg)
+        self.wpc = (block + 31) // 32
+        self.free_slots = list(range(cfg.sm.max_warps))
+        self.warps = []
+        self.pending = []  # (cta id, [warp traces])
+        self.resident = 0
+        self.mem_free = 0
+        self.shared_free = 0
+        self.tex_free = 0
+        self.hazard_mode = hazards
+        self.max_cycles = max_cycles
+        self.sm_id = sm_id
+        self.now = 0
+        self.counts = [0] * len(kernel.instructions)
+        self.finished_ctas = 0
+        # config values read in the hot loop
+        rf = cfg.regfile
+        self.lookahead = rf.collector_lookahead
+        self.reuse_entries = rf.reuse_entries_per_slot
+        self.switch_clears_reuse = rf.reuse_lost_on_warp_switch
+        self.conflict_penalty = rf.conflict_penalty
+        lat = cfg.latency
+        self.lat = lat
+        self.mem_interval = cfg.pipes.mem_issue_interval
+        self.half_interval = int(round(cfg.pipes.alu_half_interval))
+        self.shared_depth = cfg.pipes.shared_queue_depth
+        self.global_depth = cfg.pipes.global_queue_depth
+        self.tex_bytes_per_clk = cfg.l1tex.throughput_bytes_per_clk
+        self.sector = cfg.l1tex.sector
+        self.dual = cfg.pipes.dual_issue
+
+    # ---- CTAs ----------------------------------------------------------------------------
+    def add_cta(self, cid, warp_traces):
+        """Queue a CTA (its id and the traces of its warps, in warp order)."""
+        self.pending.append((cid, warp_traces))
+
+    def _launch_ready_ctas(self, t):
+        while self.pending and self.resident < self.max_ctas:
+            cid, traces = self.pending.pop(0)
+            cta = Cta(cid)
+            self.free_slots.sort()
+            nregs = self.kernel.reg_cnt
+            for w, tr in enumerate(traces):
+                slot = self.free_slots.pop(0)
+                sched = self.scheds[slot % len(self.scheds)]
+                warp = Warp(slot, sched, cta, f"cta{cid[0]},{cid[1]}.w{w}", tr.parts, t, nregs)
+                cta.warps.append(warp)
+                sched.warps.append(warp)
+                self.warps.append(warp)
+            cta.live = len(traces)
+            self.resident += 1
+
+    def _finish_warp(self, w, t):
+        w.done = True
+        w.sched.warps.remove(w)
+        if w.sched.last is w:
+            w.sched.last = None
+        self.free_slots.append(w.slot)
+        self._flush_stalls(w)
+        cta = w.cta
+        cta.live -= 1
+        if cta.live == 0:
+            self.resident -= 1
+            self.finished_ctas += 1
+            self._launch_ready_ctas(t + 1)
+        elif cta.arrived and len(cta.arrived) == cta.live:
+            self._release(cta, t)
+
+    def _release(self, cta, t):
+        when = t + self.lat.barrier_sync
+        for x in cta.arrived:
+            x.at_bar = False
+            x.ready_at = max(x.ready_at, when)
+            x.dep_until = max(x.dep_until, when)
+        cta.arrived = []
+
+    def _flush_stalls(self, w):
+        st = self.stats
+        from .stats import STALL_REASONS
+        d = st.warp_stalls.setdefault(w.label, {r: 0 for r in STALL_REASONS})
+        for i, r in enumerate(STALL_REASONS):
+            d[r] += w.stalls[i]
+            st.stall_reasons[r] += w.stalls[i]
+
+    # ---- the clock -----------------------------------------------------------------------
+    def run(self, env=None, quantum=None):
+        """Run until every queued CTA has finished. With a simpy ``env``, this is a process that
+        yields to simpy when time jumps or each ``quantum`` cycles (to interleave SMs)."""
+        gen = self._run()
+        if env is None:
+            for _ in gen:
+                pass
+            return self.stats
+        return env.process(self._simpy(env, gen))
+
+    def _simpy(self, env, gen):
+        for t in gen:
+            if t > env.now:
+                yield env.timeout(t - env.now)
+
+    def _run(self, quantum=256):
+        wall = time.perf_counter()
+        self._launch_ready_ctas(self.now)
+        t = self.now
+        scheds = self.scheds
+        next_yield = t + quantum
+        limit = self.max_cycles
+        while self.warps_alive():
+            issued = False
+            for s in scheds:
+                if s.busy_until <= t and s.warps:
+                    if self._schedule(s, t):
+                        issued = True
+            if issued:
+                t += 1
+            else:
+                nxt = self._next_time(t)
+                if nxt >= NEVER:
+                    self._deadlock(t)
+                t = max(t + 1, nxt)
+            if limit is not None and t > limit:
+                raise SimulationError(f"kernel {self.kernel.name} ran past the cycle limit of {limit} cycles on SM {self.sm_id}")
+            if t >= next_yield:
+                self.now = t
+                yield t
+                next_yield = t + quantum
+        # the kernel ends when the last warp has exited and its stores are posted
+        self.now = t
+        st = self.stats
+        st.cycles = max(st.cycles, t)
+        st.sim_seconds += time.perf_counter() - wall
+        for pc, n in enumerate(self.counts):
+            if n:
+                op = self.kernel.instructions[pc].full_opcode
+                st.opcode_counts[op] = st.opcode_counts.get(op, 0) + n
+        yield t
+
+    def warps_alive(self):
+        return any(s.warps for s in self.scheds) or bool(self.pending)
+
+    def _next_time(self, t):
+        nxt = NEVER
+        for s in self.scheds:
+            for w in s.warps:
+                if not w.at_bar:
+                    r = w.ready_at if w.ready_at > s.busy_until else s.busy_until
+                    if r < nxt:
+                        nxt = r
+        return nxt
+
+    def _deadlock(self, t):
+        stuck = [w for s in self.scheds for w in s.warps if w.at_bar]
+        if stuck:
+            w = stuck[0]
+            instr = self.kernel.instructions[w.pcs[w.pos - 1] if w.pos else w.pc]
+            raise SimulationError(f"{instr.where}: BAR.SYNC can never complete (CTA ({w.cta.cid[0]},{w.cta.cid[1]}): "
+                                  f"{len(w.cta.arrived)} of {w.cta.live} live warps arrived) at cycle {t}")
+        raise SimulationError(f"SM {self.sm_id}: no warp can ever issue again at cycle {t}")
+
+    # ---- issue ---------------------------------------------------------------------------
+    def _unit_ok(self, w, pc, t, s):
+        u = self.static.unit[pc]
+        if u == ALU_HALF:
+            if s.half_free > t:
+                w.blocked = 4
+                return False
+        elif u in _MEMORY:
+            if self.mem_free > t:
+                w.blocked = 3
+                return False
+            out = w.mem_out
+            if out:
+                while out and out[0] <= t:
+                    out.pop(0)
+                depth = self.shared_depth if u in (LDS, STS) else self.global_depth
+                if len(out) >= depth:
+                    w.blocked = 3
+                    return False
+        return True
+
+    def _schedule(self, s, t):
+        w = s.last
+        st = self.static
+        if w is not None and not w.done and not w.at_bar and w.ready_at <= t and not w.yielded \
+                and self._unit_ok(w, w.pc, t, s):
+            pick = w
+        else:
+            pick = None
+            best = NEVER
+            for x in s.warps:
+                if x.ready_at <= t and not x.at_bar and x.last_issue < best:
+                    if x is w and x.yielded and len(s.warps) > 1:
+                        continue
+                    if self._unit_ok(x, x.pc, t, s):
+                        pick = x
+                        best = x.last_issue
+            if pick is None:
+                if w is not None and w.yielded and w.ready_at <= t and not w.at_bar and self._unit_ok(w, w.pc, t, s):
+                    pick = w
+                else:
+                    return False
+        w = pick
+        if s.last is not w:
+            s.last = w
+            if self.switch_clears_reuse:
+                s.rc_warp = None
+        # stall accounting for the cycles since this warp last issued
+        gap_start = w.last_issue + 1
+        if t > gap_start:
+            a = min(w.stall_until, t)
+            b = min(max(w.dep_until, a), t)
+            stalls = w.stalls
+            if a > gap_start:
+                stalls[0] += a - gap_start
+            if b > a:
+                stalls[2 if w.blocked == 9 else 1] += b - a
+            if t > b:
+                stalls[w.blocked if w.blocked in (3, 4) else 5] += t - b
+        w.blocked = 0
+        pc = w.pc
+        self._issue(w, s, pc, t)
+        # dual issue: a stall-0 instruction and the next one of the same warp, different units
+        if st.stall[pc] == 0 and self.dual and not w.done and not w.at_bar:
+            nxt = w.pc
+            if st.math[pc] != st.math[nxt] and w.dep_until <= t and self._unit_ok(w, nxt, t, s) \
+                    and s.busy_until <= t + 1:
+                self.stats.dual_issues += 1
+                self._issue(w, s, nxt, t)
+        return True
+
+    def _issue(self, w, s, pc, t):
+        st = self.static
+        stats = self.stats
+        lat = self.lat
+        self.counts[pc] += 1
+        stats.warp_instructions += 1
+        u = st.unit[pc]
+        w.last_issue = t
+        delay = 0
+        done_at = t
+        if self.hazard_mode:
+            self._check_hazards(w, pc, t, u)
+        if u <= ALU_HALF:
+            # operand reads through the reuse caches and the banks
+            reads = st.reads[pc]
+            if reads:
+                delay = self._collect(w, s, pc, t, reads)
+            if u == ALU_HALF:
+                s.half_free = t + self.half_interval
+            done_at = t + delay + st.latency[pc]
+            if st.is_ffma[pc]:
+                stats.ffma += 1
+            stats.flops += st.flops[pc]
+            if delay:
+                s.busy_until = t + 1 + delay
+        elif u in _MEMORY:
+            done_at = self._memory(w, s, pc, t, u)
+        elif u == S2R:
+            done_at = t + lat.s2r
+        elif u == BRANCH:
+            s.rc_warp = None  # a branch empties the reuse caches
+            if st.back_branch[pc]:
+                w.branch_times.append(t)
+        # results and dependency barriers
+        for r in st.dsts[pc]:
+            w.reg_ready[r] = done_at
+        for p in st.pdsts[pc]:
+            w.pred_ready[p] = done_at
+        b = st.wbar[pc]
+        if b:
+            if w.bar_clear[b] < done_at:
+                w.bar_clear[b] = done_at
+            w.bar_set[b] = t
+        # advance along the trace
+        w.pos += 1
+        if w.pos >= len(w.pcs):
+            w.part += 1
+            if w.part >= len(w.parts):
+                if u != EXIT:
+                    instr = self.kernel.instructions[pc]
+                    raise SimulationError(f"{instr.where}: trace of warp {w.label} ends without EXIT")
+                self._finish_warp(w, t)
+                return
+            seg, w.row = w.parts[w.part]
+            w.pcs = seg.pcs
+            w.mem = seg.mem
+            w.pos = 0
+        if u == EXIT:
+            # lanes exited but the warp continues (partial exit)
+            pass
+        nxt = w.pcs[w.pos]
+        w.pc = nxt
+        stall = st.stall[pc]
+        ready = t + (stall if stall > 0 else 1)
+        w.stall_until = ready
+        w.yielded = st.yld[pc]
+        dep = ready
+        for b in st.waits[nxt]:
+            c = w.bar_clear[b]
+            # a barrier set too recently is not yet visible to the wait (the hazard check reports
+            # what that lets through)
+            if c > dep and t + (stall if stall > 0 else 1) > w.bar_set[b] + lat.barrier_set_delay:
+                dep = c
+        w.dep_until = dep
+        w.ready_at = dep
+        if u == BAR:
+            cta = w.cta
+            cta.arrived.append(w)
+            w.at_bar = True
+            w.blocked = 9
+            if len(cta.arrived) == cta.live:
+                self._release(cta, t)
+
+    def _collect(self, w, s, pc, t, reads):
+        """Reuse caches and bank booking for one ALU instruction; returns the dispatch delay."""
+        stats = self.stats
+        if s.rc_warp is not w:
+            s.rc = [[], [], []]
+            s.rc_warp = w
+        rc = s.rc
+        banks = []
+        entries = self.reuse_entries
+        for slot, r, bank, flagged, dup in reads:
+            stats.operand_reads += 1
+            cache = rc[slot]
+            if r in cache:
+                stats.reuse_hits += 1
+                if not flagged:
+                    cache.remove(r)
+                else:
+                    cache.remove(r)
+                    cache.append(r)
+                continue
+            if flagged:
+                cache.append(r)
+                if len(cache) > entries:
+                    del cache[0]
+            if not dup:
+                banks.append(bank)
+        # a write invalidates cached copies of its destination
+        for r in self.static.dsts[pc]:
+            for cache in rc:
+                if r in cache:
+                    cache.remove(r)
+        if not banks:
+            return 0
+        extra = len(banks) - len(set(banks))
+        if extra:
+            stats.bank_conflicts += extra
+        last = t
+        start = t - self.lookahead
+        tag = s.ring_tag
+        busy = s.ring_busy
+        delayed = False
+        for bank in banks:
+            c = start
+            bit = 1 << bank
+            while True:
+                i = c & 63
+                if tag[i] != c:
+                    tag[i] = c
+                    busy[i] = 0
+                if not busy[i] & bit:
+                    busy[i] |= bit
+                    break
+                if c >= t and busy[i] & (bit << 4):
+                    delayed = True
+                c += 1
+            if c > last:
+                last = c
+        delay = (last - t) * self.conflict_penalty
+        if delay:
+            stats.bank_conflict_cycles += delay
+            if delayed:
+                stats.delayed_conflicts += 1
+        return delay
+
+    def _book_late_reads(self, s, pc, when):
+        """A memory instruction reads its registers late: book those bank reads at ``when``."""
+        tag = s.ring_tag
+        busy = s.ring_busy
+        for bank in self.static.mem_reads[pc]:
+            c = when
+            bit = 1 << bank
+            while True:
+                i = c & 63
+                if tag[i] != c:
+                    tag[i] = c
+                    busy[i] = 0
+                if not busy[i] & bit:
+                    busy[i] |= bit | (bit << 4)  # high nibble marks a late memory read
+                    break
+                c += 1
+
+    def _memory(self, w, s, pc, t, u):
+        st = self.static
+        lat = self.lat
+        stats = self.stats
+        self.mem_free = t + self.mem_interval
+        summary = w.mem.get(w.pos)
+        if u in (LDS, STS):
+            read_at = t + lat.mem_operand_read_shared
+            self._book_late_reads(s, pc, read_at)
+            wf = int(summary[w.row]) if summary is not None else 1
+            if wf == 0:
+                done = t + 1
+            else:
+                stats.shared_requests += 1
+                stats.shared_wavefronts += wf
+                start = read_at if read_at > self.shared_free else self.shared_free
+                self.shared_free = start + wf
+                done = start - lat.mem_operand_read_shared + wf - 1 + (lat.lds if u == LDS else lat.sts)
+            w.mem_out.append(done)
+            rb = st.rbar[pc]
+            if rb:
+                release = start + wf if wf else t + 1
+                release = max(release, t + lat.mem_operand_read_shared + 1)
+                if w.bar_clear[rb] < release:
+                    w.bar_clear[rb] = release
+                w.bar_set[rb] = t
+            for r in st.srcs[pc]:
+                w.reg_read[r] = read_at
+            return done
+        sectors = summary[w.row] if summary is not None else ()
+        n = len(sectors)
+        read_at = t + (lat.mem_operand_read_tex if u == TEX else lat.mem_operand_read_global)
+        self._book_late_reads(s, pc, read_at)
+        rb = st.rbar[pc]
+        if rb:
+            release = t + lat.read_barrier_release
+            if w.bar_clear[rb] < release:
+                w.bar_clear[rb] = release
+            w.bar_set[rb] = t
+        for r in st.srcs[pc]:
+            w.reg_read[r] = read_at
+        if u == STG:
+            stats.stores += 1
+            if n:
+                self.memsys.write(read_at, [int(x) for x in sectors])
+            return t + 1
+        if n == 0:
+            done = t + lat.tex_l1_hit
+        elif u == TEX:
+            stats.tex_requests += 1
+            stats.tex_sectors += n
+            start = self.tex_free if self.tex_free > read_at else read_at
+            self.tex_free = start + math.ceil(n * self.sector / self.tex_bytes_per_clk)
+            hits, misses = self.l1.access(start, [int(x) for x in sectors])
+            stats.tex_hits += hits
+            done = start - (read_at - t) + lat.tex_l1_hit
+            if misses:
+                mdone = self.memsys.read(start, misses)
+                self.l1.fill(misses, mdone)
+                if mdone > done:
+                    done = mdone
+        else:  # LDG: through the L2
+            done = max(t + lat.l2_hit, self.memsys.read(read_at, [int(x) for x in sectors]))
+        w.mem_out.append(done)
+        return done
+
+    def _check_hazards(self, w, pc, t, u):
+        st = self.static
+        read_t = t
+        if u in (LDS, STS):
+            read_t = t + self.lat.mem_operand_read_shared
+        elif u in (TEX, LDG, STG):
+            read_t = t + self.lat.mem_operand_read_global
+        rr = w.reg_ready
+        for r in st.srcs[pc]:
+            if rr[r] > read_t:
+                self._hazard(w, pc, t, f"reads R{r} at cycle {read_t}, {rr[r] - read_t} cycle(s) before its producer's result is ready")
+                break
+        for p in st.psrcs[pc]:
+            if w.pred_ready[p] > t:
+                self._hazard(w, pc, t, f"reads P{p} {w.pred_ready[p] - t} cycle(s) before the ISETP result is ready")
+                break
+        lat_w = t + (st.latency[pc] if u <= ALU_HALF else 1)
+        for r in st.dsts[pc]:
+            if w.reg_read[r] > lat_w:
+                self._hazard(w, pc, t, f"overwrites R{r} before a memory instruction has read it (read at cycle {w.reg_read[r]})")
+                break
+
+    def _hazard(self, w, pc, t, what):
+        instr = self.kernel.instructions[pc]
+        msg = (f"{instr.where}: hazard in warp {w.label} at cycle {t}: {instr.full_opcode} {what}; "
+               f"control codes do not cover it (real hardware would silently compute garbage)")
+        if self.hazard_mode == "strict":
+            raise HazardError(msg)
+        if len(self.stats.hazards) < 1000:
+            self.stats.hazards.append(msg)

@@ -1,0 +1,79 @@
+"""The statistics of one timing run: filled by the parts of the SM, read by every report.
+
+The ``--json`` keys are the names returned by :meth:`Stats.to_dict`.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+STALL_REASONS = (
+    "stall_count",  # the control code's stall count of the previous instruction
+    "dependency",  # waiting on a dependency barrier (variable-latency result or operand read)
+    "barrier_wait",  # waiting at BAR.SYNC for the other warps of the CTA
+    "memory_throttle",  # the memory unit or the warp's memory queue is full
+    "pipe_busy",  # half-rate pipe, or the scheduler held by register-bank conflicts
+    "not_selected",  # ready, but the scheduler issued another warp
+)
+
+
+@attrs.define
+class Stats:
+    clock_hz: float = 1.0
+    cycles: int = 0
+    warp_instructions: int = 0
+    thread_instructions: int = 0
+    ffma: int = 0
+    flops: int = 0  # 2 per active lane of FFMA, 1 of FMUL/FADD
+    dual_issues: int = 0
+    opcode_counts: dict = attrs.Factory(dict)
+    bank_conflicts: int = 0  # extra bank reads needed (with reuse caches)
+    bank_conflict_cycles: int = 0  # issue cycles lost to them (after collector hiding)
+    delayed_conflicts: int = 0  # ALU reads that collided with a memory instruction's late read
+    reuse_hits: int = 0
+    operand_reads: int = 0
+    shared_requests: int = 0
+    shared_wavefronts: int = 0
+    tex_requests: int = 0
+    tex_sectors: int = 0
+    tex_hits: int = 0
+    l2_hits: int = 0
+    l2_misses: int = 0
+    dram_bytes: int = 0
+    stores: int = 0
+    hazards: list = attrs.Factory(list)
+    stall_reasons: dict = attrs.Factory(lambda: {r: 0 for r in STALL_REASONS})
+    warp_stalls: dict = attrs.Factory(dict)  # warp label -> {reason: cycles}
+    loop_iterations: int = 0
+    sim_seconds: float = 0.0
+    schedulers: int = 4
+    warps_per_scheduler: float = 0.0
+
+    def to_dict(self) -> dict:
+        cyc = max(self.cycles, 1)
+        return {
+            "cycles": self.cycles,
+            "ipc": self.warp_instructions / cyc,
+            "gflops": self.flops / (self.cycles / self.clock_hz) / 1e9 if self.cycles else 0.0,
+            "ffma_pipe_utilisation": self.ffma / (cyc * self.schedulers),
+            "warp_instructions": self.warp_instructions,
+            "dual_issues": self.dual_issues,
+            "opcode_counts": dict(self.opcode_counts),
+            "register_bank_conflicts": self.bank_conflicts,
+            "bank_conflict_cycles": self.bank_conflict_cycles,
+            "delayed_bank_conflicts": self.delayed_conflicts,
+            "reuse_hits": self.reuse_hits,
+            "operand_reads": self.operand_reads,
+            "reuse_hit_rate": self.reuse_hits / self.operand_reads if self.operand_reads else 0.0,
+            "shared_requests": self.shared_requests,
+            "shared_bank_conflicts": self.shared_wavefronts - self.shared_requests,
+            "texture_requests": self.tex_requests,
+            "texture_hit_rate": self.tex_hits / self.tex_sectors if self.tex_sectors else 0.0,
+            "l2_hit_rate": self.l2_hits / (self.l2_hits + self.l2_misses) if (self.l2_hits + self.l2_misses) else 0.0,
+            "dram_bytes": self.dram_bytes,
+            "stall_reasons": dict(self.stall_reasons),
+            "stall_reasons_per_warp": {k: dict(v) for k, v in self.warp_stalls.items()},
+            "hazards": len(self.hazards),
+            "sim_seconds": self.sim_seconds,
+            "warp_instructions_per_second": self.warp_instructions / self.sim_seconds if self.sim_seconds else 0.0,
+        }
