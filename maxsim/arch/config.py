@@ -196,6 +196,7 @@ class RegfileConfig:
     conflict_penalty: int = _nonneg_int()
     conflict_hidden_fraction: float = _fraction()
     delayed_conflict_window: int = _nonneg_int()
+    collector_lookahead: int = _nonneg_int()  # cycles before issue the collector may read banks
 
 
 @attrs.frozen

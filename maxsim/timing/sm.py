@@ -662,6 +662,8 @@ class SM:
             hits, misses = self.l1.access(start, [int(x) for x in sectors])
             stats.tex_hits += hits
             done = start - (read_at - t) + lat.tex_l1_hit
+            if self.l1.pending_ready > done:
+                done = self.l1.pending_ready
             if misses:
                 mdone = self.memsys.read(start, misses)
                 self.l1.fill(misses, mdone)
