@@ -1,0 +1,118 @@
+"""Shared-memory timing: bank conflicts of one warp request and the SM's bank pipeline.
+
+Plain Python, no simpy: the SM core calls :meth:`SharedMemoryTiming.wavefronts` with the byte
+addresses the functional model produced, then :meth:`SharedMemoryTiming.issue` to get the cycle the
+result is ready, and schedules one wake-up for it.
+
+Bank model (numbers from ``cfg.shared`` and ``cfg.latency``): 32 banks x 4 bytes; a lane
+accessing ``width`` bytes touches ``width / 4`` consecutive 32-bit words.  One warp request costs
+as many bank cycles ("wavefronts") as the largest number of DISTINCT words any single bank must
+deliver; lanes reading the same word share it (broadcast).  At least 1.
+
+Why not phases: the published rule for 128-bit accesses is that they are served in 4 phases of
+8 threads each, conflicts counted within a phase [maxwell-facts, Shared memory].  Taken literally,
+every LDS.128 would cost at least 4 cycles.  The maxas SGEMM runs, per SM and per ~2080-cycle
+loop (4 warps x 520 issue cycles per scheduler), 16 warps x 36 shared ops (32 LDS.U.128 +
+4 STS.128) - at least 16 x 36 x 4 = 2304 bank cycles with phases, more than the loop has, yet it
+reaches 98% of the FFMA issue rate.  Its LDS.U.128 fragments are mostly broadcasts: a warp reads
+only 8 distinct float4 = 32 distinct words, one per bank.  The numbers fit only if phases that
+re-read words already fetched merge into one bank cycle, so a request costs the distinct words of
+its worst bank.  For 32-bit accesses this is exactly the classic rule (one word per lane, conflicts
+= distinct words per bank), so the model changes nothing there.
+
+Replays (extra passes the hardware profilers count) are ``wavefronts - 1``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_CACHE_LIMIT = 8192
+
+
+class SharedMemoryTiming:
+    """Bank-conflict counter and bank-pipeline server of one SM's shared memory."""
+
+    __slots__ = ("banks", "bank_width", "load_latency", "store_latency", "next_free",
+                 "requests", "total_wavefronts", "busy_cycles", "_cache", "_bank_mask",
+                 "_word_shift", "_align_mask")
+
+    def __init__(self, cfg):
+        self.banks = cfg.shared.banks
+        self.bank_width = cfg.shared.bank_width
+        self.load_latency = cfg.latency.lds
+        self.store_latency = cfg.latency.sts
+        self._bank_mask = self.banks - 1  # banks and bank_width are powers of two (config checks)
+        self._word_shift = self.bank_width.bit_length() - 1
+        # shifting every address by a multiple of banks x bank_width bytes keeps the pattern
+        self._align_mask = ~(self.banks * self.bank_width - 1)
+        self._cache = {}
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget pipeline state and statistics (keeps the pattern cache)."""
+        self.next_free = 0
+        self.requests = 0
+        self.total_wavefronts = 0
+        self.busy_cycles = 0
+
+    # ---- bank conflicts ------------------------------------------------------------------------
+    def wavefronts(self, byte_addresses, width_bytes: int = 4) -> int:
+        """Bank cycles one warp request needs.
+
+        ``byte_addresses``: the byte address of each ACTIVE lane (numpy integer array or sequence),
+        aligned to ``width_bytes``; ``width_bytes``: 4, 8 or 16.  Returns max over banks of the
+        distinct 32-bit words asked of that bank, at least 1 (also for no active lane).
+        """
+        if width_bytes not in (4, 8, 16):
+            raise ValueError(f"shared access width must be 4, 8 or 16 bytes, got {width_bytes}")
+        a = np.asarray(byte_addresses, dtype=np.int64)
+        if a.size == 0:
+            return 1
+        base = int(a.min()) & self._align_mask
+        key = (width_bytes, (a - base).tobytes())
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        shift = self._word_shift
+        per_lane = max(1, width_bytes >> shift)  # words per lane
+        first = [x >> shift for x in (a - base).tolist()]
+        words = set(first) if per_lane == 1 else {w + k for w in first for k in range(per_lane)}
+        counts = [0] * self.banks
+        mask = self._bank_mask
+        for w in words:
+            counts[w & mask] += 1
+        n = max(1, max(counts))
+        if len(self._cache) >= _CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[key] = n
+        return n
+
+    @staticmethod
+    def replays(wavefronts: int) -> int:
+        return wavefronts - 1
+
+    # ---- bank pipeline -------------------------------------------------------------------------
+    def issue(self, now: int, wavefronts: int, store: bool = False) -> int:
+        """Send one warp request into the bank pipeline; returns the cycle its result is ready.
+
+        The banks serve one wavefront per cycle: the request starts when the pipeline is free
+        (``max(now, next_free)``), keeps it busy ``wavefronts`` cycles, and its last wavefront
+        completes ``latency`` cycles after it starts (``latency.lds``, or ``latency.sts`` for
+        ``store=True``).  A lone 1-wavefront load is ready at ``now + latency.lds``.
+        """
+        start = now if now > self.next_free else self.next_free
+        self.next_free = start + wavefronts
+        self.requests += 1
+        self.total_wavefronts += wavefronts
+        self.busy_cycles += wavefronts
+        lat = self.store_latency if store else self.load_latency
+        return start + wavefronts - 1 + lat
+
+    @property
+    def total_replays(self) -> int:
+        return self.total_wavefronts - self.requests
+
+    def stats(self) -> dict:
+        return {"shared_requests": self.requests, "shared_wavefronts": self.total_wavefronts,
+                "shared_replays": self.total_replays, "shared_busy_cycles": self.busy_cycles}

@@ -1,0 +1,140 @@
+"""The unified L1/texture cache of one SM: sector cache with a throughput limit.
+
+Plain Python, no simpy.  The SM core, for a texture fetch (or a cached global load), hands over
+the distinct sectors the warp touches (``memory_system.sectors_of``) and gets back the cycle the
+data is in the registers' reach; it schedules one wake-up for that.
+
+Model (numbers from ``cfg.l1tex`` and ``cfg.latency``):
+
+* ``l1tex.size`` bytes of ``l1tex.line``-byte lines (128), each of ``line / sector`` sectors
+  (4 x 32 bytes) [jia18]; ``l1tex.assoc``-way set associative over lines, LRU; set = line number
+  mod sets.  A miss allocates the line (evicting the LRU line of its set) and fetches only the
+  missed sectors (load granularity 32 bytes).
+* Each sector remembers the cycle its data arrives.  A sector that is present but still being
+  filled counts as a hit that completes when the fill arrives (the miss is merged).
+* Throughput: every request passes ``l1tex.throughput_bytes_per_clk`` bytes per cycle (15.7 B/clk
+  measured [jia18]) - a "next free cycle" server; a request of ``n`` sectors occupies it
+  ``n x sector / throughput`` cycles.  Hits complete ``latency.tex_l1_hit`` cycles after the
+  request starts; misses when the memory system delivers them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+from .memory_system import BandwidthServer
+
+
+class TextureCache:
+    """L1/texture cache of one SM."""
+
+    def __init__(self, cfg):
+        c = cfg.l1tex
+        self.line = c.line
+        self.sector = c.sector
+        self.sectors_per_line = c.line // c.sector
+        self.assoc = c.assoc
+        self.n_sets = max(1, c.size // (c.line * c.assoc))
+        self.hit_latency = cfg.latency.tex_l1_hit
+        self.server = BandwidthServer(c.throughput_bytes_per_clk)
+        self._sets = [OrderedDict() for _ in range(self.n_sets)]
+        self.pending_ready = 0  # latest fill cycle of a merged (pending) hit in the last access()
+        self.reset_stats()
+
+    def reset_stats(self) -> None:
+        self.requests = 0
+        self.sector_hits = 0
+        self.sector_misses = 0
+        self.pending_hits = 0
+        self.evictions = 0
+
+    # ---- tags ----------------------------------------------------------------------------------
+    def access(self, now: int, sector_addresses):
+        """Look up distinct sectors (byte addresses) at cycle ``now``: returns ``(hits, misses)``.
+
+        ``hits`` is a count; ``misses`` the list of missed sector byte addresses (in the given
+        order), which are allocated now and treated as filled at ``now`` unless :meth:`fill` later
+        sets their arrival cycle.  Hits on sectors still being filled set ``self.pending_ready`` to
+        the latest such arrival (0 if none).
+        """
+        line_sz, sec_sz, spl = self.line, self.sector, self.sectors_per_line
+        n_sets, assoc, sets = self.n_sets, self.assoc, self._sets
+        hits = 0
+        misses = []
+        pending = 0
+        for addr in sector_addresses:
+            ln = addr // line_sz
+            s = sets[ln % n_sets]
+            entry = s.get(ln)
+            if entry is None:
+                if len(s) >= assoc:
+                    s.popitem(last=False)
+                    self.evictions += 1
+                entry = s[ln] = [None] * spl
+            else:
+                s.move_to_end(ln)
+            i = (addr // sec_sz) % spl
+            r = entry[i]
+            if r is None:
+                entry[i] = now
+                misses.append(addr)
+            else:
+                hits += 1
+                if r > now:
+                    self.pending_hits += 1
+                    if r > pending:
+                        pending = r
+        self.pending_ready = pending
+        self.sector_hits += hits
+        self.sector_misses += len(misses)
+        return hits, misses
+
+    def fill(self, sector_addresses, ready: int) -> None:
+        """Record that the given (allocated) sectors arrive at cycle ``ready``."""
+        line_sz, sec_sz, spl = self.line, self.sector, self.sectors_per_line
+        for addr in sector_addresses:
+            ln = addr // line_sz
+            entry = self._sets[ln % self.n_sets].get(ln)
+            if entry is not None:  # may have been evicted meanwhile
+                entry[(addr // sec_sz) % spl] = ready
+
+    def contains(self, addr: int) -> bool:
+        """Whether the sector holding byte ``addr`` is present (no LRU update)."""
+        ln = addr // self.line
+        entry = self._sets[ln % self.n_sets].get(ln)
+        return entry is not None and entry[(addr // self.sector) % self.sectors_per_line] is not None
+
+    # ---- a whole request -----------------------------------------------------------------------
+    def request(self, now: int, sector_addresses, memory) -> int:
+        """One warp's fetch of the given distinct sectors; returns the cycle all data is there.
+
+        Waits for the throughput server, looks the sectors up, sends the misses to ``memory``
+        (a :class:`~maxsim.timing.memory_system.MemorySystem`) at the start cycle and fills them.
+        """
+        sectors = list(sector_addresses)
+        if not sectors:
+            return now
+        self.requests += 1
+        start = self.server.reserve(now, len(sectors) * self.sector)
+        t = math.ceil(start)
+        hits, misses = self.access(t, sectors)
+        done = t + self.hit_latency
+        if self.pending_ready > done:
+            done = self.pending_ready
+        if misses:
+            ready = memory.read(t, misses)
+            self.fill(misses, ready)
+            if ready > done:
+                done = ready
+        return done
+
+    @property
+    def hit_rate(self) -> float:
+        total = self.sector_hits + self.sector_misses
+        return self.sector_hits / total if total else 0.0
+
+    def stats(self) -> dict:
+        return {"tex_requests": self.requests, "tex_sector_hits": self.sector_hits,
+                "tex_sector_misses": self.sector_misses, "tex_pending_hits": self.pending_hits,
+                "tex_hit_rate": self.hit_rate, "tex_busy_cycles": self.server.busy}
