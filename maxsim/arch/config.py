@@ -148,7 +148,7 @@ class PipesConfig:
     alu: float = _pos_float()  # warp instructions per cycle per scheduler
     alu_half: float = _pos_float()
     dual_issue: bool = _bool()
-    mem_issue_interval: int = _pos_int()  # cycles between warp memory instructions, per SM
+    mem_issue_interval: int = _pos_int()  # cycles between warp memory instructions, per scheduler
     shared_queue_depth: int = _pos_int()  # per warp
     global_queue_depth: int = _pos_int()  # per warp (global and texture)
 

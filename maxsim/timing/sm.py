@@ -142,8 +142,8 @@ class Warp:
 
 
 class Scheduler:
-    __slots__ = ("index", "warps", "last", "busy_until", "half_free", "rc", "rc_warp", "ring_tag",
-                 "ring_busy")
+    __slots__ = ("index", "warps", "last", "busy_until", "half_free", "mem_free", "rc", "rc_warp",
+                 "ring_tag", "ring_busy")
 
     def __init__(self, index, entries):
         self.index = index
@@ -151,6 +151,7 @@ class Scheduler:
         self.last = None
         self.busy_until = 0
         self.half_free = 0
+        self.mem_free = 0
         self.rc = [[], [], []]
         self.rc_warp = None
         self.ring_tag = [-1] * 64
@@ -215,10 +216,11 @@ class SM:
         self.max_ctas, self.limited_by = residency(kernel, block, cfg)
         self.wpc = (block + 31) // 32
         self.free_slots = list(range(cfg.sm.max_warps))
-        self.warps = []
         self.pending = []  # (cta id, [warp traces])
+        self.all_warps = []
+        self.pending_total = 0
+        self.peak_warps = 0
         self.resident = 0
-        self.mem_free = 0
         self.shared_free = 0
         self.tex_free = 0
         self.hazard_mode = hazards
@@ -247,6 +249,7 @@ class SM:
     def add_cta(self, cid, warp_traces):
         """Queue a CTA (its id and the traces of its warps, in warp order)."""
         self.pending.append((cid, warp_traces))
+        self.pending_total += 1
 
     def _launch_ready_ctas(self, t):
         while self.pending and self.resident < self.max_ctas:
@@ -260,9 +263,10 @@ class SM:
                 warp = Warp(slot, sched, cta, f"cta{cid[0]},{cid[1]}.w{w}", tr.parts, t, nregs)
                 cta.warps.append(warp)
                 sched.warps.append(warp)
-                self.warps.append(warp)
+                self.all_warps.append(warp)
             cta.live = len(traces)
             self.resident += 1
+            self.peak_warps = max(self.peak_warps, sum(len(x.warps) for x in self.scheds))
 
     def _finish_warp(self, w, t):
         w.done = True
@@ -349,6 +353,23 @@ class SM:
                 st.opcode_counts[op] = st.opcode_counts.get(op, 0) + n
         yield t
 
+    def loop_cycles_per_iteration(self, skip=2):
+        """Steady-state scheduler cycles per main-loop iteration of one warp.
+
+        Each warp's interval between consecutive back-branches is the wall time of one iteration
+        while it shares its scheduler with the other resident warps; dividing by the warps per
+        scheduler gives the issue cycles one iteration costs (520 for maxas's sgemm_64 by its own
+        accounting). The first ``skip`` iterations (pipeline fill) and the last are left out.
+        """
+        per_warp = []
+        for w in self.all_warps:
+            bt = w.branch_times
+            if len(bt) > skip + 2:
+                per_warp.append((bt[-2] - bt[skip]) / (len(bt) - 2 - skip))
+        if not per_warp:
+            return None
+        return float(np.mean(per_warp)) / (self.peak_warps / len(self.scheds))
+
     def warps_alive(self):
         return any(s.warps for s in self.scheds) or bool(self.pending)
 
@@ -379,7 +400,7 @@ class SM:
                 w.blocked = 4
                 return False
         elif u in _MEMORY:
-            if self.mem_free > t:
+            if s.mem_free > t:
                 w.blocked = 3
                 return False
             out = w.mem_out
@@ -436,8 +457,8 @@ class SM:
         # dual issue: a stall-0 instruction and the next one of the same warp, different units
         if st.stall[pc] == 0 and self.dual and not w.done and not w.at_bar:
             nxt = w.pc
-            if st.math[pc] != st.math[nxt] and w.dep_until <= t and self._unit_ok(w, nxt, t, s) \
-                    and s.busy_until <= t + 1:
+            if st.math[pc] != st.math[nxt] and s.busy_until <= t + 1 \
+                    and all(w.bar_clear[b] <= t for b in st.waits[nxt]) and self._unit_ok(w, nxt, t, s):
                 self.stats.dual_issues += 1
                 self._issue(w, s, nxt, t)
         return True
@@ -505,7 +526,8 @@ class SM:
         nxt = w.pcs[w.pos]
         w.pc = nxt
         stall = st.stall[pc]
-        ready = t + (stall if stall > 0 else 1)
+        # a dispatch held back by bank conflicts shifts the warp's later instructions with it
+        ready = t + delay + (stall if stall > 0 else 1)
         w.stall_until = ready
         w.yielded = st.yld[pc]
         dep = ready
@@ -513,7 +535,7 @@ class SM:
             c = w.bar_clear[b]
             # a barrier set too recently is not yet visible to the wait (the hazard check reports
             # what that lets through)
-            if c > dep and t + (stall if stall > 0 else 1) > w.bar_set[b] + lat.barrier_set_delay:
+            if c > dep and ready > w.bar_set[b] + lat.barrier_set_delay:
                 dep = c
         w.dep_until = dep
         w.ready_at = dep
@@ -610,12 +632,13 @@ class SM:
         st = self.static
         lat = self.lat
         stats = self.stats
-        self.mem_free = t + self.mem_interval
+        s.mem_free = t + self.mem_interval
         summary = w.mem.get(w.pos)
         if u in (LDS, STS):
             read_at = t + lat.mem_operand_read_shared
             self._book_late_reads(s, pc, read_at)
             wf = int(summary[w.row]) if summary is not None else 1
+            start = read_at
             if wf == 0:
                 done = t + 1
             else:
@@ -637,6 +660,9 @@ class SM:
             return done
         sectors = summary[w.row] if summary is not None else ()
         n = len(sectors)
+        if n == 0 and u != STG:
+            # every lane predicated off (or outside the texture): nothing is fetched or written
+            return t + 1
         read_at = t + (lat.mem_operand_read_tex if u == TEX else lat.mem_operand_read_global)
         self._book_late_reads(s, pc, read_at)
         rb = st.rbar[pc]
@@ -658,7 +684,8 @@ class SM:
             stats.tex_requests += 1
             stats.tex_sectors += n
             start = self.tex_free if self.tex_free > read_at else read_at
-            self.tex_free = start + math.ceil(n * self.sector / self.tex_bytes_per_clk)
+            self.tex_free = start + n * self.sector / self.tex_bytes_per_clk
+            start = math.ceil(start)
             hits, misses = self.l1.access(start, [int(x) for x in sectors])
             stats.tex_hits += hits
             done = start - (read_at - t) + lat.tex_l1_hit
