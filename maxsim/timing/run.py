@@ -15,12 +15,13 @@ from .summaries import make_summariser
 
 
 def simulate(kernel, grid, block, params=(), memory=None, textures=None, *, cfg=None, ctas=None,
-             hazards="warn", max_cycles=None, max_instructions=None, memory_system=None):
+             hazards="warn", max_cycles=None, max_instructions=None, memory_system=None, log=False):
     """Run ``kernel`` functionally and in time on one SM.
 
     ``ctas`` selects which CTAs (x, y) the SM runs (default: the whole grid, in launch order,
     as many resident at once as fit). Returns ``(launch_result, sm)``; ``sm.stats`` holds the
-    timing statistics.
+    timing statistics; with ``log=True``, ``sm.issue_log`` lists ``(cycle, warp label, pc)`` of
+    every issued instruction.
     """
     cfg = cfg if cfg is not None else load_config()
     t0 = time.perf_counter()
@@ -32,7 +33,7 @@ def simulate(kernel, grid, block, params=(), memory=None, textures=None, *, cfg=
     cta_list = [(x, y) for y in range(gy) for x in range(gx)] if ctas is None else [tuple(c) for c in ctas]
     wpc = (block + 31) // 32
     ms = memory_system if memory_system is not None else MemorySystem(cfg)
-    sm = SM(cfg, kernel, block, ms, hazards=hazards, max_cycles=max_cycles)
+    sm = SM(cfg, kernel, block, ms, hazards=hazards, max_cycles=max_cycles, log=log)
     traces = res.trace
     for i, cid in enumerate(cta_list):
         sm.add_cta(cid, [traces[i * wpc + w] for w in range(wpc)])

@@ -200,7 +200,7 @@ class SM:
     """One streaming multiprocessor running the CTAs handed to it."""
 
     def __init__(self, cfg, kernel, block, memory_system, l1=None, stats=None, hazards="warn",
-                 max_cycles=None, sm_id=0):
+                 max_cycles=None, sm_id=0, log=False):
         from .texture import TextureCache
 
         self.cfg = cfg
@@ -229,6 +229,8 @@ class SM:
         self.now = 0
         self.counts = [0] * len(kernel.instructions)
         self.finished_ctas = 0
+        # optional issue log for tests and debugging: (cycle, warp label, pc) per issued instruction
+        self.issue_log = [] if log else None
         # config values read in the hot loop
         rf = cfg.regfile
         self.lookahead = rf.collector_lookahead
@@ -471,6 +473,8 @@ class SM:
         stats.warp_instructions += 1
         u = st.unit[pc]
         w.last_issue = t
+        if self.issue_log is not None:
+            self.issue_log.append((t, w.label, pc))
         delay = 0
         done_at = t
         if self.hazard_mode:
