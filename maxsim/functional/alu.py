@@ -52,6 +52,8 @@ def xmad(a, b, c, b_reg, a_h1, b_h1, mods):
     ``a`` and ``b`` are the full 32-bit source values; ``a_h1``/``b_h1`` select their high halves;
     ``b_reg`` is the unselected second source register (used by .MRG and .CBCC).
     """
+    # as arrays: an immediate b with a constant c gives numpy scalars, whose wrap-around warns
+    a, b, c, b_reg = (np.asarray(x, dtype=np.uint32) for x in (a, b, c, b_reg))
     a16 = (a >> U32(16)) if a_h1 else (a & U32(0xFFFF))
     b16 = (b >> U32(16)) if b_h1 else (b & U32(0xFFFF))
     prod = np.multiply(a16, b16, dtype=np.uint32)

@@ -120,7 +120,7 @@ def _reader_u32(ctx, instr, op, zrow):
     elif op.kind == ins.CONST:
         v = _const_word(ctx, instr, op)
         if op.neg:
-            v = U32(0) - v
+            v = U32(-int(v) & 0xFFFFFFFF)  # (numpy scalar 0 - v warns about the wrap)
     elif op.kind == ins.FIMM:
         v = np.float32(op.fvalue).view(np.uint32)
     else:

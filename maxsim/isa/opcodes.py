@@ -77,10 +77,16 @@ SPECIAL_REGISTERS = ("SR_TID.X", "SR_TID.Y", "SR_TID.Z", "SR_CTAID.X", "SR_CTAID
                      "SR_LANEID", "SR_CLOCKLO", "SR_CLOCKHI", "SR_NTID.X")
 
 
+# Modifiers an opcode cannot do without (one of the set must be present)
+REQUIRED_MODIFIERS = {"ISETP": _CMP}
+
+
 def match_modifiers(spec: OpSpec, mods: tuple):
     """Return None if ``mods`` is acceptable for ``spec``, else the first offending modifier."""
     groups = list(spec.mod_groups)
-    for m in mods:
+    for n, m in enumerate(mods):
+        if m in mods[:n]:
+            return m  # a repeated modifier (XMAD.PSL.PSL) is never meaningful
         for i, g in enumerate(groups):
             if m in g:
                 del groups[i]
@@ -88,6 +94,11 @@ def match_modifiers(spec: OpSpec, mods: tuple):
         else:
             return m
     return None
+
+
+def vector_alignment(width: int) -> int:
+    """Register alignment of a vector group of ``width`` registers (a 3-channel fetch takes 4)."""
+    return 4 if width > 2 else width
 
 
 def vector_width(opcode: str, mods: tuple, operands: tuple) -> int:

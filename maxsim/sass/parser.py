@@ -11,20 +11,24 @@ import re
 
 from ..errors import SassParseError
 from ..isa import instruction as ins
-from ..isa.opcodes import (KIND_LETTER, OPCODES, SPECIAL_REGISTERS, match_modifiers,
-                           vector_width)
+from ..isa.opcodes import (KIND_LETTER, OPCODES, REQUIRED_MODIFIERS, SPECIAL_REGISTERS,
+                           match_modifiers, vector_alignment, vector_width)
 
-_CTRL_RE = re.compile(r"([0-9a-fA-F]{2}|--):([1-6]|-):([1-6]|-):([yY]|-):([0-9a-fA-F])$")
-_LABEL_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*:\s*$")
-_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
-_REG_RE = re.compile(r"R(\d+|Z)$")
-_PRED_RE = re.compile(r"P([0-6]|T)$")
-_INT_RE = re.compile(r"-?(0[xX][0-9a-fA-F]+|\d+)$")
-_FLOAT_RE = re.compile(r"-?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$|-?INF$|-?NAN$")
-_CONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\s*\[(0[xX][0-9a-fA-F]+|\d+)\]$")
-_HEADER_RE = re.compile(r"#\s*(Kernel|Arch|InsCnt|RegCnt|SharedSize|BarCnt)\s*:\s*(\S+)\s*$")
-_PARAMS_RE = re.compile(r"#\s*Params\((\d+)\)\s*:\s*$")
-_PARAM_RE = re.compile(r"#\s*(\d+):(0[xX][0-9a-fA-F]+|\d+):(\d+):(\d+)\s*$")
+# Header values that the hardware bounds (Maxwell: 48 KB static shared memory per CTA, 16 barriers)
+_HEADER_RANGE = {"InsCnt": (0, 1 << 31), "RegCnt": (1, ins.NUM_REGS), "SharedSize": (0, 48 * 1024),
+                 "BarCnt": (0, 16)}
+
+_CTRL_RE = re.compile(r"([0-9a-fA-F]{2}|--):([1-6]|-):([1-6]|-):([yY]|-):([0-9a-fA-F])$", re.ASCII)
+_LABEL_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*:\s*$", re.ASCII)
+_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$", re.ASCII)
+_REG_RE = re.compile(r"R(\d+|Z)$", re.ASCII)
+_PRED_RE = re.compile(r"P([0-6]|T)$", re.ASCII)
+_INT_RE = re.compile(r"-?(0[xX][0-9a-fA-F]+|\d+)$", re.ASCII)
+_FLOAT_RE = re.compile(r"-?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$|-?INF$|-?NAN$", re.ASCII)
+_CONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\s*\[(0[xX][0-9a-fA-F]+|\d+)\]$", re.ASCII)
+_HEADER_RE = re.compile(r"#\s*(Kernel|Arch|InsCnt|RegCnt|SharedSize|BarCnt)\s*:\s*(\S+)\s*$", re.ASCII)
+_PARAMS_RE = re.compile(r"#\s*Params\((\d+)\)\s*:\s*$", re.ASCII)
+_PARAM_RE = re.compile(r"#\s*(\d+):(0[xX][0-9a-fA-F]+|\d+):(\d+):(\d+)\s*$", re.ASCII)
 
 
 def parse_file(path) -> ins.Kernel:
@@ -68,7 +72,10 @@ def parse_text(text: str, filename: str = "<string>") -> ins.Kernel:
     params = []
     n_params = None
     raw = []  # (kind, payload, line) where kind in ("label", "ins")
+    if text.startswith("\ufeff"):  # a byte-order mark, as Windows editors write
+        text = text[1:]
     text = text.replace("\r\n", "\n").replace("\r", "\n")
+    params_line = 0
     for number, src in enumerate(text.split("\n"), start=1):
         line = _Line(src, number, filename)
         stripped = src.strip()
@@ -86,10 +93,14 @@ def parse_text(text: str, filename: str = "<string>") -> ins.Kernel:
                     except ValueError:
                         raise line.error(f"header {key} expects a number, got {value!r}",
                                          src.index(value)) from None
+                    lo, hi = _HEADER_RANGE[key]
+                    if not lo <= header[key] <= hi:
+                        raise line.error(f"header {key} {value} is out of range {lo}..{hi}", src.index(value))
                 continue
             m = _PARAMS_RE.match(stripped)
             if m:
                 n_params = int(m.group(1))
+                params_line = number
                 continue
             m = _PARAM_RE.match(stripped)
             if m:
@@ -103,11 +114,10 @@ def parse_text(text: str, filename: str = "<string>") -> ins.Kernel:
         raw.append(("ins", None, line))
 
     if n_params is not None and n_params != len(params):
-        raise SassParseError(f"header announces Params({n_params}) but lists {len(params)}", filename, 0, 0)
+        raise SassParseError(f"header announces Params({n_params}) but lists {len(params)}", filename,
+                             params_line, 1)
 
     reg_cnt = header.get("RegCnt", ins.NUM_REGS)
-    if not 0 < reg_cnt <= ins.NUM_REGS:
-        raise SassParseError(f"RegCnt {reg_cnt} is out of range 1..255", filename, 0, 0)
 
     labels = []
     label_lines = {}
@@ -205,7 +215,15 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
         raise line.error(f"empty modifier in {op_text!r}", pos)
     bad = match_modifiers(spec, mods)
     if bad is not None:
-        raise line.error(f"modifier .{bad} is not accepted by {opcode} (in {op_text!r})", pos + op_text.index("." + bad) + 1)
+        at = [n for n, x in enumerate(mods) if x == bad]
+        n = at[1] if len(at) > 1 and any(bad in grp for grp in spec.mod_groups) else at[0]
+        col = pos + len(opcode) + sum(len(x) + 1 for x in mods[:n]) + 1
+        what = "is repeated in" if n != at[0] else "is not accepted by"
+        raise line.error(f"modifier .{bad} {what} {opcode} (in {op_text!r})", col)
+    need = REQUIRED_MODIFIERS.get(opcode)
+    if need and not any(m in need for m in mods):
+        raise line.error(f"{opcode} needs one of the modifiers {', '.join('.' + x for x in sorted(need))} "
+                         f"(in {op_text!r})", pos)
     # operands
     operands = []
     columns = []
@@ -239,8 +257,13 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
             top = op.reg + (width - 1 if "V" in letters else 0)
             if op.reg >= reg_cnt or top >= reg_cnt:
                 raise line.error(f"register R{top} is out of range: the kernel declares RegCnt {reg_cnt} (R0-R{reg_cnt - 1})", col)
-            if "V" in letters and op.reg % width:
-                raise line.error(f"vector register group R{op.reg} must be aligned to {width} registers", col)
+            align = vector_alignment(width)
+            if "V" in letters and op.reg % align:
+                raise line.error(f"vector register group R{op.reg} must be aligned to {align} registers", col)
+        if op.kind == ins.PRED and op.not_ and n < spec.n_dst:
+            raise line.error(f"destination predicate of {opcode} cannot be negated", col)
+        if op.kind == ins.REG and op.h1 and (opcode != "XMAD" or n < spec.n_dst):
+            raise line.error("the half selector .H1 applies to XMAD sources only", col)
         if op.kind == ins.LABEL and op.name not in label_map:
             raise line.error(f"undefined label {op.name!r}", col)
         if op.kind == ins.SREG and op.name not in SPECIAL_REGISTERS:
@@ -251,7 +274,7 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
 
 
 def _parse_operand(tok: str, line: _Line, col: int) -> ins.Operand:
-    neg = absval = notp = False
+    neg = absval = notp = bitnot = False
     t = tok
     if t.startswith("!"):
         notp = True
@@ -260,7 +283,9 @@ def _parse_operand(tok: str, line: _Line, col: int) -> ins.Operand:
         neg = True
         t = t[1:]
     if t.startswith("~"):
-        notp = True
+        if notp or neg:
+            raise line.error(f"cannot combine '~' with '!' or '-' in {tok!r}", col)
+        bitnot = True
         t = t[1:]
     if len(t) >= 2 and t.startswith("|") and t.endswith("|"):
         absval = True
@@ -285,6 +310,8 @@ def _parse_operand(tok: str, line: _Line, col: int) -> ins.Operand:
             if not _INT_RE.match(off_text):
                 raise line.error(f"bad offset {off_text!r} in memory operand {tok!r}", col)
             off = _int(off_text)
+            if not -(1 << 31) <= off < (1 << 32):
+                raise line.error(f"offset {off_text} in memory operand {tok!r} does not fit in 32 bits", col)
         return ins.Operand(ins.MEM, reg=reg, value=off, text=off_text)
     base, *suffixes = t.split(".")
     m = _REG_RE.match(base)
@@ -300,10 +327,11 @@ def _parse_operand(tok: str, line: _Line, col: int) -> ins.Operand:
                 pass
             else:
                 raise line.error(f"unknown register suffix .{sfx} in {tok!r}", col)
+        if bitnot:  # ~R (bitwise not)
+            return ins.Operand(ins.REG, reg=reg, not_=True, h1=h1, reuse=reuse)
         return ins.Operand(ins.REG, reg=reg, neg=neg, abs=absval, h1=h1, reuse=reuse)
-    if m and notp:  # ~R (bitwise not)
-        reg = _reg_number(m, line, col)
-        return ins.Operand(ins.REG, reg=reg, not_=True, reuse="reuse" in suffixes)
+    if bitnot:
+        raise line.error(f"'~' applies to registers only, got {tok!r}", col)
     m = _PRED_RE.match(t)
     if m:
         return ins.Operand(ins.PRED, reg=ins.PT if m.group(1) == "T" else int(m.group(1)), not_=notp)
@@ -313,7 +341,10 @@ def _parse_operand(tok: str, line: _Line, col: int) -> ins.Operand:
         return ins.Operand(ins.SREG, name=t)
     m = _CONST_RE.match(t)
     if m:
-        return ins.Operand(ins.CONST, bank=_int(m.group(1)), value=_int(m.group(2)), neg=neg)
+        bank, off = _int(m.group(1)), _int(m.group(2))
+        if bank > 17 or off > 0xFFFF:
+            raise line.error(f"constant {tok!r} is out of range: banks 0x0-0x11, offsets 0x0-0xffff", col)
+        return ins.Operand(ins.CONST, bank=bank, value=off, neg=neg, abs=absval)
     if t.startswith("c["):
         raise line.error(f"malformed constant {tok!r}: expected c[bank][offset]", col)
     if _INT_RE.match(tok):

@@ -37,7 +37,10 @@ def format_operand(op: ins.Operand) -> str:
     if k == ins.FIMM:
         return op.text or repr(op.fvalue)
     if k == ins.CONST:
-        return ("-" if op.neg else "") + f"c[0x{op.bank:x}][0x{op.value:x}]"
+        s = f"c[0x{op.bank:x}][0x{op.value:x}]"
+        if op.abs:
+            s = f"|{s}|"
+        return ("-" if op.neg else "") + s
     if k == ins.MEM:
         base = "RZ" if op.reg == ins.RZ else f"R{op.reg}"
         if not op.text and op.value == 0:
