@@ -692,16 +692,19 @@ class SM:
             start = math.ceil(start)
             hits, misses = self.l1.access(start, [int(x) for x in sectors])
             stats.tex_hits += hits
-            done = start - (read_at - t) + lat.tex_l1_hit
+            # the latencies (tex_l1_hit, l2_hit, dram) count from the instruction's issue, which
+            # includes the operand read: time the request from its issue-equivalent cycle
+            issued = start - (read_at - t)
+            done = issued + lat.tex_l1_hit
             if self.l1.pending_ready > done:
                 done = self.l1.pending_ready
             if misses:
-                mdone = self.memsys.read(start, misses)
+                mdone = self.memsys.read(issued, misses)
                 self.l1.fill(misses, mdone)
                 if mdone > done:
                     done = mdone
         else:  # LDG: through the L2
-            done = max(t + lat.l2_hit, self.memsys.read(read_at, [int(x) for x in sectors]))
+            done = self.memsys.read(t, [int(x) for x in sectors])  # l2_hit / dram count from issue
         w.mem_out.append(done)
         return done
 
