@@ -710,25 +710,43 @@ class SM:
 
     def _check_hazards(self, w, pc, t, u):
         st = self.static
+        lat = self.lat
         read_t = t
         if u in (LDS, STS):
-            read_t = t + self.lat.mem_operand_read_shared
-        elif u in (TEX, LDG, STG):
-            read_t = t + self.lat.mem_operand_read_global
+            read_t = t + lat.mem_operand_read_shared
+        elif u == TEX:
+            read_t = t + lat.mem_operand_read_tex
+        elif u in (LDG, STG):
+            read_t = t + lat.mem_operand_read_global
         rr = w.reg_ready
         for r in st.srcs[pc]:
             if rr[r] > read_t:
-                self._hazard(w, pc, t, f"reads R{r} at cycle {read_t}, {rr[r] - read_t} cycle(s) before its producer's result is ready")
+                src = self._earlier(w, lambda q: r in st.dsts[q])
+                self._hazard(w, pc, t, f"reads R{r} at cycle {read_t}, {rr[r] - read_t} cycle(s) before the result of "
+                                       f"{src} is ready")
                 break
         for p in st.psrcs[pc]:
             if w.pred_ready[p] > t:
-                self._hazard(w, pc, t, f"reads P{p} {w.pred_ready[p] - t} cycle(s) before the ISETP result is ready")
+                src = self._earlier(w, lambda q: p in st.pdsts[q])
+                self._hazard(w, pc, t, f"reads P{p} {w.pred_ready[p] - t} cycle(s) before the result of {src} is ready")
                 break
         lat_w = t + (st.latency[pc] if u <= ALU_HALF else 1)
         for r in st.dsts[pc]:
             if w.reg_read[r] > lat_w:
-                self._hazard(w, pc, t, f"overwrites R{r} before a memory instruction has read it (read at cycle {w.reg_read[r]})")
+                src = self._earlier(w, lambda q: st.unit[q] in _MEMORY and r in st.srcs[q])
+                self._hazard(w, pc, t, f"overwrites R{r} before {src} has read it (read at cycle {w.reg_read[r]})")
                 break
+
+    def _earlier(self, w, match):
+        """``"OPCODE at file:line"`` of the latest instruction before the current one in the warp's
+        trace that satisfies ``match(pc)`` (for hazard messages; only runs when one is found)."""
+        parts = [w.pcs[:w.pos]] + [seg.pcs for seg, _ in reversed(w.parts[:w.part])]
+        for pcs in parts:
+            for q in reversed(pcs):
+                if match(q):
+                    i = self.kernel.instructions[q]
+                    return f"{i.full_opcode} at {i.where}"
+        return "an earlier instruction"
 
     def _hazard(self, w, pc, t, what):
         instr = self.kernel.instructions[pc]
