@@ -359,3 +359,44 @@ def test_sgemm_without_reuse_and_with_naive_registers():
     # C = 8x+y is always in B's bank: 64 C-B conflicts + 16 A-B (3 in one bank there: 2 each)
     assert kstep("swirl", naive=True) == (80, 16, 94, 192)
     assert kstep("raster", naive=True, reuse=False) == (80, 80, 0, 192)
+
+
+# -- our SGEMM generator (workloads/sgemm/generator.py) ----------------------------------------
+
+def _generated(kernel_name, traversal, regmap="maxas", reuse=True):
+    gen = pytest.importorskip("workloads.sgemm.generator")
+    return parse_text(gen.generate(kernel_name, traversal, regmap, reuse))
+
+
+def _kstep_of(k, model=None):
+    rep = analyze_banks(k, model)
+    assert rep.loop_ffma == 512   # 8 values of k per loop iteration
+    s = rep.per_kstep
+    return s["conflicts_no_reuse"], s["conflicts_with_reuse"], s["reuse_hits"], s["reads"]
+
+
+@pytest.mark.parametrize("name", ["sgemm_64", "sgemm_128"])
+def test_generator_swirl_matches_maxas(name):
+    k = _generated(name, "swirl")
+    assert _kstep_of(k) == (16, 0, 94, 192)                # maxas: 16 conflicts, 0 unhidden, 49%
+    rep = analyze_banks(k)
+    assert 0.48 < rep.reuse_hit_rate_loop < 0.50
+    assert rep.main_loop.ffma_totals.reuse_hit_rate == pytest.approx(94 / 192)
+
+
+@pytest.mark.parametrize("name", ["sgemm_64", "sgemm_128"])
+def test_generator_zigzag_and_raster(name):
+    zig, ras = _generated(name, "zigzag"), _generated(name, "raster")
+    assert _kstep_of(zig) == (16, 0, 70, 192)               # 36.5% with 2-entry caches
+    assert _kstep_of(zig, MAXAS_HEALTH_MODEL) == (16, 0, 77, 192)   # 40.1%: maxas's "39%"
+    assert _kstep_of(ras) == (16, 2, 56, 192)               # 29.2%, 2 unhidden: maxas's "30%"
+    rates = [analyze_banks(_generated(name, t)).reuse_hit_rate_kernel
+             for t in ("swirl", "zigzag", "raster")]
+    assert rates == sorted(rates, reverse=True)
+
+
+@pytest.mark.parametrize("name", ["sgemm_64", "sgemm_128"])
+def test_generator_naive_regmap_and_no_reuse(name):
+    naive = _kstep_of(_generated(name, "swirl", "naive"))
+    assert naive[0] == 80 and naive[0] >= 5 * 16             # every FFMA's C shares B's bank
+    assert _kstep_of(_generated(name, "swirl", reuse=False)) == (16, 16, 0, 192)
