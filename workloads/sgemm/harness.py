@@ -1,0 +1,143 @@
+"""Host harness of the SGEMM kernels: ``C = alpha * A * B^T``, column-major ("NT").
+
+``A`` is M x K (element ``A[m + k*lda]``), ``B`` is N x K (``B[n + k*ldb]``), ``C`` is M x N
+(``C[m + n*ldc]``). The harness draws A and B, builds the two float4 textures and the nine kernel
+parameters the way maxas's ``sgemm/sgemm.cpp`` does (C pointer, m, n, k, lda, ldb, ldc, alpha, debug
+pointer; texture 1 = A, texture 0 = B, each the whole matrix read as float4 texels), launches the
+grid (ceil(M/64) x ceil(N/64) CTAs of 64 threads for ``sgemm_64``, ceil(M/128) x ceil(N/128) of 256
+for ``sgemm_128``), and checks the result against numpy.
+
+Accuracy check
+==============
+
+Each element of C is a chain of K fused multiply-adds in fp32 (one rounding each, the products are
+exact), then one multiply by alpha. By the standard error analysis of a recursive dot product
+(Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., section 3.1), with the unit
+roundoff u = 2^-24 of fp32 and gamma_n = n*u / (1 - n*u)::
+
+    |C_computed - alpha * sum_k a_mk * b_nk|  <=  gamma_(K+1) * |alpha| * sum_k |a_mk| * |b_nk|
+
+whatever the order of the K additions (K roundings of the chain plus one for alpha). The inputs
+are exactly representable (they are fp32), and the reference is computed in fp64 (its own error,
+about K * 2^-53 relative, is four orders of magnitude smaller). ``verified`` requires every element
+of C to be finite and within that bound, every element outside the M x N matrix (the ``ldc - M``
+padding rows) to be untouched, and nothing but the M x N elements to be written.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from maxsim.errors import LaunchError
+from maxsim.functional import GlobalMemory, Texture1D, launch
+from maxsim.sass import parse_file
+
+from .generator import KERNELS, PARAM_BASE, PARAMS, TEX_A, TEX_B, generate_kernel
+
+U32_ROUNDOFF = 2.0 ** -24
+
+
+@attrs.define
+class SgemmResult:
+    kernel_name: str
+    m: int
+    n: int
+    k: int
+    verified: bool
+    max_abs_error: float
+    max_error_ratio: float  # max over C of |error| / bound (<= 1 when verified)
+    warp_instructions: int
+    C: np.ndarray  # M x N result (float32)
+    reference: np.ndarray  # M x N, float64
+    launch: object  # maxsim.functional.LaunchResult
+    grid: tuple
+    block: int
+    untouched: bool  # padding rows of C (m >= M) kept their sentinel
+
+
+def check_params(kernel, path="<kernel>"):
+    """Raise LaunchError unless ``kernel`` declares the 9-parameter maxas SGEMM table."""
+    want = [(n, PARAM_BASE + 4 * n, 4) for n in range(len(PARAMS))]
+    got = [(p.ordinal, p.offset, p.size) for p in kernel.params]
+    if got != want:
+        listed = ", ".join(f"{o}:0x{a:x}:{s}" for o, a, s in got) or "none"
+        raise LaunchError(
+            f"{path}: kernel {kernel.name} does not take the SGEMM parameters: expected {len(PARAMS)} "
+            f"4-byte parameters at c[0x0][0x140..0x160] ({', '.join(PARAMS)}), the file lists {listed}")
+
+
+def _check_sizes(m, n, k, lda, ldb, ldc):
+    for name, v in (("M", m), ("N", n)):
+        if not isinstance(v, (int, np.integer)) or v < 1:
+            raise LaunchError(f"{name} must be a positive integer, got {v!r}")
+    if not isinstance(k, (int, np.integer)) or k < 8 or k % 8:
+        raise LaunchError(f"K must be a positive multiple of 8 (the kernels consume 8 values of k per "
+                          f"loop iteration), got {k!r}")
+    for name, ld, rows in (("lda", lda, m), ("ldb", ldb, n)):
+        if ld < rows or ld % 4:
+            raise LaunchError(f"{name} must be a multiple of 4 (columns are read as float4 texels) and "
+                              f"at least {rows}, got {ld}")
+    if ldc < m:
+        raise LaunchError(f"ldc must be at least M = {m}, got {ldc}")
+    for name, words in (("A", lda * k), ("B", ldb * k), ("C", ldc * n)):
+        if words * 4 >= 1 << 31:
+            raise LaunchError(f"matrix {name} does not fit the kernels' 32-bit addressing")
+
+
+def _round4(x):
+    return (x + 3) // 4 * 4
+
+
+def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, traversal="swirl",
+              regmap="maxas", reuse=True, sass_path=None, seed=0, recorder=None) -> SgemmResult:
+    """Run one SGEMM functionally and check it; see the module docstring."""
+    geo = KERNELS.get(kernel_name)
+    if geo is None:
+        raise LaunchError(f"unknown SGEMM kernel {kernel_name!r}: expected one of {', '.join(KERNELS)}")
+    lda = _round4(m) if lda is None else int(lda)
+    ldb = _round4(n) if ldb is None else int(ldb)
+    ldc = m if ldc is None else int(ldc)
+    _check_sizes(m, n, k, lda, ldb, ldc)
+    if sass_path is not None:
+        kernel = parse_file(sass_path)
+        check_params(kernel, str(sass_path))
+    else:
+        kernel = generate_kernel(kernel_name, traversal, regmap, reuse)
+
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k)).astype(np.float32)
+    # column-major buffers; padding rows are NaN: they must never reach a stored element
+    abuf = np.full((lda, k), np.nan, np.float32)
+    abuf[:m] = a
+    bbuf = np.full((ldb, k), np.nan, np.float32)
+    bbuf[:n] = b
+    sentinel = np.float32(-7.25e30)
+    cbuf = np.full((ldc, n), sentinel, np.float32)
+
+    mem = GlobalMemory()
+    c_ptr = mem.alloc(cbuf.nbytes)
+    mem.write(c_ptr, cbuf.ravel(order="F"))
+    textures = {TEX_A & 0xFF: Texture1D(abuf.ravel(order="F").reshape(-1, 4)),
+                TEX_B & 0xFF: Texture1D(bbuf.ravel(order="F").reshape(-1, 4))}
+    grid = (-(-m // geo.tile), -(-n // geo.tile))
+    params = [c_ptr, m, n, k, lda, ldb, ldc, np.float32(alpha), 0]
+    res = launch(kernel, grid=grid, block=geo.threads, params=params, memory=mem, textures=textures,
+                 recorder=recorder)
+    out = mem.read(c_ptr, ldc * n, dtype=np.float32).reshape((ldc, n), order="F")
+    c = out[:m].copy()
+
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    ref = float(alpha) * (a64 @ b64.T)
+    gamma = (k + 1) * U32_ROUNDOFF / (1 - (k + 1) * U32_ROUNDOFF)
+    bound = gamma * abs(float(alpha)) * (np.abs(a64) @ np.abs(b64).T)
+    err = np.abs(c.astype(np.float64) - ref)
+    finite = bool(np.isfinite(c).all())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(bound > 0, err / np.where(bound > 0, bound, 1), np.where(err > 0, np.inf, 0))
+    untouched = bool((out[m:] == sentinel).all())
+    verified = finite and untouched and bool((err <= bound).all())
+    return SgemmResult(kernel_name, m, n, k, verified, float(err.max()) if finite else float("inf"),
+                       float(ratio.max()) if finite else float("inf"), res.warp_instructions, c, ref,
+                       res, grid, geo.threads, untouched)
