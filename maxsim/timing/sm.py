@@ -500,8 +500,14 @@ class SM:
             s.rc_warp = None  # a branch empties the reuse caches
             if st.back_branch[pc]:
                 w.branch_times.append(t)
-        # results and dependency barriers
-        for r in st.dsts[pc]:
+        # results and dependency barriers; a write by any unit invalidates reuse-cached copies
+        dsts = st.dsts[pc]
+        if dsts and u > ALU_HALF and s.rc_warp is w:
+            for cache in s.rc:
+                for r in dsts:
+                    if r in cache:
+                        cache.remove(r)
+        for r in dsts:
             w.reg_ready[r] = done_at
         for p in st.pdsts[pc]:
             w.pred_ready[p] = done_at
