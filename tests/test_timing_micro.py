@@ -1,0 +1,493 @@
+"""Timing-model validation with hand-written SASS micro-kernels.
+
+Each test runs a tiny kernel (maxas text format, written below) on the SM timing model and checks
+a cycle count derived by hand in the comments *from the loaded config* (``cfg.latency.alu`` etc.),
+so the tests check the mechanism rather than one set of numbers. Issue cycles are read from the
+SM's optional issue log (``simulate(..., log=True)`` -> ``sm.issue_log`` of (cycle, warp, pc)).
+
+Conventions of the model these derivations rely on (see maxsim/timing/sm.py):
+
+* The first warp instruction issues at cycle 0; an instruction's stall count S delays the warp's
+  next issue to ``t + S`` (``S = 0``: dual issue, else ``t + 1``).
+* ``stats.cycles`` is the cycle after the last issue (the cycle the last EXIT completes its issue
+  slot): a kernel whose last EXIT issues at ``T`` reports ``T + 1`` cycles.
+* A dependency barrier set by an instruction is visible ``latency.barrier_set_delay`` cycles after
+  its issue: a waiting instruction right behind the setter needs stall >= 2 on the setter.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from maxsim.arch.config import load_config, override
+from maxsim.errors import HazardError
+from maxsim.functional.memory import Texture1D
+from maxsim.sass import parse_text
+from maxsim.timing.memory_system import MemorySystem
+from maxsim.timing.run import simulate
+
+CFG = load_config()
+LAT = CFG.latency
+
+_CTRL = re.compile(r"^([0-9a-fA-F-]{2}:[1-6-]:[1-6-]:[yY-]:[0-9a-fA-F])\s+(.*)$")
+_GUARD = re.compile(r"^(@!?P[0-6T])\s+(.*)$")
+
+
+def _line(text):
+    """One maxas instruction line from ``"CTRL [@P] INSTR"`` (or a label ``NAME:``)."""
+    text = text.strip()
+    if text.endswith(":"):
+        return text
+    ctrl, rest = _CTRL.match(text).groups()
+    pred = ""
+    m = _GUARD.match(rest)
+    if m:
+        pred, rest = m.groups()
+    return f"{ctrl} {pred:>5} {rest.rstrip(';')};"
+
+
+def kernel(body, *, name="micro", regs=32, shared=0, bar=0):
+    """A kernel in maxas text format from instruction lines ``"CTRL [@P] INSTR"``."""
+    lines = [_line(x) for x in body.strip().splitlines() if x.strip()]
+    n = sum(1 for x in lines if not x.endswith(":"))
+    head = (f"# Kernel: {name}\n# Arch: sm_52\n# InsCnt: {n - 1}\n# RegCnt: {regs}\n"
+            f"# SharedSize: {shared}\n# BarCnt: {bar}\n# Params(0):\n#\tord:addr:size:align\n#\n"
+            f"# Instructions:\n\n")
+    return parse_text(head + "\n".join(lines) + "\n", filename=f"{name}.sass")
+
+
+def s(n):
+    """A stall count as the control field's hex digit."""
+    assert 0 <= n <= CFG.sm.max_stall
+    return f"{n:x}"
+
+
+def run(k, block=32, cfg=CFG, **kw):
+    res, sm = simulate(k, 1, block, cfg=cfg, log=True, **kw)
+    return sm, sm.stats.to_dict()
+
+
+def issues(sm, warp=None):
+    """[(cycle, pc)] of one warp (label suffix ``.w<n>``), or of all warps."""
+    return [(t, pc) for t, lab, pc in sm.issue_log if warp is None or lab.endswith(f".w{warp}")]
+
+
+def first_issue(sm, pc, warp=0):
+    return next(t for t, p in issues(sm, warp) if p == pc)
+
+
+def exit_line():
+    return f"--:-:-:-:{s(LAT.exit)} EXIT;"
+
+
+# an independent FFMA reading banks 1, 2, 3 (R5, R6, R7): no conflict, leaves bank 0 idle
+FILL = "--:-:-:-:1 FFMA R20, R5, R6, R7;"
+
+
+# ---------------------------------------------------------------------------------------------
+# (1) dependent FFMA chain: the stall count is the only interlock of fixed-latency ALU results
+
+
+def test_dependent_ffma_chain():
+    n = 8
+    a = LAT.alu  # ALU result readable `alu` cycles after issue: the assembler writes stall = alu
+    k = kernel("\n".join([f"--:-:-:-:{s(a)} FFMA R0, R1, R2, R0;"] * n + [exit_line()]))
+    sm, d = run(k)
+    # FFMA i issues at i * alu; the EXIT at n * alu; cycles = last issue + 1
+    assert [t for t, _ in issues(sm)] == [i * a for i in range(n + 1)]
+    assert d["cycles"] == n * a + 1  # 49 with alu = 6
+    assert d["hazards"] == 0  # stall = alu covers the dependency exactly
+
+
+def test_ffma_chain_one_cycle_short_is_a_hazard():
+    # the same chain with stall alu - 1: every FFMA reads R0 one cycle before it is written
+    n = 4
+    k = kernel("\n".join([f"--:-:-:-:{s(LAT.alu - 1)} FFMA R0, R1, R2, R0;"] * n + [exit_line()]))
+    sm, d = run(k)
+    assert d["cycles"] == n * (LAT.alu - 1) + 1
+    assert d["hazards"] == n - 1
+
+
+# ---------------------------------------------------------------------------------------------
+# (2) independent FFMAs: one per cycle per scheduler; warps on different schedulers in parallel
+
+N_INDEP = 16
+# banks 1, 2, 3 (no register-bank conflict); destinations never read
+INDEP = "\n".join([f"--:-:-:-:1 FFMA R{4 + 4 * (i % 4)}, R1, R2, R3;" for i in range(N_INDEP)]
+                  + [exit_line()])
+
+
+def test_independent_ffma_one_per_cycle():
+    assert CFG.pipes.alu == 1.0
+    sm, d = run(kernel(INDEP), block=32)
+    # stall 1: FFMA i at cycle i, EXIT at N; cycles N + 1
+    assert [t for t, _ in issues(sm)] == list(range(N_INDEP + 1))
+    assert d["cycles"] == N_INDEP + 1  # 17
+    assert d["ipc"] == 1.0
+
+
+def test_four_warps_on_four_schedulers_run_in_parallel():
+    # block 128: warps 0-3 take schedulers 0-3 (warp slot mod 4) and issue side by side
+    nsch = CFG.sm.schedulers
+    sm, d = run(kernel(INDEP), block=32 * nsch)
+    for w in range(nsch):
+        assert [t for t, _ in issues(sm, w)] == list(range(N_INDEP + 1))
+    assert d["cycles"] == N_INDEP + 1  # same as one warp: 17
+    assert d["warp_instructions"] == nsch * (N_INDEP + 1)
+
+
+def test_two_warps_on_one_scheduler_share_it():
+    # block 160 = 5 warps: warps 0 and 4 share scheduler 0 (slot mod 4). Greedy-then-oldest: warp
+    # 0 issues every cycle until its EXIT (cycles 0..N), then warp 4 (cycles N+1 .. 2N+1)
+    nsch = CFG.sm.schedulers
+    sm, d = run(kernel(INDEP), block=32 * (nsch + 1))
+    assert [t for t, _ in issues(sm, 0)] == list(range(N_INDEP + 1))
+    assert [t for t, _ in issues(sm, nsch)] == list(range(N_INDEP + 1, 2 * N_INDEP + 2))
+    for w in range(1, nsch):
+        assert [t for t, _ in issues(sm, w)] == list(range(N_INDEP + 1))
+    assert d["cycles"] == 2 * (N_INDEP + 1)  # 34: scheduler 0 issues 2 x 17 instructions
+
+
+def test_half_rate_pipe_and_memory_issue_interval():
+    # shifts use one of the two ALU pipes (alu_half = 0.5 per cycle): back-to-back independent SHLs
+    # with stall 1 issue every 1/alu_half cycles; memory instructions every mem_issue_interval
+    half = int(round(1 / CFG.pipes.alu_half))
+    mem = CFG.pipes.mem_issue_interval
+    for text, gap, reason, shared in (("SHL R{}, R1, 0x2", half, "pipe_busy", 0),
+                                      ("LDS R{}, [R1]", mem, "memory_throttle", 128)):
+        body = [f"--:-:-:-:1 {text.format(4 + i)};" for i in range(4)] + [FILL, exit_line()]
+        sm, d = run(kernel("\n".join(body), shared=shared))
+        assert [t for t, _ in issues(sm)] == [0, gap, 2 * gap, 3 * gap, 3 * gap + 1, 3 * gap + 2]
+        assert d["stall_reasons"][reason] == 3 * (gap - 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# (3) register banks: bank = reg mod 4, one read per bank per cycle, reuse caches, collector
+#
+# Filler FFMAs read banks 1, 2, 3 only (R5, R6, R7), so bank 0 is idle around the instructions
+# under test, which read R4/R8/R12/R16 (all bank 0) - the conflict-free variants read R10 (bank 2)
+# instead of the second bank-0 register.
+
+def _bank_kernel(mid):
+    return kernel("\n".join([FILL] * 4 + mid + [FILL] * 4 + [exit_line()]))
+
+
+def _cfg(**kv):
+    return override(CFG, {k.replace("__", "."): v for k, v in kv.items()})
+
+
+def test_bank_conflict_costs_one_cycle_without_lookahead():
+    # collector_lookahead = 0: every operand read happens in the issue cycle, so the second bank-0
+    # read of FFMA R0, R4, R8, R1 waits one cycle; the dispatch and the warp's later issues shift
+    # by conflict_penalty
+    cfg = _cfg(regfile__collector_lookahead=0)
+    pen = cfg.regfile.conflict_penalty
+    n_ins = 4 + 1 + 4 + 1
+    sm0, free = run(_bank_kernel(["--:-:-:-:1 FFMA R0, R4, R10, R1;"]), cfg=cfg)
+    sm1, conf = run(_bank_kernel(["--:-:-:-:1 FFMA R0, R4, R8, R1;"]), cfg=cfg)
+    assert free["cycles"] == n_ins  # 10: one per cycle, last issue at n_ins - 1
+    assert free["register_bank_conflicts"] == 0
+    assert conf["cycles"] == n_ins + pen  # 11
+    assert conf["register_bank_conflicts"] == 1 and conf["bank_conflict_cycles"] == pen
+    t_conf = first_issue(sm1, 4)
+    assert first_issue(sm1, 5) == t_conf + 1 + pen  # the next instruction is pushed back
+    # .reuse: the previous instruction keeps R4 in the slot-0 reuse cache, so the conflicting FFMA
+    # reads only R8 from bank 0
+    mid = ["--:-:-:-:1 FFMA R2, R4{}, R10, R1;", "--:-:-:-:1 FFMA R0, R4, R8, R1;"]
+    smr, reuse = run(_bank_kernel([mid[0].format(".reuse"), mid[1]]), cfg=cfg)
+    smn, noreuse = run(_bank_kernel([mid[0].format(""), mid[1]]), cfg=cfg)
+    assert noreuse["cycles"] == n_ins + 1 + pen  # 12
+    assert reuse["cycles"] == n_ins + 1  # 11: conflict removed
+    assert reuse["reuse_hits"] == 1 and reuse["register_bank_conflicts"] == 0
+
+
+@pytest.mark.parametrize("lookahead", [0, 1, 2])
+@pytest.mark.parametrize("m", [1, 2, 3])
+def test_bank_conflict_run_and_collector_lookahead(m, lookahead):
+    # m back-to-back FFMAs (stall 1) each reading two bank-0 registers, bank 0 idle before.
+    # The collector books a read in the earliest cycle >= issue - lookahead with the bank free, so
+    # the 2m reads fill bank 0 from t0 - L on: the last one lands at t0 - L + 2m - 1 while the last
+    # FFMA would dispatch at t0 + m - 1: the run costs max(0, m - L) cycles (penalty 1 per cycle a
+    # dispatch waits for its last read). With the default L = 1 a single conflict next to an idle
+    # bank is hidden, a second one right behind it is not.
+    cfg = _cfg(regfile__collector_lookahead=lookahead, regfile__conflict_penalty=1)
+    regs = [(4, 8), (12, 16), (4, 16)]
+    mid = [f"--:-:-:-:1 FFMA R{i}, R{a}, R{b}, R1;" for i, (a, b) in enumerate(regs[:m])]
+    sm, d = run(_bank_kernel(mid), cfg=cfg)
+    base = 4 + m + 4 + 1
+    assert d["register_bank_conflicts"] == m
+    assert d["bank_conflict_cycles"] == max(0, m - lookahead)
+    assert d["cycles"] == base + max(0, m - lookahead)
+
+
+B0 = "--:-:-:-:1 FFMA R20, R12, R6, R7;"  # reads bank 0 once (R12), no conflict of its own
+C1 = "--:-:-:-:1 FFMA R0, R4, R8, R1;"  # two bank-0 reads
+C2 = "--:-:-:-:1 FFMA R2, R4, R16, R1;"  # two bank-0 reads
+
+
+@pytest.mark.parametrize("lookahead", [0, 1, 2])
+@pytest.mark.parametrize("case", ["stream_then_conflict", "conflict_stream_conflict",
+                                  "conflict_idle_conflict"])
+def test_collector_slack_is_used_up_by_a_busy_bank(case, lookahead):
+    # The lookahead is L cycles of slack that the collector gains while a bank is idle and keeps
+    # while the bank is read once per cycle; each extra read in a cycle uses one up. So:
+    #  * B0 x4, C1: the B0 stream reads bank 0 every cycle (booked L cycles early), C1's extra read
+    #    costs max(0, 1 - L);
+    #  * C1, B0 x3, C2: bank 0 stays saturated from C1 to C2: the 2 extra reads cost max(0, 2 - L);
+    #  * C1, FILL x3, C2: bank 0 idle in between, the slack comes back: 2 x max(0, 1 - L).
+    mid, cost = {
+        "stream_then_conflict": ([B0] * 4 + [C1], max(0, 1 - lookahead)),
+        "conflict_stream_conflict": ([C1] + [B0] * 3 + [C2], max(0, 2 - lookahead)),
+        "conflict_idle_conflict": ([C1] + [FILL] * 3 + [C2], 2 * max(0, 1 - lookahead)),
+    }[case]
+    cfg = _cfg(regfile__collector_lookahead=lookahead, regfile__conflict_penalty=1)
+    sm, d = run(_bank_kernel(mid), cfg=cfg)
+    assert d["cycles"] == 4 + len(mid) + 4 + 1 + cost
+    assert d["bank_conflict_cycles"] == cost
+
+
+def test_reuse_removes_exposed_conflict_default_lookahead():
+    # default config (collector_lookahead = 1): two conflicting FFMAs in a row cost 1 cycle (see
+    # above); putting R4 in the reuse cache for the second removes its conflict, and the first is
+    # hidden by the lookahead: no cost at all
+    L = CFG.regfile.collector_lookahead
+    assert L == 1
+    base = 4 + 2 + 4 + 1
+    sm, plain = run(_bank_kernel(["--:-:-:-:1 FFMA R0, R4, R8, R1;",
+                                  "--:-:-:-:1 FFMA R2, R4, R16, R1;"]))
+    sm, reuse = run(_bank_kernel(["--:-:-:-:1 FFMA R0, R4.reuse, R8, R1;",
+                                  "--:-:-:-:1 FFMA R2, R4, R16, R1;"]))
+    assert plain["cycles"] == base + (2 - L) * CFG.regfile.conflict_penalty  # 12
+    assert plain["register_bank_conflicts"] == 2
+    assert reuse["cycles"] == base  # 11
+    assert reuse["register_bank_conflicts"] == 1 and reuse["bank_conflict_cycles"] == 0
+    assert reuse["reuse_hits"] == 1
+
+
+def test_delayed_conflict_with_memory_operand_read():
+    # LDS reads its address register R4 (bank 0) mem_operand_read_shared cycles after issue; an FFMA
+    # issued in that cycle that reads bank 0 collides with it (a "delayed" conflict). Without
+    # lookahead the FFMA's dispatch waits one cycle.
+    cfg = _cfg(regfile__collector_lookahead=0)
+    d_read = LAT.mem_operand_read_shared
+    pre = ["--:-:-:-:1 LDS R24, [R4];"] + [FILL] * (d_read - 1)
+    sm, d = run(kernel("\n".join(pre + ["--:-:-:-:1 FFMA R0, R8, R6, R7;", FILL, exit_line()]),
+                       shared=128), cfg=cfg)
+    assert first_issue(sm, d_read) == d_read  # the FFMA issues in the LDS's read cycle ...
+    assert first_issue(sm, d_read + 1) == d_read + 2  # ... and holds the warp one cycle
+    assert d["delayed_bank_conflicts"] == 1 and d["bank_conflict_cycles"] == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# (4), (5) shared memory: LDS latency and bank conflicts (wavefronts)
+
+def _lds_kernel(shift, lds_stall=2):
+    # R1 = tid << shift: word stride 2^(shift-2); the dependent FADD waits on the LDS's barrier 2
+    return kernel(f"""
+--:-:1:-:2 S2R R0, SR_TID.X;
+01:-:-:-:{s(LAT.alu_half)} SHL R1, R0, {hex(shift)};
+--:-:2:-:{s(lds_stall)} LDS R2, [R1];
+02:-:-:-:1 FADD R3, R2, R2;
+{exit_line()}
+""", shared=32 * 32 * 4)
+
+
+@pytest.mark.parametrize("cfg", [CFG, override(CFG, {"latency.lds": 30})], ids=["lds24", "lds30"])
+def test_lds_latency(cfg):
+    sm, d = run(_lds_kernel(2), cfg=cfg)  # stride 1 word: 32 banks, one wavefront
+    lat = cfg.latency
+    # S2R at 0 (stall 2 so its barrier is visible), SHL waits for it: s2r; LDS after alu_half
+    t_lds = lat.s2r + lat.alu_half
+    assert first_issue(sm, 2) == t_lds  # 31
+    assert first_issue(sm, 3) - t_lds == lat.lds  # 24 (30)
+    assert d["cycles"] == t_lds + lat.lds + 2  # FADD, EXIT one cycle later, + 1
+    assert d["shared_bank_conflicts"] == 0 and d["shared_requests"] == 1
+    assert d["hazards"] == 0
+
+
+@pytest.mark.parametrize("stride_words", [1, 2, 16, 32])
+def test_lds_bank_conflicts(stride_words):
+    # lane i reads word i * stride: bank (i * stride) mod 32, so gcd(stride, 32) lanes read distinct
+    # words of each bank used: stride 2 puts lanes i and i+16 on one bank (2 wavefronts), stride 32
+    # all 32 lanes on bank 0 (32 wavefronts). Each extra wavefront delays the result one cycle.
+    ways = math.gcd(stride_words, CFG.shared.banks)
+    shift = 2 + stride_words.bit_length() - 1  # byte address = tid << shift
+    sm, d = run(_lds_kernel(shift))
+    t_lds = LAT.s2r + LAT.alu_half
+    assert first_issue(sm, 3) - t_lds == LAT.lds + (ways - 1)  # 24, 25, 39, 55
+    assert d["shared_bank_conflicts"] == ways - 1  # 0, 1, 15, 31
+    assert d["shared_requests"] == 1
+
+
+def test_barrier_needs_stall_2():
+    # [maxas-cc]: a barrier becomes visible barrier_set_delay (1) cycle after it is set. With
+    # stall 1 on the LDS the FADD's wait does not see barrier 2: it issues the next cycle and
+    # reads R2 long before the load has written it - a hazard.
+    assert LAT.barrier_set_delay == 1
+    sm, d = run(_lds_kernel(2, lds_stall=1))
+    t_lds = LAT.s2r + LAT.alu_half
+    assert first_issue(sm, 3) == t_lds + 1
+    assert d["hazards"] == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# (6) texture fetch: L1/texture cache miss -> L2 -> DRAM, then a hit
+
+def _tld_kernel():
+    # all 32 lanes fetch texel 0 of texture 0 (one 32-byte sector); the second TLD waits for the
+    # first (barrier 1) so it finds the sector in the L1/texture cache
+    return kernel(f"""
+--:-:-:-:1 MOV32I R8, 0x80000000;
+--:-:-:-:{s(LAT.alu)} MOV R0, RZ;
+--:-:1:-:2 TLD.B.LZ.P R4, R0, R8, 0x0, 1D, 0xf;
+01:-:2:-:2 TLD.B.LZ.P R12, R0, R8, 0x0, 1D, 0xf;
+02:-:-:-:1 FADD R3, R12, R4;
+{exit_line()}
+""")
+
+
+def _texture():
+    return Texture1D(np.arange(64 * 4, dtype=np.float32).reshape(-1, 4), address=1 << 20)
+
+
+def test_tld_miss_then_hit():
+    # Cold caches. First TLD (issue t0 = 1 + alu): L1 miss; memory_system.read: the L2 server is
+    # idle (starts at once), the sector misses in the L2, the DRAM server is idle: ready =
+    # start + latency.dram, all counted from the TLD's issue. Second TLD, issued when the first is
+    # done: L1 hit, tex_l1_hit after its issue.
+    sm, d = run(_tld_kernel(), textures={0: _texture()})
+    t0 = 1 + LAT.alu
+    assert first_issue(sm, 2) == t0  # 7
+    t1 = first_issue(sm, 3)
+    assert t1 - t0 == LAT.dram  # 375
+    t2 = first_issue(sm, 4)
+    assert t2 - t1 == LAT.tex_l1_hit  # 82
+    assert d["cycles"] == t0 + LAT.dram + LAT.tex_l1_hit + 2  # 466
+    assert d["texture_requests"] == 2
+    assert d["texture_hit_rate"] == 0.5  # 1 of 2 sector lookups hit
+    assert d["l2_hit_rate"] == 0.0 and d["dram_bytes"] == CFG.l2.sector
+    assert d["hazards"] == 0
+
+
+def test_tld_l2_hit():
+    # The sector already sits in the L2 (filled long before the kernel): the first TLD misses in
+    # the L1 only and completes latency.l2_hit after its issue.
+    tex = _texture()
+    ms = MemorySystem(CFG)
+    ms.l2.insert(tex.address // CFG.l2.sector, 0)
+    sm, d = run(_tld_kernel(), textures={0: tex}, memory_system=ms)
+    t0 = 1 + LAT.alu
+    assert first_issue(sm, 3) - t0 == LAT.l2_hit  # 207
+    assert first_issue(sm, 4) - first_issue(sm, 3) == LAT.tex_l1_hit
+    assert d["l2_hit_rate"] == 1.0 and d["dram_bytes"] == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# (7) BAR.SYNC: the last warp to arrive releases the CTA latency.barrier_sync cycles later
+
+N_CHAIN = 10
+
+
+def _bar_kernel():
+    chain = "\n".join([f"--:-:-:-:{s(LAT.alu)} FFMA R4, R5, R6, R4;"] * N_CHAIN)
+    # warp 0 (tid < 32) branches straight to the barrier; warp 1 runs a dependent chain first
+    return kernel(f"""
+--:-:1:-:2 S2R R0, SR_TID.X;
+01:-:-:-:{s(LAT.predicate)} ISETP.LT.AND P0, PT, R0, 0x20, PT;
+--:-:-:-:{s(LAT.branch)} @P0 BRA SYNC;
+{chain}
+SYNC:
+--:-:-:-:{s(LAT.barrier_sync)} BAR.SYNC 0x0;
+--:-:-:-:1 FADD R7, R4, R4;
+{exit_line()}
+""", bar=1)
+
+
+@pytest.mark.parametrize("bar_lat", [LAT.barrier_sync, 20])
+def test_bar_sync_waits_for_last_warp(bar_lat):
+    cfg = override(CFG, {"latency.barrier_sync": bar_lat})
+    sm, d = run(_bar_kernel(), block=64, cfg=cfg)
+    bar_pc, after_pc = 3 + N_CHAIN, 4 + N_CHAIN
+    # S2R at 0; ISETP when S2R's barrier clears (s2r); BRA predicate cycles later; the branch
+    # target / fall-through branch cycles after that
+    t_bra = LAT.s2r + LAT.predicate  # 38
+    start = t_bra + LAT.branch  # 43
+    assert first_issue(sm, bar_pc, warp=0) == start  # warp 0 arrives at 43 and waits
+    arrive1 = first_issue(sm, bar_pc, warp=1)
+    assert arrive1 == start + N_CHAIN * LAT.alu  # 103: warp 1 arrives after its chain
+    assert first_issue(sm, after_pc, warp=0) == arrive1 + bar_lat  # 108 (123)
+    assert first_issue(sm, after_pc, warp=1) == arrive1 + bar_lat
+    assert d["cycles"] == arrive1 + bar_lat + 2
+    # warp 0 waited at the barrier from the end of its BAR's stall count to the release
+    assert d["stall_reasons_per_warp"]["cta0,0.w0"]["barrier_wait"] == \
+        (arrive1 + bar_lat) - (start + LAT.barrier_sync)  # 60 (75)
+
+
+# ---------------------------------------------------------------------------------------------
+# (8) dual issue: a stall-0 instruction pairs with the next one of the same warp if the two use
+# different units
+
+def _pair(first_stall, second):
+    return kernel(f"""
+--:-:-:-:{first_stall} FFMA R5, R1, R2, R3;
+{second}
+{exit_line()}
+""", shared=128)
+
+
+def test_dual_issue_ffma_lds():
+    lds = "--:-:1:-:2 LDS R6, [R4];"
+    sm0, d0 = run(_pair(0, lds))
+    sm1, d1 = run(_pair(1, lds))
+    assert issues(sm0)[:2] == [(0, 0), (0, 1)]  # FFMA and LDS in cycle 0
+    assert d0["dual_issues"] == 1 and d1["dual_issues"] == 0
+    assert d0["cycles"] == 0 + 2 + 1  # EXIT 2 (LDS stall) cycles after the pair: 3
+    assert d1["cycles"] == d0["cycles"] + 1  # 4
+
+
+def test_no_dual_issue_of_two_ffma():
+    ffma = "--:-:-:-:1 FFMA R6, R1, R2, R3;"
+    sm0, d0 = run(_pair(0, ffma))
+    sm1, d1 = run(_pair(1, ffma))
+    # both FFMAs go to the FP32 pipe: the stall 0 acts as stall 1
+    assert [t for t, _ in issues(sm0)] == [0, 1, 2]
+    assert d0["dual_issues"] == 0
+    assert d0["cycles"] == d1["cycles"] == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# (9) the hazard checker: control codes that let a read happen before the result is written
+
+def _hazard_kernel(stall):
+    return kernel(f"""
+--:-:-:-:{s(stall)} FFMA R0, R1, R2, R3;
+--:-:-:-:{s(LAT.alu)} FFMA R4, R0, R5, R6;
+{exit_line()}
+""")
+
+
+def test_hazard_warning_names_both_lines_and_cycle():
+    k = _hazard_kernel(1)
+    sm, d = run(k)
+    assert d["hazards"] == 1
+    msg = sm.stats.hazards[0]
+    prod, cons = k.instructions[0].where, k.instructions[1].where
+    assert msg.startswith(f"{cons}:")  # the consumer's file:line first
+    assert f"FFMA at {prod}" in msg  # the producer's line
+    assert "at cycle 1" in msg and f"{LAT.alu - 1} cycle(s) before" in msg
+    # the model still times it as the control codes say: second FFMA at cycle 1
+    assert d["cycles"] == 1 + LAT.alu + 1
+
+
+def test_hazard_strict_raises():
+    with pytest.raises(HazardError, match=r"FFMA reads R0 at cycle 1"):
+        run(_hazard_kernel(1), hazards="strict")
+
+
+def test_no_hazard_with_correct_stall():
+    sm, d = run(_hazard_kernel(LAT.alu), hazards="strict")
+    assert d["hazards"] == 0
