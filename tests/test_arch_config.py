@@ -125,12 +125,12 @@ def test_to_dict_round_trip_via_override():
 
 def test_inherit_overrides_only_given_keys(tmp_path):
     p = _write(tmp_path, "mine.toml", 'description = "mine"  # test\ninherit = "gm204"\n'
-                                      "[gpu]\ncore_clock_mhz = 1000\n[regfile]\nconflict_hidden_fraction = 0\n")
+                                      "[gpu]\ncore_clock_mhz = 1000\n[regfile]\ncollector_lookahead = 0\n")
     cfg = load_config(p)
     base = load_config("gm204")
     assert cfg.name == "mine" and cfg.description == "mine"
     assert cfg.gpu.core_clock_mhz == 1000.0 and isinstance(cfg.gpu.core_clock_mhz, float)
-    assert cfg.regfile.conflict_hidden_fraction == 0.0
+    assert cfg.regfile.collector_lookahead == 0
     assert cfg.sm == base.sm and cfg.latency == base.latency
     assert cfg.gpu.sms == base.gpu.sms
 
@@ -183,8 +183,8 @@ def test_bad_type(tmp_path, line, key, got):
 def test_bad_float_and_bool_and_fraction(tmp_path):
     msg = _error(_write(tmp_path, "b1.toml", 'inherit = "gm204"\n[pipes]\ndual_issue = 1\n'))
     assert "key 'pipes.dual_issue' must be a boolean" in msg
-    msg = _error(_write(tmp_path, "b2.toml", 'inherit = "gm204"\n[regfile]\nconflict_hidden_fraction = 1.5\n'))
-    assert "key 'regfile.conflict_hidden_fraction'" in msg and "1.5" in msg
+    msg = _error(_write(tmp_path, "b2.toml", 'inherit = "gm204"\n[regfile]\ncollector_lookahead = -1\n'))
+    assert "key 'regfile.collector_lookahead'" in msg and "-1" in msg
     msg = _error(_write(tmp_path, "b3.toml", 'inherit = "gm204"\n[l1tex]\nthroughput_bytes_per_clk = 0\n'))
     assert "key 'l1tex.throughput_bytes_per_clk' must be a positive number" in msg
     msg = _error(_write(tmp_path, "b4.toml", 'inherit = "gm204"\n[sm]\nscheduler_assignment = "random"\n'))

@@ -194,8 +194,6 @@ class RegfileConfig:
     reuse_entries_per_slot: int = _pos_int()
     reuse_lost_on_warp_switch: bool = _bool()
     conflict_penalty: int = _nonneg_int()
-    conflict_hidden_fraction: float = _fraction()
-    delayed_conflict_window: int = _nonneg_int()
     collector_lookahead: int = _nonneg_int()  # cycles before issue the collector may read banks
 
 
@@ -511,7 +509,7 @@ def list_configs() -> list[tuple[str, str]]:
 def override(cfg: ArchConfig, changes: dict) -> ArchConfig:
     """A copy of ``cfg`` with ``{"section.key": value}`` changes, validated like a file.
 
-    For experiments and the CLI (``--set regfile.conflict_hidden_fraction=0``); errors name the
+    For experiments and the CLI (``--set regfile.collector_lookahead=0``); errors name the
     pseudo-file "<override>".
     """
     merged = {"description": cfg.description}
