@@ -353,6 +353,7 @@ class SM:
             if n:
                 op = self.kernel.instructions[pc].full_opcode
                 st.opcode_counts[op] = st.opcode_counts.get(op, 0) + n
+        st.opcode_counts = dict(sorted(st.opcode_counts.items(), key=lambda kv: -kv[1]))
         yield t
 
     def loop_cycles_per_iteration(self, skip=2):
