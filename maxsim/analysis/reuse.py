@@ -31,11 +31,16 @@ same register, with no write or branch in between". maxas tracks more: its ``Ass
 ``lib/MaxAs/MaxAs.pm`` forgets the oldest candidate only once a slot's table holds more than two
 entries, so up to three candidates live per slot (the reuse cache itself holds 2 registers, 8 bytes,
 per slot per the maxas wiki "SGEMM" page). ``entries=3`` (the default) reproduces every flag of
-maxas's ``sgemm_final_64.sass`` and ``sgemm_final_128.sass`` (``tests/test_reuse_flags.py`` shows it
-on the SGEMM k-step pattern; ``entries=1`` or ``2`` miss flags such as ``R72.reuse`` in
-``FFMA R1, R66.reuse, R72.reuse, R1`` whose next reader of R72 in that slot comes three FFMAs later).
+maxas's ``sgemm_final_64.sass`` (851 flags) and ``sgemm_final_128.sass`` (844) exactly, from the
+instructions alone (``tests/test_reuse_flags.py`` checks it when those files are saved locally).
+Fewer candidates miss flags: ``entries=1`` the ``R72.reuse`` of ``FFMA R1, R66.reuse, R72.reuse, R1``
+(R73 passes through slot 1 before R72 is read there again), ``entries=2`` the ``R2.reuse`` of the
+prologue's ``SHR.U32 R1, R2.reuse, 0x2`` (three other registers pass through slot 0 before
+``IADD R121, R2, R2``).
 maxas itself does not clear at labels; in the maxas SGEMM kernels no flag crosses a label either
-way.
+way. Three candidates are one more than the cache holds, so a flag can ask to keep a value that a
+2-entry cache has dropped by the time it is read again: flags are requests; which reads actually
+hit is the register-file model's business (:mod:`maxsim.analysis.banks`, the timing model).
 """
 
 from __future__ import annotations

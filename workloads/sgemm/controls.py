@@ -196,7 +196,7 @@ def assign_controls(kernel: ins.Kernel, specs, cfg=None) -> ins.Kernel:
             ps = specs[i - 1]
             can_dual = (pi.unit in ALU_UNITS and instr.unit in DUAL_SECOND and not dual_prev)
             if ps.stall is None:
-                t = t_prev + max(_min_stall(pi, lat), 0 if can_dual else 1)
+                t = t_prev + (0 if can_dual else _min_stall(pi, lat))
                 if can_dual and any(e > t_prev for e, _ in earliest):
                     t = t_prev + 1
                 t = max([t] + [e for e, _ in earliest])

@@ -219,43 +219,50 @@ def _emit(g: Geometry, traversal: str, regmap: str) -> _Emitter:
     trk = [next(s) for _ in range(loads)]  # texel coordinate of each load
     inc, end, wr, ra, rb = next(s), next(s), next(s), next(s), next(s)
     # prologue temporaries: fragment registers, free until the first fragment loads
-    ld, ld4, lt, col, row, blk, tmp, step, kk, c16, a, ah, b, b1 = range(64, 78)
+    ld, ld4, lt, col, row, blk, tmp, tmp2, step, kk, c16, a, ah, b, b1 = range(64, 79)
 
-    # ---- prologue ------------------------------------------------------------------------------
+    # ---- prologue (independent chains interleaved; the scheduler picks the stalls) ----------------
     e(f"S2R R{tid}, SR_TID.X", write_bar=1)
     e(f"S2R R{bx}, SR_CTAID.X", write_bar=2)
     e(f"S2R R{by}, SR_CTAID.Y", write_bar=3)
     e(f"ISETP.GE.AND P0, PT, R{tid}, 0x{g.loaders:x}, PT")  # P0: this thread loads B
-    e(f"LOP.AND R{lt}, R{tid}, 0x{g.loaders - 1:x}")
+    e(f"LOP.AND R{lt}, R{tid}, 0x{g.loaders - 1:x}")  # loader thread number
+    e(f"BFE.U32 R{a}, R{tid}, 0x301")  # A fragment: (tid >> 1) & 7 ...
+    e(f"BFE.U32 R{b}, R{tid}, 0x{(_log2(tile) - 4) << 8 | 4:x}")  # B fragment: ((tid >> 4) & 3 or 7) * 2
+    e(f"LOP.AND R{b1}, R{tid}, 0x1")  # ... + (tid & 1)
+    if g.threads > 128:
+        e(f"BFE.U32 R{ah}, R{tid}, 0x107")  # ... + 8 for threads 128-255
+    e(f"MOV R{kk}, {_param('k')}")
+    e(f"LOP.AND R{col}, R{lt}, 0x{g.texels_per_row - 1:x}")  # texel column in the tile
+    e(f"SHR.U32 R{row}, R{lt}, 0x{_log2(g.texels_per_row):x}")  # first k row
+    if g.threads > 128:
+        e(f"ISCADD R{a}, R{ah}, R{a}, 0x3")
+    e(f"ISCADD R{b}, R{b}, R{b1}, 0x1")
+    e(f"IADD R{kk}, R{kk}, -0x8")
+    e(f"SHL R{ra}, R{a}, 0x4")
+    e(f"SHL R{c16}, R{col}, 0x4")
+    e(f"ISCADD R{rb}, R{b}, 0x{g.buf_bytes // 2:x}, 0x4")
     e(f"MOV R{ld}, {_param('lda')}", "@!P0")
     e(f"MOV R{ld}, {_param('ldb')}", "@P0")
     e(f"MOV32I R{hnd}, 0x{TEX_A:x}", "@!P0")
     e(f"MOV32I R{hnd}, 0x{TEX_B:x}", "@P0")
-    e(f"SEL R{blk}, R{by}, R{bx}, P0")
+    e(f"SEL R{blk}, R{by}, R{bx}, P0")  # tile number along M (A) or N (B)
+    e(f"ISCADD R{wr}, R{row}, R{c16}, 0x{_log2(g.row_bytes):x}")  # shared store address
     e(f"SHR.U32 R{ld4}, R{ld}, 0x2")  # texels per k column
-    e(f"LOP.AND R{col}, R{lt}, 0x{g.texels_per_row - 1:x}")
-    e(f"SHR.U32 R{row}, R{lt}, 0x{_log2(g.texels_per_row):x}")
+    e(f"IADD R{wr}, R{wr}, 0x{g.buf_bytes // 2:x}", "@P0")  # B tiles follow the A tile
     e(f"ISCADD R{trk[0]}, R{blk}, R{col}, 0x{_log2(g.texels_per_row):x}")
-    e.imul(trk[0], row, ld4, trk[0], tmp)  # + row * ld4
+    # trk0 += row * ld4 and end = kk * ld4 (three-XMAD multiplies, interleaved)
+    e(f"XMAD.MRG R{tmp}, R{row}, R{ld4}.H1, RZ")
+    e(f"XMAD.MRG R{tmp2}, R{kk}, R{ld4}.H1, RZ")
+    e(f"XMAD R{trk[0]}, R{row}, R{ld4}, R{trk[0]}")
+    e(f"XMAD R{end}, R{kk}, R{ld4}, RZ")
     e(f"SHL R{step}, R{ld4}, 0x{_log2(g.row_step):x}")
+    e(f"SHL R{inc}, R{ld4}, 0x3")  # 8 k rows
+    e(f"XMAD.PSL.CBCC R{trk[0]}, R{row}.H1, R{tmp}.H1, R{trk[0]}")
+    e(f"XMAD.PSL.CBCC R{end}, R{kk}.H1, R{tmp2}.H1, R{end}")
     for q in range(1, loads):
         e(f"IADD R{trk[q]}, R{trk[q - 1]}, R{step}")
-    e(f"SHL R{inc}, R{ld4}, 0x3")  # 8 k rows
-    e(f"MOV R{kk}, {_param('k')}")
-    e(f"IADD R{kk}, R{kk}, -0x8")
-    e.imul(end, kk, ld4, trk[0], tmp)  # coordinate of the last tile's first load
-    e(f"SHL R{c16}, R{col}, 0x4")
-    e(f"ISCADD R{wr}, R{row}, R{c16}, 0x{_log2(g.row_bytes):x}")
-    e(f"IADD R{wr}, R{wr}, 0x{g.buf_bytes // 2:x}", "@P0")
-    e(f"BFE.U32 R{a}, R{tid}, 0x301")
-    if g.threads > 128:
-        e(f"BFE.U32 R{ah}, R{tid}, 0x107")
-        e(f"ISCADD R{a}, R{ah}, R{a}, 0x3")
-    e(f"SHL R{ra}, R{a}, 0x4")
-    e(f"BFE.U32 R{b}, R{tid}, 0x{(_log2(tile) - 4) << 8 | 4:x}")  # (tid >> 4) & 3 or 7
-    e(f"LOP.AND R{b1}, R{tid}, 0x1")
-    e(f"ISCADD R{b}, R{b}, R{b1}, 0x1")
-    e(f"ISCADD R{rb}, R{b}, 0x{g.buf_bytes // 2:x}, 0x4")
+    e(f"IADD R{end}, R{end}, R{trk[0]}")  # first texel of the last tile
     e(f"STS.128 [0x{g.buf_bytes:x}], RZ")
     tex_bar = [BAR_TEX[q * 2 // loads] for q in range(loads)]
     for q in range(loads):
@@ -313,56 +320,68 @@ def _emit(g: Geometry, traversal: str, regmap: str) -> _Emitter:
     fixed("BRA LOOP", "@P0", yield_=True, stall=5)
 
     # ---- epilogue --------------------------------------------------------------------------------
-    sv = list(range(64, 72))  # staged values: C column times alpha, then read back
-    ptr = list(range(72, 76))  # C addresses of the 4 columns this thread stores
+    # Two sets of staged values and of store addresses alternate between rounds, so a round never
+    # waits for the previous round's stores to have read their registers.
+    sv = (list(range(64, 72)), list(range(80, 88)))  # C column times alpha, then read back
+    ptr = (list(range(72, 76)), list(range(88, 92)))  # C addresses of the 4 columns a thread stores
     ncols = list(range(76, 80))  # their column numbers
-    free = iter(list(range(80, 96)) + list(range(96, 96 + 4 * loads)))  # fragments and staging: free now
-    (aoff, boff, sw, lane, w, cg, rq, mloc, srt, sr, mrow, c16e, ldc, ldc4, m2, t, tmp, l16, big, d3,
-     djh) = (next(free) for _ in range(21))
-    e(f"LOP.AND R{aoff}, R{ra}, 0x{g.buf_bytes // 2 - 1:x}")  # a * 16
-    e(f"LOP.AND R{boff}, R{rb}, 0x{g.buf_bytes // 2 - 1:x}")  # b * 16
-    e(f"ISCADD R{sw}, R{boff}, R{aoff}, 0x{_log2(tile // 4):x}")  # column b of tile floats, row 4a
+    sw, sr, ldc4, djh = range(92, 96)
+    # setup temporaries: set 1 of the rounds' registers (first written in round 1) and the staging
+    aoff, boff, lane, w, cg, rq, mloc, srt, mrow, c16e, ldc, m2 = sv[1] + ptr[1]
+    t, tmp, l16, big, d3 = range(96, 101)
     e(f"LOP.AND R{lane}, R{tid}, 0x1f")
     e(f"SHR.U32 R{w}, R{tid}, 0x5")
+    e(f"LOP.AND R{aoff}, R{ra}, 0x{g.buf_bytes // 2 - 1:x}")  # a * 16
+    e(f"LOP.AND R{boff}, R{rb}, 0x{g.buf_bytes // 2 - 1:x}")  # b * 16
+    e(f"MOV R{ldc}, {_param('ldc')}")
     e(f"LOP.AND R{cg}, R{w}, 0x{tile // 32 - 1:x}")  # the warp's group of 4 shared columns
     e(f"SHR.U32 R{rq}, R{w}, 0x{_log2(tile // 32):x}")  # and its 32-row slab
-    e(f"ISCADD R{mloc}, R{rq}, R{lane}, 0x5")
-    e(f"ISCADD R{srt}, R{cg}, R{mloc}, 0x{_log2(4 * tile):x}")
-    e(f"SHL R{sr}, R{srt}, 0x2")
-    e(f"ISCADD R{mrow}, R{bx}, R{mloc}, 0x{_log2(tile):x}")
-    e(f"SHL R{c16e}, R{cg}, 0x4")
-    e(f"ISCADD R{ncols[0]}, R{by}, R{c16e}, 0x{_log2(tile):x}")
-    e(f"MOV R{ldc}, {_param('ldc')}")
+    e(f"ISCADD R{sw}, R{boff}, R{aoff}, 0x{_log2(tile // 4):x}")  # column b (tile floats each), row 4a
     e(f"SHL R{ldc4}, R{ldc}, 0x2")
-    e(f"ISETP.LT.AND P5, PT, R{mrow}, {_param('m')}, PT")
-    e(f"IADD R{m2}, R{mrow}, 0x{tile // 2:x}")
-    e(f"ISETP.LT.AND P6, PT, R{m2}, {_param('m')}, PT")
-    e.imul(t, ncols[0], ldc, mrow, tmp)
-    e(f"ISCADD R{ptr[0]}, R{t}, {_param('C')}, 0x2")
     e(f"SHL R{l16}, R{ldc}, 0x4")
-    for q in range(1, 4):
-        e(f"IADD R{ptr[q]}, R{ptr[q - 1]}, R{l16}")
-        e(f"IADD R{ncols[q]}, R{ncols[q - 1]}, 0x4")
     e(f"SHL R{big}, R{ldc}, 0x{_log2(tile // 2) + 2:x}")
+    e(f"ISCADD R{mloc}, R{rq}, R{lane}, 0x5")
+    e(f"SHL R{c16e}, R{cg}, 0x4")
     e(f"ISCADD R{d3}, R{ldc4}, R{ldc4}, 0x1")
-    e(f"IADD R{djh}, R{big}, -R{d3}")  # (tile/2 - 3) columns
+    e(f"ISCADD R{srt}, R{cg}, R{mloc}, 0x{_log2(4 * tile):x}")
+    e(f"ISCADD R{mrow}, R{bx}, R{mloc}, 0x{_log2(tile):x}")  # first C row this thread stores
+    e(f"ISCADD R{ncols[0]}, R{by}, R{c16e}, 0x{_log2(tile):x}")  # first C column
+    e(f"IADD R{djh}, R{big}, -R{d3}")  # (tile/2 - 3) columns: from column 3 of a block to column 0 of the next
+    e(f"SHL R{sr}, R{srt}, 0x2")
+    e(f"IADD R{m2}, R{mrow}, 0x{tile // 2:x}")
+    e(f"ISETP.LT.AND P5, PT, R{mrow}, {_param('m')}, PT")
+    e(f"XMAD.MRG R{tmp}, R{ncols[0]}, R{ldc}.H1, RZ")
+    e(f"XMAD R{t}, R{ncols[0]}, R{ldc}, R{mrow}")
+    e(f"ISETP.LT.AND P6, PT, R{m2}, {_param('m')}, PT")
+    for q in range(1, 4):
+        e(f"IADD R{ncols[q]}, R{ncols[q - 1]}, 0x4")
+    e(f"XMAD.PSL.CBCC R{t}, R{ncols[0]}.H1, R{tmp}.H1, R{t}")  # ncol * ldc + mrow
+    e(f"ISCADD R{ptr[0][0]}, R{t}, {_param('C')}, 0x2")
+    for q in range(1, 4):
+        e(f"IADD R{ptr[0][q]}, R{ptr[0][q - 1]}, R{l16}")
     for rnd, (jh, jj) in enumerate(product(range(2), range(4))):
         j = 4 * jh + jj
+        s_, p_ = sv[rnd % 2], ptr[rnd % 2]
         if rnd:
             for q in range(4):
-                e(f"IADD R{ptr[q]}, R{ptr[q]}, R{ldc4 if jj else djh}")
                 e(f"IADD R{ncols[q]}, R{ncols[q]}, 0x{1 if jj else tile // 2 - 3:x}")
         for i in range(8):
-            e(f"FMUL R{sv[i]}, R{creg[i, j]}, {_param('alpha')}")
-        e(f"STS.128 [R{sw}], R{sv[0]}")
-        e(f"STS.128 [R{sw}+0x{tile * 2:x}], R{sv[4]}")
+            e(f"FMUL R{s_[i]}, R{creg[i, j]}, {_param('alpha')}")
+        for q in range(4):
+            e(f"ISETP.LT.AND P{q}, PT, R{ncols[q]}, {_param('n')}, P5")
+        e(f"STS.128 [R{sw}], R{s_[0]}")
+        e(f"STS.128 [R{sw}+0x{tile * 2:x}], R{s_[4]}")
         for q, h in product(range(4), range(2)):
-            e(f"LDS R{sv[2 * q + h]}, [R{sr}{_off(q * g.row_bytes + h * g.half_bytes)}]", write_bar=BAR_FRAGMENT)
-        for h, rowp in ((0, "P5"), (1, "P6")):
+            e(f"LDS R{s_[2 * q + h]}, [R{sr}{_off(q * g.row_bytes + h * g.half_bytes)}]", write_bar=BAR_FRAGMENT)
+        for q in range(4):
+            e(f"STG.CG [R{p_[q]}], R{s_[2 * q]}", f"@P{q}", read_bar=BAR_STG)
+            e(f"ISETP.LT.AND P{q}, PT, R{ncols[q]}, {_param('n')}, P6")
+        for q in range(4):
+            e(f"STG.CG [R{p_[q]}+0x{g.half_bytes:x}], R{s_[2 * q + 1]}", f"@P{q}", read_bar=BAR_STG)
+        if rnd < 7:
+            nxt = ptr[(rnd + 1) % 2]
             for q in range(4):
-                e(f"ISETP.LT.AND P{q}, PT, R{ncols[q]}, {_param('n')}, {rowp}")
-            for q in range(4):
-                e(f"STG.CG [R{ptr[q]}{_off(h * g.half_bytes)}], R{sv[2 * q + h]}", f"@P{q}", read_bar=BAR_STG)
+                e(f"IADD R{nxt[q]}, R{p_[q]}, R{ldc4 if jj < 3 else djh}")
     e("EXIT")
     return e
 

@@ -47,6 +47,7 @@ class SgemmResult:
     verified: bool
     max_abs_error: float
     max_error_ratio: float  # max over C of |error| / bound (<= 1 when verified)
+    max_bound: float  # largest elementwise error bound
     warp_instructions: int
     C: np.ndarray  # M x N result (float32)
     reference: np.ndarray  # M x N, float64
@@ -89,22 +90,23 @@ def _round4(x):
     return (x + 3) // 4 * 4
 
 
-def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, traversal="swirl",
-              regmap="maxas", reuse=True, sass_path=None, seed=0, recorder=None) -> SgemmResult:
-    """Run one SGEMM functionally and check it; see the module docstring."""
-    geo = KERNELS.get(kernel_name)
-    if geo is None:
-        raise LaunchError(f"unknown SGEMM kernel {kernel_name!r}: expected one of {', '.join(KERNELS)}")
-    lda = _round4(m) if lda is None else int(lda)
-    ldb = _round4(n) if ldb is None else int(ldb)
-    ldc = m if ldc is None else int(ldc)
-    _check_sizes(m, n, k, lda, ldb, ldc)
-    if sass_path is not None:
-        kernel = parse_file(sass_path)
-        check_params(kernel, str(sass_path))
-    else:
-        kernel = generate_kernel(kernel_name, traversal, regmap, reuse)
+@attrs.define
+class _Problem:
+    """Inputs of one launch: matrices, device memory, textures, parameters, grid."""
 
+    a: np.ndarray
+    b: np.ndarray
+    memory: object
+    textures: dict
+    params: list
+    grid: tuple
+    block: int
+    c_ptr: int
+    ldc: int
+    sentinel: np.float32
+
+
+def _prepare(geo, m, n, k, lda, ldb, ldc, alpha, seed) -> _Problem:
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((n, k)).astype(np.float32)
@@ -114,21 +116,50 @@ def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, tra
     bbuf = np.full((ldb, k), np.nan, np.float32)
     bbuf[:n] = b
     sentinel = np.float32(-7.25e30)
-    cbuf = np.full((ldc, n), sentinel, np.float32)
-
     mem = GlobalMemory()
-    c_ptr = mem.alloc(cbuf.nbytes)
-    mem.write(c_ptr, cbuf.ravel(order="F"))
-    textures = {TEX_A & 0xFF: Texture1D(abuf.ravel(order="F").reshape(-1, 4)),
-                TEX_B & 0xFF: Texture1D(bbuf.ravel(order="F").reshape(-1, 4))}
+    c_ptr = mem.alloc(ldc * n * 4)
+    mem.write(c_ptr, np.full(ldc * n, sentinel, np.float32))
+    textures = {1: Texture1D(abuf.ravel(order="F").reshape(-1, 4)),   # handle 0x80000001: A
+                0: Texture1D(bbuf.ravel(order="F").reshape(-1, 4))}   # handle 0x80000000: B
     grid = (-(-m // geo.tile), -(-n // geo.tile))
     params = [c_ptr, m, n, k, lda, ldb, ldc, np.float32(alpha), 0]
-    res = launch(kernel, grid=grid, block=geo.threads, params=params, memory=mem, textures=textures,
-                 recorder=recorder)
-    out = mem.read(c_ptr, ldc * n, dtype=np.float32).reshape((ldc, n), order="F")
+    return _Problem(a, b, mem, textures, params, grid, geo.threads, c_ptr, ldc, sentinel)
+
+
+def _kernel(kernel_name, traversal, regmap, reuse, sass_path):
+    if sass_path is not None:
+        kernel = parse_file(sass_path)
+        check_params(kernel, str(sass_path))
+        return kernel
+    return generate_kernel(kernel_name, traversal, regmap, reuse)
+
+
+def _sizes(kernel_name, m, n, k, lda, ldb, ldc):
+    geo = KERNELS.get(kernel_name)
+    if geo is None:
+        raise LaunchError(f"unknown SGEMM kernel {kernel_name!r}: expected one of {', '.join(KERNELS)}")
+    lda = _round4(m) if lda is None else int(lda)
+    ldb = _round4(n) if ldb is None else int(ldb)
+    ldc = m if ldc is None else int(ldc)
+    _check_sizes(m, n, k, lda, ldb, ldc)
+    return geo, lda, ldb, ldc
+
+
+def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, traversal="swirl",
+              regmap="maxas", reuse=True, sass_path=None, seed=0) -> SgemmResult:
+    """Run one SGEMM functionally over the whole grid and check it (see the module docstring).
+
+    ``sass_path`` runs that kernel file (e.g. maxas's own ``sgemm_final_64.sass``) instead of the
+    generated kernel; its parameter table must be the 9-parameter maxas layout.
+    """
+    geo, lda, ldb, ldc = _sizes(kernel_name, m, n, k, lda, ldb, ldc)
+    kernel = _kernel(kernel_name, traversal, regmap, reuse, sass_path)
+    p = _prepare(geo, m, n, k, lda, ldb, ldc, alpha, seed)
+    res = launch(kernel, grid=p.grid, block=p.block, params=p.params, memory=p.memory, textures=p.textures)
+    out = p.memory.read(p.c_ptr, ldc * n, dtype=np.float32).reshape((ldc, n), order="F")
     c = out[:m].copy()
 
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    a64, b64 = p.a.astype(np.float64), p.b.astype(np.float64)
     ref = float(alpha) * (a64 @ b64.T)
     gamma = (k + 1) * U32_ROUNDOFF / (1 - (k + 1) * U32_ROUNDOFF)
     bound = gamma * abs(float(alpha)) * (np.abs(a64) @ np.abs(b64).T)
@@ -136,8 +167,41 @@ def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, tra
     finite = bool(np.isfinite(c).all())
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(bound > 0, err / np.where(bound > 0, bound, 1), np.where(err > 0, np.inf, 0))
-    untouched = bool((out[m:] == sentinel).all())
+    untouched = bool((out[m:] == p.sentinel).all())
     verified = finite and untouched and bool((err <= bound).all())
     return SgemmResult(kernel_name, m, n, k, verified, float(err.max()) if finite else float("inf"),
-                       float(ratio.max()) if finite else float("inf"), res.warp_instructions, c, ref,
-                       res, grid, geo.threads, untouched)
+                       float(ratio.max()) if finite else float("inf"), float(bound.max()),
+                       res.warp_instructions, c, ref, res, p.grid, p.block, untouched)
+
+
+def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regmap="maxas", reuse=True,
+                 sass_path=None, timing=True, sm_ctas=None, hazards="warn", max_cycles=None) -> dict:
+    """What ``maxsim run sgemm_64|sgemm_128`` reports: the checked functional run of the whole grid,
+    then (``timing``) the timing model of one SM running the first ``sm_ctas`` CTAs (default: one
+    full wave of resident CTAs). Sizes default to 256."""
+    from maxsim.arch.config import load_config
+    cfg = cfg if cfg is not None else load_config()
+    m, n, k = (256 if x is None else x for x in (m, n, k))
+    r = run_sgemm(name, m, n, k, traversal=traversal, regmap=regmap, reuse=reuse, sass_path=sass_path)
+    kernel = r.launch.kernel
+    out = {"workload": name, "kernel": kernel.name, "config": cfg.name, "m": m, "n": n, "k": k,
+           "grid": list(r.grid), "block": r.block, "verified": r.verified,
+           "max_abs_error": r.max_abs_error, "tolerance": r.max_bound,
+           "max_error_over_tolerance": r.max_error_ratio, "warp_instructions": r.warp_instructions,
+           "opcode_counts": r.launch.opcode_counts}
+    if not timing:
+        return out
+    from maxsim.timing.run import simulate
+    from maxsim.timing.sm import residency
+    geo, lda, ldb, ldc = _sizes(name, m, n, k, None, None, None)
+    p = _prepare(geo, m, n, k, lda, ldb, ldc, 1.0, 0)
+    every = [(x, y) for y in range(p.grid[1]) for x in range(p.grid[0])]
+    count = min(len(every), sm_ctas or residency(kernel, p.block, cfg)[0])
+    res, sm = simulate(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg, ctas=every[:count],
+                       hazards=hazards, max_cycles=max_cycles)
+    out.update(sm.stats.to_dict())
+    out["sm_ctas"] = count
+    out["warp_instructions"] = res.warp_instructions
+    out["cycles_per_loop_iteration"] = sm.loop_cycles_per_iteration()
+    out["hazard_messages"] = sm.stats.hazards[:20]
+    return out

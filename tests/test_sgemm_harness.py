@@ -1,0 +1,101 @@
+"""The SGEMM host harness: every generated variant computes C = alpha * A * B^T (NT, column-major)."""
+
+from itertools import product
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from maxsim.errors import LaunchError
+from workloads.sgemm.generator import KERNELS, REGMAPS, TRAVERSALS, generate
+from workloads.sgemm.harness import run_sgemm, run_workload
+
+SIZES = [(64, 64, 64), (128, 128, 128), (256, 256, 256), (70, 130, 72)]
+REF = Path("/work/ref/maxas")  # maxas's kernels, if a developer saved them there (never committed)
+
+
+@pytest.mark.parametrize("m,n,k", SIZES)
+@pytest.mark.parametrize("kernel,traversal,regmap", list(product(KERNELS, TRAVERSALS, REGMAPS)))
+def test_every_variant_computes_c(kernel, traversal, regmap, m, n, k):
+    r = run_sgemm(kernel, m, n, k, traversal=traversal, regmap=regmap)
+    assert r.verified, (r.max_abs_error, r.max_error_ratio, r.untouched)
+    assert r.C.shape == (m, n) and r.max_error_ratio <= 1
+    tile, threads = KERNELS[kernel].tile, KERNELS[kernel].threads
+    assert r.grid == (-(-m // tile), -(-n // tile)) and r.block == threads
+    assert r.warp_instructions == r.launch.warp_instructions > 0
+
+
+def test_result_is_close_to_numpy_and_uses_alpha_and_leading_dimensions():
+    r = run_sgemm("sgemm_64", 70, 130, 16, lda=80, ldb=136, ldc=75, alpha=-0.5, seed=3)
+    assert r.verified and r.untouched
+    assert np.allclose(r.C, r.reference, rtol=1e-5, atol=1e-5)
+    assert r.max_abs_error < 1e-5
+    # the error bound is tight enough to catch a wrong result: one element off by 1e-3 fails it
+    wrong = r.C.astype(np.float64).copy()
+    wrong[3, 5] += 1e-3
+    assert np.abs(wrong - r.reference).max() > r.max_bound
+
+
+def test_functional_results_do_not_depend_on_reuse_flags():
+    a = run_sgemm("sgemm_128", 70, 130, 72, reuse=True)
+    b = run_sgemm("sgemm_128", 70, 130, 72, reuse=False)
+    assert b.verified and np.array_equal(a.C, b.C)
+
+
+def test_traversals_sum_in_the_same_order():
+    # every traversal accumulates each C element over k in the same order: bit-identical results
+    res = [run_sgemm("sgemm_64", 64, 64, 32, traversal=t).C for t in TRAVERSALS]
+    assert all(np.array_equal(res[0], x) for x in res[1:])
+
+
+@pytest.mark.parametrize("k", [0, -8, 4, 12, 7])
+def test_k_must_be_a_positive_multiple_of_8(k):
+    with pytest.raises(LaunchError, match="multiple of 8"):
+        run_sgemm("sgemm_64", 64, 64, k)
+
+
+def test_bad_sizes_and_names():
+    with pytest.raises(LaunchError, match="M must be a positive"):
+        run_sgemm("sgemm_64", 0, 64, 64)
+    with pytest.raises(LaunchError, match="lda must be a multiple of 4"):
+        run_sgemm("sgemm_64", 64, 64, 64, lda=66)
+    with pytest.raises(LaunchError, match="ldc must be at least"):
+        run_sgemm("sgemm_64", 64, 64, 64, ldc=32)
+    with pytest.raises(LaunchError, match="unknown SGEMM kernel"):
+        run_sgemm("sgemm_256", 64, 64, 64)
+    with pytest.raises(LaunchError, match="traversal"):
+        run_sgemm("sgemm_64", 64, 64, 64, traversal="diagonal")
+
+
+def test_a_kernel_file_runs_through_the_same_harness(tmp_path):
+    path = tmp_path / "mine.sass"
+    path.write_text(generate("sgemm_128", "raster"))
+    r = run_sgemm("sgemm_128", 70, 130, 72, sass_path=path)
+    assert r.verified and r.launch.kernel.name == "sgemm_128_raster_maxas"
+
+
+def test_a_kernel_file_with_another_parameter_table_is_refused(tmp_path):
+    text = generate("sgemm_64").replace("# Params(9):", "# Params(8):").replace("#\t8:0x160:4:0\n", "")
+    path = tmp_path / "eight.sass"
+    path.write_text(text)
+    with pytest.raises(LaunchError, match="does not take the SGEMM parameters.*expected 9"):
+        run_sgemm("sgemm_64", 64, 64, 64, sass_path=path)
+    path.write_text(text.replace("#\t7:0x15c:4:0", "#\t7:0x15c:8:0"))
+    with pytest.raises(LaunchError, match="SGEMM parameters"):
+        run_sgemm("sgemm_64", 64, 64, 64, sass_path=path)
+
+
+@pytest.mark.parametrize("kernel,name", [("sgemm_64", "sgemm_final_64.sass"), ("sgemm_128", "sgemm_final_128.sass")])
+def test_maxas_own_kernel(kernel, name):
+    if not (REF / name).exists():
+        pytest.skip(f"maxas's {name} is not saved in {REF}")
+    mine = run_sgemm(kernel, 70, 130, 72)
+    theirs = run_sgemm(kernel, 70, 130, 72, sass_path=REF / name)
+    assert theirs.verified and np.array_equal(mine.C, theirs.C)  # same summation order
+
+
+def test_run_workload_functional_and_timed():
+    out = run_workload("sgemm_64", m=64, n=128, k=16, timing=False)
+    assert out["verified"] and out["grid"] == [1, 2] and "cycles" not in out
+    out = run_workload("sgemm_128", m=128, n=128, k=16, hazards="strict")
+    assert out["verified"] and out["hazards"] == 0 and out["sm_ctas"] == 1 and out["cycles"] > 0
