@@ -18,6 +18,9 @@ from ..isa.opcodes import (KIND_LETTER, OPCODES, REQUIRED_MODIFIERS, SPECIAL_REG
 _HEADER_RANGE = {"InsCnt": (0, 1 << 31), "RegCnt": (1, ins.NUM_REGS), "SharedSize": (0, 48 * 1024),
                  "BarCnt": (0, 16)}
 
+# Immediates with a narrower range than 32 bits: (opcode, operand position) -> (lo, hi, what)
+_IMM_RANGE = {("BAR", 0): (0, 15, "barrier"), ("ISCADD", 3): (0, 31, "ISCADD shift")}
+
 _CTRL_RE = re.compile(r"([0-9a-fA-F]{2}|--):([1-6]|-):([1-6]|-):([yY]|-):([0-9a-fA-F])$", re.ASCII)
 _LABEL_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*:\s*$", re.ASCII)
 _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$", re.ASCII)
@@ -270,6 +273,9 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
             raise line.error(f"unknown special register {op.name!r}", col)
         if op.kind == ins.WORD and op.name not in ("1D",):
             raise line.error(f"unknown keyword {op.name!r} (expected a texture dimension such as 1D)", col)
+        lim = _IMM_RANGE.get((opcode, n))
+        if lim and op.kind == ins.IMM and not lim[0] <= op.value <= lim[1]:
+            raise line.error(f"{lim[2]} {op.text} is out of range {lim[0]}..{lim[1]}", col)
     return _decode(spec, opcode, mods, tuple(operands), control, pred, pred_neg, line, index, label_map, width)
 
 
