@@ -118,7 +118,7 @@ def assign_controls(kernel: ins.Kernel, specs, cfg=None) -> ins.Kernel:
     if len(specs) != len(instrs):
         raise ValueError("one Spec per instruction expected")
     controls = [i.control for i in instrs]
-    alu_time = {}  # register -> issue time of its last fixed-latency producer
+    alu_ready = {}  # register -> cycle its last fixed-latency producer's result can be read
     pred_time = {}
     pending = {}  # register -> _Op whose write is outstanding
     inflight = []  # _Op records not yet done/released
@@ -140,7 +140,6 @@ def assign_controls(kernel: ins.Kernel, specs, cfg=None) -> ins.Kernel:
         return 0
 
     for i, (instr, spec) in enumerate(zip(instrs, specs)):
-        c = controls[i]
         reads = set(instr.src_regs)
         writes = set(instr.dst_regs)
         queue = QUEUE.get(instr.unit)
@@ -183,8 +182,8 @@ def assign_controls(kernel: ins.Kernel, specs, cfg=None) -> ins.Kernel:
                 earliest.append((bar_set[b] + 1 + lat.barrier_set_delay, f"waits on barrier {b} set too recently"))
         # fixed latencies
         for r in reads:
-            if r in alu_time:
-                earliest.append((alu_time[r] + lat.alu - _read_delay(instr.unit, lat), f"reads R{r} too early"))
+            if r in alu_ready:
+                earliest.append((alu_ready[r] - _read_delay(instr.unit, lat), f"reads R{r} too early"))
         for p in _pred_sources(instr):
             if p in pred_time:
                 earliest.append((pred_time[p] + lat.predicate, f"reads P{p} too early"))
@@ -238,7 +237,7 @@ def assign_controls(kernel: ins.Kernel, specs, cfg=None) -> ins.Kernel:
                     op.released = True
         if instr.unit in ALU_UNITS:
             for r in writes:
-                alu_time[r] = t
+                alu_ready[r] = t + (lat.alu if instr.unit == "alu" else lat.alu_half)
                 pending.pop(r, None)
             for p in instr.dst_preds:
                 pred_time[p] = t
@@ -252,7 +251,7 @@ def assign_controls(kernel: ins.Kernel, specs, cfg=None) -> ins.Kernel:
                 inflight.append(op)
             for r in op.regs_written:
                 pending[r] = op
-                alu_time.pop(r, None)
+                alu_ready.pop(r, None)
         for b in (c.write_bar, c.read_bar):
             if b:
                 bar_set[b] = t

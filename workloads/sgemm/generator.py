@@ -53,8 +53,11 @@ pair's two columns (the order of the FFMAs in sgemm_final_64.sass); ``zigzag``: 
 rows right to left, odd rows left to right; ``raster``: row by row, left to right.
 
 Control codes: the loop's are fixed by the design above; the prologue's and epilogue's are chosen by
-:func:`workloads.sgemm.controls.assign_controls`, which also checks the loop's. Reuse flags come from
-the generic pass :func:`maxsim.analysis.reuse.set_reuse_flags`.
+:func:`workloads.sgemm.controls.assign_controls`, which also checks the loop's. One deliberate
+difference from maxas: every LDS.U.128 and TLD sets its write barrier (barrier 1 for fragments, 2
+and 3 for the two halves of the texture loads), where maxas sets it only on the last op of a group
+and relies on the group completing in order; waits are the same. Reuse flags come from the generic
+pass :func:`maxsim.analysis.reuse.set_reuse_flags`; on the swirl/maxas variant they equal maxas's.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ import attrs
 
 from maxsim.analysis.reuse import set_reuse_flags
 from maxsim.errors import LaunchError
+from maxsim.isa import instruction as ins
 from maxsim.sass import format_kernel, parse_text
 
 from .controls import Spec, assign_controls
@@ -177,12 +181,6 @@ class _Emitter:
 
     def __call__(self, text, pred="", **ctrl):
         self.items.append(Spec(text, pred, **ctrl))
-
-    def imul(self, d, a, b, c, tmp):
-        """d = a * b + c (mod 2^32): the three-XMAD sequence (docs/maxas-sass-format.md)."""
-        self(f"XMAD.MRG R{tmp}, R{a}, R{b}.H1, RZ")
-        self(f"XMAD R{d}, R{a}, R{b}, R{c}")
-        self(f"XMAD.PSL.CBCC R{d}, R{a}.H1, R{tmp}.H1, R{d}")
 
     @property
     def specs(self):
@@ -406,17 +404,12 @@ def generate_kernel(kernel: str = "sgemm_64", traversal: str = "swirl", regmap: 
     g = KERNELS.get(kernel)
     if g is None:
         raise LaunchError(f"unknown SGEMM kernel {kernel!r}: expected one of {', '.join(KERNELS)}")
-    ffma_order(traversal)
-    c_register(regmap, 0, 0)
     e = _emit(g, traversal, regmap)
     specs = e.specs
-    regs = set()
     name = kernel_name(kernel, traversal, regmap, reuse)
-    draft = parse_text(e.text(_header(g, name, len(specs), 255)), filename=f"<{name}>")
-    for instr in draft.instructions:
-        regs.update(instr.src_regs + instr.dst_regs)
-    text = e.text(_header(g, name, len(specs), max(regs) + 1))
-    k = assign_controls(parse_text(text, filename=f"<{name}>"), specs)
+    k = parse_text(e.text(_header(g, name, len(specs), ins.NUM_REGS)), filename=f"<{name}>")
+    top = max(r for i in k.instructions for r in i.src_regs + i.dst_regs)
+    k = assign_controls(attrs.evolve(k, reg_cnt=top + 1), specs)
     return set_reuse_flags(k) if reuse else k
 
 

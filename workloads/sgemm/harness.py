@@ -149,6 +149,9 @@ def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, tra
               regmap="maxas", reuse=True, sass_path=None, seed=0) -> SgemmResult:
     """Run one SGEMM functionally over the whole grid and check it (see the module docstring).
 
+    ``lda`` / ``ldb`` default to M / N rounded up to a multiple of 4 (a column must start on a float4
+    texel), ``ldc`` to M. A and B are standard-normal draws from ``seed``; their padding rows are NaN.
+
     ``sass_path`` runs that kernel file (e.g. maxas's own ``sgemm_final_64.sass``) instead of the
     generated kernel; its parameter table must be the 9-parameter maxas layout.
     """
