@@ -412,3 +412,22 @@ def test_geometry_constants_and_parameters():
     got = mem.read(out, 5, np.uint32)
     assert list(got[:4]) == [96, 3, 2, 0xFFFFFFFB]
     assert got[4:].view(np.float32)[0] == 1.5
+
+
+@pytest.mark.parametrize("shared,nbytes", [(0, 0), (4, 4), (8, 16)])
+def test_predicated_off_loads_touch_no_memory(shared, nbytes):
+    # lanes that do not load must not be looked up anywhere, even when no memory could hold them
+    src = header("noload", regs=16, shared=shared) + """\
+--:-:1:-:1      S2R R0, SR_TID.X;
+01:-:-:-:d      ISETP.GE.AND P0, PT, R0, 0x100, PT;
+--:-:1:-:1  @P0 LDG R4, [RZ];
+--:-:1:-:1  @P0 LDG.128 R4, [RZ+0x1000];
+--:-:1:-:1  @P0 LDS.U.128 R8, [RZ];
+--:-:1:-:1  @P0 LDS.64 R8, [RZ];
+--:-:1:-:1 @!PT TLD.B.LZ.P R12, R0, R0, 0x0, 1D, 0xf;
+--:-:-:-:5      EXIT;
+"""
+    mem = GlobalMemory()
+    if nbytes:
+        mem.alloc(nbytes)
+    launch(parse_text(src), 1, 64, [], mem)

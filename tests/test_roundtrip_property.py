@@ -304,11 +304,13 @@ def test_garbage_line_in_a_kernel_is_reported_on_its_line(lines, data):
 # executor fuzz: random valid kernels run or raise MaxsimError
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(instruction_text(hi_reg=31, runnable=True), min_size=1, max_size=8))
-def test_random_kernels_run_or_raise_a_maxsim_error(lines):
-    k = parse_text("# SharedSize: 1024\n# RegCnt: 32\n" + kernel_text(lines))
+@given(st.lists(instruction_text(hi_reg=31, runnable=True), min_size=1, max_size=8),
+       st.sampled_from([0, 4, 8, 1024]), st.sampled_from([0, 4, 4096]))
+def test_random_kernels_run_or_raise_a_maxsim_error(lines, shared, nbytes):
+    k = parse_text(f"# SharedSize: {shared}\n# RegCnt: 32\n" + kernel_text(lines))
     mem = GlobalMemory()
-    mem.alloc(4096)
+    if nbytes:
+        mem.alloc(nbytes)
     tex = {0: Texture1D(np.ones((8, 4), np.float32)), 1: Texture1D(np.zeros((3, 4), np.float32))}
     try:
         launch(k, (2, 1), 40, [], mem, tex, max_instructions=2000)

@@ -458,7 +458,13 @@ def _memory(ctx, instr, ops, mods, zrow):
             check(g, m, addr)
             idx, sel = word_index(g, m, addr)
             store = ctx.shared if shared else ctx.memory.words
-            vals = store[idx[:, None] + offsets] if width > 1 else store[idx][:, None]
+            if sel is None:
+                vals = store[idx[:, None] + offsets] if width > 1 else store[idx][:, None]
+            else:
+                # gather only the lanes that load: the placeholder address of the others need not
+                # lie in memory (no allocation yet, or a shared size below the vector width)
+                vals = np.zeros((idx.size, width), dtype=np.uint32)
+                vals[sel] = store[idx[sel][:, None] + offsets]
             for j in range(width):
                 writes[j](g, vals[:, j], m)
             if ctx.recorder is not None:
