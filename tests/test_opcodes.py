@@ -345,12 +345,15 @@ def test_predicated_off_lanes_keep_their_old_values():
     assert ints(run_lanes([pre, "@!P0 IADD R13, R10, R11"], a, b, c, d)) == [11, 8, 9, 44]
     assert ints(run_lanes([pre, "@PT IADD R13, R10, R11"], a, b, c, d)) == [11, 22, 33, 44]
     assert ints(run_lanes([pre, "@!PT IADD R13, R10, R11"], a, b, c, d)) == d
-    # also for float, XMAD, shift, select and move results
-    for text in ("FFMA R13, R10, R11, R12", "XMAD R13, R10, R11, R12", "SHL R13, R10, 0x1",
-                 "SEL R13, R10, R11, P0", "MOV32I R13, 0x5", "S2R R13, SR_TID.X", "BFE.U32 R13, R10, 0x101"):
-        got = ints(run_lanes([pre, "@!P0 " + text.replace(" R13", " R14", 1), "@P0 MOV R14, R13",
-                              "MOV R13, R14"], a, b, c, d))
-        assert [got[1], got[2]] == [8, 9], text
+    # the same for every kind of result: float, XMAD, shift, select, move, S2R, BFE, LOP, ISCADD
+    for text in ("FFMA R14, R10, R11, R12", "FMUL R14, R10, R11", "XMAD R14, R10, R11, R12",
+                 "XMAD.PSL.CBCC R14, R10.H1, R11.H1, R12", "SHL R14, R10, 0x1", "SHR.U32 R14, R11, 0x1",
+                 "SEL R14, R10, R11, P0", "MOV32I R14, 0x5", "MOV R14, c[0x0][0x0]", "S2R R14, SR_TID.X",
+                 "BFE.U32 R14, R10, 0x101", "LOP.XOR R14, R10, R11", "ISCADD R14, R10, R11, 0x2",
+                 "IADD3 R14, R10, R11, R12"):
+        got = ints(run_lanes([pre, "MOV32I R14, 0x777", "@!P0 " + text, "MOV R13, R14"], a, b, c, d))
+        assert got[1] == got[2] == 0x777, text  # guard false: R14 keeps its old value
+        assert got[0] != 0x777 and got[3] != 0x777, text  # guard true: written
 
 
 def test_instruction_that_writes_its_own_guard():
