@@ -110,7 +110,7 @@ def test_unknown_kernel():
         generate("sgemm_32")
 
 
-def _kernel(lines, specs):
+def _kernel(specs):
     return assign_controls(parse_text("# RegCnt: 64\n" + "\n".join(s.line() for s in specs) + "\n"), specs)
 
 
@@ -118,7 +118,7 @@ def test_scheduler_fills_stalls_waits_and_dual_issue():
     specs = [Spec("S2R R0, SR_TID.X", write_bar=1), Spec("IADD R1, R0, 0x1"), Spec("SHL R2, R1, 0x2"),
              Spec("ISETP.LT.AND P0, PT, R2, 0x40, PT"), Spec("MOV R3, R2", "@P0"),
              Spec("LDS R4, [R2]", write_bar=2), Spec("IADD R5, R4, R3"), Spec("EXIT")]
-    k = _kernel(None, specs)
+    k = _kernel(specs)
     c = [i.control for i in k.instructions]
     assert c[1].wait == 1  # reads the S2R result
     assert c[1].stall == 6  # ALU -> ALU
@@ -129,13 +129,13 @@ def test_scheduler_fills_stalls_waits_and_dual_issue():
 
 def test_scheduler_rejects_fixed_controls_with_a_hazard():
     ok = [Spec("IADD R1, R0, 0x1", stall=6, wait=0), Spec("IADD R2, R1, 0x1", stall=5, wait=0), Spec("EXIT")]
-    _kernel(None, ok)
+    _kernel(ok)
     with pytest.raises(ControlError, match="reads R1 too early"):
-        _kernel(None, [Spec("IADD R1, R0, 0x1", stall=5, wait=0)] + ok[1:])
+        _kernel([Spec("IADD R1, R0, 0x1", stall=5, wait=0)] + ok[1:])
     with pytest.raises(ControlError, match="barrier"):
-        _kernel(None, [Spec("LDS R1, [R0]", write_bar=1, stall=2, wait=0), Spec("IADD R2, R1, 0x1", wait=0), Spec("EXIT")])
+        _kernel([Spec("LDS R1, [R0]", write_bar=1, stall=2, wait=0), Spec("IADD R2, R1, 0x1", wait=0), Spec("EXIT")])
     with pytest.raises(ControlError, match="dual issue"):
-        _kernel(None, [Spec("IADD R1, R0, 0x1", stall=0, wait=0), Spec("IADD R2, R0, 0x1"), Spec("EXIT")])
+        _kernel([Spec("IADD R1, R0, 0x1", stall=0, wait=0), Spec("IADD R2, R0, 0x1"), Spec("EXIT")])
 
 
 @pytest.mark.parametrize("kernel,traversal,regmap", [("sgemm_64", "swirl", "maxas"), ("sgemm_128", "zigzag", "naive")])

@@ -31,6 +31,7 @@ import numpy as np
 
 from maxsim.errors import LaunchError
 from maxsim.functional import GlobalMemory, Texture1D, launch
+from maxsim.functional.memory import texture_index
 from maxsim.sass import parse_file
 
 from .generator import KERNELS, PARAM_BASE, PARAMS, TEX_A, TEX_B, generate_kernel
@@ -119,8 +120,8 @@ def _prepare(geo, m, n, k, lda, ldb, ldc, alpha, seed) -> _Problem:
     mem = GlobalMemory()
     c_ptr = mem.alloc(ldc * n * 4)
     mem.write(c_ptr, np.full(ldc * n, sentinel, np.float32))
-    textures = {1: Texture1D(abuf.ravel(order="F").reshape(-1, 4)),   # handle 0x80000001: A
-                0: Texture1D(bbuf.ravel(order="F").reshape(-1, 4))}   # handle 0x80000000: B
+    textures = {texture_index(TEX_A): Texture1D(abuf.ravel(order="F").reshape(-1, 4)),
+                texture_index(TEX_B): Texture1D(bbuf.ravel(order="F").reshape(-1, 4))}
     grid = (-(-m // geo.tile), -(-n // geo.tile))
     params = [c_ptr, m, n, k, lda, ldb, ldc, np.float32(alpha), 0]
     return _Problem(a, b, mem, textures, params, grid, geo.threads, c_ptr, ldc, sentinel)
