@@ -401,3 +401,16 @@ def test_opcode_table_covers_the_executor():
     from maxsim.isa.opcodes import UNITS
     assert all(s.unit in UNITS for s in OPCODES.values())
     assert ins.NUM_REGS == 255 and RZ == 255 and PT == 7
+
+
+def test_records_built_in_code_print_to_parseable_text():
+    import attrs
+    i = parse_text("--:-:-:-:1      FFMA R1, R2, 1.5, R3;\n").instructions[0]
+    for v in (float("inf"), float("-inf"), 2.5e-30, -0.0):
+        op = attrs.evolve(i.operands[2], fvalue=v, text="")
+        j = attrs.evolve(i, operands=(i.operands[0], i.operands[1], op, i.operands[3]))
+        back = parse_text(format_instruction(j) + "\n").instructions[0]
+        assert back.operands[2].fvalue == v
+    op = attrs.evolve(i.operands[2], fvalue=float("nan"), text="")
+    j = attrs.evolve(i, operands=(i.operands[0], i.operands[1], op, i.operands[3]))
+    assert parse_text(format_instruction(j) + "\n").instructions[0].operands[2].fvalue != 0  # NaN

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ..isa import instruction as ins
 
 
@@ -35,7 +37,10 @@ def format_operand(op: ins.Operand) -> str:
     if k == ins.IMM:
         return op.text or (f"-0x{-op.value:x}" if op.value < 0 else f"0x{op.value:x}")
     if k == ins.FIMM:
-        return op.text or repr(op.fvalue)
+        if op.text:
+            return op.text
+        v = op.fvalue
+        return repr(v) if math.isfinite(v) else ("NAN" if math.isnan(v) else ("-INF" if v < 0 else "INF"))
     if k == ins.CONST:
         s = f"c[0x{op.bank:x}][0x{op.value:x}]"
         if op.abs:
