@@ -156,17 +156,17 @@ def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn",
         raise UsageError(f"{path}: the kernel takes {len(kernel.params)} parameters; `maxsim run FILE.sass` "
                          f"runs parameterless kernels (workloads have their own harness)")
     out = {"workload": path, "kernel": kernel.name, "grid": list(grid), "block": block, "config": cfg.name}
+    from .report.fields import functional_fields, timing_fields
     if not timing:
         from .functional import launch
         res = launch(kernel, grid, block, max_instructions=max_instructions)
-        out.update(warp_instructions=res.warp_instructions, opcode_counts=res.opcode_counts)
+        out.update(functional_fields(kernel, res))
         return out
     from .timing.run import simulate
     res, sm = simulate(kernel, grid, block, cfg=cfg, hazards=hazards, max_cycles=max_cycles,
                        max_instructions=max_instructions)
-    out["warp_instructions"] = res.warp_instructions
-    out.update(sm.stats.to_dict())
-    out["hazard_messages"] = sm.stats.hazards[:20]
+    out.update(functional_fields(kernel, res))
+    out.update(timing_fields(sm))
     return out
 
 

@@ -348,6 +348,25 @@ def analyze_banks(kernel, model: ReuseModel | None = None) -> BankReport:
                       loops=tuple(loops), main_loop=main)
 
 
+def executed_bank_figures(report: BankReport, per_instruction) -> dict:
+    """Weight the static per-instruction figures by how often each instruction executed.
+
+    ``per_instruction`` is the warp-level execution count of every static instruction (from a
+    functional launch). Returns the whole run's unhidden bank conflicts, reuse hits, operand reads
+    and reuse hit rate, counted the way this analysis counts them (program order, no warp switches).
+    """
+    unhidden = hits = reads = no_reuse = 0
+    for row in report.rows:
+        n = int(per_instruction[row.index])
+        unhidden += row.conflicts_with_reuse * n
+        no_reuse += row.conflicts_no_reuse * n
+        hits += row.reuse_hits * n
+        reads += row.reads * n
+    return {"register_bank_conflicts": unhidden, "register_bank_conflicts_no_reuse": no_reuse,
+            "reuse_hits": hits, "operand_reads": reads,
+            "reuse_hit_rate": hits / reads if reads else 0.0}
+
+
 def opcode_mix(kernel, start: int = 0, end: int | None = None, by: str = "opcode") -> dict:
     """Instruction counts of ``kernel`` (or of instructions ``start..end`` inclusive), most frequent
     first. ``by``: "opcode" (base opcode, e.g. FFMA), "full" (with modifiers, e.g. LDS.U.128) or

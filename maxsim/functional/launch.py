@@ -13,7 +13,9 @@ from .executor import CONTROL, Context, Group, compile_instruction
 
 PARAM_BASE = 0x140
 CONST_BANK_SIZE = 0x10000
-DEFAULT_INSTRUCTION_LIMIT = 2_000_000_000
+# Default guard against kernels that never end: at the functional model's speed this is reached in
+# well under a minute. Workload harnesses that know their size pass a limit of their own.
+DEFAULT_INSTRUCTION_LIMIT = 50_000_000
 MAX_THREADS_PER_CTA = 1024
 BATCH_LANES = 1 << 16  # lanes executed together; bounds the register arrays to a few tens of MB
 

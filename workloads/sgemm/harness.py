@@ -159,7 +159,11 @@ def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, tra
     geo, lda, ldb, ldc = _sizes(kernel_name, m, n, k, lda, ldb, ldc)
     kernel = _kernel(kernel_name, traversal, regmap, reuse, sass_path)
     p = _prepare(geo, m, n, k, lda, ldb, ldc, alpha, seed)
-    res = launch(kernel, grid=p.grid, block=p.block, params=p.params, memory=p.memory, textures=p.textures)
+    # a generous bound on the work of a correct SGEMM: warps x (loop iterations x 600 + 2000)
+    warps = p.grid[0] * p.grid[1] * ((p.block + 31) // 32)
+    limit = warps * ((k // 8) * 600 + 2000)
+    res = launch(kernel, grid=p.grid, block=p.block, params=p.params, memory=p.memory, textures=p.textures,
+                 max_instructions=limit)
     out = p.memory.read(p.c_ptr, ldc * n, dtype=np.float32).reshape((ldc, n), order="F")
     c = out[:m].copy()
 
@@ -184,6 +188,7 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
     then (``timing``) the timing model of one SM running the first ``sm_ctas`` CTAs (default: one
     full wave of resident CTAs). Sizes default to 256."""
     from maxsim.arch.config import load_config
+    from maxsim.report.fields import functional_fields, timing_fields
     cfg = cfg if cfg is not None else load_config()
     m, n, k = (256 if x is None else x for x in (m, n, k))
     r = run_sgemm(name, m, n, k, traversal=traversal, regmap=regmap, reuse=reuse, sass_path=sass_path)
@@ -191,8 +196,8 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
     out = {"workload": name, "kernel": kernel.name, "config": cfg.name, "m": m, "n": n, "k": k,
            "grid": list(r.grid), "block": r.block, "verified": r.verified,
            "max_abs_error": r.max_abs_error, "tolerance": r.max_bound,
-           "max_error_over_tolerance": r.max_error_ratio, "warp_instructions": r.warp_instructions,
-           "opcode_counts": r.launch.opcode_counts}
+           "max_error_over_tolerance": r.max_error_ratio}
+    out.update(functional_fields(kernel, r.launch))
     if not timing:
         return out
     from maxsim.timing.run import simulate
@@ -203,9 +208,6 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
     count = min(len(every), sm_ctas or residency(kernel, p.block, cfg)[0])
     res, sm = simulate(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg, ctas=every[:count],
                        hazards=hazards, max_cycles=max_cycles)
-    out.update(sm.stats.to_dict())
+    out.update(timing_fields(sm))
     out["sm_ctas"] = count
-    out["warp_instructions"] = res.warp_instructions
-    out["cycles_per_loop_iteration"] = sm.loop_cycles_per_iteration()
-    out["hazard_messages"] = sm.stats.hazards[:20]
     return out
