@@ -398,9 +398,11 @@ def _decode(spec, opcode, mods, operands, control, pred, pred_neg, line, index, 
         elif op.kind in (ins.IMM, ins.FIMM, ins.CONST):
             slots.append(-1)
     # slots beyond 3 (vector data of stores) are not operand-collector slots
-    slots = tuple(slots[:3])
+    # MOV's source sits in the second operand slot (the first is unused), as maxas encodes it
+    first_slot = 1 if opcode == "MOV" else 0
+    slots = tuple(([-1] * first_slot + slots)[:3])
     reuse_mask = 0
-    slot_no = 0
+    slot_no = first_slot
     for n, op in enumerate(operands[n_dst:]):
         if op.kind in (ins.REG, ins.MEM, ins.IMM, ins.FIMM, ins.CONST):
             if op.kind == ins.REG and op.reuse and slot_no < 3:

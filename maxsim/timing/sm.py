@@ -246,6 +246,16 @@ class SM:
         self.tex_bytes_per_clk = cfg.l1tex.throughput_bytes_per_clk
         self.sector = cfg.l1tex.sector
         self.dual = cfg.pipes.dual_issue
+        self._check_control_stalls()
+
+    def _check_control_stalls(self):
+        """BAR, BRA, CAL, RET and EXIT need a minimum stall count [maxas-cc]; report shorter ones."""
+        need = {"bar": self.lat.barrier_sync, "branch": self.lat.branch, "exit": self.lat.exit}
+        for i in self.kernel.instructions:
+            n = need.get(i.unit)
+            if n is not None and i.control.stall < n and i.index + 1 < len(self.kernel.instructions):
+                self._hazard_text(f"{i.where}: hazard: {i.full_opcode} has stall {i.control.stall}; it needs "
+                                  f"a stall of at least {n} (the instruction after it may issue too early)")
 
     # ---- CTAs ----------------------------------------------------------------------------
     def add_cta(self, cid, warp_traces):
@@ -759,7 +769,10 @@ class SM:
         instr = self.kernel.instructions[pc]
         msg = (f"{instr.where}: hazard in warp {w.label} at cycle {t}: {instr.full_opcode} {what}; "
                f"control codes do not cover it (real hardware would silently compute garbage)")
+        self._hazard_text(msg)
+
+    def _hazard_text(self, msg):
         if self.hazard_mode == "strict":
             raise HazardError(msg)
-        if len(self.stats.hazards) < 1000:
+        if self.hazard_mode and len(self.stats.hazards) < 1000:
             self.stats.hazards.append(msg)
