@@ -27,30 +27,46 @@ from __future__ import annotations
 
 import numpy as np
 
-_CACHE_LIMIT = 8192
+
+def warp_wavefronts(addr, active, nbytes, banks=32, bank_width=4):
+    """Cycles the shared-memory banks need for each warp's request.
+
+    Each lane touches ``nbytes / bank_width`` consecutive words. A request costs as many cycles as
+    its busiest bank has *distinct* words to deliver (lanes reading the same word share it:
+    broadcast); at least one cycle when any lane is active, zero when none is.
+    """
+    nw = addr.shape[0]
+    per = max(1, nbytes // bank_width)
+    words = (addr // bank_width)[:, :, None] + np.arange(per, dtype=np.int64)
+    words = words.reshape(nw, -1)
+    act = np.repeat(active, per, axis=1)
+    words = np.where(act, words, -1)
+    words.sort(axis=1)
+    first = np.ones_like(words, dtype=bool)
+    first[:, 1:] = words[:, 1:] != words[:, :-1]
+    first &= words >= 0
+    bank = np.where(first, words % banks, 0)
+    rows = np.repeat(np.arange(nw), words.shape[1])
+    counts = np.zeros((nw, banks), dtype=np.int64)
+    np.add.at(counts, (rows, bank.reshape(-1)), first.reshape(-1))
+    return counts.max(axis=1)
 
 
 class SharedMemoryTiming:
     """Bank-conflict counter and bank-pipeline server of one SM's shared memory."""
 
     __slots__ = ("banks", "bank_width", "load_latency", "store_latency", "next_free",
-                 "requests", "total_wavefronts", "busy_cycles", "_cache", "_bank_mask",
-                 "_word_shift", "_align_mask")
+                 "requests", "total_wavefronts", "busy_cycles")
 
     def __init__(self, cfg):
         self.banks = cfg.shared.banks
         self.bank_width = cfg.shared.bank_width
         self.load_latency = cfg.latency.lds
         self.store_latency = cfg.latency.sts
-        self._bank_mask = self.banks - 1  # banks and bank_width are powers of two (config checks)
-        self._word_shift = self.bank_width.bit_length() - 1
-        # shifting every address by a multiple of banks x bank_width bytes keeps the pattern
-        self._align_mask = ~(self.banks * self.bank_width - 1)
-        self._cache = {}
         self.reset()
 
     def reset(self) -> None:
-        """Forget pipeline state and statistics (keeps the pattern cache)."""
+        """Forget pipeline state and statistics."""
         self.next_free = 0
         self.requests = 0
         self.total_wavefronts = 0
@@ -66,27 +82,11 @@ class SharedMemoryTiming:
         """
         if width_bytes not in (4, 8, 16):
             raise ValueError(f"shared access width must be 4, 8 or 16 bytes, got {width_bytes}")
-        a = np.asarray(byte_addresses, dtype=np.int64)
+        a = np.asarray(byte_addresses, dtype=np.int64).reshape(1, -1)
         if a.size == 0:
             return 1
-        base = int(a.min()) & self._align_mask
-        key = (width_bytes, (a - base).tobytes())
-        hit = self._cache.get(key)
-        if hit is not None:
-            return hit
-        shift = self._word_shift
-        per_lane = max(1, width_bytes >> shift)  # words per lane
-        first = [x >> shift for x in (a - base).tolist()]
-        words = set(first) if per_lane == 1 else {w + k for w in first for k in range(per_lane)}
-        counts = [0] * self.banks
-        mask = self._bank_mask
-        for w in words:
-            counts[w & mask] += 1
-        n = max(1, max(counts))
-        if len(self._cache) >= _CACHE_LIMIT:
-            self._cache.clear()
-        self._cache[key] = n
-        return n
+        n = warp_wavefronts(a, np.ones(a.shape, dtype=bool), width_bytes, self.banks, self.bank_width)
+        return max(1, int(n[0]))
 
     @staticmethod
     def replays(wavefronts: int) -> int:

@@ -33,6 +33,8 @@ import time
 import numpy as np
 
 from ..errors import HazardError, SimulationError
+from .regfile import RegisterBanks
+from .shared_memory import SharedMemoryTiming
 from .stats import Stats
 
 ALU, ALU_HALF, LDS, STS, TEX, LDG, STG, S2R, BAR, BRANCH, EXIT, NOP = range(12)
@@ -143,7 +145,7 @@ class Warp:
 
 class Scheduler:
     __slots__ = ("index", "warps", "last", "busy_until", "half_free", "mem_free", "rc", "rc_warp",
-                 "ring_tag", "ring_busy")
+                 "banks")
 
     def __init__(self, index, entries):
         self.index = index
@@ -154,8 +156,7 @@ class Scheduler:
         self.mem_free = 0
         self.rc = [[], [], []]
         self.rc_warp = None
-        self.ring_tag = [-1] * 64
-        self.ring_busy = [0] * 64
+        self.banks = RegisterBanks()
 
 
 class Cta:
@@ -221,7 +222,7 @@ class SM:
         self.pending_total = 0
         self.peak_warps = 0
         self.resident = 0
-        self.shared_free = 0
+        self.shared = SharedMemoryTiming(cfg)
         self.tex_free = 0
         self.hazard_mode = hazards
         self.max_cycles = max_cycles
@@ -606,23 +607,11 @@ class SM:
             stats.bank_conflicts += extra
         last = t
         start = t - self.lookahead
-        tag = s.ring_tag
-        busy = s.ring_busy
+        book = s.banks.book
         delayed = False
         for bank in banks:
-            c = start
-            bit = 1 << bank
-            while True:
-                i = c & 63
-                if tag[i] != c:
-                    tag[i] = c
-                    busy[i] = 0
-                if not busy[i] & bit:
-                    busy[i] |= bit
-                    break
-                if c >= t and busy[i] & (bit << 4):
-                    delayed = True
-                c += 1
+            c, late = book(bank, start, t)
+            delayed |= late
             if c > last:
                 last = c
         delay = (last - t) * self.conflict_penalty
@@ -634,20 +623,9 @@ class SM:
 
     def _book_late_reads(self, s, pc, when):
         """A memory instruction reads its registers late: book those bank reads at ``when``."""
-        tag = s.ring_tag
-        busy = s.ring_busy
+        book = s.banks.book_late
         for bank in self.static.mem_reads[pc]:
-            c = when
-            bit = 1 << bank
-            while True:
-                i = c & 63
-                if tag[i] != c:
-                    tag[i] = c
-                    busy[i] = 0
-                if not busy[i] & bit:
-                    busy[i] |= bit | (bit << 4)  # high nibble marks a late memory read
-                    break
-                c += 1
+            book(bank, when)
 
     def _memory(self, w, s, pc, t, u):
         st = self.static
@@ -659,20 +637,18 @@ class SM:
             read_at = t + lat.mem_operand_read_shared
             self._book_late_reads(s, pc, read_at)
             wf = int(summary[w.row]) if summary is not None else 1
-            start = read_at
             if wf == 0:
                 done = t + 1
+                release = t + 1
             else:
                 stats.shared_requests += 1
                 stats.shared_wavefronts += wf
-                start = read_at if read_at > self.shared_free else self.shared_free
-                self.shared_free = start + wf
-                done = start - lat.mem_operand_read_shared + wf - 1 + (lat.lds if u == LDS else lat.sts)
+                done = self.shared.issue(t, wf, store=(u == STS))
+                # the data registers are read while the banks take them in
+                release = max(self.shared.next_free + lat.mem_operand_read_shared, read_at + 1)
             w.mem_out.append(done)
             rb = st.rbar[pc]
             if rb:
-                release = start + wf if wf else t + 1
-                release = max(release, t + lat.mem_operand_read_shared + 1)
                 if w.bar_clear[rb] < release:
                     w.bar_clear[rb] = release
                 w.bar_set[rb] = t

@@ -9,29 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def shared_wavefronts(addr, active, nbytes, banks=32, bank_width=4):
-    """Cycles the shared-memory banks need for each warp's request.
-
-    Each lane touches ``nbytes / bank_width`` consecutive words. A request costs as many cycles as
-    its busiest bank has *distinct* words to deliver (lanes reading the same word share it:
-    broadcast); at least one cycle when any lane is active, zero when none is.
-    """
-    nw = addr.shape[0]
-    per = max(1, nbytes // bank_width)
-    words = (addr // bank_width)[:, :, None] + np.arange(per, dtype=np.int64)
-    words = words.reshape(nw, -1)
-    act = np.repeat(active, per, axis=1)
-    words = np.where(act, words, -1)
-    words.sort(axis=1)
-    first = np.ones_like(words, dtype=bool)
-    first[:, 1:] = words[:, 1:] != words[:, :-1]
-    first &= words >= 0
-    bank = np.where(first, words % banks, 0)
-    rows = np.repeat(np.arange(nw), words.shape[1])
-    counts = np.zeros((nw, banks), dtype=np.int64)
-    np.add.at(counts, (rows, bank.reshape(-1)), first.reshape(-1))
-    return counts.max(axis=1)
+from .shared_memory import warp_wavefronts
 
 
 def sectors(addr, active, nbytes, sector=32):
@@ -55,6 +33,6 @@ def make_summariser(cfg):
 
     def summarise(kind, addr, active, nbytes):
         if kind in ("lds", "sts"):
-            return shared_wavefronts(addr, active, nbytes, banks, width)
+            return warp_wavefronts(addr, active, nbytes, banks, width)
         return sectors(addr, active, nbytes, sector)
     return summarise
