@@ -37,3 +37,10 @@ def test_reuse_off_costs_a_few_percent_not_a_quarter():
     assert out["reuse_hit_rate"] == 0.0
     loss = without / with_reuse - 1
     assert 0.005 < loss < 0.10, loss
+
+
+def test_runs_are_deterministic():
+    def figures():
+        out = run_workload("sgemm_128", cfg=CFG, m=130, n=140, k=32)
+        return {k: v for k, v in out.items() if "seconds" not in k and k != "warp_instructions_per_second"}
+    assert figures() == figures()
