@@ -53,9 +53,17 @@ def sectors_of(byte_addresses, width_bytes: int = 4, sector: int = 32) -> list[i
 
 
 class BandwidthServer:
-    """A resource that passes ``bytes_per_clk`` bytes per cycle, in request order."""
+    """A resource that passes ``bytes_per_clk`` bytes per cycle.
 
-    __slots__ = ("bytes_per_clk", "next_free", "busy", "bytes")
+    The server keeps a first-free cycle per window of ``WINDOW`` cycles, so requests need not
+    arrive in time order: the SMs of a GPU advance in quanta of a few hundred cycles, and a request
+    stamped earlier than one already served is delayed by at most a window, not pushed behind
+    everything served since (as a single "next free cycle" would). Requests arriving in order
+    behave as a FIFO fluid queue: each starts when the bytes before it have passed.
+    """
+
+    WINDOW = 32
+    __slots__ = ("bytes_per_clk", "next_free", "busy", "bytes", "_nf")
 
     def __init__(self, bytes_per_clk: float):
         if bytes_per_clk <= 0:
@@ -64,15 +72,39 @@ class BandwidthServer:
         self.next_free = 0.0
         self.busy = 0.0
         self.bytes = 0
+        self._nf = {}  # window index -> first free cycle inside that window
 
     def reserve(self, now: float, nbytes: int) -> float:
         """Start cycle of a request of ``nbytes`` arriving at ``now``; occupies the server."""
-        start = now if now > self.next_free else self.next_free
-        occ = nbytes / self.bytes_per_clk
-        self.next_free = start + occ
-        self.busy += occ
+        nf, w, bpc = self._nf, self.WINDOW, self.bytes_per_clk
+        b = int(now // w)
+        t = float(now)
+        left = float(nbytes)
+        start = None
+        while left > 0:
+            end_b = (b + 1) * w
+            s0 = nf.get(b, b * w)
+            if t > s0:
+                s0 = t
+            if s0 < end_b:
+                if start is None:
+                    start = s0
+                take = (end_b - s0) * bpc
+                if take > left:
+                    take = left
+                nf[b] = s0 + take / bpc
+                left -= take
+            b += 1
+            t = end_b
+        end = nf[b - 1]
+        if end > self.next_free:
+            self.next_free = end
+        if len(nf) > 8192:
+            for k in [k for k in nf if k < b - 4096]:
+                del nf[k]
+        self.busy += nbytes / bpc
         self.bytes += nbytes
-        return start
+        return start if start is not None else float(now)
 
 
 class SectorCache:

@@ -217,7 +217,9 @@ class SM:
         self.max_ctas, self.limited_by = residency(kernel, block, cfg)
         self.wpc = (block + 31) // 32
         self.free_slots = list(range(cfg.sm.max_warps))
-        self.pending = []  # (cta id, [warp traces])
+        self.pending = []  # (cta id, [warp traces]) queued for this SM
+        self.dispatcher = None  # a GPU's shared queue of further CTAs (collections.deque)
+        self.dispatched = []  # (cycle, cta id) taken from the dispatcher
         self.all_warps = []
         self.pending_total = 0
         self.peak_warps = 0
@@ -265,8 +267,15 @@ class SM:
         self.pending_total += 1
 
     def _launch_ready_ctas(self, t):
-        while self.pending and self.resident < self.max_ctas:
-            cid, traces = self.pending.pop(0)
+        while self.resident < self.max_ctas:
+            if self.pending:
+                cid, traces = self.pending.pop(0)
+            elif self.dispatcher is not None and self.dispatcher:
+                # a GPU's block dispatcher hands the next CTA to the SM whose slot freed first
+                cid, traces = self.dispatcher.popleft()
+                self.dispatched.append((t, cid))
+            else:
+                break
             cta = Cta(cid)
             self.free_slots.sort()
             nregs = self.kernel.reg_cnt
@@ -314,10 +323,10 @@ class SM:
             st.stall_reasons[r] += w.stalls[i]
 
     # ---- the clock -----------------------------------------------------------------------
-    def run(self, env=None, quantum=None):
+    def run(self, env=None, quantum=256):
         """Run until every queued CTA has finished. With a simpy ``env``, this is a process that
         yields to simpy when time jumps or each ``quantum`` cycles (to interleave SMs)."""
-        gen = self._run()
+        gen = self._run(quantum)
         if env is None:
             for _ in gen:
                 pass
@@ -385,7 +394,8 @@ class SM:
         return float(np.mean(per_warp)) / (self.peak_warps / len(self.scheds))
 
     def warps_alive(self):
-        return any(s.warps for s in self.scheds) or bool(self.pending)
+        return any(s.warps for s in self.scheds) or bool(self.pending) or \
+            (bool(self.dispatcher) and self.resident < self.max_ctas)
 
     def _next_time(self, t):
         nxt = NEVER
