@@ -232,8 +232,14 @@ class SM:
         self.now = 0
         self.counts = [0] * len(kernel.instructions)
         self.finished_ctas = 0
-        # optional issue log for tests and debugging: (cycle, warp label, pc) per issued instruction
+        # optional issue log for tests, debugging and timelines (maxsim.report.timeline):
+        # issue_log: (cycle, warp label, pc) per issued instruction; issue_done: the cycle its result
+        # (or memory request) completes, same index; stall_log: (warp label, gap start, a, b, issue
+        # cycle, reason of [a, b), reason of [b, issue)) per gap between two issues of a warp, the
+        # cycles [gap start, a) being stall_count (reasons index stats.STALL_REASONS)
         self.issue_log = [] if log else None
+        self.issue_done = [] if log else None
+        self.stall_log = [] if log else None
         # config values read in the hot loop
         rf = cfg.regfile
         self.lookahead = rf.collector_lookahead
@@ -475,6 +481,9 @@ class SM:
                 stalls[2 if w.blocked == 9 else 1] += b - a
             if t > b:
                 stalls[w.blocked if w.blocked in (3, 4) else 5] += t - b
+            if self.stall_log is not None:
+                self.stall_log.append((w.label, gap_start, a, b, t, 2 if w.blocked == 9 else 1,
+                                       w.blocked if w.blocked in (3, 4) else 5))
         w.blocked = 0
         pc = w.pc
         self._issue(w, s, pc, t)
@@ -495,8 +504,6 @@ class SM:
         stats.warp_instructions += 1
         u = st.unit[pc]
         w.last_issue = t
-        if self.issue_log is not None:
-            self.issue_log.append((t, w.label, pc))
         delay = 0
         done_at = t
         if self.hazard_mode:
@@ -522,6 +529,9 @@ class SM:
             s.rc_warp = None  # a branch empties the reuse caches
             if st.back_branch[pc]:
                 w.branch_times.append(t)
+        if self.issue_log is not None:
+            self.issue_log.append((t, w.label, pc))
+            self.issue_done.append(done_at)
         # results and dependency barriers; a write by any unit invalidates reuse-cached copies
         dsts = st.dsts[pc]
         if dsts and u > ALU_HALF and s.rc_warp is w:
