@@ -1,4 +1,4 @@
-"""The ``maxsim`` command line: run, analyze, configs.
+"""The ``maxsim`` command line: run, analyze, configs, plot.
 
 Every error a user can cause (a missing file, a malformed kernel, a bad size, a bad config) is
 printed as one line on stderr with exit status 2; no Python traceback.
@@ -17,6 +17,26 @@ WORKLOADS = ("sgemm_64", "sgemm_128")
 
 class UsageError(MaxsimError):
     pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``maxsim run: error: ... (see `maxsim run --help`)``, status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+EXAMPLES = """examples:
+  maxsim run sgemm_64                               generate, run and time the 64-thread SGEMM
+  maxsim run sgemm_128 --m 512 --n 512 --k 256      the 256-thread kernel on a bigger problem
+  maxsim run sgemm_64 --sass sgemm_final_64.sass    maxas's own kernel file in the same harness
+  maxsim run bench.sass --grid 2 --block 128        a parameterless kernel of your own
+  maxsim analyze sgemm_64 --traversal zigzag        static register-bank / reuse analysis
+  maxsim plot conflicts -o conflicts.png            bank conflicts and reuse of every variant
+  maxsim configs                                    the shipped architecture configs
+
+Run `maxsim COMMAND --help` for the options of a command. Errors are one line on stderr, exit status 2.
+"""
 
 
 def _size(text):
@@ -40,14 +60,19 @@ def _grid(text):
 
 
 def _parser():
-    p = argparse.ArgumentParser(
-        prog="maxsim",
-        description="A cycle-approximate simulator of the NVIDIA Maxwell streaming multiprocessor.")
+    p = _Parser(
+        prog="maxsim", epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="A cycle-approximate simulator of the NVIDIA Maxwell streaming multiprocessor: "
+                    "runs SASS kernels in the maxas text format, functionally and in time.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     r = sub.add_parser("run", help="run a workload (sgemm_64, sgemm_128) or a .sass file",
-                       description="Run a workload or a SASS file: functional execution (results "
-                                   "checked for workloads) and the timing model of one SM.")
+                       description="Run a workload or a SASS file: functional execution (SGEMM "
+                                   "results checked against numpy) and the timing model of one SM "
+                                   "(cycles, IPC, GFLOPS, stall reasons, bank conflicts, reuse, "
+                                   "memory). Options --m/--n/--k, --traversal, --regmap, --no-reuse "
+                                   "and --sass apply to the SGEMM workloads; --grid and --block to "
+                                   "a .sass file.")
     r.add_argument("target", help="workload name (sgemm_64, sgemm_128) or a maxas-format .sass file")
     r.add_argument("--m", type=_size, default=None, help="SGEMM rows of A and C (default 256)")
     r.add_argument("--n", type=_size, default=None, help="SGEMM columns of C (default 256)")
@@ -58,17 +83,22 @@ def _parser():
                    help="register map of the C block (default maxas)")
     r.add_argument("--no-reuse", action="store_true", help="generate the SGEMM without reuse flags")
     r.add_argument("--sass", metavar="PATH", help="run the SGEMM harness on this kernel file instead "
-                                                  "of the generated one (e.g. maxas's sgemm_final_64.sass)")
-    r.add_argument("--grid", type=_grid, default=(1, 1), help="grid X[,Y] for a .sass file (default 1)")
-    r.add_argument("--block", type=_size, default=32, help="threads per CTA for a .sass file (default 32)")
-    r.add_argument("--gpu", "--config", dest="config", default="gm204",
-                   help="architecture config: a shipped name (see `maxsim configs`) or a TOML file")
+                                                  "of the generated one (e.g. maxas's sgemm_final_64.sass "
+                                                  "with sgemm_64, sgemm_final_128.sass with sgemm_128)")
+    r.add_argument("--grid", type=_grid, default=(1, 1), metavar="X[,Y]",
+                   help="grid of CTAs for a .sass file (default 1)")
+    r.add_argument("--block", type=_size, default=32, metavar="THREADS",
+                   help="threads per CTA for a .sass file (default 32)")
+    r.add_argument("--gpu", "--config", dest="config", default="gm204", metavar="CONFIG",
+                   help="architecture config: a shipped name (see `maxsim configs`) or a TOML file "
+                        "(default gm204)")
     r.add_argument("--functional", action="store_true", help="functional run only (no timing)")
-    r.add_argument("--sm-ctas", type=_size, default=None,
+    r.add_argument("--sm-ctas", type=_size, default=None, metavar="N",
                    help="CTAs the timed SM runs (default: one full wave of resident CTAs)")
     r.add_argument("--strict", action="store_true", help="control-code hazards are errors, not warnings")
-    r.add_argument("--max-cycles", type=_size, default=None, help="stop with an error past this many cycles")
-    r.add_argument("--max-instructions", type=_size, default=None,
+    r.add_argument("--max-cycles", type=_size, default=None, metavar="N",
+                   help="stop with an error past this many cycles")
+    r.add_argument("--max-instructions", type=_size, default=None, metavar="N",
                    help="stop with an error past this many warp instructions")
     r.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
@@ -77,15 +107,39 @@ def _parser():
                                    "mix, register bank conflicts with and without the reuse caches, "
                                    "reuse hit rates over the kernel and its main loop.")
     a.add_argument("target", help="a .sass file or a workload name (sgemm_64, sgemm_128)")
-    a.add_argument("--traversal", choices=("swirl", "zigzag", "raster"), default="swirl")
-    a.add_argument("--regmap", choices=("maxas", "naive"), default="maxas")
-    a.add_argument("--no-reuse", action="store_true")
+    a.add_argument("--traversal", choices=("swirl", "zigzag", "raster"), default="swirl",
+                   help="FFMA traversal order of a generated SGEMM (default swirl; ignored for a .sass file)")
+    a.add_argument("--regmap", choices=("maxas", "naive"), default="maxas",
+                   help="register map of the C block of a generated SGEMM (default maxas; ignored for a .sass file)")
+    a.add_argument("--no-reuse", action="store_true",
+                   help="generate the SGEMM without reuse flags (ignored for a .sass file)")
     a.add_argument("--rows", choices=("unhidden", "conflicts", "all", "none"), default="unhidden",
-                   help="which instructions to list (default: those with unhidden conflicts)")
-    a.add_argument("--json", action="store_true")
+                   help="which instructions to list: unhidden (conflicts left with reuse, the default), "
+                        "conflicts (any conflict with reuse off), all, none")
+    a.add_argument("--json", action="store_true",
+                   help="print one JSON object (totals, loops, per-k-step figures, every ALU row, opcode mix)")
 
-    c = sub.add_parser("configs", help="list the shipped architecture configs")
-    c.add_argument("--json", action="store_true")
+    c = sub.add_parser("configs", help="list the shipped architecture configs",
+                       description="List the architecture configs shipped with maxsim (give a name to "
+                                   "`maxsim run --gpu`, or the path of your own TOML file that "
+                                   "inherits from one of them).")
+    c.add_argument("--json", action="store_true", help="print a JSON object name -> description")
+
+    pl = sub.add_parser("plot", help="draw figures (PNG, SVG or PDF)",
+                        description="Draw a figure to a file; the format follows the file extension "
+                                    "(.png, .svg, .pdf).")
+    psub = pl.add_subparsers(dest="plot", metavar="FIGURE", required=True)
+    pc = psub.add_parser(
+        "conflicts", help="register bank conflicts and reuse of every SGEMM variant, and the C bank maps",
+        description="Register bank conflicts and operand reuse of the generated SGEMM for each FFMA "
+                    "traversal (raster, zigzag, swirl) and C register map (maxas, naive), per k-step "
+                    "and over the whole kernel, from the static analysis; and the 8x8 register-bank "
+                    "map of a thread's C block for both register maps.")
+    pc.add_argument("-o", "--output", metavar="FILE", default="conflicts.png",
+                    help="file to write: .png, .svg or .pdf (default conflicts.png)")
+    pc.add_argument("--kernel", choices=WORKLOADS, default="sgemm_64",
+                    help="which generated SGEMM to analyze (default sgemm_64)")
+    pc.add_argument("--dpi", type=_size, default=100, help="resolution of a PNG (default 100)")
     return p
 
 
@@ -121,6 +175,14 @@ def cmd_configs(args):
     else:
         for name, desc in items:
             print(f"{name:12s} {desc}")
+    return 0
+
+
+def cmd_plot(args):
+    from .report.plots import check_output_path, conflicts_figure, save_figure
+    check_output_path(args.output)  # before the work
+    fig = {"conflicts": conflicts_figure}[args.plot](args.kernel)
+    print(f"wrote {save_figure(fig, args.output, dpi=args.dpi)}")
     return 0
 
 
@@ -177,7 +239,8 @@ def main(argv=None):
         parser.print_help()
         return 2
     try:
-        return {"run": cmd_run, "analyze": cmd_analyze, "configs": cmd_configs}[args.command](args)
+        return {"run": cmd_run, "analyze": cmd_analyze, "configs": cmd_configs,
+                "plot": cmd_plot}[args.command](args)
     except MaxsimError as e:
         print(f"maxsim: error: {e}", file=sys.stderr)
         return 2
