@@ -70,9 +70,9 @@ def _parser():
                        description="Run a workload or a SASS file: functional execution (SGEMM "
                                    "results checked against numpy) and the timing model of one SM "
                                    "(cycles, IPC, GFLOPS, stall reasons, bank conflicts, reuse, "
-                                   "memory). Options --m/--n/--k, --traversal, --regmap, --no-reuse "
-                                   "and --sass apply to the SGEMM workloads; --grid and --block to "
-                                   "a .sass file.")
+                                   "memory). Options --m/--n/--k, --traversal, --regmap, --no-reuse, "
+                                   "--sass and --sm-ctas apply to the SGEMM workloads; --grid, --block "
+                                   "and --max-instructions to a .sass file.")
     r.add_argument("target", help="workload name (sgemm_64, sgemm_128) or a maxas-format .sass file")
     r.add_argument("--m", type=_size, default=None, help="SGEMM rows of A and C (default 256)")
     r.add_argument("--n", type=_size, default=None, help="SGEMM columns of C (default 256)")
@@ -85,9 +85,9 @@ def _parser():
     r.add_argument("--sass", metavar="PATH", help="run the SGEMM harness on this kernel file instead "
                                                   "of the generated one (e.g. maxas's sgemm_final_64.sass "
                                                   "with sgemm_64, sgemm_final_128.sass with sgemm_128)")
-    r.add_argument("--grid", type=_grid, default=(1, 1), metavar="X[,Y]",
+    r.add_argument("--grid", type=_grid, default=None, metavar="X[,Y]",
                    help="grid of CTAs for a .sass file (default 1)")
-    r.add_argument("--block", type=_size, default=32, metavar="THREADS",
+    r.add_argument("--block", type=_size, default=None, metavar="THREADS",
                    help="threads per CTA for a .sass file (default 32)")
     r.add_argument("--gpu", "--config", dest="config", default="gm204", metavar="CONFIG",
                    help="architecture config: a shipped name (see `maxsim configs`) or a TOML file "
@@ -99,7 +99,8 @@ def _parser():
     r.add_argument("--max-cycles", type=_size, default=None, metavar="N",
                    help="stop with an error past this many cycles")
     r.add_argument("--max-instructions", type=_size, default=None, metavar="N",
-                   help="stop with an error past this many warp instructions")
+                   help="for a .sass file: stop with an error past this many warp instructions "
+                        "(default 50M; the SGEMM harness sets a limit from the problem size)")
     r.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
     a = sub.add_parser("analyze", help="static view of a kernel: opcode mix, register banks, reuse",
@@ -188,6 +189,16 @@ def cmd_plot(args):
 
 def cmd_run(args):
     from .arch.config import load_config
+    is_file = args.target not in WORKLOADS and (args.target.endswith(".sass") or "/" in args.target)
+    wrong = [opt for opt, val, file_only in (
+        ("--m", args.m, False), ("--n", args.n, False), ("--k", args.k, False), ("--sass", args.sass, False),
+        ("--sm-ctas", args.sm_ctas, False), ("--grid", args.grid, True), ("--block", args.block, True),
+        ("--max-instructions", args.max_instructions, True))
+        if val is not None and file_only != is_file]
+    if wrong and (is_file or args.target in WORKLOADS):
+        what = "a .sass file" if is_file else f"the {args.target} workload"
+        raise UsageError(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to {what} "
+                         f"(see `maxsim run --help`)")
     cfg = load_config(args.config)
     if args.target in WORKLOADS:
         from workloads.sgemm.harness import run_workload
@@ -196,7 +207,7 @@ def cmd_run(args):
                            sass_path=args.sass, timing=not args.functional, sm_ctas=args.sm_ctas,
                            hazards="strict" if args.strict else "warn", max_cycles=args.max_cycles)
     elif args.target.endswith(".sass") or "/" in args.target:
-        out = run_sass_file(args.target, cfg=cfg, grid=args.grid, block=args.block,
+        out = run_sass_file(args.target, cfg=cfg, grid=args.grid or (1, 1), block=args.block or 32,
                             timing=not args.functional, hazards="strict" if args.strict else "warn",
                             max_cycles=args.max_cycles, max_instructions=args.max_instructions)
     else:
@@ -215,7 +226,8 @@ def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn",
     from .sass import parse_file
     kernel = parse_file(path)
     if kernel.params:
-        raise UsageError(f"{path}: the kernel takes {len(kernel.params)} parameters; `maxsim run FILE.sass` "
+        n = len(kernel.params)
+        raise UsageError(f"{path}: the kernel takes {n} parameter{'s' if n != 1 else ''}; `maxsim run FILE.sass` "
                          f"runs parameterless kernels (workloads have their own harness)")
     out = {"workload": path, "kernel": kernel.name, "grid": list(grid), "block": block, "config": cfg.name}
     from .report.fields import functional_fields, timing_fields
@@ -247,6 +259,10 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("maxsim: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and the like: stop quietly
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":
