@@ -42,11 +42,15 @@ class PlotError(MaxsimError):
 
 
 def check_output_path(path) -> str:
-    """The file extension of ``path`` if maxsim can write that format; else a :class:`PlotError`."""
+    """The file extension of ``path`` if maxsim can write that format into an existing directory;
+    else a :class:`PlotError`."""
     ext = os.path.splitext(str(path))[1].lower()
     if ext not in FORMATS:
         got = f"{ext!r}" if ext else "no extension"
         raise PlotError(f"{path}: cannot write a figure with {got}: use one of {', '.join(FORMATS)}")
+    folder = os.path.dirname(str(path)) or "."
+    if not os.path.isdir(folder):
+        raise PlotError(f"{path}: cannot write the figure: no directory {folder}")
     return ext
 
 

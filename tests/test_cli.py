@@ -1,0 +1,259 @@
+"""The ``maxsim`` command line: every bad argument is one line on stderr with exit status 2 (never a
+traceback), and the commands that work print what they promise.
+
+The CLI is called in process (``maxsim.cli.main``) for speed; one test runs the installed console
+script in a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from maxsim.cli import main
+
+TINY = """\
+# Kernel: tiny
+# Arch: sm_50
+# InsCnt: 4
+# RegCnt: 8
+# SharedSize: 0
+# BarCnt: 0
+# Params(0):
+#\tord:addr:size:align
+#
+# Instructions:
+
+--:-:1:-:1      S2R R0, SR_TID.X;
+01:-:-:-:6      SHL R1, R0, 0x2;
+--:-:-:-:6      IADD R2, R1.reuse, R1;
+--:-:-:-:6      FFMA R3, R1, R2, R1;
+--:-:-:-:6      FFMA R4, R3, R1, R2;
+--:-:-:-:5      EXIT;
+"""
+
+WITH_PARAMS = TINY.replace("# Params(0):\n#\tord:addr:size:align\n",
+                           "# Params(1):\n#\tord:addr:size:align\n#\t0:0x140:4:0\n")
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def cli(argv):
+    """Run the CLI in process; the exit status (argparse errors exit through SystemExit)."""
+    try:
+        return main([str(a) for a in argv])
+    except SystemExit as e:
+        return e.code
+
+
+def one_line_error(capsys, argv, *fragments):
+    """``argv`` fails with status 2 and exactly one line on stderr containing ``fragments``."""
+    status = cli(argv)
+    out, err = capsys.readouterr()
+    assert status == 2, (status, out, err)
+    assert "Traceback" not in err + out
+    lines = err.strip("\n").split("\n")
+    assert len(lines) == 1 and lines[0].startswith("maxsim"), err
+    for f in fragments:
+        assert f in err, (f, err)
+    return err
+
+
+@pytest.fixture
+def files(tmp_path):
+    tiny = tmp_path / "tiny.sass"
+    tiny.write_text(TINY)
+    params = tmp_path / "params.sass"
+    params.write_text(WITH_PARAMS)
+    bad = tmp_path / "bad.sass"
+    bad.write_text(TINY.replace("SHL R1, R0, 0x2;", "SHL R1 R0, 0x2;"))
+    syntax = tmp_path / "syntax.toml"
+    syntax.write_text("[gpu\nsms = 1\n")
+    value = tmp_path / "value.toml"
+    value.write_text('inherit = "gm204"\n[gpu]\nsms = 0\n')
+    return {"tiny": tiny, "params": params, "bad": bad, "syntax": syntax, "value": value,
+            "missing": tmp_path / "nosuch.sass", "dir": tmp_path}
+
+
+# ---------------------------------------------------------------------------------------------
+# bad arguments: one line, status 2
+
+@pytest.mark.parametrize("command", ["run", "analyze"])
+def test_missing_file(capsys, files, command):
+    one_line_error(capsys, [command, files["missing"]], "nosuch.sass", "cannot read file")
+
+
+@pytest.mark.parametrize("command", ["run", "analyze"])
+def test_unknown_workload(capsys, command):
+    one_line_error(capsys, [command, "sgemm_32"], "unknown workload 'sgemm_32'", "sgemm_64")
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["--m", "0"], "argument --m: expected a positive integer, got '0'"),
+    (["--m", "abc"], "argument --m: expected a positive integer, got 'abc'"),
+    (["--n", "-64"], "argument --n"),
+    (["--k", "12"], "multiple of 8"),
+    (["--traversal", "spiral"], "argument --traversal: invalid choice: 'spiral'"),
+])
+def test_bad_size_or_choice(capsys, argv, fragment):
+    one_line_error(capsys, ["run", "sgemm_64", "--functional"] + argv, fragment)
+
+
+def test_bad_grid_and_block(capsys, files):
+    one_line_error(capsys, ["run", files["tiny"], "--grid", "2,0"], "argument --grid")
+    one_line_error(capsys, ["run", files["tiny"], "--block", "x"], "argument --block")
+
+
+def test_options_that_do_not_apply(capsys, files):
+    one_line_error(capsys, ["run", files["tiny"], "--m", "64"], "--m does not apply to a .sass file")
+    one_line_error(capsys, ["run", "sgemm_64", "--grid", "2", "--block", "64"],
+                   "--grid, --block do not apply to the sgemm_64 workload")
+
+
+def test_bad_config(capsys, files):
+    one_line_error(capsys, ["run", "sgemm_64", "--gpu", "nosuch"], "no config named 'nosuch'", "gm204")
+    one_line_error(capsys, ["run", files["tiny"], "--gpu", files["syntax"]], "syntax.toml", "TOML syntax")
+    one_line_error(capsys, ["run", files["tiny"], "--config", files["value"]], "value.toml",
+                   "'gpu.sms' must be a positive integer, got 0")
+    one_line_error(capsys, ["run", files["tiny"], "--gpu", files["dir"] / "absent.toml"], "absent.toml")
+
+
+@pytest.mark.parametrize("command", ["run", "analyze"])
+def test_malformed_sass(capsys, files, command):
+    one_line_error(capsys, [command, files["bad"]], f"{files['bad']}:13:", "cannot read operand")
+
+
+def test_malformed_sass_through_the_sgemm_harness(capsys, files):
+    one_line_error(capsys, ["run", "sgemm_64", "--functional", "--sass", files["bad"]], "bad.sass:13:")
+    one_line_error(capsys, ["run", "sgemm_64", "--functional", "--sass", files["missing"]], "nosuch.sass")
+
+
+def test_kernel_with_parameters_is_not_run_as_a_file(capsys, files):
+    one_line_error(capsys, ["run", files["params"]], "takes 1 parameter", "parameterless")
+
+
+@pytest.mark.parametrize("name", ["out.jpg", "out", "out.PNG.txt"])
+def test_plot_bad_extension(capsys, files, name):
+    one_line_error(capsys, ["plot", "conflicts", "-o", files["dir"] / name], "cannot write a figure",
+                   ".png, .svg, .pdf")
+    assert not (files["dir"] / name).exists()
+
+
+def test_plot_unwritable_path(capsys, files):
+    one_line_error(capsys, ["plot", "conflicts", "-o", files["dir"] / "no" / "such" / "dir.png"],
+                   "cannot write the figure", "no directory")
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    (["run"], "required: target"),
+    (["plot"], "required: FIGURE"),
+    (["plot", "histogram"], "invalid choice: 'histogram'"),
+    (["configs", "--bogus"], "unrecognized arguments: --bogus"),
+    (["analyze", "sgemm_64", "--rows", "some"], "argument --rows"),
+])
+def test_usage_errors(capsys, argv, fragment):
+    err = one_line_error(capsys, argv, fragment)
+    assert "--help" in err
+
+
+def test_no_command_prints_help(capsys):
+    assert cli([]) == 2
+    assert "usage: maxsim" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------
+# what works
+
+def test_run_sass_json(capsys, files):
+    assert cli(["run", files["tiny"], "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("workload", "kernel", "grid", "block", "config", "warp_instructions", "opcode_counts",
+                "register_bank_conflicts", "reuse_hit_rate", "cycles", "ipc", "stall_reasons"):
+        assert key in out, key
+    assert out["kernel"] == "tiny" and out["grid"] == [1, 1] and out["block"] == 32
+    assert out["warp_instructions"] == 6 and out["opcode_counts"]["FFMA"] == 2
+    assert out["cycles"] > 0
+
+
+def test_run_sass_text_and_functional(capsys, files):
+    assert cli(["run", files["tiny"], "--grid", "2", "--block", "64", "--functional"]) == 0
+    out = capsys.readouterr().out
+    assert "warp instructions" in out and "cycles" not in out
+
+
+def test_analyze_small_kernel(capsys, files):
+    assert cli(["analyze", files["tiny"], "--rows", "all"]) == 0
+    out = capsys.readouterr().out
+    assert "Register banks and operand reuse: tiny" in out and "whole kernel" in out
+    assert cli(["analyze", files["tiny"], "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["totals"]["instructions"] == 4 and rep["opcode_mix"]["FFMA"] == 2
+    assert rep["totals"]["reuse_hits"] == 1  # IADD's R1.reuse serves the first FFMA's slot 0
+
+
+def test_analyze_generated_sgemm(capsys):
+    assert cli(["analyze", "sgemm_64", "--traversal", "raster", "--rows", "none", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["per_kstep"]["conflicts_with_reuse"] == 2  # the maxas write-up's raster figure
+
+
+def test_configs(capsys):
+    assert cli(["configs"]) == 0
+    out = capsys.readouterr().out
+    assert "gm204" in out and "gtx980" in out
+    assert cli(["configs", "--json"]) == 0
+    assert "gm204" in json.loads(capsys.readouterr().out)
+
+
+def test_plot_conflicts_png(capsys, tmp_path):
+    path = tmp_path / "tmp.png"
+    assert cli(["plot", "conflicts", "-o", path]) == 0
+    assert str(path) in capsys.readouterr().out
+    data = path.read_bytes()
+    assert data.startswith(PNG_SIGNATURE) and len(data) > 10_000
+
+
+def test_conflict_figures_numbers():
+    from maxsim.report.plots import bank_map, conflict_figures
+
+    figs = {(f["traversal"], f["regmap"]): f for f in conflict_figures("sgemm_64")}
+    assert len(figs) == 6
+    # per k-step: 16 A-vs-B conflicts with the maxas map; naive adds the 64 C-vs-B ones
+    assert {f["kstep_conflicts_no_reuse"] for (t, r), f in figs.items() if r == "maxas"} == {16}
+    assert {f["kstep_conflicts_no_reuse"] for (t, r), f in figs.items() if r == "naive"} == {80}
+    assert [figs[t, "maxas"]["kstep_conflicts_unhidden"] for t in ("raster", "zigzag", "swirl")] == [2, 0, 0]
+    rates = [figs[t, "maxas"]["kstep_reuse_hit_rate"] for t in ("raster", "zigzag", "swirl")]
+    assert rates == sorted(rates) and abs(rates[2] - 0.49) < 0.005  # maxas: 49% for swirl
+    maxas, naive = bank_map("maxas"), bank_map("naive")
+    assert (maxas["c_conflicts"], maxas["ab_conflicts"]) == (0, 16)
+    assert (naive["c_conflicts"], naive["ab_conflicts"]) == (64, 16)
+    assert maxas["c"][0][:2] == [3, 2] and naive["c"][1][0] == 8
+
+
+# ---------------------------------------------------------------------------------------------
+# the installed console script
+
+def _console_script():
+    here = Path(sys.executable).parent / ("maxsim.exe" if os.name == "nt" else "maxsim")
+    return str(here) if here.exists() else shutil.which("maxsim")
+
+
+def test_installed_console_script(files):
+    exe = _console_script()
+    if exe is None:
+        pytest.skip("the maxsim console script is not installed (pip install -e .)")
+    ok = subprocess.run([exe, "run", str(files["tiny"]), "--json"], capture_output=True, text=True,
+                        timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["kernel"] == "tiny"
+    bad = subprocess.run([exe, "analyze", str(files["bad"])], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+    assert bad.stderr.startswith("maxsim: error: ") and "bad.sass:13:" in bad.stderr
