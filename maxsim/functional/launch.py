@@ -74,11 +74,16 @@ def _geometry_words(bank: bytes, block: int, grid) -> bytes:
 
 
 def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_instructions=None,
-           recorder=None, ctas=None) -> LaunchResult:
+           recorder=None, ctas=None, progress=None, expected_instructions=None) -> LaunchResult:
     """Execute ``kernel`` over ``grid`` (x, y) CTAs of ``block`` threads.
 
     ``ctas`` optionally restricts execution to a list of (x, y) CTA ids (the timing model uses this
     to run the CTAs of one SM); ``recorder`` collects the per-warp dynamic trace.
+
+    ``progress`` (a callback ``progress(done, total, what, unit)``, see
+    :mod:`maxsim.report.progress`) is told the CTAs done: after each batch of CTAs, and within a
+    batch (at barriers and backward branches) an estimate from the warp instructions executed so far
+    against ``expected_instructions`` (an estimate for the whole launch) or the batches before.
     """
     from .memory import GlobalMemory, Texture1D
 
@@ -110,9 +115,25 @@ def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_in
         compiled = [None if i.opcode in CONTROL else compile_instruction(ctx, i) for i in kernel.instructions]
         # fp32 overflow and NaN (inf * 0, inf - inf) are ordinary GPU results, not numpy warnings
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-            _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder, start)
+            _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder, start,
+                       None if progress is None else
+                       _ticker(progress, state, start, len(batch), len(cta_list), expected_instructions))
+    if progress is not None:
+        progress(len(cta_list), len(cta_list), "functional run", "CTAs")
     return LaunchResult(kernel, (gx, gy), block, state["total"], state["threads"], counts,
                         recorder.finish() if recorder is not None else None)
+
+
+def _ticker(progress, state, start, n, total, expected):
+    """A callable that reports the CTAs done, estimated within the batch of ``n`` CTAs from ``start``."""
+    base = state["total"]
+    per_cta = expected / total if expected else (base / start if start else 0)
+
+    def tick():
+        frac = min(0.99, (state["total"] - base) / (per_cta * n)) if per_cta else 0.0
+        progress(start + n * frac, total, "functional run", "CTAs")
+    tick()
+    return tick
 
 
 def _initial_group(kernel, batch, wpc, block, shared_words, warp_base):
@@ -158,7 +179,7 @@ def _warp_ok(instr, g, taken, ctx):
     return any_t
 
 
-def _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder, warp_base):
+def _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder, warp_base, tick=None):
     kernel = ctx.kernel
     instrs = kernel.instructions
     n_instr = len(instrs)
@@ -166,6 +187,8 @@ def _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder,
     live = np.full(len(batch), wpc, dtype=np.int64)  # live warps per CTA
     waiting = []
     while runnable or waiting:
+        if tick is not None:
+            tick()
         if not runnable:
             runnable = _release_barriers(ctx, waiting, live)
             waiting = []
@@ -267,6 +290,8 @@ def _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder,
                 elif op == "RET":
                     g.stack.pop()
                 g.pc = dest
+                if tick is not None and dest <= pc:
+                    tick()
                 continue
             if not taken.any():
                 g.pc = pc + 1

@@ -41,11 +41,14 @@ class GpuResult:
 
 def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, cfg, ctas=None,
                  hazards="warn", max_instructions=None, progress=None):
-    """Run the kernel functionally, then every CTA in time on ``cfg.gpu.sms`` SMs."""
+    """Run the kernel functionally, then every CTA in time on ``cfg.gpu.sms`` SMs.
+
+    ``progress`` (``progress(done, total, what, unit)``, see :mod:`maxsim.report.progress`) is told
+    the CTAs done by the functional run, then the warp instructions issued by all SMs."""
     t0 = time.perf_counter()
     rec = TraceRecorder(make_summariser(cfg))
     res = launch(kernel, grid, block, params, memory, textures, recorder=rec, ctas=ctas,
-                 max_instructions=max_instructions)
+                 max_instructions=max_instructions, progress=progress)
     gx, gy = (grid, 1) if isinstance(grid, int) else (tuple(grid) + (1,))[:2]
     cta_list = [(x, y) for y in range(gy) for x in range(gx)] if ctas is None else [tuple(c) for c in ctas]
     wpc = (block + 31) // 32
@@ -62,9 +65,12 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
         sm.dispatcher = queue
     env = simpy.Environment()
     used = [sm for sm in sms if sm.pending]
-    for sm in used:
-        sm.run(env, quantum=QUANTUM)
-    env.run()
+    procs = [sm.run(env, quantum=QUANTUM) for sm in used]
+    if progress is None:
+        env.run()
+    else:
+        from ..timing.run import watch_progress
+        watch_progress(env, procs, used, res.warp_instructions, progress)
     cycles = max(sm.now for sm in used)
     total = Stats()
     total.clock_hz = cfg.clock_hz

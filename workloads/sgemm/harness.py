@@ -147,7 +147,7 @@ def _sizes(kernel_name, m, n, k, lda, ldb, ldc):
 
 
 def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, traversal="swirl",
-              regmap="maxas", reuse=True, sass_path=None, seed=0) -> SgemmResult:
+              regmap="maxas", reuse=True, sass_path=None, seed=0, progress=None) -> SgemmResult:
     """Run one SGEMM functionally over the whole grid and check it (see the module docstring).
 
     ``lda`` / ``ldb`` default to M / N rounded up to a multiple of 4 (a column must start on a float4
@@ -155,6 +155,9 @@ def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, tra
 
     ``sass_path`` runs that kernel file (e.g. maxas's own ``sgemm_final_64.sass``) instead of the
     generated kernel; its parameter table must be the 9-parameter maxas layout.
+
+    ``progress`` (``progress(done, total, what, unit)``, see :mod:`maxsim.report.progress`) is told
+    the CTAs done.
     """
     geo, lda, ldb, ldc = _sizes(kernel_name, m, n, k, lda, ldb, ldc)
     kernel = _kernel(kernel_name, traversal, regmap, reuse, sass_path)
@@ -163,7 +166,8 @@ def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, tra
     warps = p.grid[0] * p.grid[1] * ((p.block + 31) // 32)
     limit = warps * ((k // 8) * 600 + 2000)
     res = launch(kernel, grid=p.grid, block=p.block, params=p.params, memory=p.memory, textures=p.textures,
-                 max_instructions=limit)
+                 max_instructions=limit, progress=progress,
+                 expected_instructions=None if progress is None else warps * _warp_instructions(kernel, k))
     out = p.memory.read(p.c_ptr, ldc * n, dtype=np.float32).reshape((ldc, n), order="F")
     c = out[:m].copy()
 
@@ -182,16 +186,30 @@ def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, tra
                        res.warp_instructions, c, ref, res, p.grid, p.block, untouched)
 
 
+def _warp_instructions(kernel, k):
+    """Warp instructions one warp executes for inner dimension ``k``: the kernel once, the main loop
+    (up to its backward branch) k/8 times (exact for the generated kernels; an estimate for others)."""
+    back = [i for i in kernel.instructions if i.opcode == "BRA" and 0 <= i.target <= i.index]
+    body = back[0].index - back[0].target + 1 if back else 0
+    return len(kernel.instructions) + max(k // 8 - 1, 0) * body
+
+
 def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regmap="maxas", reuse=True,
-                 sass_path=None, timing=True, sm_ctas=None, hazards="warn", max_cycles=None) -> dict:
+                 sass_path=None, timing=True, sm_ctas=None, hazards="warn", max_cycles=None,
+                 progress=None, timeline=None) -> dict:
     """What ``maxsim run sgemm_64|sgemm_128`` reports: the checked functional run of the whole grid,
     then (``timing``) the timing model of one SM running the first ``sm_ctas`` CTAs (default: one
-    full wave of resident CTAs). Sizes default to 256."""
+    full wave of resident CTAs). Sizes default to 256.
+
+    ``progress``: a callback ``progress(done, total, what, unit)`` (see :mod:`maxsim.report.progress`)
+    for both runs. ``timeline``: a callable that receives the timed SM, run with its issue log on
+    (e.g. :func:`maxsim.report.timeline.write_trace`)."""
     from maxsim.arch.config import load_config
     from maxsim.report.fields import functional_fields, timing_fields
     cfg = cfg if cfg is not None else load_config()
     m, n, k = (256 if x is None else x for x in (m, n, k))
-    r = run_sgemm(name, m, n, k, traversal=traversal, regmap=regmap, reuse=reuse, sass_path=sass_path)
+    r = run_sgemm(name, m, n, k, traversal=traversal, regmap=regmap, reuse=reuse, sass_path=sass_path,
+                  progress=progress)
     kernel = r.launch.kernel
     out = {"workload": name, "kernel": kernel.name, "config": cfg.name, "m": m, "n": n, "k": k,
            "grid": list(r.grid), "block": r.block, "verified": r.verified,
@@ -207,7 +225,10 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
     every = [(x, y) for y in range(p.grid[1]) for x in range(p.grid[0])]
     count = min(len(every), sm_ctas or residency(kernel, p.block, cfg)[0])
     res, sm = simulate(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg, ctas=every[:count],
-                       hazards=hazards, max_cycles=max_cycles)
+                       hazards=hazards, max_cycles=max_cycles, progress=progress, log=timeline is not None,
+                       expected_instructions=count * ((p.block + 31) // 32) * _warp_instructions(kernel, k))
+    if timeline is not None:
+        timeline(sm)
     out.update(timing_fields(sm))
     out["sm_ctas"] = count
     return out
