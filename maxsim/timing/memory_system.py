@@ -178,9 +178,17 @@ class SectorCache:
 class MemorySystem:
     """L2 + DRAM shared by the SMs of one simulated GPU."""
 
-    def __init__(self, cfg, bandwidth_share: float = 1.0, l2_size_bytes: int | None = None):
+    def __init__(self, cfg, bandwidth_share: float = 1.0, l2_size_bytes: int | None = None,
+                 dram_traffic_factor: float = 1.0):
+        """``bandwidth_share``, ``l2_size_bytes`` and ``dram_traffic_factor`` let one simulated SM
+        stand for a GPU full of them: its share of the L2 and DRAM bandwidth and of the L2, and the
+        fraction of its L2 misses that really reach DRAM (the rest are data that other SMs of the
+        same wave fetch, so the L2 serves them)."""
         if not 0 < bandwidth_share <= 1:
             raise ValueError("bandwidth_share must be in (0, 1]")
+        if not 0 < dram_traffic_factor <= 1:
+            raise ValueError("dram_traffic_factor must be in (0, 1]")
+        self.dram_factor = dram_traffic_factor
         self.sector = cfg.l2.sector
         self.l2_latency = cfg.latency.l2_hit
         self.dram_latency = cfg.latency.dram
@@ -228,7 +236,7 @@ class MemorySystem:
             m = len(misses)
             self.l2_read_misses += m
             self.dram_bytes_read += m * sec
-            ready = self.dram_server.reserve(start, m * sec) + self.dram_latency
+            ready = self.dram_server.reserve(start, m * sec * self.dram_factor) + self.dram_latency
             writebacks = 0
             for blk in misses:
                 victim = l2.insert(blk, ready)

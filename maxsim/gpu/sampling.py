@@ -1,0 +1,138 @@
+"""Predict a large launch from short simulations of one SM (sampling).
+
+Simulating every instruction of an 8192^3 SGEMM is out of reach, but its structure is regular:
+
+* **Waves.** The block dispatcher hands the first ``S x R`` CTAs (S SMs, R resident per SM)
+  round-robin to the SMs, and each later CTA to the SM whose slot frees first. CTAs that start
+  together end together, so the busiest SM (SM 0) runs its ``ceil(G / S)`` CTAs in *rounds* of R
+  (all SMs busy), then a last round with the remainder. The launch takes the sum of SM 0's rounds.
+* **Steady state in K.** A CTA's time is a fixed cost (prologue, pipeline fill, epilogue) plus a
+  cost per main-loop iteration, so the time of a round is affine in K. Each round type is
+  simulated at two small K values (both past the pipeline fill) and the line through them is
+  evaluated at the real K. When the real K is no larger than the second sample, it is simulated
+  directly.
+* **The rest of the GPU.** The simulated SM gets its share of the L2 capacity and of the L2 and
+  DRAM bandwidth (1 / active SMs), and only the fraction of its L2 misses that reach DRAM in the
+  real GPU: data that several CTAs of the same wave read (an SGEMM's A tile is read by every CTA
+  of its row) comes from DRAM once per wave. ``footprint(cta)`` names the pieces of data a CTA reads;
+  the fraction is (distinct pieces in the wave) / (sum over SMs of the distinct pieces of each SM).
+
+The tests check the prediction against the full simulation on sizes where both run.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ..timing.memory_system import MemorySystem
+from ..timing.run import simulate
+from ..timing.sm import residency
+
+
+@attrs.define
+class RoundSample:
+    ctas: int  # CTAs the SM runs in this round
+    active_sms: int
+    dram_factor: float
+    ks: tuple  # K values simulated
+    cycles: tuple  # cycles of each
+    loop_cycles: float  # steady-state cycles per loop iteration (second sample)
+
+
+@attrs.define
+class Prediction:
+    cycles: float
+    seconds: float
+    rounds: list  # (count, RoundSample)
+    waves: float
+    resident_ctas: int
+    sim_seconds: float = 0.0
+
+
+def sm_rounds(grid_ctas, sms, resident):
+    """The rounds SM 0 runs: (how many, CTAs per round, SMs active, first CTA of its wave, wave size)."""
+    wave = sms * resident
+    full, left = divmod(grid_ctas, wave)
+    out = []
+    if full:
+        out.append((full, resident, sms, 0, wave))
+    if left:
+        out.append((1, -(-left // sms), min(sms, left), full * wave, left))
+    return out
+
+
+def _round_ctas(first, count, sms, gx):
+    """CTA ids (x, y) SM 0 gets in a round starting at linear CTA ``first`` (round-robin)."""
+    ids = [first + j * sms for j in range(count)]
+    return [(i % gx, i // gx) for i in ids]
+
+
+def dram_factor(first, n_ctas, sms, gx, footprint):
+    """Fraction of one SM's L2 misses that reach DRAM when the whole wave runs together."""
+    if footprint is None:
+        return 1.0
+    wave = [(i % gx, i // gx) for i in range(first, first + n_ctas)]
+    union = set()
+    per_sm = {}
+    for i, cid in enumerate(wave):
+        keys = set(footprint(cid))
+        union |= keys
+        per_sm.setdefault(i % sms, set()).update(keys)
+    total = sum(len(v) for v in per_sm.values())
+    return max(len(union) / total, 1e-3) if total else 1.0
+
+
+def predict(kernel, block, grid, k, build, cfg, *, k_samples=(32, 64), footprint=None,
+            progress=None):
+    """Predict the launch of ``kernel`` over ``grid`` with inner dimension ``k``.
+
+    ``build(k_value) -> (params, memory, textures)`` makes the same problem with another K (the
+    launch geometry must not depend on K). ``footprint(cta) -> iterable`` names the data a CTA
+    reads (see the module docstring); None means no sharing between CTAs.
+    """
+    gx, gy = grid
+    sms = cfg.gpu.sms
+    resident, _ = residency(kernel, block, cfg)
+    rounds = sm_rounds(gx * gy, sms, resident)
+    k1, k2 = k_samples
+    out = []
+    sim = 0.0
+    for n_rounds, ctas, active, first, wave in rounds:
+        ids = _round_ctas(first, ctas, sms, gx)
+        factor = dram_factor(first, wave, sms, gx, footprint)
+        ks = (k,) if k <= k2 else (k1, k2)
+        cyc = []
+        loop = None
+        for kk in ks:
+            params, memory, textures = build(kk)
+            ms = MemorySystem(cfg, bandwidth_share=1.0 / active,
+                              l2_size_bytes=max(cfg.l2.size // active, cfg.l2.sector * cfg.l2.assoc),
+                              dram_traffic_factor=factor)
+            _, sm = simulate(kernel, grid, block, params, memory, textures, cfg=cfg, ctas=ids,
+                             memory_system=ms, hazards=None)
+            cyc.append(sm.stats.cycles)
+            loop = sm.loop_cycles_per_iteration()
+            sim += sm.stats.sim_seconds + sm.stats.functional_seconds
+            if progress is not None:
+                progress()
+        out.append((n_rounds, RoundSample(ctas, active, factor, ks, tuple(cyc), loop or 0.0)))
+    total = 0.0
+    for n_rounds, r in out:
+        if len(r.ks) == 1:
+            t = r.cycles[0]
+        else:
+            (ka, kb), (ta, tb) = r.ks, r.cycles
+            t = ta + (tb - ta) * (k - ka) / (kb - ka)
+        total += n_rounds * t
+    seconds = cfg.cycles_to_seconds(total) + cfg.gpu.launch_overhead_us * 1e-6
+    return Prediction(cycles=total, seconds=seconds, rounds=out,
+                      waves=gx * gy / (sms * resident), resident_ctas=resident, sim_seconds=sim)
+
+
+def samples_needed(grid, k, sms, resident, k_samples=(32, 64)):
+    """How many short simulations :func:`predict` will run (for progress bars)."""
+    per = 1 if k <= k_samples[1] else 2
+    return per * len(sm_rounds(grid[0] * grid[1], sms, resident))
+
+
+__all__ = ["predict", "Prediction", "RoundSample", "sm_rounds", "dram_factor", "samples_needed"]

@@ -1,0 +1,70 @@
+"""Whole-GPU predictions of the SGEMM kernels: sampled (any size) or fully simulated (small sizes).
+
+Square problems M = N = K = n as in the maxas benchmarks; GFLOPS = (2n^3 + n^2) / time, the maxas
+wiki's formula.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from maxsim.functional import GlobalMemory, Texture1D
+from maxsim.functional.memory import texture_index
+from maxsim.gpu import simulate_gpu
+from maxsim.gpu.sampling import predict, samples_needed
+from maxsim.timing.sm import residency
+
+from .generator import KERNELS, TEX_A, TEX_B, generate_kernel
+from .harness import _round4
+
+
+def gflops(n, seconds):
+    return (2.0 * n ** 3 + n ** 2) / seconds / 1e9
+
+
+def _builder(n, lda, seed=0):
+    """Same n x n problem with any K: random A and B (timing does not depend on the values)."""
+    def build(k):
+        rng = np.random.default_rng(seed)
+        mem = GlobalMemory()
+        c_ptr = mem.alloc(n * n * 4)  # C is never read by the timing; pages stay untouched
+        a = np.zeros((lda, k), np.float32)
+        a[:n] = rng.standard_normal((n, k), dtype=np.float32)
+        tex = {texture_index(TEX_A): Texture1D(a.ravel(order="F").reshape(-1, 4)),
+               texture_index(TEX_B): Texture1D(a.ravel(order="F").reshape(-1, 4))}
+        return [c_ptr, n, n, k, lda, lda, n, np.float32(1.0), 0], mem, tex
+    return build
+
+
+def footprint(cta):
+    """An SGEMM CTA (x, y) reads the A tile of row block x and the B tile of column block y."""
+    return (("A", cta[0]), ("B", cta[1]))
+
+
+def predict_sgemm(name, n, cfg, *, kernel=None, full=False, progress=None):
+    """Predicted seconds, GFLOPS and details of the square SGEMM of size n on the GPU of ``cfg``."""
+    geo = KERNELS[name]
+    kernel = kernel if kernel is not None else generate_kernel(name)
+    lda = _round4(n)
+    grid = (-(-n // geo.tile), -(-n // geo.tile))
+    k = -(-n // 8) * 8
+    build = _builder(n, lda)
+    if full:
+        params, mem, tex = build(k)
+        r = simulate_gpu(kernel, grid, geo.threads, params, mem, tex, cfg=cfg, hazards=None)
+        return {"kernel": name, "n": n, "seconds": r.seconds, "gflops": gflops(n, r.seconds),
+                "cycles": r.cycles, "waves": r.waves, "method": "full"}
+    p = predict(kernel, geo.threads, grid, k, build, cfg, footprint=footprint, progress=progress)
+    return {"kernel": name, "n": n, "seconds": p.seconds, "gflops": gflops(n, p.seconds),
+            "cycles": p.cycles, "waves": p.waves, "method": "sampled",
+            "loop_cycles": p.rounds[0][1].loop_cycles,
+            "rounds": [{"count": c, "ctas": r.ctas, "active_sms": r.active_sms,
+                        "dram_factor": r.dram_factor, "k_samples": list(r.ks), "cycles": list(r.cycles)}
+                       for c, r in p.rounds]}
+
+
+def sample_count(name, n, cfg, kernel=None):
+    geo = KERNELS[name]
+    kernel = kernel if kernel is not None else generate_kernel(name)
+    grid = (-(-n // geo.tile), -(-n // geo.tile))
+    return samples_needed(grid, n, cfg.gpu.sms, residency(kernel, geo.threads, cfg)[0])
