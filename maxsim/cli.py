@@ -126,6 +126,24 @@ def _parser():
                                    "inherits from one of them).")
     c.add_argument("--json", action="store_true", help="print a JSON object name -> description")
 
+    cm = sub.add_parser("compare", help="simulated versus measured SGEMM GFLOPS on a whole GPU",
+                        description="Predict the maxas SGEMM kernels on a whole GPU (sampled: short "
+                                    "simulations of one SM's rounds of resident CTAs, extrapolated "
+                                    "in K) at every measured size, and compare with the measured GFLOPS "
+                                    "in traces/ (GTX 980 at 1607 MHz): a table, the error at each point, "
+                                    "the MAPE per kernel, and optionally a plot with cuBLAS as reference.")
+    cm.add_argument("--workload", choices=WORKLOADS + ("all",), default="all",
+                    help="which kernel to compare (default all)")
+    cm.add_argument("--sizes", metavar="N[,N...]", type=_sizes_list, default=None,
+                    help="square sizes to predict (default: every measured size; for sgemm_64 also "
+                         "the measured sgemm_128 sizes above 512, predicted only)")
+    cm.add_argument("--gpu", "--config", dest="config", default="gtx980_oc",
+                    help="architecture config (default gtx980_oc, the measured setup)")
+    cm.add_argument("-o", "--output", metavar="FILE", default=None,
+                    help="also draw the comparison to this file (.png, .svg or .pdf)")
+    cm.add_argument("--quiet", action="store_true", help="no progress bar")
+    cm.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+
     pl = sub.add_parser("plot", help="draw figures (PNG, SVG or PDF)",
                         description="Draw a figure to a file; the format follows the file extension "
                                     "(.png, .svg, .pdf).")
@@ -142,6 +160,45 @@ def _parser():
                     help="which generated SGEMM to analyze (default sgemm_64)")
     pc.add_argument("--dpi", type=_size, default=100, help="resolution of a PNG (default 100)")
     return p
+
+
+def _sizes_list(text):
+    try:
+        out = [int(x, 0) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected sizes like 512,1024, got {text!r}") from None
+    if not out or min(out) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive sizes like 512,1024, got {text!r}")
+    return out
+
+
+def cmd_compare(args):
+    from .arch.config import load_config
+    from .report.progress import Progress
+    from workloads.compare import compare, format_table, load_measurements
+    cfg = load_config(args.config)
+    names = WORKLOADS if args.workload == "all" else (args.workload,)
+    extra = None
+    if args.sizes is None and "sgemm_64" in names:
+        large = sorted(n for n in load_measurements().get("sgemm_128", {}) if n > 512)
+        extra = {"sgemm_64": large}
+    bar = Progress(quiet=args.quiet)
+    try:
+        result = compare(cfg, names, sizes=args.sizes, extra_sizes=extra,
+                         progress=lambda done, total: bar(done, total, "compare", "sizes"))
+    finally:
+        bar.close()
+    if args.output:
+        from .report.compare_plot import plot_comparison
+        plot_comparison(result, args.output)
+        result["plot"] = args.output
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(format_table(result))
+        if args.output:
+            print(f"plot written to {args.output}")
+    return 0
 
 
 def _kernel_for(target, args):
@@ -252,7 +309,7 @@ def main(argv=None):
         return 2
     try:
         return {"run": cmd_run, "analyze": cmd_analyze, "configs": cmd_configs,
-                "plot": cmd_plot}[args.command](args)
+                "plot": cmd_plot, "compare": cmd_compare}[args.command](args)
     except MaxsimError as e:
         print(f"maxsim: error: {e}", file=sys.stderr)
         return 2
