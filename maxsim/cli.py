@@ -102,6 +102,17 @@ def _parser():
                    help="for a .sass file: stop with an error past this many warp instructions "
                         "(default 50M; the SGEMM harness sets a limit from the problem size)")
     r.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    r.add_argument("--trace", metavar="FILE", default=None,
+                   help="write a timeline of the timed SM to FILE: Chrome trace-event JSON (open it in "
+                        "https://ui.perfetto.dev or chrome://tracing; 1 us of trace time = 1 cycle): "
+                        "a track per warp grouped by scheduler, a slice per issued instruction, stall "
+                        "reasons between issues, IPC and memory requests in flight")
+    r.add_argument("--trace-window", metavar="START:END", default=None,
+                   help="cycles [START, END) the timeline keeps (either may be left out; default: the "
+                        "whole run, cut short at about 2 million events)")
+    r.add_argument("--quiet", action="store_true",
+                   help="no progress bar (drawn on stderr when it is a terminal, or when "
+                        "MAXSIM_PROGRESS=1)")
 
     a = sub.add_parser("analyze", help="static view of a kernel: opcode mix, register banks, reuse",
                        description="Static analysis of a .sass file or a generated workload: opcode "
@@ -256,19 +267,27 @@ def cmd_run(args):
         what = "a .sass file" if is_file else f"the {args.target} workload"
         raise UsageError(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to {what} "
                          f"(see `maxsim run --help`)")
+    timeline = _trace_writer(args)
     cfg = load_config(args.config)
-    if args.target in WORKLOADS:
-        from workloads.sgemm.harness import run_workload
-        out = run_workload(args.target, cfg=cfg, m=args.m, n=args.n, k=args.k,
-                           traversal=args.traversal, regmap=args.regmap, reuse=not args.no_reuse,
-                           sass_path=args.sass, timing=not args.functional, sm_ctas=args.sm_ctas,
-                           hazards="strict" if args.strict else "warn", max_cycles=args.max_cycles)
-    elif args.target.endswith(".sass") or "/" in args.target:
-        out = run_sass_file(args.target, cfg=cfg, grid=args.grid or (1, 1), block=args.block or 32,
-                            timing=not args.functional, hazards="strict" if args.strict else "warn",
-                            max_cycles=args.max_cycles, max_instructions=args.max_instructions)
-    else:
-        raise UsageError(f"unknown workload {args.target!r}: expected one of {', '.join(WORKLOADS)} or a .sass file")
+    from .report.progress import Progress
+    bar = Progress(quiet=args.quiet)
+    try:
+        if args.target in WORKLOADS:
+            from workloads.sgemm.harness import run_workload
+            out = run_workload(args.target, cfg=cfg, m=args.m, n=args.n, k=args.k,
+                               traversal=args.traversal, regmap=args.regmap, reuse=not args.no_reuse,
+                               sass_path=args.sass, timing=not args.functional, sm_ctas=args.sm_ctas,
+                               hazards="strict" if args.strict else "warn", max_cycles=args.max_cycles,
+                               progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)))
+        elif args.target.endswith(".sass") or "/" in args.target:
+            out = run_sass_file(args.target, cfg=cfg, grid=args.grid or (1, 1), block=args.block or 32,
+                                timing=not args.functional, hazards="strict" if args.strict else "warn",
+                                max_cycles=args.max_cycles, max_instructions=args.max_instructions,
+                                progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)))
+        else:
+            raise UsageError(f"unknown workload {args.target!r}: expected one of {', '.join(WORKLOADS)} or a .sass file")
+    finally:
+        bar.close()
     if args.json:
         print(json.dumps(out, indent=1, default=float))
     else:
@@ -277,9 +296,38 @@ def cmd_run(args):
     return 0
 
 
+def _trace_writer(args):
+    """For --trace / --trace-window: a function that writes the timed SM's timeline (checked before
+    the run), or None."""
+    import os
+    if args.trace is None:
+        if args.trace_window is not None:
+            raise UsageError("--trace-window needs --trace FILE")
+        return None
+    if args.functional:
+        raise UsageError("--trace needs the timing run (leave out --functional)")
+    from .report.timeline import parse_window, write_trace
+    window = parse_window(args.trace_window) if args.trace_window is not None else None
+    folder = os.path.dirname(os.path.abspath(args.trace))
+    if not os.path.isdir(folder):
+        raise UsageError(f"--trace {args.trace}: the folder {folder} does not exist")
+
+    def write(sm, bar):
+        bar.close()
+        try:
+            summary = write_trace(sm, args.trace, window)
+        except OSError as e:
+            raise UsageError(f"cannot write the trace to {args.trace}: {e.strerror or e}") from None
+        if summary.cut or not args.quiet:
+            print(f"maxsim: {summary.message()}", file=sys.stderr)
+    return write
+
+
 def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn", max_cycles=None,
-                  max_instructions=None):
-    """Run a parameterless kernel file (a micro-benchmark) and report what it executed."""
+                  max_instructions=None, progress=None, timeline=None):
+    """Run a parameterless kernel file (a micro-benchmark) and report what it executed.
+    ``progress``: a progress callback (:mod:`maxsim.report.progress`); ``timeline``: a callable
+    that receives the timed SM, run with its issue log on."""
     from .sass import parse_file
     kernel = parse_file(path)
     if kernel.params:
@@ -290,12 +338,14 @@ def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn",
     from .report.fields import functional_fields, timing_fields
     if not timing:
         from .functional import launch
-        res = launch(kernel, grid, block, max_instructions=max_instructions)
+        res = launch(kernel, grid, block, max_instructions=max_instructions, progress=progress)
         out.update(functional_fields(kernel, res))
         return out
     from .timing.run import simulate
     res, sm = simulate(kernel, grid, block, cfg=cfg, hazards=hazards, max_cycles=max_cycles,
-                       max_instructions=max_instructions)
+                       max_instructions=max_instructions, progress=progress, log=timeline is not None)
+    if timeline is not None:
+        timeline(sm)
     out.update(functional_fields(kernel, res))
     out.update(timing_fields(sm))
     return out

@@ -17,21 +17,31 @@ ends the last one. No dependencies beyond the standard library.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
 
 class Progress:
-    """A progress callback that prints to ``stream`` (default: stderr)."""
+    """A progress callback that prints to ``stream`` (default: stderr).
 
-    def __init__(self, stream=None, *, force=False, quiet=False, rate=10.0, width=24, clock=time.monotonic):
+    ``force``: draw even when the stream is not a terminal; default from the environment variable
+    ``MAXSIM_PROGRESS`` (``1``: always, ``0``: never, unset: on a terminal). ``quiet``: never draw.
+    """
+
+    def __init__(self, stream=None, *, force=None, quiet=False, rate=10.0, width=24, clock=time.monotonic):
         self.stream = stream if stream is not None else sys.stderr
         tty = getattr(self.stream, "isatty", None)
         try:
             is_tty = bool(tty()) if tty is not None else False
         except (ValueError, OSError):  # a closed stream
             is_tty = False
-        self.enabled = not quiet and (force or is_tty)
+        if force is None:
+            env = os.environ.get("MAXSIM_PROGRESS", "")
+            force = True if env == "1" else (False if env == "0" else None)
+            if force is False:
+                is_tty = False
+        self.enabled = not quiet and bool(force or is_tty)
         self.interval = 1.0 / rate if rate > 0 else 0.0
         self.width = width
         self.clock = clock
