@@ -99,3 +99,13 @@ def test_run_workload_functional_and_timed():
     assert out["verified"] and out["grid"] == [1, 2] and "cycles" not in out
     out = run_workload("sgemm_128", m=128, n=128, k=16, hazards="strict")
     assert out["verified"] and out["hazards"] == 0 and out["sm_ctas"] == 1 and out["cycles"] > 0
+
+
+def test_the_other_kernel_file_is_refused(tmp_path):
+    from maxsim.errors import LaunchError
+    from workloads.sgemm.generator import generate
+    from workloads.sgemm.harness import run_sgemm
+    f = tmp_path / "k128.sass"
+    f.write_text(generate("sgemm_128"))
+    with pytest.raises(LaunchError, match="SharedSize 16384.*needs 8192"):
+        run_sgemm("sgemm_64", 64, 64, 8, sass_path=str(f))

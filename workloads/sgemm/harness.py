@@ -131,6 +131,14 @@ def _kernel(kernel_name, traversal, regmap, reuse, sass_path):
     if sass_path is not None:
         kernel = parse_file(sass_path)
         check_params(kernel, str(sass_path))
+        geo = KERNELS[kernel_name]
+        # double-buffered A and B slices: 2 x 2 x 8 k-values x tile floats
+        need = 2 * 2 * 8 * geo.tile * 4
+        if kernel.shared_size != need:
+            raise LaunchError(
+                f"{sass_path}: kernel {kernel.name} declares SharedSize {kernel.shared_size}, but the "
+                f"{kernel_name} harness ({geo.threads} threads, {geo.tile}x{geo.tile} tile) needs {need}: "
+                f"is it the other SGEMM kernel?")
         return kernel
     return generate_kernel(kernel_name, traversal, regmap, reuse)
 
