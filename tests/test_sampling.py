@@ -1,0 +1,39 @@
+"""The sampled whole-GPU prediction against the full simulation, on sizes where both run.
+
+Full simulation: every CTA of the grid on all 16 SMs of the GTX 980 config, sharing the L2 and
+DRAM. Sampled: short simulations of one SM's rounds of resident CTAs at two small K values,
+extrapolated to the real K (see maxsim/gpu/sampling.py). Larger sizes (N = 1024) are compared by
+benchmarks/sampling_accuracy.py, too slow for the test suite.
+"""
+
+import pytest
+
+from maxsim.arch.config import load_config
+from maxsim.gpu.sampling import dram_factor, sm_rounds
+from workloads.sgemm.predict import footprint, predict_sgemm
+
+CFG = load_config("gtx980_oc")
+
+
+@pytest.mark.parametrize("name,n", [("sgemm_64", 256), ("sgemm_128", 256), ("sgemm_64", 512),
+                                    ("sgemm_128", 512)])
+def test_sampled_within_1_percent_of_full_simulation(name, n):
+    full = predict_sgemm(name, n, CFG, full=True)
+    sampled = predict_sgemm(name, n, CFG)
+    assert sampled["method"] == "sampled" and full["method"] == "full"
+    assert abs(sampled["cycles"] - full["cycles"]) / full["cycles"] < 0.01
+
+
+def test_rounds_of_the_busiest_sm():
+    # 16 SMs x 8 resident: 256 CTAs are two full waves; 300 CTAs add a tail of 44 (3 per SM)
+    assert sm_rounds(256, 16, 8) == [(2, 8, 16, 0, 128)]
+    assert sm_rounds(300, 16, 8) == [(2, 8, 16, 0, 128), (1, 3, 16, 256, 44)]
+    assert sm_rounds(20, 16, 8) == [(1, 2, 16, 0, 20)]
+    assert sm_rounds(4, 16, 8) == [(1, 1, 4, 0, 4)]
+
+
+def test_dram_sharing_of_a_wave():
+    # 4 x 4 grid, one CTA per SM: 8 distinct tiles for 16 SMs reading 2 each
+    assert dram_factor(0, 16, 16, 4, footprint) == pytest.approx(8 / 32)
+    # no sharing declared: every miss goes to DRAM
+    assert dram_factor(0, 16, 16, 4, None) == 1.0
