@@ -25,7 +25,6 @@ the summary says where.
 
 from __future__ import annotations
 
-import bisect
 import json
 import math
 import os
