@@ -25,9 +25,10 @@ def test_sampled_within_1_percent_of_full_simulation(name, n):
 
 
 def test_rounds_of_the_busiest_sm():
-    # 16 SMs x 8 resident: 256 CTAs are two full waves; 300 CTAs add a tail of 44 (3 per SM)
+    # 16 SMs x 8 resident: 256 CTAs are two full waves; 300 CTAs add a tail of 44, taken 8 at a
+    # time by the 6 SMs that finish first
     assert sm_rounds(256, 16, 8) == [(2, 8, 16, 0, 128)]
-    assert sm_rounds(300, 16, 8) == [(2, 8, 16, 0, 128), (1, 3, 16, 256, 44)]
+    assert sm_rounds(300, 16, 8) == [(2, 8, 16, 0, 128), (1, 8, 6, 256, 44)]
     assert sm_rounds(20, 16, 8) == [(1, 2, 16, 0, 20)]
     assert sm_rounds(4, 16, 8) == [(1, 1, 4, 0, 4)]
 

@@ -4,8 +4,11 @@ Simulating every instruction of an 8192^3 SGEMM is out of reach, but its structu
 
 * **Waves.** The block dispatcher hands the first ``S x R`` CTAs (S SMs, R resident per SM)
   round-robin to the SMs, and each later CTA to the SM whose slot frees first. CTAs that start
-  together end together, so the busiest SM (SM 0) runs its ``ceil(G / S)`` CTAs in *rounds* of R
-  (all SMs busy), then a last round with the remainder. The launch takes the sum of SM 0's rounds.
+  together end together, so the busiest SM runs *rounds* of R CTAs (all SMs busy), then a tail
+  round: of ``ceil(G / S)`` CTAs if the grid is less than one wave (round-robin), else of up to R
+  CTAs, because the SMs that finish the last full wave first take R tail CTAs each (their CTAs end
+  within a few dozen cycles of each other, the SMs have drifted apart by far more). The launch
+  takes the sum of the busiest SM's rounds.
 * **Steady state in K.** A CTA's time is a fixed cost (prologue, pipeline fill, epilogue) plus a
   cost per main-loop iteration, so the time of a round is affine in K. Each round type is
   simulated at two small K values (both past the pipeline fill) and the line through them is
@@ -56,8 +59,15 @@ def sm_rounds(grid_ctas, sms, resident):
     out = []
     if full:
         out.append((full, resident, sms, 0, wave))
-    if left:
-        out.append((1, -(-left // sms), min(sms, left), full * wave, left))
+    if left and not full:
+        # a partial first wave is dealt round-robin: the busiest SM gets ceil(left / S)
+        out.append((1, -(-left // sms), min(sms, left), 0, left))
+    elif left:
+        # a tail after full waves goes to the SMs whose slots free first; an SM's resident CTAs
+        # started together and end within a few dozen cycles of each other, while the SMs have
+        # drifted apart by far more, so the first SMs to finish take up to R tail CTAs each
+        per = min(resident, left)
+        out.append((1, per, -(-left // per), full * wave, left))
     return out
 
 
