@@ -114,10 +114,14 @@ def _parser():
                    help="no progress bar (drawn on stderr when it is a terminal, or when "
                         "MAXSIM_PROGRESS=1)")
 
-    a = sub.add_parser("analyze", help="static view of a kernel: opcode mix, register banks, reuse",
+    a = sub.add_parser("analyze", help="static view of a kernel: opcode mix, register banks, reuse, "
+                                       "control-code hazards",
                        description="Static analysis of a .sass file or a generated workload: opcode "
                                    "mix, register bank conflicts with and without the reuse caches, "
-                                   "reuse hit rates over the kernel and its main loop.")
+                                   "reuse hit rates over the kernel and its main loop, and the "
+                                   "control-code hazards (wait masks, barriers and stall counts that "
+                                   "leave a dependency open, in program order and across each loop's "
+                                   "back edge, with the latencies of the architecture config).")
     a.add_argument("target", help="a .sass file or a workload name (sgemm_64, sgemm_128)")
     a.add_argument("--traversal", choices=("swirl", "zigzag", "raster"), default="swirl",
                    help="FFMA traversal order of a generated SGEMM (default swirl; ignored for a .sass file)")
@@ -129,7 +133,11 @@ def _parser():
                    help="which instructions to list: unhidden (conflicts left with reuse, the default), "
                         "conflicts (any conflict with reuse off), all, none")
     a.add_argument("--json", action="store_true",
-                   help="print one JSON object (totals, loops, per-k-step figures, every ALU row, opcode mix)")
+                   help="print one JSON object (totals, loops, per-k-step figures, every ALU row, opcode "
+                        "mix, control-code hazards)")
+    a.add_argument("--gpu", "--config", dest="config", default="gm204",
+                   help="architecture config whose latencies the control-code check uses: a shipped name "
+                        "(see `maxsim configs`) or a TOML file (default gm204)")
 
     c = sub.add_parser("configs", help="list the shipped architecture configs",
                        description="List the architecture configs shipped with maxsim (give a name to "
@@ -224,15 +232,21 @@ def _kernel_for(target, args):
 
 
 def cmd_analyze(args):
-    from .analysis import analyze_banks, format_bank_report, opcode_mix
+    from .analysis import analyze_banks, check_controls, format_bank_report, format_hazards, opcode_mix
+    from .arch.config import load_config
+    cfg = load_config(args.config)
     kernel = _kernel_for(args.target, args)
     rep = analyze_banks(kernel)
+    hazards = check_controls(kernel, cfg)
     if args.json:
         out = rep.to_dict()
         out["opcode_mix"] = opcode_mix(kernel)
+        out["config"] = cfg.name
+        out["hazards"] = [h.to_dict() for h in hazards]
         print(json.dumps(out, indent=1))
     else:
         print(format_bank_report(rep, rows=args.rows))
+        print(format_hazards(hazards, title=f"Control-code hazards ({cfg.name} latencies)"))
     return 0
 
 
