@@ -17,7 +17,12 @@ for each backward branch (a loop) the loop body is walked once more, from the lo
 from the state and time the straight walk had at the branch (the loop head issues the branch's
 stall count after it): hazards between the end of one iteration and the start of the next are found
 there (:attr:`Hazard.loop` names the branch). Forward branches taken, and a second wrap of a loop,
-are not followed.
+are not followed. Past a conditional branch the straight walk knows the branch's guard is false, so
+memory ops issued under the same guard (the predicate not written since) did not execute: their
+registers are not pending (maxas's SGEMM loads the next iteration's fragments with ``@P0 LDS`` at
+the bottom of the loop and reuses those registers right after ``@P0 BRA`` falls through; without
+this rule its two files report 16 overwrites each). The generator's scheduler does not use this
+path fact and stays conservative.
 
 The rules (numbers from the architecture config, ``[latency]`` and ``[sm]`` sections):
 
