@@ -42,6 +42,7 @@ _UNIT_CODE = {"alu": ALU, "alu_half": ALU_HALF, "lds": LDS, "sts": STS, "tex": T
               "stg": STG, "s2r": S2R, "bar": BAR, "branch": BRANCH, "exit": EXIT, "nop": NOP}
 _MEMORY = frozenset((LDS, STS, TEX, LDG, STG))
 NEVER = 1 << 62
+_NO_REUSE = ((), (), ())  # empty reuse caches of the three operand slots
 
 
 class StaticInfo:
@@ -144,7 +145,7 @@ class Warp:
 
 
 class Scheduler:
-    __slots__ = ("index", "warps", "last", "busy_until", "half_free", "mem_free", "rc", "rc_warp",
+    __slots__ = ("index", "warps", "last", "busy_until", "half_free", "mem_free", "rcs", "rc_warp",
                  "banks")
 
     def __init__(self, index, entries):
@@ -154,7 +155,7 @@ class Scheduler:
         self.busy_until = 0
         self.half_free = 0
         self.mem_free = 0
-        self.rc = [[], [], []]
+        self.rcs = _NO_REUSE  # reuse caches: one tuple of registers per operand slot
         self.rc_warp = None
         self.banks = RegisterBanks()
 
@@ -231,6 +232,7 @@ class SM:
         self.sm_id = sm_id
         self.now = 0
         self.counts = [0] * len(kernel.instructions)
+        self._reuse_memo = {}
         self.finished_ctas = 0
         # optional issue log for tests, debugging and timelines (maxsim.report.timeline):
         # issue_log: (cycle, warp label, pc) per issued instruction; issue_done: the cycle its result
@@ -534,11 +536,8 @@ class SM:
             self.issue_done.append(done_at)
         # results and dependency barriers; a write by any unit invalidates reuse-cached copies
         dsts = st.dsts[pc]
-        if dsts and u > ALU_HALF and s.rc_warp is w:
-            for cache in s.rc:
-                for r in dsts:
-                    if r in cache:
-                        cache.remove(r)
+        if dsts and u > ALU_HALF and s.rc_warp is w and s.rcs is not _NO_REUSE:
+            s.rcs = tuple(tuple(r for r in c if r not in dsts) for c in s.rcs)
         for r in dsts:
             w.reg_ready[r] = done_at
         for p in st.pdsts[pc]:
@@ -589,24 +588,24 @@ class SM:
             if len(cta.arrived) == cta.live:
                 self._release(cta, t)
 
-    def _collect(self, w, s, pc, t, reads):
-        """Reuse caches and bank booking for one ALU instruction; returns the dispatch delay."""
-        stats = self.stats
-        if s.rc_warp is not w:
-            s.rc = [[], [], []]
-            s.rc_warp = w
-        rc = s.rc
+    def _reuse_step(self, pc, rcs):
+        """The reuse caches through one ALU instruction: (caches after, hits, reads, banks read).
+
+        ``rcs`` holds one tuple per operand slot, most recent last. A register in its slot's
+        cache is served from it (and kept only if flagged again); a flagged register not yet there
+        is inserted, evicting the least recently used beyond ``reuse_entries_per_slot``; a write
+        removes the destination from every slot. Pure: the SM memoizes it per (pc, caches).
+        """
+        rc = [list(c) for c in rcs]
         banks = []
+        hits = 0
         entries = self.reuse_entries
-        for slot, r, bank, flagged, dup in reads:
-            stats.operand_reads += 1
+        for slot, r, bank, flagged, dup in self.static.reads[pc]:
             cache = rc[slot]
             if r in cache:
-                stats.reuse_hits += 1
-                if not flagged:
-                    cache.remove(r)
-                else:
-                    cache.remove(r)
+                hits += 1
+                cache.remove(r)
+                if flagged:
                     cache.append(r)
                 continue
             if flagged:
@@ -615,14 +614,29 @@ class SM:
                     del cache[0]
             if not dup:
                 banks.append(bank)
-        # a write invalidates cached copies of its destination
         for r in self.static.dsts[pc]:
             for cache in rc:
                 if r in cache:
                     cache.remove(r)
+        banks = tuple(banks)
+        return (tuple(tuple(c) for c in rc), hits, len(self.static.reads[pc]), banks,
+                len(banks) - len(set(banks)))
+
+    def _collect(self, w, s, pc, t, reads):
+        """Reuse caches and bank booking for one ALU instruction; returns the dispatch delay."""
+        rcs = s.rcs if s.rc_warp is w else _NO_REUSE
+        key = (pc, rcs)
+        step = self._reuse_memo.get(key)
+        if step is None:
+            step = self._reuse_memo[key] = self._reuse_step(pc, rcs)
+        s.rcs, hits, nreads, banks, extra = step
+        s.rc_warp = w
+        stats = self.stats
+        stats.operand_reads += nreads
+        if hits:
+            stats.reuse_hits += hits
         if not banks:
             return 0
-        extra = len(banks) - len(set(banks))
         if extra:
             stats.bank_conflicts += extra
         last = t
