@@ -71,7 +71,7 @@ def watch_progress(env, procs, sms, total, progress):
     (the functional run's count). It only reads the counters: the simulation is unchanged."""
     def watch():
         while True:
-            progress(sum(sm.stats.warp_instructions for sm in sms), total, "timing", "warp instructions")
+            progress(sum(sm.issued() for sm in sms), total, "timing", "warp instructions")
             yield env.timeout(PROGRESS_CYCLES)
     env.process(watch())
     env.run(until=env.all_of(procs))

@@ -46,10 +46,9 @@ def warp_wavefronts(addr, active, nbytes, banks=32, bank_width=4):
     first[:, 1:] = words[:, 1:] != words[:, :-1]
     first &= words >= 0
     bank = np.where(first, words % banks, 0)
-    rows = np.repeat(np.arange(nw), words.shape[1])
-    counts = np.zeros((nw, banks), dtype=np.int64)
-    np.add.at(counts, (rows, bank.reshape(-1)), first.reshape(-1))
-    return counts.max(axis=1)
+    rows = np.repeat(np.arange(nw) * banks, words.shape[1])
+    counts = np.bincount(rows + bank.reshape(-1), weights=first.reshape(-1), minlength=nw * banks)
+    return counts.reshape(nw, banks).max(axis=1).astype(np.int64)
 
 
 class SharedMemoryTiming:

@@ -233,6 +233,7 @@ class SM:
         self.now = 0
         self.counts = [0] * len(kernel.instructions)
         self._reuse_memo = {}
+        self.bar_delay = cfg.latency.barrier_set_delay
         self.finished_ctas = 0
         # optional issue log for tests, debugging and timelines (maxsim.report.timeline):
         # issue_log: (cycle, warp label, pc) per issued instruction; issue_done: the cycle its result
@@ -377,10 +378,16 @@ class SM:
         st = self.stats
         st.cycles = max(st.cycles, t)
         st.sim_seconds += time.perf_counter() - wall
+        static = self.static
         for pc, n in enumerate(self.counts):
             if n:
                 op = self.kernel.instructions[pc].full_opcode
                 st.opcode_counts[op] = st.opcode_counts.get(op, 0) + n
+                st.warp_instructions += n
+                st.flops += n * static.flops[pc]
+                st.operand_reads += n * len(static.reads[pc])
+                if static.is_ffma[pc]:
+                    st.ffma += n
         st.opcode_counts = dict(sorted(st.opcode_counts.items(), key=lambda kv: -kv[1]))
         yield t
 
@@ -400,6 +407,10 @@ class SM:
         if not per_warp:
             return None
         return float(np.mean(per_warp)) / (self.peak_warps / len(self.scheds))
+
+    def issued(self):
+        """Warp instructions issued so far (the statistics are summed when the run ends)."""
+        return sum(self.counts)
 
     def warps_alive(self):
         return any(s.warps for s in self.scheds) or bool(self.pending) or \
@@ -500,10 +511,8 @@ class SM:
 
     def _issue(self, w, s, pc, t):
         st = self.static
-        stats = self.stats
         lat = self.lat
-        self.counts[pc] += 1
-        stats.warp_instructions += 1
+        self.counts[pc] += 1  # warp instructions, FFMAs and flops are summed from these at the end
         u = st.unit[pc]
         w.last_issue = t
         delay = 0
@@ -518,9 +527,6 @@ class SM:
             if u == ALU_HALF:
                 s.half_free = t + self.half_interval
             done_at = t + delay + st.latency[pc]
-            if st.is_ffma[pc]:
-                stats.ffma += 1
-            stats.flops += st.flops[pc]
             if delay:
                 s.busy_until = t + 1 + delay
         elif u in _MEMORY:
@@ -561,9 +567,6 @@ class SM:
             w.pcs = seg.pcs
             w.mem = seg.mem
             w.pos = 0
-        if u == EXIT:
-            # lanes exited but the warp continues (partial exit)
-            pass
         nxt = w.pcs[w.pos]
         w.pc = nxt
         stall = st.stall[pc]
@@ -576,7 +579,7 @@ class SM:
             c = w.bar_clear[b]
             # a barrier set too recently is not yet visible to the wait (the hazard check reports
             # what that lets through)
-            if c > dep and ready > w.bar_set[b] + lat.barrier_set_delay:
+            if c > dep and ready > w.bar_set[b] + self.bar_delay:
                 dep = c
         w.dep_until = dep
         w.ready_at = dep
@@ -632,7 +635,6 @@ class SM:
         s.rcs, hits, nreads, banks, extra = step
         s.rc_warp = w
         stats = self.stats
-        stats.operand_reads += nreads
         if hits:
             stats.reuse_hits += hits
         if not banks:
