@@ -109,3 +109,10 @@ def test_the_other_kernel_file_is_refused(tmp_path):
     f.write_text(generate("sgemm_128"))
     with pytest.raises(LaunchError, match="SharedSize 16384.*needs 8192"):
         run_sgemm("sgemm_64", 64, 64, 8, sass_path=str(f))
+
+
+def test_a_problem_too_large_to_check_is_refused_with_advice():
+    from maxsim.errors import LaunchError
+    from workloads.sgemm.harness import run_workload
+    with pytest.raises(LaunchError, match="maxsim compare --workload sgemm_128 --sizes 8192"):
+        run_workload("sgemm_128", m=8192, n=8192, k=8192)

@@ -202,6 +202,24 @@ def _warp_instructions(kernel, k):
     return len(kernel.instructions) + max(k // 8 - 1, 0) * body
 
 
+# The functional check of the whole grid runs at roughly 2 million warp instructions per second on
+# a laptop-class core; past this many it would take many minutes, so a run is refused with advice.
+MAX_FUNCTIONAL_WORK = 1_000_000_000
+
+
+def _check_work(name, m, n, k):
+    geo = KERNELS.get(name)
+    if geo is None or k <= 0 or k % 8:
+        return  # run_sgemm reports these
+    warps = -(-m // geo.tile) * -(-n // geo.tile) * ((geo.threads + 31) // 32)
+    work = warps * ((k // 8) * 562 + 300)
+    if work > MAX_FUNCTIONAL_WORK:
+        raise LaunchError(
+            f"{name} at M={m} N={n} K={k} executes about {work:.2g} warp instructions to check the "
+            f"whole result (an hour or more); for a prediction of a problem this large use "
+            f"`maxsim compare --workload {name} --sizes {max(m, n)}` (sampled), or run smaller sizes")
+
+
 def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regmap="maxas", reuse=True,
                  sass_path=None, timing=True, sm_ctas=None, hazards="warn", max_cycles=None,
                  progress=None, timeline=None) -> dict:
@@ -216,6 +234,7 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
     from maxsim.report.fields import functional_fields, timing_fields
     cfg = cfg if cfg is not None else load_config()
     m, n, k = (256 if x is None else x for x in (m, n, k))
+    _check_work(name, m, n, k)
     r = run_sgemm(name, m, n, k, traversal=traversal, regmap=regmap, reuse=reuse, sass_path=sass_path,
                   progress=progress)
     kernel = r.launch.kernel
