@@ -38,3 +38,14 @@ def test_dram_sharing_of_a_wave():
     assert dram_factor(0, 16, 16, 4, footprint) == pytest.approx(8 / 32)
     # no sharing declared: every miss goes to DRAM
     assert dram_factor(0, 16, 16, 4, None) == 1.0
+
+
+def test_rectangular_prediction_matches_full_simulation_and_run_reports_it():
+    from workloads.sgemm.harness import run_workload
+    full = predict_sgemm("sgemm_128", 500, CFG, m=300, k=64, full=True)
+    sampled = predict_sgemm("sgemm_128", 500, CFG, m=300, k=64)
+    assert abs(sampled["cycles"] - full["cycles"]) / full["cycles"] < 0.01
+    out = run_workload("sgemm_128", cfg=CFG, m=300, n=500, k=64)
+    assert out["gpu_predicted_gflops"] == sampled["gflops"]
+    assert out["gpu_predicted_seconds"] == pytest.approx((2 * 300 * 500 * 64 + 300 * 500) / (sampled["gflops"] * 1e9))
+    assert 0 < out["gpu_predicted_gflops"] < CFG.peak_gflops

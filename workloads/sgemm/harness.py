@@ -258,4 +258,10 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
         timeline(sm)
     out.update(timing_fields(sm))
     out["sm_ctas"] = count
+    if sass_path is None:
+        # the whole problem on the config's GPU (sampled; see maxsim/gpu/sampling.py)
+        from .predict import predict_sgemm
+        g = predict_sgemm(name, n, cfg, m=m, k=k, kernel=kernel)
+        out.update(gpu=cfg.gpu.name, gpu_sms=cfg.gpu.sms, gpu_predicted_seconds=g["seconds"],
+                   gpu_predicted_gflops=g["gflops"], gpu_waves=g["waves"])
     return out

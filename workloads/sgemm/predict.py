@@ -18,21 +18,28 @@ from .generator import KERNELS, TEX_A, TEX_B, generate_kernel
 from .harness import _round4
 
 
-def gflops(n, seconds):
-    return (2.0 * n ** 3 + n ** 2) / seconds / 1e9
+def gflops(n, seconds, m=None, k=None):
+    """(2 m n k + m n) / time: the maxas wiki's formula, (2n^3 + n^2) / time when square."""
+    m = n if m is None else m
+    k = n if k is None else k
+    return (2.0 * m * n * k + m * n) / seconds / 1e9
 
 
-def _builder(n, lda, seed=0):
-    """Same n x n problem with any K: random A and B (timing does not depend on the values)."""
+def _builder(m, n, seed=0):
+    """The same M x N problem with any K: random A and B (timing does not depend on the values)."""
+    lda, ldb = _round4(m), _round4(n)
+
     def build(k):
         rng = np.random.default_rng(seed)
         mem = GlobalMemory()
-        c_ptr = mem.alloc(n * n * 4)  # C is never read by the timing; pages stay untouched
+        c_ptr = mem.alloc(m * n * 4)  # C is never read by the timing; pages stay untouched
         a = np.zeros((lda, k), np.float32)
-        a[:n] = rng.standard_normal((n, k), dtype=np.float32)
+        a[:m] = rng.standard_normal((m, k), dtype=np.float32)
+        b = np.zeros((ldb, k), np.float32)
+        b[:n] = rng.standard_normal((n, k), dtype=np.float32)
         tex = {texture_index(TEX_A): Texture1D(a.ravel(order="F").reshape(-1, 4)),
-               texture_index(TEX_B): Texture1D(a.ravel(order="F").reshape(-1, 4))}
-        return [c_ptr, n, n, k, lda, lda, n, np.float32(1.0), 0], mem, tex
+               texture_index(TEX_B): Texture1D(b.ravel(order="F").reshape(-1, 4))}
+        return [c_ptr, m, n, k, lda, ldb, m, np.float32(1.0), 0], mem, tex
     return build
 
 
@@ -41,21 +48,22 @@ def footprint(cta):
     return (("A", cta[0]), ("B", cta[1]))
 
 
-def predict_sgemm(name, n, cfg, *, kernel=None, full=False, progress=None):
-    """Predicted seconds, GFLOPS and details of the square SGEMM of size n on the GPU of ``cfg``."""
+def predict_sgemm(name, n, cfg, *, m=None, k=None, kernel=None, full=False, progress=None):
+    """Predicted seconds, GFLOPS and details of the SGEMM on the GPU of ``cfg``: square of size n
+    unless ``m`` (rows) and ``k`` are given (K is rounded up to a multiple of 8)."""
     geo = KERNELS[name]
     kernel = kernel if kernel is not None else generate_kernel(name)
-    lda = _round4(n)
-    grid = (-(-n // geo.tile), -(-n // geo.tile))
-    k = -(-n // 8) * 8
-    build = _builder(n, lda)
+    m = n if m is None else m
+    k = -(-(n if k is None else k) // 8) * 8
+    grid = (-(-m // geo.tile), -(-n // geo.tile))
+    build = _builder(m, n)
     if full:
         params, mem, tex = build(k)
         r = simulate_gpu(kernel, grid, geo.threads, params, mem, tex, cfg=cfg, hazards=None)
-        return {"kernel": name, "n": n, "seconds": r.seconds, "gflops": gflops(n, r.seconds),
+        return {"kernel": name, "n": n, "seconds": r.seconds, "gflops": gflops(n, r.seconds, m, k),
                 "cycles": r.cycles, "waves": r.waves, "method": "full"}
     p = predict(kernel, geo.threads, grid, k, build, cfg, footprint=footprint, progress=progress)
-    return {"kernel": name, "n": n, "seconds": p.seconds, "gflops": gflops(n, p.seconds),
+    return {"kernel": name, "n": n, "seconds": p.seconds, "gflops": gflops(n, p.seconds, m, k),
             "cycles": p.cycles, "waves": p.waves, "method": "sampled",
             "loop_cycles": p.rounds[0][1].loop_cycles,
             "rounds": [{"count": c, "ctas": r.ctas, "active_sms": r.active_sms,
