@@ -75,8 +75,8 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
 
 
 def format_table(result):
-    lines = [f"simulated vs measured SGEMM GFLOPS on {result['gpu']} at {result['core_clock_mhz']:.0f} MHz "
-             f"(config {result['config']}, FP32 peak {result['peak_gflops']:.0f})"]
+    lines = [f"simulated vs measured SGEMM GFLOPS on {result['gpu']} "
+             f"(config {result['config']}, {result['core_clock_mhz']:.0f} MHz, FP32 peak {result['peak_gflops']:.0f})"]
     for name, k in result["kernels"].items():
         lines.append("")
         lines.append(f"{name}:      N   measured  simulated   error   loop cycles  waves")

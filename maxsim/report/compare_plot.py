@@ -35,10 +35,10 @@ def plot_comparison(result, path):
         ax.plot([p["n"] for p in meas], [p["measured_gflops"] for p in meas], "o", ms=4, color=colour,
                 mfc="none", label=f"{name} measured")
     ax.axhline(result["peak_gflops"], color="k", lw=0.8)
-    ax.text(ax.get_xlim()[0], result["peak_gflops"], " FP32 peak", va="bottom", fontsize=8)
+    ax.text(ax.get_xlim()[0], result["peak_gflops"], " FP32 peak", va="top", fontsize=8)
     ax.set_xlabel("N (M = N = K)")
     ax.set_ylabel("GFLOPS = (2N³ + N²) / time")
-    ax.set_title(f"SGEMM on {result['gpu']} at {result['core_clock_mhz']:.0f} MHz: maxsim vs measured")
+    ax.set_title(f"SGEMM, maxsim (config {result['config']}) vs measured: {result['gpu']}", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     try:
