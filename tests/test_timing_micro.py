@@ -386,6 +386,46 @@ def test_tld_l2_hit():
     assert d["l2_hit_rate"] == 1.0 and d["dram_bytes"] == 0
 
 
+
+def _queue_kernel(n_lds, n_tld=1):
+    # n_tld texture fetches (L1 misses, hundreds of cycles), n_lds shared loads (done after
+    # ~lds cycles), three 15-cycle FFMAs, then one more texture fetch
+    tld = "\n".join(f"--:-:-:-:2 TLD.B.LZ.P R{32 + 4 * i}, R0, R8, 0x0, 1D, 0xf;" for i in range(n_tld))
+    lds = "\n".join(f"--:-:-:-:2 LDS R{21 + i}, [R20];" for i in range(n_lds))
+    return kernel(f"""
+--:-:-:-:1 MOV32I R8, 0x80000000;
+--:-:-:-:{s(LAT.alu)} MOV R0, RZ;
+{tld}
+{lds}
+--:-:-:-:f FFMA R1, R2, R3, R4;
+--:-:-:-:f FFMA R1, R2, R3, R4;
+--:-:-:-:f FFMA R1, R2, R3, R4;
+--:-:2:-:2 TLD.B.LZ.P R12, R0, R8, 0x0, 1D, 0xf;
+02:-:-:-:1 FADD R3, R12, R12;
+{exit_line()}
+""", shared=128, regs=96)
+
+
+@pytest.mark.parametrize("n_lds", [4, 10])
+def test_shared_loads_do_not_fill_the_global_queue(n_lds):
+    # The per-warp memory queues are separate (shared "about 50", global/texture 7-8 [maxas-cc]),
+    # and the shared loads, done long before the first fetch, are no longer outstanding: the last
+    # TLD issues right after the FFMAs' stall counts, not when the first TLD completes
+    # (10 shared loads + 1 fetch exceed global_queue_depth: counted together they would block)
+    sm, d = run(_queue_kernel(n_lds), textures={0: _texture()})
+    pc = 2 + 1 + n_lds + 3
+    assert first_issue(sm, pc) == first_issue(sm, pc - 1) + 15
+    assert d["stall_reasons"]["memory_throttle"] == 0
+
+
+def test_global_queue_depth_holds_the_next_fetch():
+    # global_queue_depth outstanding fetches: the next one waits for the first to complete
+    depth = CFG.pipes.global_queue_depth
+    sm, d = run(_queue_kernel(0, n_tld=depth), textures={0: _texture()})
+    pc = 2 + depth + 3
+    assert first_issue(sm, pc) == sm.issue_done[sm.issue_log.index(next(x for x in sm.issue_log if x[2] == 2))]
+    assert d["stall_reasons"]["memory_throttle"] > 0
+
 # ---------------------------------------------------------------------------------------------
 # (7) BAR.SYNC: the last warp to arrive releases the CTA latency.barrier_sync cycles later
 

@@ -27,6 +27,7 @@ executed and a summary of each memory access. This model decides *when* each of 
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
 
@@ -111,7 +112,7 @@ def _n_dst(i):
 class Warp:
     __slots__ = ("slot", "sched", "cta", "label", "parts", "part", "pcs", "mem", "row", "pos",
                  "pc", "ready_at", "stall_until", "dep_until", "last_issue", "bar_clear", "bar_set",
-                 "reg_ready", "reg_read", "pred_ready", "mem_out", "done", "at_bar", "yielded",
+                 "reg_ready", "reg_read", "pred_ready", "mem_out", "gmem_out", "done", "at_bar", "yielded",
                  "blocked", "stalls", "branch_times")
 
     def __init__(self, slot, sched, cta, label, parts, t, nregs):
@@ -135,7 +136,8 @@ class Warp:
         self.reg_ready = [0] * (nregs + 1)
         self.reg_read = [0] * (nregs + 1)
         self.pred_ready = [0] * 8
-        self.mem_out = []
+        self.mem_out = []  # completion cycles of outstanding shared loads/stores (a min-heap)
+        self.gmem_out = []  # ... of outstanding global loads and texture fetches (a min-heap)
         self.done = False
         self.at_bar = False
         self.yielded = False
@@ -446,11 +448,16 @@ class SM:
             if s.mem_free > t:
                 w.blocked = 3
                 return False
-            out = w.mem_out
+            # separate per-warp queues for shared and global/texture [maxas-cc]; requests do not
+            # complete in issue order (a texture fetch outlives the shared loads behind it), so
+            # each queue is a min-heap of completion cycles
+            if u in (LDS, STS):
+                out, depth = w.mem_out, self.shared_depth
+            else:
+                out, depth = w.gmem_out, self.global_depth
             if out:
                 while out and out[0] <= t:
-                    out.pop(0)
-                depth = self.shared_depth if u in (LDS, STS) else self.global_depth
+                    heapq.heappop(out)
                 if len(out) >= depth:
                     w.blocked = 3
                     return False
@@ -682,7 +689,7 @@ class SM:
                 done = self.shared.issue(t, wf, store=(u == STS))
                 # the data registers are read while the banks take them in
                 release = max(self.shared.next_free + lat.mem_operand_read_shared, read_at + 1)
-            w.mem_out.append(done)
+            heapq.heappush(w.mem_out, done)
             rb = st.rbar[pc]
             if rb:
                 if w.bar_clear[rb] < release:
@@ -734,7 +741,7 @@ class SM:
                     done = mdone
         else:  # LDG: through the L2
             done = self.memsys.read(t, [int(x) for x in sectors])  # l2_hit / dram count from issue
-        w.mem_out.append(done)
+        heapq.heappush(w.gmem_out, done)
         return done
 
     def _check_hazards(self, w, pc, t, u):
