@@ -49,3 +49,16 @@ def test_rectangular_prediction_matches_full_simulation_and_run_reports_it():
     assert out["gpu_predicted_gflops"] == sampled["gflops"]
     assert out["gpu_predicted_seconds"] == pytest.approx((2 * 300 * 500 * 64 + 300 * 500) / (sampled["gflops"] * 1e9))
     assert 0 < out["gpu_predicted_gflops"] < CFG.peak_gflops
+
+
+@pytest.mark.parametrize("gx,gy,resident", [(20, 15, 8), (3, 100, 2), (16, 9, 8), (7, 5, 1)])
+def test_sampled_rounds_run_only_ctas_of_the_grid(gx, gy, resident):
+    # every CTA the sampled SM runs exists, and a round's CTAs are distinct: a tail round after
+    # full waves (300 CTAs = 2 waves of 128 + 44) is taken by the SMs that free first, R at a time
+    from maxsim.gpu.sampling import round_ctas
+    for r in sm_rounds(gx * gy, 16, resident):
+        ids = round_ctas(r, 16, gx)
+        assert len(ids) == r[1] == len(set(ids))
+        assert all(0 <= x < gx and 0 <= y < gy for x, y in ids)
+        first, size = r[3], r[4]
+        assert all(first <= x + y * gx < first + size for x, y in ids)

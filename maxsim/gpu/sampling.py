@@ -71,10 +71,13 @@ def sm_rounds(grid_ctas, sms, resident):
     return out
 
 
-def _round_ctas(first, count, sms, gx):
-    """CTA ids (x, y) SM 0 gets in a round starting at linear CTA ``first`` (round-robin)."""
-    ids = [first + j * sms for j in range(count)]
-    return [(i % gx, i // gx) for i in ids]
+def round_ctas(rnd, sms, gx):
+    """CTA ids (x, y) the sampled SM runs in a round of :func:`sm_rounds`: every ``sms``-th CTA of
+    a wave dealt round-robin; in a tail after full waves, ``count`` consecutive CTAs (the SM that
+    frees first takes the next CTAs of the queue), so that every id lies inside the tail."""
+    _, count, _, first, _ = rnd
+    stride = sms if first == 0 else 1
+    return [((first + j * stride) % gx, (first + j * stride) // gx) for j in range(count)]
 
 
 def dram_factor(first, n_ctas, sms, gx, footprint):
@@ -107,8 +110,9 @@ def predict(kernel, block, grid, k, build, cfg, *, k_samples=(32, 64), footprint
     k1, k2 = k_samples
     out = []
     sim = 0.0
-    for n_rounds, ctas, active, first, wave in rounds:
-        ids = _round_ctas(first, ctas, sms, gx)
+    for rnd in rounds:
+        n_rounds, ctas, active, first, wave = rnd
+        ids = round_ctas(rnd, sms, gx)
         factor = dram_factor(first, wave, sms, gx, footprint)
         ks = (k,) if k <= k2 else (k1, k2)
         cyc = []
@@ -145,4 +149,4 @@ def samples_needed(grid, k, sms, resident, k_samples=(32, 64)):
     return per * len(sm_rounds(grid[0] * grid[1], sms, resident))
 
 
-__all__ = ["predict", "Prediction", "RoundSample", "sm_rounds", "dram_factor", "samples_needed"]
+__all__ = ["predict", "Prediction", "RoundSample", "sm_rounds", "round_ctas", "dram_factor", "samples_needed"]
