@@ -467,6 +467,40 @@ def test_bar_sync_waits_for_last_warp(bar_lat):
         (arrive1 + bar_lat) - (start + LAT.barrier_sync)  # 60 (75)
 
 
+def test_barrier_wait_stays_barrier_wait_when_a_pipe_is_busy_after_release():
+    # Warp 0 issues a shift, then reaches BAR.SYNC; warp 1 arrives later after an FFMA chain.
+    # With a very slow half-rate pipe, warp 0's shift after the barrier still waits for the pipe
+    # after the release: the cycles between its BAR's stall count and the release are barrier
+    # wait all the same (they were booked as "dependency" once the pipe was seen busy).
+    interval = 30
+    cfg = override(CFG, {"pipes.alu_half": 1 / interval})
+    chain = "\n".join([f"--:-:-:-:{s(LAT.alu)} FFMA R4, R5, R6, R4;"] * 3)
+    k = kernel(f"""
+--:-:1:-:2 S2R R0, SR_TID.X;
+01:-:-:-:{s(LAT.predicate)} ISETP.LT.AND P0, PT, R0, 0x20, PT;
+--:-:-:-:{s(LAT.branch)} @!P0 BRA W1;
+--:-:-:-:1 SHL R9, R1, 0x2;
+--:-:-:-:{s(LAT.branch)} BRA SYNC;
+W1:
+{chain}
+--:-:-:-:{s(LAT.branch)} BRA SYNC;
+SYNC:
+--:-:-:-:{s(LAT.barrier_sync)} BAR.SYNC 0x0;
+--:-:-:-:1 SHL R10, R1, 0x2;
+{exit_line()}
+""", bar=1)
+    sm, d = run(k, block=64, cfg=cfg)
+    bar_pc, shl_pc = 9, 10
+    t_bar0 = first_issue(sm, bar_pc, warp=0)
+    release = first_issue(sm, bar_pc, warp=1) + cfg.latency.barrier_sync
+    t_shl = first_issue(sm, 3, warp=0)
+    assert t_bar0 + cfg.latency.barrier_sync < release < t_shl + interval  # the case under test
+    assert first_issue(sm, shl_pc, warp=0) == t_shl + interval
+    w0 = d["stall_reasons_per_warp"]["cta0,0.w0"]
+    assert w0["barrier_wait"] == release - (t_bar0 + cfg.latency.barrier_sync)  # 5
+    assert w0["pipe_busy"] >= t_shl + interval - release
+
+
 # ---------------------------------------------------------------------------------------------
 # (8) dual issue: a stall-0 instruction pairs with the next one of the same warp if the two use
 # different units

@@ -113,7 +113,7 @@ class Warp:
     __slots__ = ("slot", "sched", "cta", "label", "parts", "part", "pcs", "mem", "row", "pos",
                  "pc", "ready_at", "stall_until", "dep_until", "last_issue", "bar_clear", "bar_set",
                  "reg_ready", "reg_read", "pred_ready", "mem_out", "gmem_out", "done", "at_bar", "yielded",
-                 "blocked", "stalls", "branch_times")
+                 "blocked", "bar_wait", "stalls", "branch_times")
 
     def __init__(self, slot, sched, cta, label, parts, t, nregs):
         self.slot = slot
@@ -142,6 +142,7 @@ class Warp:
         self.at_bar = False
         self.yielded = False
         self.blocked = 0  # reason index when last seen ready but held by a unit
+        self.bar_wait = False  # the last issue was a BAR.SYNC: the wait until release is barrier_wait
         self.stalls = [0] * 6
         self.branch_times = []
 
@@ -495,16 +496,19 @@ class SM:
             a = min(w.stall_until, t)
             b = min(max(w.dep_until, a), t)
             stalls = w.stalls
+            dep_reason = 2 if w.bar_wait else 1
+            # (a unit seen busy after the release must not turn the barrier wait into a dependency)
             if a > gap_start:
                 stalls[0] += a - gap_start
             if b > a:
-                stalls[2 if w.blocked == 9 else 1] += b - a
+                stalls[dep_reason] += b - a
             if t > b:
                 stalls[w.blocked if w.blocked in (3, 4) else 5] += t - b
             if self.stall_log is not None:
-                self.stall_log.append((w.label, gap_start, a, b, t, 2 if w.blocked == 9 else 1,
+                self.stall_log.append((w.label, gap_start, a, b, t, dep_reason,
                                        w.blocked if w.blocked in (3, 4) else 5))
         w.blocked = 0
+        w.bar_wait = False
         pc = w.pc
         self._issue(w, s, pc, t)
         # dual issue: a stall-0 instruction and the next one of the same warp, different units
@@ -594,7 +598,7 @@ class SM:
             cta = w.cta
             cta.arrived.append(w)
             w.at_bar = True
-            w.blocked = 9
+            w.bar_wait = True
             if len(cta.arrived) == cta.live:
                 self._release(cta, t)
 
