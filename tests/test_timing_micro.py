@@ -268,6 +268,26 @@ def test_reuse_removes_exposed_conflict_default_lookahead():
     assert reuse["reuse_hits"] == 1
 
 
+def test_reuse_cache_serves_only_its_own_slot():
+    # R2 sits in slot 0's reuse cache; the second FFMA names R2 in slots 0 and 1: slot 0 gets it
+    # from the cache, slot 1 must read bank 2, where R10 (slot 2) also lives: one conflict. (The
+    # register was taken as read once for both slots, although no bank read was made at all.)
+    k = kernel(f"""
+--:-:-:-:1 FFMA R4, R2.reuse, R5, R7;
+--:-:-:-:1 FFMA R8, R2, R2, R10;
+{exit_line()}
+""")
+    sm, d = run(k)
+    assert d["reuse_hits"] == 1
+    assert d["register_bank_conflicts"] == 1
+    # the same register in two slots without reuse is one bank read: no conflict
+    sm, d = run(kernel(f"""
+--:-:-:-:1 FFMA R8, R2, R2, R11;
+{exit_line()}
+"""))
+    assert d["register_bank_conflicts"] == 0
+
+
 def test_delayed_conflict_with_memory_operand_read():
     # LDS reads its address register R4 (bank 0) mem_operand_read_shared cycles after issue; an FFMA
     # issued in that cycle that reads bank 0 collides with it (a "delayed" conflict). Without

@@ -612,9 +612,10 @@ class SM:
         """
         rc = [list(c) for c in rcs]
         banks = []
+        from_banks = set()  # registers this instruction already reads from a bank
         hits = 0
         entries = self.reuse_entries
-        for slot, r, bank, flagged, dup in self.static.reads[pc]:
+        for slot, r, bank, flagged, _dup in self.static.reads[pc]:
             cache = rc[slot]
             if r in cache:
                 hits += 1
@@ -626,7 +627,10 @@ class SM:
                 cache.append(r)
                 if len(cache) > entries:
                     del cache[0]
-            if not dup:
+            # a register named in two slots is read from its bank once, unless the other slot got
+            # it from that slot's reuse cache (a cache serves only its own slot)
+            if r not in from_banks:
+                from_banks.add(r)
                 banks.append(bank)
         for r in self.static.dsts[pc]:
             for cache in rc:
