@@ -62,3 +62,8 @@ def test_sampled_rounds_run_only_ctas_of_the_grid(gx, gy, resident):
         assert all(0 <= x < gx and 0 <= y < gy for x, y in ids)
         first, size = r[3], r[4]
         assert all(first <= x + y * gx < first + size for x, y in ids)
+
+
+def test_dram_sharing_of_a_tail_taken_in_runs():
+    # a tail of 4 CTAs in one row of an 8-wide grid, taken 2 at a time: each pair shares its B tile
+    assert dram_factor(16, 4, 16, 8, footprint, per_sm=2) == pytest.approx((4 + 1) / (3 + 3))

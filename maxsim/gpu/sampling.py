@@ -80,18 +80,22 @@ def round_ctas(rnd, sms, gx):
     return [((first + j * stride) % gx, (first + j * stride) // gx) for j in range(count)]
 
 
-def dram_factor(first, n_ctas, sms, gx, footprint):
-    """Fraction of one SM's L2 misses that reach DRAM when the whole wave runs together."""
+def dram_factor(first, n_ctas, sms, gx, footprint, per_sm=None):
+    """Fraction of one SM's L2 misses that reach DRAM when the whole wave runs together.
+
+    The wave's CTAs are dealt round-robin over ``sms`` SMs, or, with ``per_sm``, in runs of
+    ``per_sm`` consecutive CTAs (a tail after full waves, as :func:`round_ctas` samples it).
+    """
     if footprint is None:
         return 1.0
     wave = [(i % gx, i // gx) for i in range(first, first + n_ctas)]
     union = set()
-    per_sm = {}
+    groups = {}
     for i, cid in enumerate(wave):
         keys = set(footprint(cid))
         union |= keys
-        per_sm.setdefault(i % sms, set()).update(keys)
-    total = sum(len(v) for v in per_sm.values())
+        groups.setdefault(i // per_sm if per_sm else i % sms, set()).update(keys)
+    total = sum(len(v) for v in groups.values())
     return max(len(union) / total, 1e-3) if total else 1.0
 
 
@@ -113,7 +117,7 @@ def predict(kernel, block, grid, k, build, cfg, *, k_samples=(32, 64), footprint
     for rnd in rounds:
         n_rounds, ctas, active, first, wave = rnd
         ids = round_ctas(rnd, sms, gx)
-        factor = dram_factor(first, wave, sms, gx, footprint)
+        factor = dram_factor(first, wave, sms, gx, footprint, per_sm=None if first == 0 else ctas)
         ks = (k,) if k <= k2 else (k1, k2)
         cyc = []
         loop = None
