@@ -709,7 +709,9 @@ class SM:
         sectors = summary[w.row] if summary is not None else ()
         n = len(sectors)
         if n == 0 and u != STG:
-            # every lane predicated off (or outside the texture): nothing is fetched or written
+            # every lane predicated off, or (texture) every active lane outside the texture: no
+            # sector is fetched, the instruction leaves the pipe at once (a border-only fetch is
+            # modelled as free; the trace does not tell it from a predicated-off one)
             return t + 1
         read_at = t + (lat.mem_operand_read_tex if u == TEX else lat.mem_operand_read_global)
         self._book_late_reads(s, pc, read_at)
@@ -726,9 +728,7 @@ class SM:
             if n:
                 self.memsys.write(read_at, [int(x) for x in sectors])
             return t + 1
-        if n == 0:
-            done = t + lat.tex_l1_hit
-        elif u == TEX:
+        if u == TEX:
             stats.tex_requests += 1
             stats.tex_sectors += n
             start = self.tex_free if self.tex_free > read_at else read_at
