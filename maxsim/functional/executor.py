@@ -11,6 +11,7 @@ operands straight from the group's register arrays; text is never looked at agai
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from ..errors import SimulationError
@@ -296,7 +297,6 @@ def _xmad(ctx, instr, ops, mods, zrow):
 
 def attr_plain(op):
     """The operand without its .H1 selector (XMAD applies the selector itself)."""
-    import attrs
     return attrs.evolve(op, h1=False)
 
 

@@ -151,7 +151,7 @@ class Scheduler:
     __slots__ = ("index", "warps", "last", "busy_until", "half_free", "mem_free", "rcs", "rc_warp",
                  "banks")
 
-    def __init__(self, index, entries):
+    def __init__(self, index):
         self.index = index
         self.warps = []
         self.last = None
@@ -217,7 +217,7 @@ class SM:
         self.stats = stats if stats is not None else Stats()
         self.stats.clock_hz = cfg.clock_hz
         self.stats.schedulers = cfg.sm.schedulers
-        self.scheds = [Scheduler(s, cfg.regfile.reuse_entries_per_slot) for s in range(cfg.sm.schedulers)]
+        self.scheds = [Scheduler(s) for s in range(cfg.sm.schedulers)]
         self.max_ctas, self.limited_by = residency(kernel, block, cfg)
         self.wpc = (block + 31) // 32
         self.free_slots = list(range(cfg.sm.max_warps))
@@ -225,7 +225,6 @@ class SM:
         self.dispatcher = None  # a GPU's shared queue of further CTAs (collections.deque)
         self.dispatched = []  # (cycle, cta id) taken from the dispatcher
         self.all_warps = []
-        self.pending_total = 0
         self.peak_warps = 0
         self.resident = 0
         self.shared = SharedMemoryTiming(cfg)
@@ -276,7 +275,6 @@ class SM:
     def add_cta(self, cid, warp_traces):
         """Queue a CTA (its id and the traces of its warps, in warp order)."""
         self.pending.append((cid, warp_traces))
-        self.pending_total += 1
 
     def _launch_ready_ctas(self, t):
         while self.resident < self.max_ctas:

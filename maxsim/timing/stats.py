@@ -44,7 +44,6 @@ class Stats:
     hazards: list = attrs.Factory(list)
     stall_reasons: dict = attrs.Factory(lambda: {r: 0 for r in STALL_REASONS})
     warp_stalls: dict = attrs.Factory(dict)  # warp label -> {reason: cycles}
-    loop_iterations: int = 0
     sim_seconds: float = 0.0  # wall time of the timing model
     functional_seconds: float = 0.0  # wall time of the functional run that produced the trace
     schedulers: int = 4
