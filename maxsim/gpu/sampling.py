@@ -147,4 +147,10 @@ def predict(kernel, block, grid, k, build, cfg, *, k_samples=(32, 64), footprint
                       waves=gx * gy / (sms * resident), resident_ctas=resident, sim_seconds=sim)
 
 
-__all__ = ["predict", "Prediction", "RoundSample", "sm_rounds", "round_ctas", "dram_factor"]
+def samples_needed(grid, k, sms, resident, k_samples=(32, 64)):
+    """How many short simulations :func:`predict` will run (for progress bars)."""
+    per = 1 if k <= k_samples[1] else 2
+    return per * len(sm_rounds(grid[0] * grid[1], sms, resident))
+
+
+__all__ = ["predict", "Prediction", "RoundSample", "sm_rounds", "round_ctas", "dram_factor", "samples_needed"]

@@ -11,7 +11,8 @@ import numpy as np
 from maxsim.functional import GlobalMemory, Texture1D
 from maxsim.functional.memory import texture_index
 from maxsim.gpu import simulate_gpu
-from maxsim.gpu.sampling import predict
+from maxsim.gpu.sampling import predict, samples_needed
+from maxsim.timing.sm import residency
 
 from .generator import KERNELS, TEX_A, TEX_B, generate_kernel
 from .harness import _round4
@@ -68,3 +69,10 @@ def predict_sgemm(name, n, cfg, *, m=None, k=None, kernel=None, full=False, prog
             "rounds": [{"count": c, "ctas": r.ctas, "active_sms": r.active_sms,
                         "dram_factor": r.dram_factor, "k_samples": list(r.ks), "cycles": list(r.cycles)}
                        for c, r in p.rounds]}
+
+
+def sample_count(name, n, cfg, kernel=None):
+    geo = KERNELS[name]
+    kernel = kernel if kernel is not None else generate_kernel(name)
+    grid = (-(-n // geo.tile), -(-n // geo.tile))
+    return samples_needed(grid, n, cfg.gpu.sms, residency(kernel, geo.threads, cfg)[0])
