@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from .errors import MaxsimError
@@ -147,7 +148,8 @@ def _parser():
 
     cm = sub.add_parser("compare", help="simulated versus measured SGEMM GFLOPS on a whole GPU",
                         description="Predict the maxas SGEMM kernels on a whole GPU (sampled: short "
-                                    "simulations of one SM's rounds of resident CTAs, extrapolated "
+                                    "simulations of one SM's rounds of resident CTAs, or of the whole "
+                                    "GPU when the launch is less than one wave, extrapolated "
                                     "in K) at every measured size, and compare with the measured GFLOPS "
                                     "in traces/ (GTX 980 at 1607 MHz): a table, the error at each point, "
                                     "the MAPE per kernel, and optionally a plot with cuBLAS as reference.")
@@ -160,6 +162,8 @@ def _parser():
                     help="architecture config (default gtx980_oc, the measured setup)")
     cm.add_argument("-o", "--output", metavar="FILE", default=None,
                     help="also draw the comparison to this file (.png, .svg or .pdf)")
+    cm.add_argument("--jobs", type=_size, default=None,
+                    help="worker processes (default: the number of CPUs; 1 runs in this process)")
     cm.add_argument("--quiet", action="store_true", help="no progress bar")
     cm.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
 
@@ -203,7 +207,8 @@ def cmd_compare(args):
         extra = {"sgemm_64": large}
     bar = Progress(quiet=args.quiet)
     try:
-        result = compare(cfg, names, sizes=args.sizes, extra_sizes=extra,
+        jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
+        result = compare(cfg, names, sizes=args.sizes, extra_sizes=extra, jobs=jobs,
                          progress=lambda done, total: bar(done, total, "compare", "sizes"))
     finally:
         bar.close()

@@ -63,6 +63,7 @@ def test_facts_values_of_base_config():
     assert (c.shared.banks, c.shared.bank_width, c.shared.bytes_per_clk) == (32, 4, 128)
     assert (c.l1tex.size, c.l1tex.line, c.l1tex.sector) == (24576, 128, 32)
     assert c.l1tex.sets * c.l1tex.assoc * c.l1tex.line == c.l1tex.size
+    assert c.l1tex.units == 2 and c.l1tex.bytes_per_clk == pytest.approx(2 * 15.7)
     assert c.l2.size == 2 * 1024 * 1024
     assert c.pipes.alu == 1.0 and c.pipes.alu_half == 0.5 and c.pipes.dual_issue
 
@@ -187,6 +188,8 @@ def test_bad_float_and_bool_and_fraction(tmp_path):
     assert "key 'regfile.collector_lookahead'" in msg and "-1" in msg
     msg = _error(_write(tmp_path, "b3.toml", 'inherit = "gm204"\n[l1tex]\nthroughput_bytes_per_clk = 0\n'))
     assert "key 'l1tex.throughput_bytes_per_clk' must be a positive number" in msg
+    msg = _error(_write(tmp_path, "b5.toml", 'inherit = "gm204"\n[l1tex]\nunits = 0\n'))
+    assert "key 'l1tex.units'" in msg
     msg = _error(_write(tmp_path, "b4.toml", 'inherit = "gm204"\n[sm]\nscheduler_assignment = "random"\n'))
     assert "key 'sm.scheduler_assignment' must be one of" in msg
 

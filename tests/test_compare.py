@@ -46,3 +46,13 @@ def test_bad_arguments_one_line_exit_2(args, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("maxsim: error") or "error" in err
     assert "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_worker_processes_do_not_change_the_results():
+    from maxsim.arch.config import load_config
+    from workloads.compare import compare
+    cfg = load_config("gtx980_oc")
+    one = compare(cfg, ("sgemm_64",), sizes=[128, 1024], jobs=1)
+    two = compare(cfg, ("sgemm_64",), sizes=[128, 1024], jobs=2)
+    assert one == two
+    assert [p["n"] for p in two["kernels"]["sgemm_64"]["points"]] == [128, 1024]

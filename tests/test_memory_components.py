@@ -158,7 +158,7 @@ def test_tex_throughput_limit():
     t1 = tex.request(10000, secs, ms)
     t2 = tex.request(10000, secs, ms)
     assert t1 == 10000 + CFG.latency.tex_l1_hit
-    assert t2 == math.ceil(10000 + 512 / CFG.l1tex.throughput_bytes_per_clk) + CFG.latency.tex_l1_hit
+    assert t2 == math.ceil(10000 + 512 / CFG.l1tex.bytes_per_clk) + CFG.latency.tex_l1_hit
 
 
 def test_l1_lru_eviction():

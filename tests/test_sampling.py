@@ -1,18 +1,21 @@
 """The sampled whole-GPU prediction against the full simulation, on sizes where both run.
 
-Full simulation: every CTA of the grid on all 16 SMs of the GTX 980 config, sharing the L2 and
-DRAM. Sampled: short simulations of one SM's rounds of resident CTAs at two small K values,
-extrapolated to the real K (see maxsim/gpu/sampling.py). Larger sizes (N = 1024) are compared by
-benchmarks/sampling_accuracy.py, too slow for the test suite.
+Full simulation: every CTA of the grid on all SMs of the config, sharing the L2 and DRAM, at the
+real K. Sampled (see maxsim/gpu/sampling.py): short simulations of one SM's rounds of resident
+CTAs at two small K values, extrapolated to the real K; a launch smaller than one wave is
+simulated whole at two K values and extrapolated. On the 16-SM GTX 980 the sizes up to 512 are
+less than a wave; the one-SM sampling of full waves is checked here on a 4-SM variant of the same
+GPU, and on the 16-SM one at N = 1024 by benchmarks/sampling_accuracy.py (too slow for the suite).
 """
 
 import pytest
 
-from maxsim.arch.config import load_config
-from maxsim.gpu.sampling import dram_factor, sm_rounds
+from maxsim.arch.config import load_config, override
+from maxsim.gpu.sampling import WAVE_K_SAMPLES, dram_factor, sm_rounds
 from workloads.sgemm.predict import footprint, predict_sgemm
 
 CFG = load_config("gtx980_oc")
+CFG4 = override(CFG, {"gpu.sms": 4})  # the same GPU with 4 SMs: N = 512 is two full waves
 
 
 @pytest.mark.parametrize("name,n", [("sgemm_64", 256), ("sgemm_128", 256), ("sgemm_64", 512),
@@ -22,6 +25,30 @@ def test_sampled_within_1_percent_of_full_simulation(name, n):
     sampled = predict_sgemm(name, n, CFG)
     assert sampled["method"] == "sampled" and full["method"] == "full"
     assert abs(sampled["cycles"] - full["cycles"]) / full["cycles"] < 0.01
+
+
+@pytest.mark.parametrize("name", ["sgemm_64", "sgemm_128"])
+def test_one_sm_sampling_of_full_waves_within_1_percent(name):
+    # 16 CTAs of 8 warps (sgemm_128, 2 resident per SM) or 64 CTAs of 2 warps (sgemm_64, 8
+    # resident): two full waves on 4 SMs, predicted from one SM's round with a quarter of the
+    # L2 and DRAM bandwidth
+    full = predict_sgemm(name, 512, CFG4, k=128, full=True)
+    sampled = predict_sgemm(name, 512, CFG4, k=128)
+    (rnd,) = sampled["rounds"]
+    assert rnd["count"] == 2 and rnd["active_sms"] == 4 and rnd["dram_factor"] == 0.5
+    assert rnd["k_samples"] == [32, 64]
+    assert abs(sampled["cycles"] - full["cycles"]) / full["cycles"] < 0.01
+
+
+def test_launch_smaller_than_a_wave_is_simulated_whole():
+    # 4 CTAs on 16 SMs: the whole GPU at the two wave K samples; at K no larger than the second
+    # sample it is the full simulation itself
+    s = predict_sgemm("sgemm_128", 256, CFG)
+    (rnd,) = s["rounds"]
+    assert rnd["k_samples"] == list(WAVE_K_SAMPLES) and rnd["dram_factor"] == 1.0 and rnd["active_sms"] == 4
+    k = WAVE_K_SAMPLES[1]
+    assert predict_sgemm("sgemm_128", 256, CFG, k=k)["cycles"] == predict_sgemm("sgemm_128", 256, CFG, k=k,
+                                                                                full=True)["cycles"]
 
 
 def test_rounds_of_the_busiest_sm():

@@ -585,3 +585,42 @@ def test_hazard_strict_raises():
 def test_no_hazard_with_correct_stall():
     sm, d = run(_hazard_kernel(LAT.alu), hazards="strict")
     assert d["hazards"] == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# (6b) texture throughput: l1tex.units texture units of l1tex.throughput_bytes_per_clk each
+
+def _tld_pair_kernel():
+    # lanes fetch texels tid and tid + 32: 32 distinct float4 = 512 bytes = 16 sectors per TLD.
+    # Both sets are fetched once and waited for (barriers 1, 2), then fetched again: two L1 hits
+    # (pc 6, 7) that issue mem_issue_interval cycles apart and queue on the texture path
+    return kernel(f"""
+--:-:1:-:1 S2R R0, SR_TID.X;
+--:-:-:-:1 MOV32I R8, 0x80000000;
+01:-:-:-:{s(LAT.alu)} IADD R1, R0, 0x20;
+--:-:1:-:2 TLD.B.LZ.P R4, R0, R8, 0x0, 1D, 0xf;
+--:-:2:-:2 TLD.B.LZ.P R12, R1, R8, 0x0, 1D, 0xf;
+03:-:-:-:1 MOV R2, RZ;
+--:-:3:-:2 TLD.B.LZ.P R16, R0, R8, 0x0, 1D, 0xf;
+--:-:4:-:2 TLD.B.LZ.P R20, R1, R8, 0x0, 1D, 0xf;
+0c:-:-:-:1 FADD R3, R16, R20;
+{exit_line()}
+""")
+
+
+@pytest.mark.parametrize("units", [1, 2])
+def test_texture_path_throughput(units):
+    # hand derivation (timing/texture.py, sm.py): a fetch reads its coordinates
+    # mem_operand_read_tex cycles after issue, then takes the texture server for
+    # 16 sectors x 32 B / (units x throughput) cycles; an L1 hit completes tex_l1_hit cycles after
+    # its issue-equivalent start (server start - operand read delay)
+    cfg = override(CFG, {"l1tex.units": units})
+    sm, d = run(_tld_pair_kernel(), cfg=cfg, textures={0: _texture()})
+    rd, bpc = LAT.mem_operand_read_tex, units * CFG.l1tex.throughput_bytes_per_clk
+    t6, t7 = first_issue(sm, 6), first_issue(sm, 7)
+    assert t7 - t6 == CFG.pipes.mem_issue_interval
+    done = {pc: sm.issue_done[i] for i, (_, _, pc) in enumerate(sm.issue_log) if pc in (6, 7)}
+    assert done[6] == t6 + LAT.tex_l1_hit
+    start7 = math.ceil(max(t7 + rd, t6 + rd + 16 * 32 / bpc))
+    assert done[7] == start7 - rd + LAT.tex_l1_hit  # 17 cycles after the first with 2 units, 33 with 1
+    assert d["texture_hit_rate"] == 0.5

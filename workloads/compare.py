@@ -40,8 +40,11 @@ def load_measurements(name=MEASURED):
     return out
 
 
-def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progress=None):
-    """Predict every measured size (or ``sizes``) of each workload; returns a dict for --json."""
+def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progress=None, jobs=1):
+    """Predict every measured size (or ``sizes``) of each workload; returns a dict for --json.
+
+    ``jobs`` > 1 predicts the sizes in that many worker processes (the results do not depend on
+    it: every prediction is deterministic)."""
     measured = load_measurements()
     result = {"config": cfg.name, "gpu": cfg.gpu.name, "core_clock_mhz": cfg.gpu.core_clock_mhz,
               "peak_gflops": cfg.peak_gflops, "kernels": {}, "reference": {}}
@@ -54,24 +57,52 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
         if extra_sizes:
             ns = sorted(set(ns) | set(extra_sizes.get(name, ())))
         plan.append((name, ns, meas))
-    total = sum(len(ns) for _, ns, _ in plan)
-    done = 0
+    tasks = [(name, n) for name, ns, _ in plan for n in ns]
+    predictions = _predict_all(cfg, tasks, jobs, progress)
     for name, ns, meas in plan:
-        kernel = generate_kernel(name)
         points = []
         for n in ns:
-            p = predict_sgemm(name, n, cfg, kernel=kernel)
+            p = predictions[name, n]
             m = meas.get(n)
             points.append({"n": n, "simulated_gflops": p["gflops"], "measured_gflops": m,
                            "error_percent": None if m is None else 100.0 * (p["gflops"] - m) / m,
                            "cycles": p["cycles"], "waves": p["waves"], "loop_cycles": p["loop_cycles"]})
-            done += 1
-            if progress is not None:
-                progress(done, total)
         errs = [abs(pt["error_percent"]) for pt in points if pt["error_percent"] is not None]
         result["kernels"][name] = {"points": points, "mape_percent": sum(errs) / len(errs) if errs else None,
                                    "measured_points": len(errs)}
     return result
+
+
+_KERNELS = {}  # per process: generated kernels by name
+
+
+def _predict_point(cfg, name, n):
+    kernel = _KERNELS.get(name)
+    if kernel is None:
+        kernel = _KERNELS[name] = generate_kernel(name)
+    return predict_sgemm(name, n, cfg, kernel=kernel)
+
+
+def _predict_all(cfg, tasks, jobs, progress):
+    """{(name, n): prediction} for every task, in ``jobs`` processes; ``progress(done, total)``."""
+    out = {}
+    total = len(tasks)
+    if jobs <= 1 or total <= 1:
+        for name, n in tasks:
+            out[name, n] = _predict_point(cfg, name, n)
+            if progress is not None:
+                progress(len(out), total)
+        return out
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    with ProcessPoolExecutor(max_workers=min(jobs, total)) as pool:
+        # the largest sizes first: the costliest predictions start early, the small ones fill in
+        futures = {pool.submit(_predict_point, cfg, name, n): (name, n)
+                   for name, n in sorted(tasks, key=lambda t: -t[1])}
+        for f in as_completed(futures):
+            out[futures[f]] = f.result()
+            if progress is not None:
+                progress(len(out), total)
+    return out
 
 
 def format_table(result):

@@ -217,7 +217,13 @@ class L1TexConfig:
     line: int = _pow2_int()
     sector: int = _pow2_int()
     assoc: int = _pos_int()
+    units: int = _pos_int()
     throughput_bytes_per_clk: float = _pos_float()
+
+    @property
+    def bytes_per_clk(self) -> float:
+        """Texture-path throughput of the whole SM: ``units`` x the per-unit figure."""
+        return self.units * self.throughput_bytes_per_clk
 
     @property
     def sets(self) -> int:

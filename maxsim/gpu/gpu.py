@@ -39,6 +39,7 @@ class GpuResult:
     dram_bytes: int
     launch: object
     sim_seconds: float
+    sms: list = attrs.field(factory=list, repr=False)  # the SM models that ran CTAs
 
 
 def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, cfg, ctas=None,
@@ -96,4 +97,4 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
     return GpuResult(cycles=cycles, seconds=seconds, sms_used=len(used),
                      waves=len(cta_list) / (per_sm * len(sms)), resident_ctas=per_sm, stats=total,
                      l2_hit_rate=ms.l2_hit_rate, dram_bytes=total.dram_bytes, launch=res,
-                     sim_seconds=time.perf_counter() - t0)
+                     sim_seconds=time.perf_counter() - t0, sms=used)

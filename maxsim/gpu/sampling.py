@@ -19,6 +19,14 @@ Simulating every instruction of an 8192^3 SGEMM is out of reach, but its structu
   real GPU: data that several CTAs of the same wave read (an SGEMM's A tile is read by every CTA
   of its row) comes from DRAM once per wave. ``footprint(cta)`` names the pieces of data a CTA reads;
   the fraction is (distinct pieces in the wave) / (sum over SMs of the distinct pieces of each SM).
+* **Launches smaller than one wave** are simulated whole instead (every CTA on its SM, one shared
+  L2 and DRAM, as :func:`~maxsim.gpu.gpu.simulate_gpu`), still at two K values
+  (``WAVE_K_SAMPLES``) and extrapolated. At low occupancy the SMs' timing depends on each other:
+  an SM whose loads sit on the critical path finds in the L2 the tiles that SMs in another phase
+  of their loop fetched a little earlier, and that sets which of two periodic schedules its warps
+  settle into (sgemm_128 with one CTA per SM: 1041 or alternately 1041 / 1181 cycles per loop
+  iteration). One SM with a share of the bandwidth cannot show that. The later K sample pair is
+  used because the SMs need a few iterations to settle.
 
 The tests check the prediction against the full simulation on sizes where both run.
 """
@@ -28,8 +36,12 @@ from __future__ import annotations
 import attrs
 
 from ..timing.memory_system import MemorySystem
+from .gpu import simulate_gpu
 from ..timing.run import simulate
 from ..timing.sm import residency
+
+
+WAVE_K_SAMPLES = (64, 128)  # K values at which a launch smaller than one wave is simulated whole
 
 
 @attrs.define
@@ -116,6 +128,11 @@ def predict(kernel, block, grid, k, build, cfg, *, k_samples=(32, 64), footprint
     sim = 0.0
     for rnd in rounds:
         n_rounds, ctas, active, first, wave = rnd
+        if first == 0 and wave < sms * resident:  # the whole launch is one partial wave
+            s, t = _whole_wave(kernel, block, grid, k, build, cfg, rnd, progress)
+            out.append((n_rounds, s))
+            sim += t
+            continue
         ids = round_ctas(rnd, sms, gx)
         factor = dram_factor(first, wave, sms, gx, footprint, per_sm=None if first == 0 else ctas)
         ks = (k,) if k <= k2 else (k1, k2)
@@ -147,10 +164,35 @@ def predict(kernel, block, grid, k, build, cfg, *, k_samples=(32, 64), footprint
                       waves=gx * gy / (sms * resident), resident_ctas=resident, sim_seconds=sim)
 
 
+def _whole_wave(kernel, block, grid, k, build, cfg, rnd, progress):
+    """Simulate a launch smaller than one wave whole at ``WAVE_K_SAMPLES`` (or at ``k`` itself
+    when no larger than the second): ``(RoundSample, simulator seconds)``."""
+    _, ctas, active, _, _ = rnd
+    k1, k2 = WAVE_K_SAMPLES
+    ks = (k,) if k <= k2 else (k1, k2)
+    cyc = []
+    loop = None
+    sim = 0.0
+    for kk in ks:
+        params, memory, textures = build(kk)
+        r = simulate_gpu(kernel, grid, block, params, memory, textures, cfg=cfg, hazards=None)
+        cyc.append(r.cycles)
+        busiest = max(r.sms, key=lambda sm: sm.now)
+        loop = busiest.loop_cycles_per_iteration()
+        sim += r.sim_seconds
+        if progress is not None:
+            progress()
+    return RoundSample(ctas, active, 1.0, ks, tuple(cyc), loop or 0.0), sim
+
+
 def samples_needed(grid, k, sms, resident, k_samples=(32, 64)):
     """How many short simulations :func:`predict` will run (for progress bars)."""
+    rounds = sm_rounds(grid[0] * grid[1], sms, resident)
+    if len(rounds) == 1 and rounds[0][3] == 0 and rounds[0][4] < sms * resident:
+        return 1 if k <= WAVE_K_SAMPLES[1] else 2
     per = 1 if k <= k_samples[1] else 2
-    return per * len(sm_rounds(grid[0] * grid[1], sms, resident))
+    return per * len(rounds)
 
 
-__all__ = ["predict", "Prediction", "RoundSample", "sm_rounds", "round_ctas", "dram_factor", "samples_needed"]
+__all__ = ["predict", "Prediction", "RoundSample", "sm_rounds", "round_ctas", "dram_factor", "samples_needed",
+           "WAVE_K_SAMPLES"]

@@ -257,7 +257,7 @@ class SM:
         self.half_interval = int(round(cfg.pipes.alu_half_interval))
         self.shared_depth = cfg.pipes.shared_queue_depth
         self.global_depth = cfg.pipes.global_queue_depth
-        self.tex_bytes_per_clk = cfg.l1tex.throughput_bytes_per_clk
+        self.tex_bytes_per_clk = cfg.l1tex.bytes_per_clk
         self.sector = cfg.l1tex.sector
         self.dual = cfg.pipes.dual_issue
         self._check_control_stalls()

@@ -12,9 +12,10 @@ Model (numbers from ``cfg.l1tex`` and ``cfg.latency``):
   missed sectors (load granularity 32 bytes).
 * Each sector remembers the cycle its data arrives.  A sector that is present but still being
   filled counts as a hit that completes when the fill arrives (the miss is merged).
-* Throughput: every request passes ``l1tex.throughput_bytes_per_clk`` bytes per cycle (15.7 B/clk
-  measured [jia18]) - a "next free cycle" server; a request of ``n`` sectors occupies it
-  ``n x sector / throughput`` cycles.  Hits complete ``latency.tex_l1_hit`` cycles after the
+* Throughput: every request passes one "next free cycle" server of ``l1tex.bytes_per_clk`` =
+  ``l1tex.units`` x ``l1tex.throughput_bytes_per_clk`` bytes per cycle (two texture units per SM
+  [gm107-wp] of 15.7 B/clk [jia18]; the two are pooled, see gm204.toml); a request of ``n``
+  sectors occupies it ``n x sector / bytes_per_clk`` cycles.  Hits complete ``latency.tex_l1_hit`` cycles after the
   request starts; misses when the memory system delivers them.
 """
 
@@ -37,7 +38,7 @@ class TextureCache:
         self.assoc = c.assoc
         self.n_sets = max(1, c.size // (c.line * c.assoc))
         self.hit_latency = cfg.latency.tex_l1_hit
-        self.server = BandwidthServer(c.throughput_bytes_per_clk)
+        self.server = BandwidthServer(c.bytes_per_clk)
         self._sets = [OrderedDict() for _ in range(self.n_sets)]
         self.pending_ready = 0  # latest fill cycle of a merged (pending) hit in the last access()
         self.reset_stats()
