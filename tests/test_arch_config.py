@@ -190,6 +190,18 @@ def test_bad_float_and_bool_and_fraction(tmp_path):
     assert "key 'l1tex.throughput_bytes_per_clk' must be a positive number" in msg
     msg = _error(_write(tmp_path, "b5.toml", 'inherit = "gm204"\n[l1tex]\nunits = 0\n'))
     assert "key 'l1tex.units'" in msg
+
+
+@pytest.mark.parametrize("key,value", [("warp_size", 64), ("cta_barriers", 8), ("dependency_barriers", 7),
+                                       ("max_stall", 31)])
+def test_instruction_set_facts_are_fixed(tmp_path, key, value):
+    msg = _error(_write(tmp_path, "isa.toml", f'inherit = "gm204"\n[sm]\n{key} = {value}\n'))
+    assert f"key 'sm.{key}'" in msg and "fixed at" in msg and "instruction set" in msg
+
+
+def test_alu_rate_above_one_per_cycle_is_refused(tmp_path):
+    msg = _error(_write(tmp_path, "alu.toml", 'inherit = "gm204"\n[pipes]\nalu = 2.0\n'))
+    assert "key 'pipes.alu'" in msg and "at most one ALU instruction per cycle" in msg
     msg = _error(_write(tmp_path, "b4.toml", 'inherit = "gm204"\n[sm]\nscheduler_assignment = "random"\n'))
     assert "key 'sm.scheduler_assignment' must be one of" in msg
 

@@ -130,6 +130,17 @@ def test_independent_ffma_one_per_cycle():
     assert d["ipc"] == 1.0
 
 
+@pytest.mark.parametrize("alu", [0.5, 0.25])
+def test_alu_pipe_rate_from_config(alu):
+    # pipes.alu warp instructions per cycle per scheduler: independent FFMAs issue every 1 / alu
+    # cycles, the gaps counted as pipe_busy
+    gap = int(1 / alu)
+    sm, d = run(kernel(INDEP), cfg=override(CFG, {"pipes.alu": alu}))
+    times = [t for t, _ in issues(sm)]
+    assert times[:N_INDEP] == [gap * i for i in range(N_INDEP)]
+    assert d["stall_reasons"]["pipe_busy"] == (N_INDEP - 1) * (gap - 1)
+
+
 def test_four_warps_on_four_schedulers_run_in_parallel():
     # block 128: warps 0-3 take schedulers 0-3 (warp slot mod 4) and issue side by side
     nsch = CFG.sm.schedulers
@@ -286,6 +297,17 @@ def test_reuse_cache_serves_only_its_own_slot():
 {exit_line()}
 """))
     assert d["register_bank_conflicts"] == 0
+
+
+def test_operand_slots_without_a_reuse_cache():
+    # regfile.reuse_slots = 1: only slot 0 has a reuse cache. R4 flagged in slot 0 is served from
+    # it; R8 flagged in slot 1 is read from its bank again (bank 0, with R12 of slot 2: a conflict)
+    body = ["--:-:-:-:1 FFMA R0, R4.reuse, R8.reuse, R1;", "--:-:-:-:1 FFMA R2, R4, R8, R12;"]
+    _, three = run(_bank_kernel(body))
+    _, one = run(_bank_kernel(body), cfg=_cfg(regfile__reuse_slots=1))
+    assert three["reuse_hits"] == 2 and one["reuse_hits"] == 1
+    assert three["register_bank_conflicts"] == 1  # the first FFMA: R4 and R8 on bank 0
+    assert one["register_bank_conflicts"] == 2
 
 
 def test_delayed_conflict_with_memory_operand_read():
@@ -624,3 +646,19 @@ def test_texture_path_throughput(units):
     start7 = math.ceil(max(t7 + rd, t6 + rd + 16 * 32 / bpc))
     assert done[7] == start7 - rd + LAT.tex_l1_hit  # 17 cycles after the first with 2 units, 33 with 1
     assert d["texture_hit_rate"] == 0.5
+
+
+# ---------------------------------------------------------------------------------------------
+# (9) CTA slots: a finished CTA's slots take the next CTA sm.cta_launch_cycles later
+
+@pytest.mark.parametrize("gap", [1, 10])
+def test_next_cta_starts_cta_launch_cycles_after_the_last_ends(gap):
+    # 32 KB of shared memory per CTA on a 48 KB SM: one CTA resident at a time. The warp retires
+    # when its EXIT issues (cycle N_INDEP); the second CTA's first instruction issues gap cycles
+    # later
+    cfg = override(CFG, {"sm.cta_launch_cycles": gap, "sm.shared_bytes": 49152})
+    k = kernel(INDEP, shared=32768)
+    res, sm = simulate(k, 2, 32, cfg=cfg, log=True)
+    firsts = [t for t, lab, pc in sm.issue_log if pc == 0]
+    assert sm.max_ctas == 1 and len(firsts) == 2
+    assert firsts[1] - firsts[0] == N_INDEP + gap

@@ -129,6 +129,7 @@ class SmConfig:
     dependency_barriers: int = _pos_int()
     max_stall: int = _pos_int()
     yield_stall_threshold: int = _pos_int()
+    cta_launch_cycles: int = _nonneg_int()  # a freed CTA slot takes the next CTA this much later
     icache_bytes: int = _pos_int()
     icache_l15_bytes: int = _pos_int()
 
@@ -481,6 +482,16 @@ def _cross_checks(cfg: ArchConfig, origin: dict, display: str) -> None:
         fail("l2.assoc", f"= {l2.assoc}: l2.size ({l2.size}) is not a multiple of sector x assoc")
     if cfg.regfile.reuse_slots > 3:
         fail("regfile.reuse_slots", "must be at most 3 (an instruction has three source slots)")
+    if cfg.pipes.alu > 1:
+        fail("pipes.alu", f"= {cfg.pipes.alu:g}: a scheduler issues at most one ALU instruction per cycle")
+    # facts of the sm_5x instruction set that the SASS format and the functional model implement
+    for key, have, fixed, why in (
+            ("sm.warp_size", sm.warp_size, 32, "warps of 32 lanes"),
+            ("sm.cta_barriers", sm.cta_barriers, 16, "BAR.SYNC ids 0-15"),
+            ("sm.dependency_barriers", sm.dependency_barriers, 6, "control-code barrier fields 1-6"),
+            ("sm.max_stall", sm.max_stall, 15, "a 4-bit stall count")):
+        if have != fixed:
+            fail(key, f"= {have}: fixed at {fixed} by the sm_5x instruction set ({why}) that maxsim executes")
 
 
 @functools.lru_cache(maxsize=64)

@@ -148,14 +148,15 @@ class Warp:
 
 
 class Scheduler:
-    __slots__ = ("index", "warps", "last", "busy_until", "half_free", "mem_free", "rcs", "rc_warp",
-                 "banks")
+    __slots__ = ("index", "warps", "last", "busy_until", "alu_free", "half_free", "mem_free", "rcs",
+                 "rc_warp", "banks")
 
     def __init__(self, index):
         self.index = index
         self.warps = []
         self.last = None
         self.busy_until = 0
+        self.alu_free = 0
         self.half_free = 0
         self.mem_free = 0
         self.rcs = _NO_REUSE  # reuse caches: one tuple of registers per operand slot
@@ -255,6 +256,9 @@ class SM:
         self.lat = lat
         self.mem_interval = cfg.pipes.mem_issue_interval
         self.half_interval = int(round(cfg.pipes.alu_half_interval))
+        self.alu_interval = cfg.pipes.alu_interval  # 1.0: one ALU warp instruction per cycle
+        self.reuse_slots = rf.reuse_slots
+        self.cta_launch = cfg.sm.cta_launch_cycles
         self.shared_depth = cfg.pipes.shared_queue_depth
         self.global_depth = cfg.pipes.global_queue_depth
         self.tex_bytes_per_clk = cfg.l1tex.bytes_per_clk
@@ -312,7 +316,7 @@ class SM:
         if cta.live == 0:
             self.resident -= 1
             self.finished_ctas += 1
-            self._launch_ready_ctas(t + 1)
+            self._launch_ready_ctas(t + self.cta_launch)
         elif cta.arrived and len(cta.arrived) == cta.live:
             self._release(cta, t)
 
@@ -439,7 +443,11 @@ class SM:
     # ---- issue ---------------------------------------------------------------------------
     def _unit_ok(self, w, pc, t, s):
         u = self.static.unit[pc]
-        if u == ALU_HALF:
+        if u == ALU:
+            if s.alu_free > t:
+                w.blocked = 4
+                return False
+        elif u == ALU_HALF:
             if s.half_free > t:
                 w.blocked = 4
                 return False
@@ -535,6 +543,8 @@ class SM:
                 delay = self._collect(w, s, pc, t, reads)
             if u == ALU_HALF:
                 s.half_free = t + self.half_interval
+            else:
+                s.alu_free = t + self.alu_interval
             done_at = t + delay + st.latency[pc]
             if delay:
                 s.busy_until = t + 1 + delay
@@ -606,14 +616,21 @@ class SM:
         ``rcs`` holds one tuple per operand slot, most recent last. A register in its slot's
         cache is served from it (and kept only if flagged again); a flagged register not yet there
         is inserted, evicting the least recently used beyond ``reuse_entries_per_slot``; a write
-        removes the destination from every slot. Pure: the SM memoizes it per (pc, caches).
+        removes the destination from every slot; slots from ``regfile.reuse_slots`` on have no
+        cache. Pure: the SM memoizes it per (pc, caches).
         """
         rc = [list(c) for c in rcs]
         banks = []
         from_banks = set()  # registers this instruction already reads from a bank
         hits = 0
         entries = self.reuse_entries
+        nslots = self.reuse_slots
         for slot, r, bank, flagged, _dup in self.static.reads[pc]:
+            if slot >= nslots:  # no reuse cache behind this operand slot
+                if r not in from_banks:
+                    from_banks.add(r)
+                    banks.append(bank)
+                continue
             cache = rc[slot]
             if r in cache:
                 hits += 1
