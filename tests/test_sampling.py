@@ -52,10 +52,11 @@ def test_launch_smaller_than_a_wave_is_simulated_whole():
 
 
 def test_rounds_of_the_busiest_sm():
-    # 16 SMs x 8 resident: 256 CTAs are two full waves; 300 CTAs add a tail of 44, taken 8 at a
-    # time by the 6 SMs that finish first
+    # 16 SMs x 8 resident: 256 CTAs are two full waves; 300 CTAs add a tail of 44, dealt
+    # round-robin like a first wave: 3 on the busiest SM, all 16 SMs busy
     assert sm_rounds(256, 16, 8) == [(2, 8, 16, 0, 128)]
-    assert sm_rounds(300, 16, 8) == [(2, 8, 16, 0, 128), (1, 8, 6, 256, 44)]
+    assert sm_rounds(300, 16, 8) == [(2, 8, 16, 0, 128), (1, 3, 16, 256, 44)]
+    assert sm_rounds(36, 16, 2) == [(1, 2, 16, 0, 32), (1, 1, 4, 32, 4)]
     assert sm_rounds(20, 16, 8) == [(1, 2, 16, 0, 20)]
     assert sm_rounds(4, 16, 8) == [(1, 1, 4, 0, 4)]
 
@@ -80,8 +81,7 @@ def test_rectangular_prediction_matches_full_simulation_and_run_reports_it():
 
 @pytest.mark.parametrize("gx,gy,resident", [(20, 15, 8), (3, 100, 2), (16, 9, 8), (7, 5, 1)])
 def test_sampled_rounds_run_only_ctas_of_the_grid(gx, gy, resident):
-    # every CTA the sampled SM runs exists, and a round's CTAs are distinct: a tail round after
-    # full waves (300 CTAs = 2 waves of 128 + 44) is taken by the SMs that free first, R at a time
+    # every CTA the sampled SM runs exists and lies in its round, and a round's CTAs are distinct
     from maxsim.gpu.sampling import round_ctas
     for r in sm_rounds(gx * gy, 16, resident):
         ids = round_ctas(r, 16, gx)
@@ -91,6 +91,17 @@ def test_sampled_rounds_run_only_ctas_of_the_grid(gx, gy, resident):
         assert all(first <= x + y * gx < first + size for x, y in ids)
 
 
-def test_dram_sharing_of_a_tail_taken_in_runs():
-    # a tail of 4 CTAs in one row of an 8-wide grid, taken 2 at a time: each pair shares its B tile
-    assert dram_factor(16, 4, 16, 8, footprint, per_sm=2) == pytest.approx((4 + 1) / (3 + 3))
+def test_dram_sharing_of_a_tail():
+    # a tail of 4 CTAs in one row of an 8-wide grid, one per SM: they share their B tile
+    assert dram_factor(16, 4, 16, 8, footprint) == pytest.approx((4 + 1) / (4 * 2))
+
+
+def test_tail_after_a_full_wave_matches_full_simulation():
+    # sgemm_128 at N = 768: 36 CTAs = one full wave of 32 + a tail of 4, which the dispatcher of
+    # the full simulation spreads over 4 SMs (each SM's first free slot takes one). The tail is
+    # simulated whole; the full wave is sampled on one SM. K = 128 keeps the full run short
+    full = predict_sgemm("sgemm_128", 768, CFG, k=128, full=True)
+    sampled = predict_sgemm("sgemm_128", 768, CFG, k=128)
+    wave, tail = sampled["rounds"]
+    assert tail["ctas"] == 1 and tail["active_sms"] == 4 and tail["k_samples"] == [128]
+    assert abs(sampled["cycles"] - full["cycles"]) / full["cycles"] < 0.01

@@ -43,8 +43,9 @@ class GpuResult:
 
 
 def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, cfg, ctas=None,
-                 hazards="warn", max_instructions=None, progress=None):
-    """Run the kernel functionally, then every CTA in time on ``cfg.gpu.sms`` SMs.
+                 hazards="warn", max_instructions=None, progress=None, memory_system=None):
+    """Run the kernel functionally, then every CTA in time on ``cfg.gpu.sms`` SMs (sharing
+    ``memory_system``, by default a new :class:`~maxsim.timing.memory_system.MemorySystem`).
 
     ``progress`` (``progress(done, total, what, unit)``, see :mod:`maxsim.report.progress`) is told
     the CTAs done by the functional run, then the warp instructions issued by all SMs."""
@@ -57,7 +58,7 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
     wpc = (block + 31) // 32
     queue = collections.deque((cid, [res.trace[i * wpc + w] for w in range(wpc)])
                               for i, cid in enumerate(cta_list))
-    ms = MemorySystem(cfg)
+    ms = memory_system if memory_system is not None else MemorySystem(cfg)
     sms = [SM(cfg, kernel, block, ms, hazards=hazards, sm_id=i) for i in range(cfg.gpu.sms)]
     per_sm = sms[0].max_ctas
     for _ in range(per_sm):  # the first wave, round-robin over the SMs

@@ -4,11 +4,12 @@ Simulating every instruction of an 8192^3 SGEMM is out of reach, but its structu
 
 * **Waves.** The block dispatcher hands the first ``S x R`` CTAs (S SMs, R resident per SM)
   round-robin to the SMs, and each later CTA to the SM whose slot frees first. CTAs that start
-  together end together, so the busiest SM runs *rounds* of R CTAs (all SMs busy), then a tail
-  round: of ``ceil(G / S)`` CTAs if the grid is less than one wave (round-robin), else of up to R
-  CTAs, because the SMs that finish the last full wave first take R tail CTAs each (their CTAs end
-  within a few dozen cycles of each other, the SMs have drifted apart by far more). The launch
-  takes the sum of the busiest SM's rounds.
+  together end together, so the busiest SM runs *rounds* of R CTAs (all SMs busy), then a partial
+  round of the ``T`` CTAs left (the whole grid if it is less than one wave, else the tail after
+  the full waves), dealt round-robin: ``ceil(T / S)`` on the busiest SM. (A tail is dealt that way
+  too: the last full wave's slots free within a few hundred cycles across the GPU, while an SM's
+  own resident CTAs end further apart, so every SM's first free slot takes a tail CTA before any
+  second one does.) The launch takes the sum of the busiest SM's rounds.
 * **Steady state in K.** A CTA's time is a fixed cost (prologue, pipeline fill, epilogue) plus a
   cost per main-loop iteration, so the time of a round is affine in K. Each round type is
   simulated at two small K values (both past the pipeline fill) and the line through them is
@@ -19,8 +20,9 @@ Simulating every instruction of an 8192^3 SGEMM is out of reach, but its structu
   real GPU: data that several CTAs of the same wave read (an SGEMM's A tile is read by every CTA
   of its row) comes from DRAM once per wave. ``footprint(cta)`` names the pieces of data a CTA reads;
   the fraction is (distinct pieces in the wave) / (sum over SMs of the distinct pieces of each SM).
-* **Launches smaller than one wave** are simulated whole instead (every CTA on its SM, one shared
-  L2 and DRAM, as :func:`~maxsim.gpu.gpu.simulate_gpu`), still at two K values
+* **Launches smaller than one wave, and tails of at most one CTA per SM,** are simulated whole
+  instead (every CTA on its SM, one shared L2 and DRAM, as :func:`~maxsim.gpu.gpu.simulate_gpu`),
+  still at two K values
   (``WAVE_K_SAMPLES``) and extrapolated. At low occupancy the SMs' timing depends on each other:
   an SM whose loads sit on the critical path finds in the L2 the tiles that SMs in another phase
   of their loop fetched a little earlier, and that sets which of two periodic schedules its warps
@@ -71,33 +73,27 @@ def sm_rounds(grid_ctas, sms, resident):
     out = []
     if full:
         out.append((full, resident, sms, 0, wave))
-    if left and not full:
-        # a partial first wave is dealt round-robin: the busiest SM gets ceil(left / S)
-        out.append((1, -(-left // sms), min(sms, left), 0, left))
-    elif left:
-        # a tail after full waves goes to the SMs whose slots free first; an SM's resident CTAs
-        # started together and end within a few dozen cycles of each other, while the SMs have
-        # drifted apart by far more, so the first SMs to finish take up to R tail CTAs each
-        per = min(resident, left)
-        out.append((1, per, -(-left // per), full * wave, left))
+    if left:
+        # a partial first wave is dealt round-robin: the busiest SM gets ceil(left / S). So is a
+        # tail after full waves, in effect: the slots of the last full wave free within a few
+        # hundred cycles across the GPU, and an SM's own CTAs end further apart than that (its
+        # warps do not share the schedulers evenly), so each SM's first free slot takes a tail CTA
+        # before any SM's second does (the full simulation: sgemm_128 at N = 768 puts its 4 tail
+        # CTAs on 4 SMs)
+        out.append((1, -(-left // sms), min(sms, left), full * wave, left))
     return out
 
 
 def round_ctas(rnd, sms, gx):
     """CTA ids (x, y) the sampled SM runs in a round of :func:`sm_rounds`: every ``sms``-th CTA of
-    a wave dealt round-robin; in a tail after full waves, ``count`` consecutive CTAs (the SM that
-    frees first takes the next CTAs of the queue), so that every id lies inside the tail."""
+    the wave (or tail), which is dealt round-robin."""
     _, count, _, first, _ = rnd
-    stride = sms if first == 0 else 1
-    return [((first + j * stride) % gx, (first + j * stride) // gx) for j in range(count)]
+    return [((first + j * sms) % gx, (first + j * sms) // gx) for j in range(count)]
 
 
-def dram_factor(first, n_ctas, sms, gx, footprint, per_sm=None):
-    """Fraction of one SM's L2 misses that reach DRAM when the whole wave runs together.
-
-    The wave's CTAs are dealt round-robin over ``sms`` SMs, or, with ``per_sm``, in runs of
-    ``per_sm`` consecutive CTAs (a tail after full waves, as :func:`round_ctas` samples it).
-    """
+def dram_factor(first, n_ctas, sms, gx, footprint):
+    """Fraction of one SM's L2 misses that reach DRAM when the whole wave runs together (the
+    wave's ``n_ctas`` CTAs from ``first`` on, dealt round-robin over ``sms`` SMs)."""
     if footprint is None:
         return 1.0
     wave = [(i % gx, i // gx) for i in range(first, first + n_ctas)]
@@ -106,7 +102,7 @@ def dram_factor(first, n_ctas, sms, gx, footprint, per_sm=None):
     for i, cid in enumerate(wave):
         keys = set(footprint(cid))
         union |= keys
-        groups.setdefault(i // per_sm if per_sm else i % sms, set()).update(keys)
+        groups.setdefault(i % sms, set()).update(keys)
     total = sum(len(v) for v in groups.values())
     return max(len(union) / total, 1e-3) if total else 1.0
 
@@ -126,15 +122,16 @@ def predict(kernel, block, grid, k, build, cfg, *, k_samples=(32, 64), footprint
     k1, k2 = k_samples
     out = []
     sim = 0.0
+    backlog = (0.0, 0.0)  # L2 and DRAM work the previous round leaves queued, in cycles
     for rnd in rounds:
         n_rounds, ctas, active, first, wave = rnd
-        if first == 0 and wave < sms * resident:  # the whole launch is one partial wave
-            s, t = _whole_wave(kernel, block, grid, k, build, cfg, rnd, progress)
+        if _simulated_whole(rnd, sms, resident):
+            s, t = _whole_wave(kernel, block, grid, k, build, cfg, rnd, progress, backlog)
             out.append((n_rounds, s))
             sim += t
             continue
         ids = round_ctas(rnd, sms, gx)
-        factor = dram_factor(first, wave, sms, gx, footprint, per_sm=None if first == 0 else ctas)
+        factor = dram_factor(first, wave, sms, gx, footprint)
         ks = (k,) if k <= k2 else (k1, k2)
         cyc = []
         loop = None
@@ -143,14 +140,18 @@ def predict(kernel, block, grid, k, build, cfg, *, k_samples=(32, 64), footprint
             ms = MemorySystem(cfg, bandwidth_share=1.0 / active,
                               l2_size_bytes=max(cfg.l2.size // active, cfg.l2.sector * cfg.l2.assoc),
                               dram_traffic_factor=factor)
+            _queue_backlog(ms, backlog)
             _, sm = simulate(kernel, grid, block, params, memory, textures, cfg=cfg, ctas=ids,
                              memory_system=ms, hazards=None)
             cyc.append(sm.stats.cycles)
+            end = sm.stats.cycles
+            left = (max(0.0, ms.l2_server.next_free - end), max(0.0, ms.dram_server.next_free - end))
             loop = sm.loop_cycles_per_iteration()
             sim += sm.stats.sim_seconds + sm.stats.functional_seconds
             if progress is not None:
                 progress()
         out.append((n_rounds, RoundSample(ctas, active, factor, ks, tuple(cyc), loop or 0.0)))
+        backlog = left
     total = 0.0
     for n_rounds, r in out:
         if len(r.ks) == 1:
@@ -164,10 +165,34 @@ def predict(kernel, block, grid, k, build, cfg, *, k_samples=(32, 64), footprint
                       waves=gx * gy / (sms * resident), resident_ctas=resident, sim_seconds=sim)
 
 
-def _whole_wave(kernel, block, grid, k, build, cfg, rnd, progress):
-    """Simulate a launch smaller than one wave whole at ``WAVE_K_SAMPLES`` (or at ``k`` itself
-    when no larger than the second): ``(RoundSample, simulator seconds)``."""
-    _, ctas, active, _, _ = rnd
+def _simulated_whole(rnd, sms, resident):
+    """Whether a round is simulated whole: a launch smaller than one wave, or a tail of at most
+    one CTA per SM (few warps per SM: the SMs' timing depends on each other, see the module
+    docstring)."""
+    _, _, _, first, wave = rnd
+    return wave < sms * resident and (first == 0 or wave <= sms)
+
+
+def _queue_backlog(ms, backlog):
+    """Occupy the memory system's L2 and DRAM servers for the first ``backlog`` = (L2, DRAM)
+    cycles: work the previous round left queued when this one starts. The stores of a CTA's
+    epilogue are posted (the CTA ends when it has issued them), so a round ends with the L2 still
+    draining them, and the next round's first loads wait behind them. The backlog, in cycles,
+    is the same for one SM with its share of the bandwidth as for the whole GPU."""
+    l2, dram = backlog
+    if l2 > 0:
+        ms.l2_server.reserve(0, l2 * ms.l2_server.bytes_per_clk)
+    if dram > 0:
+        ms.dram_server.reserve(0, dram * ms.dram_server.bytes_per_clk)
+
+
+def _whole_wave(kernel, block, grid, k, build, cfg, rnd, progress, backlog=(0.0, 0.0)):
+    """Simulate a partial wave whole (its CTAs dealt to the SMs round-robin, one shared L2 and
+    DRAM, queued behind the previous round's ``backlog``) at ``WAVE_K_SAMPLES`` (or at ``k``
+    itself when no larger than the second): ``(RoundSample, simulator seconds)``."""
+    _, ctas, active, first, wave = rnd
+    gx, gy = grid
+    ids = [(i % gx, i // gx) for i in range(first, first + wave)]
     k1, k2 = WAVE_K_SAMPLES
     ks = (k,) if k <= k2 else (k1, k2)
     cyc = []
@@ -175,7 +200,10 @@ def _whole_wave(kernel, block, grid, k, build, cfg, rnd, progress):
     sim = 0.0
     for kk in ks:
         params, memory, textures = build(kk)
-        r = simulate_gpu(kernel, grid, block, params, memory, textures, cfg=cfg, hazards=None)
+        ms = MemorySystem(cfg)
+        _queue_backlog(ms, backlog)
+        r = simulate_gpu(kernel, grid, block, params, memory, textures, cfg=cfg, ctas=ids, hazards=None,
+                         memory_system=ms)
         cyc.append(r.cycles)
         busiest = max(r.sms, key=lambda sm: sm.now)
         loop = busiest.loop_cycles_per_iteration()
@@ -187,11 +215,11 @@ def _whole_wave(kernel, block, grid, k, build, cfg, rnd, progress):
 
 def samples_needed(grid, k, sms, resident, k_samples=(32, 64)):
     """How many short simulations :func:`predict` will run (for progress bars)."""
-    rounds = sm_rounds(grid[0] * grid[1], sms, resident)
-    if len(rounds) == 1 and rounds[0][3] == 0 and rounds[0][4] < sms * resident:
-        return 1 if k <= WAVE_K_SAMPLES[1] else 2
-    per = 1 if k <= k_samples[1] else 2
-    return per * len(rounds)
+    n = 0
+    for rnd in sm_rounds(grid[0] * grid[1], sms, resident):
+        top = WAVE_K_SAMPLES[1] if _simulated_whole(rnd, sms, resident) else k_samples[1]
+        n += 1 if k <= top else 2
+    return n
 
 
 __all__ = ["predict", "Prediction", "RoundSample", "sm_rounds", "round_ctas", "dram_factor", "samples_needed",
