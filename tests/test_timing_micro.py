@@ -509,6 +509,33 @@ def test_bar_sync_waits_for_last_warp(bar_lat):
         (arrive1 + bar_lat) - (start + LAT.barrier_sync)  # 60 (75)
 
 
+def _guarded_bar_kernel():
+    chain = "\n".join([f"--:-:-:-:{s(LAT.alu)} FFMA R4, R5, R6, R4;"] * N_CHAIN)
+    # warp 0 (tid < 32) arrives at the guarded barrier; warp 1's guard is false: it goes on
+    # through a dependent chain and exits without ever arriving
+    return kernel(f"""
+--:-:1:-:2 S2R R0, SR_TID.X;
+01:-:-:-:{s(LAT.predicate)} ISETP.LT.AND P0, PT, R0, 0x20, PT;
+--:-:-:-:{s(LAT.barrier_sync)} @P0 BAR.SYNC 0x0;
+{chain}
+{exit_line()}
+""", bar=1)
+
+
+def test_guarded_barrier_skipped_by_a_warp():
+    # pre-Volta rule (as the functional model runs it): the warp whose guard is false does not
+    # arrive, and a warp that exits no longer counts, so warp 0 is released latency.barrier_sync
+    # cycles after warp 1's EXIT - not when warp 1 issues its (guard-false) BAR
+    sm, d = run(_guarded_bar_kernel(), block=64)
+    t_bar = LAT.s2r + LAT.predicate  # both warps issue the BAR here
+    assert first_issue(sm, 2, warp=0) == first_issue(sm, 2, warp=1) == t_bar
+    assert first_issue(sm, 3, warp=1) == t_bar + LAT.barrier_sync  # warp 1 goes straight on
+    t_exit1 = first_issue(sm, 3 + N_CHAIN, warp=1)
+    assert t_exit1 == t_bar + LAT.barrier_sync + N_CHAIN * LAT.alu
+    assert first_issue(sm, 3, warp=0) == t_exit1 + LAT.barrier_sync
+    assert d["stall_reasons_per_warp"]["cta0,0.w1"]["barrier_wait"] == 0
+
+
 def test_barrier_wait_stays_barrier_wait_when_a_pipe_is_busy_after_release():
     # Warp 0 issues a shift, then reaches BAR.SYNC; warp 1 arrives later after an FFMA chain.
     # With a very slow half-rate pipe, warp 0's shift after the barrier still waits for the pipe

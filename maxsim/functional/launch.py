@@ -257,6 +257,8 @@ def _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder,
                     # pre-Volta per-warp barrier rule); warps whose guard is false go on
                     arrive = (m & g.active).reshape(-1, 32).any(axis=1)
                     if not arrive.all():
+                        if recorder is not None:
+                            recorder.barrier(g, arrive)
                         if not arrive.any():
                             g.pc = pc + 1
                             continue

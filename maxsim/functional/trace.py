@@ -81,6 +81,11 @@ class TraceRecorder:
         g.segment.mem[len(g.segment.pcs) - 1] = self.summarise(
             "tex", addr.reshape(nw, 32), self._lanes(g, sel) & inside.reshape(nw, 32), 16)
 
+    def barrier(self, g, arrive):
+        """A guarded BAR.SYNC that some warps of the group skip (guard false): per warp, whether
+        it arrives. (A BAR without this record is one every warp of the segment arrives at.)"""
+        g.segment.mem[len(g.segment.pcs) - 1] = arrive.tolist()
+
     def exit(self, g, gone):
         pass
 

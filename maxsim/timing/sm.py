@@ -556,6 +556,11 @@ class SM:
             s.rc_warp = None  # a branch empties the reuse caches
             if st.back_branch[pc]:
                 w.branch_times.append(t)
+        elif u == BAR:
+            # a guarded BAR.SYNC whose guard is false for this warp issues but does not arrive
+            # (the functional run records which warps arrive when some do not)
+            arrive = w.mem.get(w.pos)
+            arrives = arrive is None or arrive[w.row]
         if self.issue_log is not None:
             self.issue_log.append((t, w.label, pc))
             self.issue_done.append(done_at)
@@ -602,7 +607,7 @@ class SM:
                 dep = c
         w.dep_until = dep
         w.ready_at = dep
-        if u == BAR:
+        if u == BAR and arrives:
             cta = w.cta
             cta.arrived.append(w)
             w.at_bar = True
