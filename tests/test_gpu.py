@@ -36,3 +36,14 @@ def test_ctas_spread_over_sms_run_concurrently():
     assert g4.stats.warp_instructions == g1.stats.warp_instructions
     # the four CTAs share A and B tiles in pairs: half the texture sectors hit in the L2
     assert 0.4 < g4.l2_hit_rate < 0.8
+
+
+def test_merged_statistics_keep_every_warps_stall_reasons():
+    kernel, p = _problem("sgemm_128", 256, 256, 32)
+    g = simulate_gpu(kernel, p.grid, p.block, p.params, p.memory, p.textures,
+                     cfg=override(CFG, {"gpu.sms": 4}))
+    per = g.stats.to_dict()["stall_reasons_per_warp"]
+    assert len(per) == 4 * 8  # 4 CTAs of 8 warps, labelled by SM
+    assert {k.split(".")[0] for k in per} == {"sm0", "sm1", "sm2", "sm3"}
+    for reason, total in g.stats.stall_reasons.items():
+        assert sum(v[reason] for v in per.values()) == total

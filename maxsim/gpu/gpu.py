@@ -89,6 +89,8 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
             total.opcode_counts[k] = total.opcode_counts.get(k, 0) + v
         for k, v in st.stall_reasons.items():
             total.stall_reasons[k] += v
+        for label, reasons in st.warp_stalls.items():  # warp labels name the CTA: unique on the GPU
+            total.warp_stalls[f"sm{sm.sm_id}.{label}"] = reasons
         total.hazards.extend(st.hazards[:100])
     total.cycles = cycles
     total.l2_hits, total.l2_misses = ms.l2_read_hits, ms.l2_read_misses
