@@ -38,9 +38,9 @@ from __future__ import annotations
 import attrs
 
 from ..timing.memory_system import MemorySystem
-from .gpu import simulate_gpu
 from ..timing.run import simulate
 from ..timing.sm import residency
+from .gpu import simulate_gpu
 
 
 WAVE_K_SAMPLES = (64, 128)  # K values at which a launch smaller than one wave is simulated whole
