@@ -149,8 +149,8 @@ def _parser():
     cm = sub.add_parser("compare", help="simulated versus measured SGEMM GFLOPS on a whole GPU",
                         description="Predict the maxas SGEMM kernels on a whole GPU (sampled: short "
                                     "simulations of one SM's rounds of resident CTAs, or of the whole "
-                                    "GPU when the launch is less than one wave, extrapolated "
-                                    "in K) at every measured size, and compare with the measured GFLOPS "
+                                    "GPU for a launch of less than one wave or a small tail, "
+                                    "extrapolated in K) at every measured size, and compare with the measured GFLOPS "
                                     "in traces/ (GTX 980 at 1607 MHz): a table, the error at each point, "
                                     "the MAPE per kernel, and optionally a plot with cuBLAS as reference.")
     cm.add_argument("--workload", choices=WORKLOADS + ("all",), default="all",
@@ -162,7 +162,7 @@ def _parser():
                     help="architecture config (default gtx980_oc, the measured setup)")
     cm.add_argument("-o", "--output", metavar="FILE", default=None,
                     help="also draw the comparison to this file (.png, .svg or .pdf)")
-    cm.add_argument("--jobs", type=_size, default=None,
+    cm.add_argument("--jobs", metavar="N", type=_size, default=None,
                     help="worker processes (default: the number of CPUs; 1 runs in this process)")
     cm.add_argument("--quiet", action="store_true", help="no progress bar")
     cm.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
