@@ -148,16 +148,15 @@ class Warp:
 
 
 class Scheduler:
-    __slots__ = ("index", "warps", "last", "busy_until", "alu_free", "half_free", "mem_free", "rcs",
-                 "rc_warp", "banks")
+    __slots__ = ("index", "warps", "last", "busy_until", "pipe_free", "mem_free", "rcs", "rc_warp",
+                 "banks")
 
     def __init__(self, index):
         self.index = index
         self.warps = []
         self.last = None
         self.busy_until = 0
-        self.alu_free = 0
-        self.half_free = 0
+        self.pipe_free = [0, 0]  # first cycle the ALU / half-rate pipe takes an instruction (by unit)
         self.mem_free = 0
         self.rcs = _NO_REUSE  # reuse caches: one tuple of registers per operand slot
         self.rc_warp = None
@@ -255,8 +254,8 @@ class SM:
         lat = cfg.latency
         self.lat = lat
         self.mem_interval = cfg.pipes.mem_issue_interval
-        self.half_interval = int(round(cfg.pipes.alu_half_interval))
-        self.alu_interval = cfg.pipes.alu_interval  # 1.0: one ALU warp instruction per cycle
+        # cycles each math pipe is busy per warp instruction, by unit (ALU, ALU_HALF)
+        self.pipe_interval = (cfg.pipes.alu_interval, int(round(cfg.pipes.alu_half_interval)))
         self.reuse_slots = rf.reuse_slots
         self.cta_launch = cfg.sm.cta_launch_cycles
         self.shared_depth = cfg.pipes.shared_queue_depth
@@ -443,12 +442,8 @@ class SM:
     # ---- issue ---------------------------------------------------------------------------
     def _unit_ok(self, w, pc, t, s):
         u = self.static.unit[pc]
-        if u == ALU:
-            if s.alu_free > t:
-                w.blocked = 4
-                return False
-        elif u == ALU_HALF:
-            if s.half_free > t:
+        if u <= ALU_HALF:
+            if s.pipe_free[u] > t:
                 w.blocked = 4
                 return False
         elif u in _MEMORY:
@@ -541,10 +536,7 @@ class SM:
             reads = st.reads[pc]
             if reads:
                 delay = self._collect(w, s, pc, t, reads)
-            if u == ALU_HALF:
-                s.half_free = t + self.half_interval
-            else:
-                s.alu_free = t + self.alu_interval
+            s.pipe_free[u] = t + self.pipe_interval[u]
             done_at = t + delay + st.latency[pc]
             if delay:
                 s.busy_until = t + 1 + delay
@@ -631,22 +623,18 @@ class SM:
         entries = self.reuse_entries
         nslots = self.reuse_slots
         for slot, r, bank, flagged, _dup in self.static.reads[pc]:
-            if slot >= nslots:  # no reuse cache behind this operand slot
-                if r not in from_banks:
-                    from_banks.add(r)
-                    banks.append(bank)
-                continue
-            cache = rc[slot]
-            if r in cache:
-                hits += 1
-                cache.remove(r)
+            if slot < nslots:  # a slot from reuse_slots on has no cache: always a bank read
+                cache = rc[slot]
+                if r in cache:
+                    hits += 1
+                    cache.remove(r)
+                    if flagged:
+                        cache.append(r)
+                    continue
                 if flagged:
                     cache.append(r)
-                continue
-            if flagged:
-                cache.append(r)
-                if len(cache) > entries:
-                    del cache[0]
+                    if len(cache) > entries:
+                        del cache[0]
             # a register named in two slots is read from its bank once, unless the other slot got
             # it from that slot's reuse cache (a cache serves only its own slot)
             if r not in from_banks:
