@@ -164,10 +164,11 @@ class Scheduler:
 
 
 class Cta:
-    __slots__ = ("cid", "warps", "live", "arrived")
+    __slots__ = ("cid", "warps", "live", "arrived", "start")
 
-    def __init__(self, cid):
+    def __init__(self, cid, start=0):
         self.cid = cid
+        self.start = start
         self.warps = []
         self.live = 0
         self.arrived = []
@@ -237,6 +238,7 @@ class SM:
         self._reuse_memo = {}
         self.bar_delay = cfg.latency.barrier_set_delay
         self.finished_ctas = 0
+        self.cta_log = []  # (cta id, start cycle, end cycle) of each CTA this SM ran
         # optional issue log for tests, debugging and timelines (maxsim.report.timeline):
         # issue_log: (cycle, warp label, pc) per issued instruction; issue_done: the cycle its result
         # (or memory request) completes, same index; stall_log: (warp label, gap start, a, b, issue
@@ -289,7 +291,7 @@ class SM:
                 self.dispatched.append((t, cid))
             else:
                 break
-            cta = Cta(cid)
+            cta = Cta(cid, t)
             self.free_slots.sort()
             nregs = self.kernel.reg_cnt
             for w, tr in enumerate(traces):
@@ -315,6 +317,7 @@ class SM:
         if cta.live == 0:
             self.resident -= 1
             self.finished_ctas += 1
+            self.cta_log.append((cta.cid, cta.start, t))
             self._launch_ready_ctas(t + self.cta_launch)
         elif cta.arrived and len(cta.arrived) == cta.live:
             self._release(cta, t)
