@@ -261,9 +261,12 @@ def cmd_compare(args):
     finally:
         bar.close()
     if args.output:
-        from .report.compare_plot import plot_comparison
+        from .report.compare_plot import has_memory, plot_comparison
         plot_comparison(result, args.output)
         result["plot"] = args.output
+        if not has_memory(result):
+            print("maxsim: the plot has no memory panels: the predictions carry no memory counters",
+                  file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=1))
     else:

@@ -150,8 +150,8 @@ def format_table(result):
     for name, k in result["kernels"].items():
         mem = any(p.get("profiler_metrics") for p in k["points"])
         lines.append("")
-        lines.append(f"{name}: {k['registers_per_thread']} registers per thread, {k['resident_ctas_per_sm']} CTAs "
-                     f"= {k['warps_per_scheduler']:g} warps per scheduler per SM (limited by {k['occupancy_limited_by']})")
+        lines.append(f"{name}: {k['registers_per_thread']} registers per thread, {k['resident_ctas_per_sm']} CTAs per SM "
+                     f"= {k['warps_per_scheduler']:g} warps per scheduler (limited by {k['occupancy_limited_by']})")
         lines.append(f"{'':10s}     N   measured  simulated   error   loop cycles  waves"
                      + ("  L2 hit %  DRAM util" if mem else ""))
         for p in k["points"]:
