@@ -130,7 +130,11 @@ def sm_counters(sm) -> dict:
     system's and the L1/texture cache's ``stats()``, ``elapsed_cycles`` and the resident-warp
     counters."""
     elapsed = sm.stats.cycles
-    out = dict(_stats(sm.memsys, elapsed))
+    ms = sm.memsys
+    out = dict(_stats(ms, elapsed))
+    # the counters the metrics read, from the memory system's attributes (its documented interface)
+    out.update(l2_read_hits=ms.l2_read_hits, l2_read_misses=ms.l2_read_misses,
+               dram_bytes_read=ms.dram_bytes_read, dram_bytes_written=ms.dram_bytes_written)
     out.update(_stats(sm.l1, elapsed))
     out["elapsed_cycles"] = elapsed
     out.update(resident_warp_counters([sm]))
