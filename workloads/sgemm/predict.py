@@ -12,6 +12,7 @@ from maxsim.functional import GlobalMemory, Texture1D
 from maxsim.functional.memory import texture_index
 from maxsim.gpu import simulate_gpu
 from maxsim.gpu.sampling import predict, samples_needed
+from maxsim.timing.occupancy import with_registers
 from maxsim.timing.sm import residency
 
 from .generator import KERNELS, TEX_A, TEX_B, generate_kernel
@@ -65,11 +66,14 @@ def _shift(m, n):
     return shift
 
 
-def predict_sgemm(name, n, cfg, *, m=None, k=None, kernel=None, full=False, progress=None):
+def predict_sgemm(name, n, cfg, *, m=None, k=None, kernel=None, full=False, progress=None, regs=None):
     """Predicted seconds, GFLOPS and details of the SGEMM on the GPU of ``cfg``: square of size n
-    unless ``m`` (rows) and ``k`` are given (K is rounded up to a multiple of 8)."""
+    unless ``m`` (rows) and ``k`` are given (K is rounded up to a multiple of 8). ``regs``: the
+    kernel declares that many registers per thread (fewer resident CTAs; its code unchanged)."""
     geo = KERNELS[name]
     kernel = kernel if kernel is not None else generate_kernel(name)
+    if regs is not None:
+        kernel = with_registers(kernel, regs)
     m = n if m is None else m
     k = -(-(n if k is None else k) // 8) * 8
     grid = (-(-m // geo.tile), -(-n // geo.tile))
