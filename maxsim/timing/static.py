@@ -76,30 +76,10 @@ def _n_dst(i):
 
 
 def residency(kernel, block, cfg):
-    """CTAs of this kernel that fit on one SM at once, and the resource that limits them."""
-    sm = cfg.sm
-    wpc = (block + sm.warp_size - 1) // sm.warp_size
-    g = sm.reg_alloc_granularity
-    regs_per_warp = -(-max(kernel.reg_cnt, 1) * sm.warp_size // g) * g
-    limits = {
-        "warps": sm.max_warps // wpc,
-        "ctas": sm.max_ctas,
-        "registers": sm.registers // (regs_per_warp * wpc),
-    }
-    if kernel.shared_size:
-        sg = sm.shared_alloc_granularity
-        shared = -(-kernel.shared_size // sg) * sg
-        limits["shared memory"] = sm.shared_bytes // shared
-    if kernel.reg_cnt > sm.max_regs_per_thread:
-        raise SimulationError(f"kernel {kernel.name} uses {kernel.reg_cnt} registers per thread; the SM allows {sm.max_regs_per_thread}")
-    if kernel.shared_size > sm.max_shared_per_cta:
-        raise SimulationError(f"kernel {kernel.name} needs {kernel.shared_size} bytes of shared memory per CTA; the limit is {sm.max_shared_per_cta}")
-    if block > sm.max_threads_per_cta:
-        raise SimulationError(f"block of {block} threads exceeds the SM limit of {sm.max_threads_per_cta}")
-    n = min(limits.values())
-    if n < 1:
-        worst = min(limits, key=limits.get)
-        raise SimulationError(f"kernel {kernel.name} does not fit on one SM (limited by {worst})")
-    return n, min(limits, key=limits.get)
+    """CTAs of this kernel that fit on one SM at once, and the resource that limits them (the
+    rules: :mod:`maxsim.timing.occupancy`)."""
+    from .occupancy import occupancy
+    occ = occupancy(kernel, block, cfg)
+    return occ.ctas, occ.limited_by
 
 
