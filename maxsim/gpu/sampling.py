@@ -263,7 +263,7 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
         fixed = [a - p * it1 for a, p in zip(durations[0], per_iter)]
         predicted = cyc[0] + (cyc[1] - cyc[0]) * (k - ks[0]) / (ks[1] - ks[0])
     dur = [f + p * k / k_step for f, p in zip(fixed, per_iter)]
-    mem = _memory_counters(ms, cyc[-1])
+    mem = _memory_counters(ms, cyc[-1], used)
     phase = Phase(name, len(ids), tuple(ks), tuple(cyc), loop, mem)
     return _Whole(phase, float(predicted), fixed, per_iter, dur), ms
 
@@ -383,7 +383,7 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
             whole[sm.sm_id] = float(np.mean(d))
     durations = {j: whole[j % sms] for j, *_ in pop if j % sms in whole}
     loops = list(per_sm.values())
-    mem = _memory_counters(ms, max(sm.now for sm in used))
+    mem = _memory_counters(ms, max(sm.now for sm in used), used)
     skew = float(np.std([d for _, _, d, _ in pop])) if pop else 0.0
     phase = Phase("steady state", len(pop), (window * k_step,), (stop,),
                   float(np.mean(loops)) if loops else 0.0, mem)
@@ -507,9 +507,22 @@ class _History:
 
 # ---- memory figures ------------------------------------------------------------------------------------
 
-def _memory_counters(ms, cycles):
+def _memory_counters(ms, cycles, sms=()):
+    """Additive counters of one simulated piece: the memory system's, the SMs' L1/texture caches'
+    and resident warp-cycles (for the profiler metrics, :mod:`maxsim.report.metrics`), and its
+    ``cycles``."""
+    from ..report.metrics import resident_warp_counters
     st = ms.stats()
-    out = {k: float(v) for k, v in st.items() if isinstance(v, (int, float)) and not k.endswith("rate")}
+    out = {k: float(v) for k, v in st.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+           and not k.endswith(("rate", "utilisation", "utilization", "delay", "p95"))}
+    for key in ("l2_read_hits", "l2_read_misses", "dram_bytes_read", "dram_bytes_written"):
+        out[key] = float(getattr(ms, key))
+    for sm in sms:
+        l1 = sm.l1
+        out["tex_sector_hits"] = out.get("tex_sector_hits", 0.0) + l1.sector_hits
+        out["tex_sector_misses"] = out.get("tex_sector_misses", 0.0) + l1.sector_misses
+    if sms:
+        out.update({k: float(v) for k, v in resident_warp_counters(sms).items()})
     out["cycles"] = float(cycles)
     return out
 
