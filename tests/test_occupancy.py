@@ -144,7 +144,7 @@ def test_the_timed_sm_holds_the_chosen_residency():
 def test_the_sm_never_holds_more_ctas_than_the_residency():
     from maxsim.timing.run import simulate
     from workloads.sgemm.predict import _builder
-    params, mem, tex = _builder(256, 256)(32)
+    params, mem, tex = _builder(256, 256, 32)(32)
     every = [(x, y) for y in range(4) for x in range(4)]
     for regs, resident in ((125, 8), (168, 6), (255, 4)):
         _, sm = simulate(generate_kernel("sgemm_64", regs=regs), (4, 4), 64, params, mem, tex, cfg=CFG,
