@@ -74,6 +74,8 @@ def validate(cfg, quick=False, parts=PARTS, progress=None, jobs=1) -> Validation
                                              progress=None if progress is None else
                                              (lambda d, n, name: progress(d, n, f"SGEMM GFLOPS {name}", "sizes")))
         rows += more
+    order = list(KINDS)
+    rows.sort(key=lambda r: order.index(r.kind))  # grouped by kind, each group in measuring order
     return Validation(rows=tuple(rows), config=cfg.name, gpu=cfg.gpu.name, quick=quick, comparison=comparison)
 
 
@@ -128,5 +130,5 @@ def format_table(v: Validation) -> str:
     n = v.counts()
     lines += ["", f"{len(rows)} figures: {n['pass']} pass, {n['deviation']} deviation, "
                   f"{n['—']} without a published figure",
-              "sources: " + "; ".join(f"[{s}] {SOURCES.get(s, '')}" for s in source_names(rows))]
+              "sources:"] + [f"  [{s}] {SOURCES.get(s, '')}" for s in source_names(rows)]
     return "\n".join(lines)

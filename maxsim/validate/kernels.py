@@ -106,11 +106,11 @@ def dependent_chain(n, stall, op="FFMA R0, R1, R2, R0", exit_stall=EXIT_STALL):
     return kernel("\n".join([f"--:-:-:-:{s(stall)} {op};"] * n + [exit_line(exit_stall)]))
 
 
-def independent_ffma(n, exit_stall=EXIT_STALL):
+def independent_ffma(n, exit_stall=EXIT_STALL, shared=0):
     """``n`` independent FFMAs at stall 1, reading banks 1, 2, 3 (no bank conflict); their
-    destinations are never read."""
+    destinations are never read. ``shared``: bytes of shared memory the kernel declares."""
     return kernel("\n".join([f"--:-:-:-:1 FFMA R{4 + 4 * (i % 4)}, R1, R2, R3;" for i in range(n)]
-                            + [exit_line(exit_stall)]))
+                            + [exit_line(exit_stall)]), shared=shared)
 
 
 def pair(first_stall, second, exit_stall=EXIT_STALL):

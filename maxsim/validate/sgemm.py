@@ -51,8 +51,7 @@ def static_rows():
         zig = report("zigzag", MAXAS_HEALTH_MODEL).per_kstep
         rows.append(Row(f"{name} zigzag: reuse hit rate per k-step (maxas's accounting)", "sgemm_static",
                         100 * zig["reuse_hits"] / zig["reads"], 39, "% of operand reads", "[maxas-sgemm]",
-                        "back-and-forth order, counted as maxas's reuse statistic does (no cache "
-                        "limit); with 2-entry caches 36.5%"))
+                        "back-and-forth order, counted as maxas's reuse statistic does (no cache limit)"))
     return rows
 
 
@@ -97,7 +96,8 @@ def gflops_rows(cfg, quick=False, progress=None, jobs=1):
                             p["measured_gflops"], "GFLOPS", "[maxas-sgemm]",
                             f"{p['waves']:.2f} waves, {p['loop_cycles']:.0f} cycles per loop iteration"))
         if k["mape_percent"] is not None:
-            rows.append(Row(f"{label} GFLOPS: MAPE over {k['measured_points']} measured sizes", "sgemm_gflops",
+            rows.append(Row(f"{label} GFLOPS: MAPE over {k['measured_points']} measured size"
+                            + ("s" if k["measured_points"] != 1 else ""), "sgemm_gflops",
                             k["mape_percent"], None, "%", "[maxas-sgemm]",
                             "mean |simulated - measured| / measured", limit=MAPE_LIMIT))
     return rows, result
