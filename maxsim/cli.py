@@ -217,10 +217,13 @@ def _validate_parser(sub):
                    help="also write a self-contained HTML report: the table, the correlation plot, the "
                         "GFLOPS-against-N plot, the config and the sources")
     v.add_argument("--json", action="store_true", help="print the rows as a JSON list of objects")
+    from .validate.sgemm import LOOP_PROBLEM, QUICK_SIZES
+    sizes = "; ".join(f"{k} N = {', '.join(map(str, v))}" for k, v in QUICK_SIZES.items())
     v.add_argument("--quick", action="store_true",
-                   help="a short run: SGEMM GFLOPS at N = 256 only (both kernels), main-loop cycles at "
-                        "K = 64, DRAM latency on cold data (the full run: every measured size, K = 128, "
-                        "a chase after a pass over twice the L2)")
+                   help=f"a short run (about 20 s of CPU): SGEMM GFLOPS at {sizes} only, main-loop cycles at "
+                        f"K = {LOOP_PROBLEM['quick'][1]}, DRAM latency on cold data. The full run (minutes): "
+                        f"every measured size, K = {LOOP_PROBLEM['full'][1]}, a chase after a pass over "
+                        f"twice the L2")
     v.add_argument("--jobs", metavar="N", type=_size, default=None,
                    help="worker processes for the GFLOPS predictions (default: the number of CPUs)")
     v.add_argument("--quiet", action="store_true", help="no progress bar")

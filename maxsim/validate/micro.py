@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 
 from ..gpu.gpu import simulate_gpu
-from ..timing.memory_system import MemorySystem
 from . import kernels as K
 from .rows import Row
 
@@ -106,7 +105,7 @@ def chase_latency(cfg, level):
     k = K.tld_chase_kernel(warm_fetches, links)
     away = K.TEXTURE_ADDRESS + 2 * l2 + 4 * l1 if level == "cold" else K.TEXTURE_ADDRESS
     tex = K.chase_textures(footprint, links, sector, warm_fetches * 32 * 16, warm_address=away)
-    sm, d = K.run(k, cfg=cfg, textures=tex, memory_system=MemorySystem(cfg))
+    sm, d = K.run(k, cfg=cfg, textures=tex)
     first = K.chase_pc(warm_fetches)
     times = [K.first_issue(sm, pc) for pc in range(first, first + links + 1)]
     return _slope(times)
@@ -125,7 +124,7 @@ def dram_bandwidth(cfg, ctas_per_sm=4, fetches=16):
     """Sustained DRAM read bandwidth of the whole GPU: every SM streams distinct texels (each warp
     ``fetches`` TLDs of 512 new bytes) through the L1 and L2 misses to DRAM; bytes read from DRAM
     over the kernel's cycles. Returns (GB/s, fraction of the config's peak bandwidth)."""
-    warps, block = 4, 128
+    block = 128  # 4 warps
     ctas = ctas_per_sm * cfg.gpu.sms
     k = K.kernel("\n".join(
         ["--:-:1:-:1 S2R R0, SR_TID.X;", "--:-:2:-:1 S2R R1, SR_CTAID.X;",
@@ -139,7 +138,7 @@ def dram_bandwidth(cfg, ctas_per_sm=4, fetches=16):
     r = simulate_gpu(k, ctas, block, textures={0: tex}, cfg=cfg, hazards=None)
     seconds = cfg.cycles_to_seconds(r.cycles)
     gbs = r.memory.dram_bytes_read / seconds / 1e9
-    return gbs, gbs / cfg.gpu.dram_bandwidth_gbs, warps
+    return gbs, gbs / cfg.gpu.dram_bandwidth_gbs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -244,7 +243,7 @@ def micro_rows(cfg, quick=False, progress=None):
 
     @step
     def _():
-        gbs, frac, _ = dram_bandwidth(cfg)
+        gbs, frac = dram_bandwidth(cfg)
         rows.append(Row("DRAM bandwidth, streaming, all SMs", "throughput", 100 * frac, 79, "% of peak", "[jia18]",
                         f"{gbs:.0f} GB/s of {cfg.gpu.dram_bandwidth_gbs:g}; jia18: 127 of 160 GiB/s on M60"))
 
