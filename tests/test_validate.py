@@ -35,6 +35,7 @@ def test_micro_rows_agree_with_hand_computed_values(micro):
     assert sim["FFMA dependent-chain latency"] == LAT.alu
     assert sim["IADD dependent-chain latency"] == LAT.alu
     assert sim["FFMA issue rate per scheduler"] == CFG.pipes.alu
+    assert sim["LDS issue rate, one warp"] == 1 / CFG.pipes.mem_issue_interval
     assert sim["dual issue FFMA + LDS (stall 0)"] == 2
     assert sim["dual issue FFMA + FFMA (stall 0)"] == 1
     # a stream that reads bank 0 twice per FFMA, every cycle: nothing to read ahead

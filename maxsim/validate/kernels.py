@@ -154,6 +154,13 @@ def lds_kernel(shift, lds_stall=2, s2r_stall=2, half_stall=HALF_STALL, exit_stal
 """, shared=32 * 32 * 4)
 
 
+def lds_stream(n, exit_stall=EXIT_STALL):
+    """``n`` independent shared loads at stall 1 (all lanes on word 0: one wavefront each), then
+    a filler FFMA."""
+    return kernel("\n".join([f"--:-:-:-:1 LDS R{4 + i}, [R1];" for i in range(n)] + [FILL, exit_line(exit_stall)]),
+                  shared=128, regs=max(32, 8 + n))
+
+
 def lds_chase(n, alu_stall=ALU_STALL, exit_stall=EXIT_STALL):
     """A pointer chase through shared memory: ``n`` loads, each from the address the previous one
     returned (shared memory starts zeroed, so every link reads word 0: one wavefront, no

@@ -70,6 +70,12 @@ def bank_stream_cycles(cfg, conflict, reuse):
 # ---------------------------------------------------------------------------------------------
 # shared memory
 
+def memory_issue_rate(cfg):
+    """Shared loads one warp issues per cycle: a stream of independent LDS at stall 1."""
+    sm, d = K.run(K.lds_stream(CHAIN), cfg=cfg)
+    return 1.0 / _slope([t for t, _ in K.issues(sm)][:CHAIN])
+
+
 def lds_chase_latency(cfg):
     """Cycles per link of a shared-memory pointer chase (every link on word 0: no conflict)."""
     sm, d = K.run(K.lds_chase(CHAIN), cfg=cfg)
@@ -180,6 +186,9 @@ def micro_rows(cfg, quick=False, progress=None):
 
     @step
     def _():
+        rows.append(Row("LDS issue rate, one warp", "throughput", memory_issue_rate(cfg), 0.5,
+                        "instr / cycle", "[maxas-sgemm]",
+                        "independent LDS at stall 1; maxas: the memory unit works best at half throughput"))
         rows.append(Row("dual issue FFMA + LDS (stall 0)", "throughput",
                         dual_issue(cfg, "--:-:1:-:2 LDS R6, [R4];"), 2, "instr / cycle", "[wp980] [maxas-cc]",
                         "instructions one warp issues in one cycle"))
