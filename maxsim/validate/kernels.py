@@ -242,8 +242,8 @@ def tld_chase_kernel(warm_fetches, links, alu_stall=ALU_STALL, exit_stall=EXIT_S
     1 (handle 0x80000001), a streaming pass that brings a footprint into the caches (or pushes
     earlier data out), all waited for. Chase: every lane follows one chain in texture 0 (all lanes
     the same texel, one sector per fetch): the x channel of texel i holds the index of the next
-    link, so each TLD needs the previous one's result. pc ``CHASE_PC`` .. ``CHASE_PC + links - 1``
-    are the links."""
+    link, so each TLD needs the previous one's result. The links are at pc ``chase_pc(warm_fetches)``
+    onwards, the FADD that uses the last one right after them."""
     warm = "\n".join(f"--:-:{'1' if i == warm_fetches - 1 else '-'}:-:2 TLD.B.LZ.P R{12 + 4 * (i % 4)}, R1, R9, 0x0, 1D, 0xf;\n"
                      f"--:-:-:-:{s(alu_stall)} IADD R1, R1, 0x20;"
                      for i in range(warm_fetches))
