@@ -36,6 +36,7 @@ EXAMPLES = """examples:
   maxsim compare --workload sgemm_64 --warps-per-scheduler 3 --json
   maxsim analyze sgemm_64 --traversal zigzag        static register-bank / reuse analysis
   maxsim plot conflicts -o conflicts.png            bank conflicts and reuse of every variant
+  maxsim validate --quick -o report.html           model against hardware: table and HTML report
   maxsim configs                                    the shipped architecture configs
 
 Run `maxsim COMMAND --help` for the options of a command. Errors are one line on stderr, exit status 2.
@@ -178,6 +179,8 @@ def _parser():
     cm.add_argument("--quiet", action="store_true", help="no progress bar")
     cm.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
 
+    _validate_parser(sub)
+
     pl = sub.add_parser("plot", help="draw figures (PNG, SVG or PDF)",
                         description="Draw a figure to a file; the format follows the file extension "
                                     "(.png, .svg, .pdf).")
@@ -194,6 +197,36 @@ def _parser():
                     help="which generated SGEMM to analyze (default sgemm_64)")
     pc.add_argument("--dpi", type=_size, default=100, help="resolution of a PNG (default 100)")
     return p
+
+
+def _validate_parser(sub):
+    v = sub.add_parser("validate", help="every correlation of the model with hardware, as one table",
+                       description="Run every correlation maxsim has with measured hardware and print one "
+                                   "table, a row per figure: the micro-benchmarks of the timing model "
+                                   "(latencies, issue rates, dual issue, register and shared-memory bank "
+                                   "conflicts, L1/L2/DRAM latency by pointer chasing, texture and DRAM "
+                                   "throughput, BAR.SYNC), run as kernels through the simulator; the "
+                                   "static SGEMM figures (bank conflicts, reuse); the SGEMM main-loop "
+                                   "cycles; and the SGEMM GFLOPS against the measured curves (MAPE per "
+                                   "kernel). Each row: simulated, published, unit, source, deviation and "
+                                   "pass/deviation within the tolerance of its kind.")
+    v.add_argument("--gpu", "--config", dest="config", default="gtx980_oc", metavar="CONFIG",
+                   help="architecture config: a shipped name (see `maxsim configs`) or a TOML file "
+                        "(default gtx980_oc, the setup of the measured SGEMM curves)")
+    v.add_argument("-o", "--output", metavar="FILE.html", default=None,
+                   help="also write a self-contained HTML report: the table, the correlation plot, the "
+                        "GFLOPS-against-N plot, the config and the sources")
+    v.add_argument("--json", action="store_true", help="print the rows as a JSON list of objects")
+    from .validate.sgemm import LOOP_PROBLEM, QUICK_SIZES
+    sizes = "; ".join(f"{k} N = {', '.join(map(str, v))}" for k, v in QUICK_SIZES.items())
+    v.add_argument("--quick", action="store_true",
+                   help=f"a short run (about 20 s of CPU): SGEMM GFLOPS at {sizes} only, main-loop cycles at "
+                        f"K = {LOOP_PROBLEM['quick'][1]}, DRAM latency on cold data. The full run (minutes): "
+                        f"every measured size, K = {LOOP_PROBLEM['full'][1]}, a chase after a pass over "
+                        f"twice the L2")
+    v.add_argument("--jobs", metavar="N", type=_size, default=None,
+                   help="worker processes for the GFLOPS predictions (default: the number of CPUs)")
+    v.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def _occupancy_options(p, compare=False):
@@ -273,6 +306,34 @@ def cmd_compare(args):
         print(format_table(result))
         if args.output:
             print(f"plot written to {args.output}")
+    return 0
+
+
+def cmd_validate(args):
+    from .arch.config import load_config
+    from .report.progress import Progress
+    from .validate import format_table, validate
+    if args.output is not None and not args.output.lower().endswith((".html", ".htm")):
+        raise UsageError(f"-o {args.output}: the report is HTML, give a file name ending in .html")
+    if args.output is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
+        raise UsageError(f"-o {args.output}: the folder {os.path.dirname(os.path.abspath(args.output))} "
+                         f"does not exist")
+    cfg = load_config(args.config)
+    bar = Progress(quiet=args.quiet)
+    try:
+        jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
+        result = validate(cfg, quick=args.quick, progress=bar, jobs=jobs)
+    finally:
+        bar.close()
+    if args.output is not None:
+        from .validate.html import config_text, write_report
+        write_report(result, args.output, config_text(cfg))
+    if args.json:
+        print(json.dumps(result.to_list(), indent=1))
+    else:
+        print(format_table(result))
+        if args.output is not None:
+            print(f"report written to {args.output}")
     return 0
 
 
@@ -443,7 +504,8 @@ def main(argv=None):
         return 2
     try:
         return {"run": cmd_run, "analyze": cmd_analyze, "configs": cmd_configs,
-                "plot": cmd_plot, "compare": cmd_compare}[args.command](args)
+                "plot": cmd_plot, "compare": cmd_compare,
+                "validate": cmd_validate}[args.command](args)
     except MaxsimError as e:
         print(f"maxsim: error: {e}", file=sys.stderr)
         return 2
