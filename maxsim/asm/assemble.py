@@ -258,8 +258,9 @@ def _decode(c: _Ins, numbers: dict, auto_key: dict, label_map: dict, provisional
         return instr
     key = {r: auto_key[nm] for nm, r in stand_in.items()}
     for r in list(instr.src_regs) + list(instr.dst_regs):
-        if r not in key and r not in used:
-            nm = next(nm for nm, p in stand_in.items() if p < r < p + 4)
+        for nm, p in stand_in.items():
+            if not p < r < p + 4:
+                continue
             at = next(a for a, _, x in found if x == nm)
             raise c.body.error(f"allocated (~) register {nm!r} cannot name a vector group: give the group "
                                f"fixed, aligned registers", at)

@@ -41,7 +41,18 @@ class ExpressionError(ValueError):
 
 
 def evaluate(text: str) -> int:
-    """The integer value of the arithmetic expression ``text`` (see the module documentation)."""
+    """The integer value of the arithmetic expression ``text`` (see the module documentation).
+    An :class:`ExpressionError` names the column of the expression's start within ``text`` (of a
+    Perl variable: its ``$``)."""
+    try:
+        return _evaluate(text)
+    except ExpressionError as e:
+        if "$" not in text:
+            e.offset = len(text) - len(text.lstrip())
+        raise
+
+
+def _evaluate(text: str) -> int:
     if "$" in text:
         raise ExpressionError(f"{text.strip()!r} uses a Perl variable: maxsim evaluates arithmetic only "
                               f"(expand the file with maxas.pl -p first)", text.index("$"))

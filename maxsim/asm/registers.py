@@ -130,7 +130,7 @@ def read_register_map(lines, taken=None) -> RegisterMap:
         if not m:
             raise span.error("expected 'NUMBERS : NAMES' or 'NUMBERS ~ NAMES' in REGISTER_MAPPING")
         auto = m.group(0) == "~"
-        nums_span, names_span = span.slice(0, m.start()), span.slice(m.end())
+        nums_span, names_span = span.slice(0, m.start()), span.slice(m.end()).strip()
         numbers = _numbers(nums_span)
         names, banks = [], []
         pos = 0
@@ -148,7 +148,7 @@ def read_register_map(lines, taken=None) -> RegisterMap:
                 if n in where:
                     ln, c = where[n]
                     raise names_span.error(f"duplicate name {n!r} (first defined on line {ln})", at)
-                if re.fullmatch(r"R\d+|RZ|P[0-6T]|PT|SR_\w+|c", n):
+                if re.fullmatch(r"R\d+|RZ|P[0-6T]|PT|SR_\w+", n):
                     raise names_span.error(f"{n!r} is a register or keyword of the instruction set, not a name", at)
                 where[n] = (span.line, names_span.col(at))
                 names.append(n)

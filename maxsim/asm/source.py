@@ -36,6 +36,7 @@ _TAG_RE = re.compile(r"\s*<(/?)([A-Za-z_]+)(\d*)\b[^>]*>\s*$")
 _ANY_TAG_RE = re.compile(r"^\s*</?(CONSTANT_MAPPING|REGISTER_MAPPING|SCHEDULE_BLOCK|ORDERED|COMMENT|CODE\d*|INCLUDE)\b",
                          re.MULTILINE)
 _HEADER_RE = re.compile(r"#\s*(Kernel|Arch|InsCnt|RegCnt|SharedSize|BarCnt)\s*:\s*(\S+)\s*$", re.ASCII)
+_HEADER_KEY_RE = re.compile(r"#\s*(Kernel|Arch|InsCnt|RegCnt|SharedSize|BarCnt)\s*:", re.ASCII)
 _PARAMS_RE = re.compile(r"#\s*Params\((\d+)\)\s*:?\s*$", re.ASCII)
 _PARAM_RE = re.compile(r"#\s*(\d+):(0[xX][0-9a-fA-F]+|\d+):(\d+):(\d+)\s*([A-Za-z_]\w*)?\s*,?\s*(?://.*)?$", re.ASCII)
 _CONST_NAME_RE = re.compile(r"[A-Za-z_]\w*(\[\d+\])?$", re.ASCII)
@@ -163,9 +164,11 @@ def read_source(text: str, filename: str = "<string>") -> Source:
             continue
         if stripped.startswith("#") or stripped.startswith("//"):
             if stripped.startswith("#"):
+                if _HEADER_KEY_RE.match(stripped):  # a header value may be an expression
+                    stripped = _inline_expressions(Span.of(raw, number, filename)).text.strip()
                 m = _HEADER_RE.match(stripped)
                 if m:
-                    header[m.group(1)] = (m.group(2), number, raw.index(m.group(2)) + 1)
+                    header[m.group(1)] = (m.group(2), number, raw.find(m.group(2)) + 1 or col0)
                     continue
                 m = _PARAMS_RE.match(stripped)
                 if m:
