@@ -428,3 +428,32 @@ def test_readme_example_assembles_and_runs():
     simulate(asm.kernel, 2, 32, (px, py, np.float32(2.5)), memory=m, hazards="strict")
     ref = (np.float64(np.float32(2.5)) * x + y).astype(np.float32)
     assert np.array_equal(m.read(py, n), ref)
+
+
+def test_xmad_lo_macro_multiplies_32_bit():
+    src = """\
+# Params(1):
+#   0:0x140:4:0 a,
+#   1:0x144:4:0 out      // the listed parameters count, as in maxas own sources
+<REGISTER_MAPPING>
+    0-7  : tid, x, y, t
+    8-15 ~ o, scratch
+</REGISTER_MAPPING>
+S2R tid, SR_TID.X;
+<SCHEDULE_BLOCK>
+MOV x, c[0x0][0x140];
+IADD y, tid, 0x3;
+XMAD.LO t, x, y, tid, scratch;
+ISCADD o, tid, c[0x0][0x144], 2;
+STG [o], t;
+</SCHEDULE_BLOCK>
+EXIT;
+"""
+    asm = assemble_text(src, "xmad.sass")
+    assert len(asm.kernel.params) == 2 and asm.hazards == ()
+    assert [i.full_opcode for i in asm.kernel.instructions].count("XMAD.PSL.CBCC") == 1
+    m = GlobalMemory()
+    out = m.alloc(128)
+    launch(asm.kernel, 1, 32, [0x9E3779B9, out], memory=m)
+    t = np.arange(32, dtype=np.uint64)
+    assert np.array_equal(m.read(out, 32, np.uint32), ((0x9E3779B9 * (t + 3) + t) % 2 ** 32).astype(np.uint32))

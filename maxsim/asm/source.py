@@ -248,10 +248,34 @@ def read_source(text: str, filename: str = "<string>") -> Source:
         raise SassParseError("<COMMENT> is not closed", filename, in_comment, 1)
     for tag, at in open_tags.items():
         raise SassParseError(f"<{tag}> is not closed", filename, at, 1)
-    if n_params is not None and n_params != len(params):
-        raise SassParseError(f"header announces Params({n_params}) but lists {len(params)}", filename,
-                             params_line, 1)
-    return Source(filename, header, tuple(params), tuple(constants), tuple(registers), tuple(lines))
+    # the parameter lines listed are the parameters: a source header's Params(N) count is not checked
+    # (maxas takes the parameters from the cubin; its own SGEMM sources list 9 under Params(8))
+    del n_params, params_line
+    return Source(filename, header, tuple(params), tuple(constants), tuple(registers),
+                  tuple(x for line in lines for x in expand_macros(line)))
+
+
+_XMAD_LO_RE = re.compile(r"(@!?P[0-6T]\s+)?XMAD\.LO\s+(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*([^,]+?)\s*,\s*(\w+)\s*$",
+                         re.ASCII)
+
+
+def expand_macros(line: Line):
+    """maxas's 32-bit multiply macro ``XMAD.LO d, a, b, c, x`` (``d = a * b + c``, ``x`` a scratch
+    register) as the three XMADs it stands for (maxas ``MaxAsGrammar.pm``, ``replaceXMADs``): the
+    same control field and guard on each."""
+    if line.kind != "ins" or "XMAD.LO" not in line.body.text:
+        return (line,)
+    m = _XMAD_LO_RE.match(line.body.text)
+    if not m:
+        raise line.body.error("expected XMAD.LO d, a, b, c, x (x: a scratch register)")
+    guard, d, a, b, c, x = m.groups()
+    if d == a:
+        raise line.body.error(f"XMAD.LO: the destination cannot be the first operand ({d})", m.start(2))
+    guard = guard or ""
+    texts = (f"{guard}XMAD.MRG {x}, {a}, {b}.H1, RZ", f"{guard}XMAD {d}, {a}, {b}, {c}",
+             f"{guard}XMAD.PSL.CBCC {d}, {a}.H1, {x}.H1, {d}")
+    col = line.body.col(0)
+    return tuple(attrs.evolve(line, body=Span(t, line.line, (col,) * len(t), line.body.filename)) for t in texts)
 
 
 def _inline_expressions(span: Span) -> Span:
