@@ -41,6 +41,7 @@ from ..analysis.reuse import reuse_flag_masks, with_reuse_mask
 from ..arch.config import load_config
 from ..errors import SassParseError
 from ..isa import instruction as ins
+from ..isa.opcodes import OPCODES
 from ..sass.parser import parse_instruction, parse_text
 from ..sass.printer import format_kernel
 from .controls import Spec, assign_controls
@@ -153,7 +154,11 @@ def assemble_text(text: str, filename: str = "<string>", cfg=None) -> Assembly:
     final = [_decode(c, registers, {}, label_map, provisional=False) for c in code]
     order = _order(code, final, cfg)
     instrs = tuple(attrs.evolve(_hex_immediates(final[k]), index=i) for i, k in enumerate(order))
-    specs = [_spec(code[k], k, order, code) for k in order]
+    block_end = {}  # block number -> the written index of its last instruction in issue order
+    for k in order:
+        if code[k].line.block:
+            block_end[code[k].line.block] = k
+    specs = [_spec(code[k], block_end.get(code[k].line.block) == k) for k in order]
     header = _header(src, instrs)
     kernel = ins.Kernel(name=header["Kernel"], arch=header["Arch"],
                         ins_cnt=sum(1 for i in instrs if i.opcode != "EXIT"), reg_cnt=header["RegCnt"],
@@ -186,8 +191,14 @@ def _prepare(line, k, constants) -> _Ins:
     body = line.body
     m = _GUARD_RE.match(body.text)
     start = m.end() if m else 0
+    op_at = start
     while start < len(body.text) and not body.text[start].isspace():
         start += 1  # the opcode and its modifiers
+    op = body.text[op_at:start]
+    if ":" in op:
+        raise body.error(f"expected a control field WW:R:W:Y:S (e.g. --:-:1:-:6), got {op!r}", op_at)
+    if op.split(".")[0] not in OPCODES:
+        raise body.error(f"unknown opcode {op.split('.')[0]!r}", op_at)
     pos = start
     while True:  # constants, in one pass (a value is not searched for further names)
         m = _NAME_RE.search(body.text, pos)
@@ -295,8 +306,9 @@ def _order(code, decoded, cfg) -> list:
     return out
 
 
-def _spec(c: _Ins, k, order, code) -> Spec:
-    """The fixed and open control fields of instruction ``k`` (written order)."""
+def _spec(c: _Ins, ends_block: bool) -> Spec:
+    """The fixed and open control fields of an instruction (``ends_block``: it issues last in its
+    schedule block)."""
     if c.line.ctrl is None:
         return Spec("", wait=None, read_bar=None, write_bar=None, yield_=None, stall=None)
     m = re.match(r"([0-9a-fA-F]{2}|--):([1-6]|-):([1-6]|-):([yY]|-):([0-9a-fA-F])", c.line.ctrl)
@@ -304,8 +316,6 @@ def _spec(c: _Ins, k, order, code) -> Spec:
     wait = 0 if ww == "--" else int(ww, 16)
     rbar, wbar, stall = 0 if rb == "-" else int(rb), 0 if wb == "-" else int(wb), int(s, 16)
     if c.line.block:
-        ends_block = order.index(k) == max(order.index(x) for x in range(len(code))
-                                           if code[x].line.block == c.line.block)
         return Spec("", wait=wait, read_bar=rbar, write_bar=wbar, yield_=True if y in "yY" else None,
                     stall=stall if ends_block else None)
     return Spec("", wait=wait, read_bar=rbar, write_bar=wbar, yield_=y in "yY", stall=stall)
