@@ -457,3 +457,15 @@ EXIT;
     launch(asm.kernel, 1, 32, [0x9E3779B9, out], memory=m)
     t = np.arange(32, dtype=np.uint64)
     assert np.array_equal(m.read(out, 32, np.uint32), ((0x9E3779B9 * (t + 3) + t) % 2 ** 32).astype(np.uint32))
+
+
+def test_generated_sgemm_reassembles_unchanged_also_with_named_registers():
+    from workloads.sgemm.generator import generate
+    text = generate("sgemm_64")
+    assert assemble_text(text, "sgemm.sass").text == text  # every control field written: all kept
+    used = sorted({int(r) for r in re.findall(r"\bR(\d+)\b", text)})
+    mapping = "<REGISTER_MAPPING>\n" + "".join(f"    {r} : acc{r}\n" for r in used) + "</REGISTER_MAPPING>\n"
+    head, body = text.split("# Instructions:\n", 1)
+    named = head + mapping + re.sub(r"\bR(\d+)\b", lambda m: f"acc{m.group(1)}", body)
+    assert is_source(named) or "<REGISTER_MAPPING>" in named
+    assert assemble_text(named, "sgemm_named.sass").text == text

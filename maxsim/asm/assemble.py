@@ -139,15 +139,18 @@ def assemble_text(text: str, filename: str = "<string>", cfg=None) -> Assembly:
     code = [_prepare(line, k, constants) for k, line in enumerate(l for l in src.lines if l.kind == "ins")]
     autos = regmap.auto_names
     auto_key = {name: AUTO_KEY + k for k, name in enumerate(sorted(autos))}
-    # 1. provisional decode and order, allocated names as keys
-    provisional = [_decode(c, regmap.fixed, auto_key, label_map, provisional=True) for c in code]
-    order = _order(code, provisional, cfg)
-    ordered = [provisional[k] for k in order]
-    masks = reuse_flag_masks(types.SimpleNamespace(instructions=ordered, labels=labels))
-    key_name = {v: k for k, v in auto_key.items()}
-    usage = [(tuple(key_name.get(r, r) if r >= 0 else None for r in _bank_slots(i)), i.unit in ALU_UNITS,
-              m | i.reuse_mask) for i, m in zip(ordered, masks)]
-    allocated = allocate(regmap, usage)
+    if auto_key:
+        # 1. provisional decode and order, allocated names as keys
+        provisional = [_decode(c, regmap.fixed, auto_key, label_map, provisional=True) for c in code]
+        order = _order(code, provisional, cfg)
+        ordered = [provisional[k] for k in order]
+        masks = reuse_flag_masks(types.SimpleNamespace(instructions=ordered, labels=labels))
+        key_name = {v: k for k, v in auto_key.items()}
+        usage = [(tuple(key_name.get(r, r) if r >= 0 else None for r in _bank_slots(i)), i.unit in ALU_UNITS,
+                  m | i.reuse_mask) for i, m in zip(ordered, masks)]
+        allocated = allocate(regmap, usage)
+    else:
+        allocated = {}
     registers = dict(regmap.fixed)
     registers.update(allocated)
     # 2. final decode and order, every register a number
