@@ -219,6 +219,9 @@ def _asm_parser(sub):
                         "(default gm204)")
     s.add_argument("--registers", action="store_true",
                    help="also list on stderr the register each ~ name was given")
+    s.add_argument("--strict", action="store_true",
+                   help="a control-code hazard left open by control codes written in the source is an "
+                        "error (exit status 2), not a warning")
 
 
 def cmd_asm(args):
@@ -227,6 +230,10 @@ def cmd_asm(args):
     cfg = load_config(args.config)
     result = assemble_file(args.input, cfg=cfg)
     k = result.kernel
+    if args.strict and result.hazards:
+        h = result.hazards[0]
+        more = f" (and {len(result.hazards) - 1} more)" if len(result.hazards) > 1 else ""
+        raise UsageError(f"{k.filename}:{h.line}: {h.kind}: {h.message}{more}")
     if args.output:
         try:
             with open(args.output, "w") as f:

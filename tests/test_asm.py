@@ -469,3 +469,16 @@ def test_generated_sgemm_reassembles_unchanged_also_with_named_registers():
     named = head + mapping + re.sub(r"\bR(\d+)\b", lambda m: f"acc{m.group(1)}", body)
     assert is_source(named) or "<REGISTER_MAPPING>" in named
     assert assemble_text(named, "sgemm_named.sass").text == text
+
+
+def test_cli_warns_about_written_hazards_and_strict_refuses(tmp_path, capsys):
+    path = tmp_path / "h.sass"
+    path.write_text("<REGISTER_MAPPING>\n 0-3 : a, b\n</REGISTER_MAPPING>\n--:-:-:-:1 MOV a, 0x1;\n"
+                    "--:-:-:-:1 IADD b, a, 0x1;\nEXIT;\n")
+    assert main(["asm", str(path)]) == 0
+    out = capsys.readouterr()
+    assert "IADD R1, R0, 0x1;" in out.out
+    assert out.err.startswith(f"maxsim: warning: {path}:5: raw-alu: ") and out.err.count("\n") == 1
+    assert main(["asm", str(path), "--strict"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"maxsim: error: {path}:5: raw-alu: ") and err.count("\n") == 1

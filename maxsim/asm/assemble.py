@@ -225,9 +225,14 @@ def _prepare(line, k, constants) -> _Ins:
             value = int(m.group(1)) * evaluate(m.group(2))
         except ExpressionError as e:
             raise body.error(f"bad expression: {e}", m.start(2) + e.offset) from None
+        a = m.start()
+        if value < 0:  # [base + -x] is written [base-x]
+            k = len(body.text[:a].rstrip())
+            if k and body.text[k - 1] == "+":
+                a = k - 1
         repl = f"-0x{-value:x}" if value < 0 else f"0x{value:x}"
-        body = body.sub(m.start(), m.end(), repl)
-        pos = m.start() + len(repl)
+        body = body.sub(a, m.end(), repl)
+        pos = a + len(repl)
     return _Ins(line, body, start, k)
 
 

@@ -33,10 +33,12 @@ The allocation rule (maxas ``MaxAs.pm``, ``Assemble``; implemented here from its
    every linked name not yet allocated.
 4. The remaining names, by name, take the first free register of their line.
 
-What the rule promises: an allocated register read by an instruction whose other sources are
-fixed registers of at most three banks (and whose line has a free register in the fourth) never
-shares a bank with them, so that read has no bank conflict; two linked allocated registers get
-different banks while the line has room. A line with more names than registers is an error.
+What the rule promises: an allocated register gets a bank that none of its partners uses (its
+fixed partners, and the allocated ones placed before it) whenever its line still has a free
+register in such a bank; the allocated partners placed after it then avoid its bank the same way.
+So reads of it have no bank conflict whenever the greedy order leaves room (e.g. partners in at
+most three banks and a free register in the fourth). A line with more names than registers is an
+error.
 """
 
 from __future__ import annotations
