@@ -161,8 +161,10 @@ def _random_block(seed, n=28):
     lines = []
     for _ in range(n):
         a, b, c, d = (regs[x] for x in rng.integers(0, len(regs), 4))
-        kind = rng.integers(0, 10)
-        if kind < 2:
+        kind = rng.integers(0, 11)
+        if kind == 10:
+            lines.append("BAR.SYNC 0;")
+        elif kind < 2:
             word = rng.integers(0, 8)
             lines.append(f"STS [base + 4x<{word}>], {a};" if kind == 0 else f"LDS {d}, [base + 4x<{word}>];")
         else:

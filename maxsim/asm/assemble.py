@@ -183,9 +183,11 @@ def _bank_slots(instr):
 
 
 def _hex_immediates(instr):
-    """Immediates and memory offsets written in decimal, printed in hexadecimal (the final form)."""
-    ops = tuple(attrs.evolve(op, text="") if op.kind in (ins.IMM, ins.MEM) and op.text
-                and not op.text.lstrip("-").lower().startswith("0x") else op for op in instr.operands)
+    """Immediates and memory offsets written in decimal, printed in hexadecimal (the final form); a
+    zero offset left out."""
+    ops = tuple(attrs.evolve(op, text="") if op.kind in (ins.IMM, ins.MEM) and op.text and (
+        not op.text.lstrip("-").lower().startswith("0x") or (op.kind == ins.MEM and op.value == 0))
+        else op for op in instr.operands)
     return attrs.evolve(instr, operands=ops)
 
 
