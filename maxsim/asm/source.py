@@ -182,8 +182,8 @@ def read_source(text: str, filename: str = "<string>") -> Source:
         span = Span.of(raw, number, filename)
         span = _inline_expressions(span)
         stripped = span.text.strip()
-        # section tags
-        m = _TAG_RE.match(span.text)
+        # section tags (a comment may follow)
+        m = _TAG_RE.match(_strip_comment(span).text)
         if m and m.group(2) in SECTIONS:
             closing, tag = m.group(1) == "/", m.group(2)
             if not closing:
