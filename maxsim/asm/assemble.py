@@ -148,7 +148,7 @@ def assemble_text(text: str, filename: str = "<string>", cfg=None) -> Assembly:
         key_name = {v: k for k, v in auto_key.items()}
         usage = [(tuple(key_name.get(r, r) if r >= 0 else None for r in _bank_slots(i)), i.unit in ALU_UNITS,
                   m | i.reuse_mask) for i, m in zip(ordered, masks)]
-        allocated = allocate(regmap, usage)
+        allocated = allocate(regmap, usage, cfg.regfile.banks)
     else:
         allocated = {}
     registers = dict(regmap.fixed)

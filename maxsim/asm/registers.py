@@ -17,7 +17,8 @@ line. The numbers may overlap fixed names or other lines: as in maxas, keeping s
 live ranges apart is the writer's business (maxas's SGEMM allocates its prologue temporaries in
 R0-R63, which hold the C block only later). A name may ask for a bank: ``name[2]``.
 
-The allocation rule (maxas ``MaxAs.pm``, ``Assemble``; implemented here from its description):
+The allocation rule (maxas ``MaxAs.pm``, ``Assemble``; implemented here from its description). A
+register's bank is its number mod the config's ``regfile.banks`` (4 on Maxwell):
 
 1. Names that ask for a bank, in name order, take the first free register of the line in that bank.
 2. The code is walked in its final (scheduled) order with the reuse flags the assembler will set.
@@ -52,7 +53,6 @@ from ..isa import instruction as ins
 from .source import Span
 
 MAX_REGISTER = ins.NUM_REGS - 1  # R254
-BANKS = 4  # [maxas-sgemm] bank = register number mod 4 (the allocation rule is maxas's, for 4 banks)
 _NAME_RE = re.compile(r"([A-Za-z_]\w*?)(?:<([^>]*)>(\w*))?(?:\[([0-3])\])?$", re.ASCII)
 _NUM_RE = re.compile(r"(\d+)(?:\s*-\s*(\d+))?$", re.ASCII)
 
@@ -180,17 +180,20 @@ def read_register_map(lines, taken=None) -> RegisterMap:
 
 @attrs.define
 class _Partners:
-    banks: list = attrs.Factory(lambda: [0] * BANKS)
+    banks: list
     restricted: int = 0
     uses: int = 0
     links: list = attrs.Factory(list)
 
 
-def allocate(regmap: RegisterMap, code) -> dict:
+def allocate(regmap: RegisterMap, code, banks: int = 4) -> dict:
     """name -> register of every allocated name (the rule in the module documentation).
 
     ``code``: the instructions in final order, each as ``(slots, alu, reuse_mask)`` where
-    ``slots`` holds, per source slot, a fixed register number, an allocated name, or None."""
+    ``slots`` holds, per source slot, a fixed register number, an allocated name, or None;
+    ``banks``: register banks, bank = register number mod ``banks`` (the config's
+    ``regfile.banks``)."""
+    nbanks = banks
     lines = regmap.auto
     if not lines:
         return {}
@@ -201,7 +204,7 @@ def allocate(regmap: RegisterMap, code) -> dict:
     def take(name, bank=None):
         pool = free[line_of[name][0]]
         for k, r in enumerate(pool):
-            if bank is None or r % BANKS == bank:
+            if bank is None or r % nbanks == bank:
                 out[name] = pool.pop(k)
                 return True
         return False
@@ -218,13 +221,13 @@ def allocate(regmap: RegisterMap, code) -> dict:
         return isinstance(x, str) and x not in out
 
     def bank_of(x):
-        return (out[x] if isinstance(x, str) else x) % BANKS
+        return (out[x] if isinstance(x, str) else x) % nbanks
 
     for slots, alu, reuse in code:
         for s, r in enumerate(slots):
             if r is None or not is_auto(r) or (alu and r in held[s]):
                 continue
-            p = partners.setdefault(r, _Partners())
+            p = partners.setdefault(r, _Partners([0] * nbanks))
             for s2, r2 in enumerate(slots):
                 if s2 == s or r2 is None or r2 == r or (alu and r2 in held[s2]):
                     continue
@@ -250,7 +253,7 @@ def allocate(regmap: RegisterMap, code) -> dict:
         if name in out:
             continue
         banks = partners[name].banks
-        for bank in sorted(range(BANKS), key=lambda b: (banks[b], b)):
+        for bank in sorted(range(nbanks), key=lambda b: (banks[b], b)):
             if take(name, bank):
                 for other in partners[name].links:
                     if other in partners and other not in out:
