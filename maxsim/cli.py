@@ -38,6 +38,7 @@ EXAMPLES = """examples:
   maxsim plot conflicts -o conflicts.png            bank conflicts and reuse of every variant
   maxsim validate --quick -o report.html           model against hardware: table and HTML report
   maxsim configs                                    the shipped architecture configs
+  maxsim asm kernel.sass -o kernel_final.sass       assemble the maxas source language
 
 Run `maxsim COMMAND --help` for the options of a command. Errors are one line on stderr, exit status 2.
 """
@@ -145,6 +146,8 @@ def _parser():
                    help="architecture config whose latencies the control-code check uses: a shipped name "
                         "(see `maxsim configs`) or a TOML file (default gm204)")
 
+    _asm_parser(sub)
+
     c = sub.add_parser("configs", help="list the shipped architecture configs",
                        description="List the architecture configs shipped with maxsim (give a name to "
                                    "`maxsim run --gpu`, or the path of your own TOML file that "
@@ -227,6 +230,61 @@ def _validate_parser(sub):
     v.add_argument("--jobs", metavar="N", type=_size, default=None,
                    help="worker processes for the GFLOPS predictions (default: the number of CPUs)")
     v.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _asm_parser(sub):
+    s = sub.add_parser("asm", help="assemble a kernel written in the maxas source language",
+                       description="Assemble a kernel written in the maxas source language (named "
+                                   "registers and constants, ~ registers allocated avoiding bank "
+                                   "conflicts, [+ EXPR +] and Nx<EXPR> constant expressions, "
+                                   "SCHEDULE_BLOCK sections reordered by the list scheduler, control "
+                                   "codes left out filled by the rules of the control-code check) into "
+                                   "maxas's final text form, which `maxsim run` and `maxsim analyze` "
+                                   "read (they also accept the source form directly). Control codes "
+                                   "written in the source are kept; the hazards they leave open are "
+                                   "printed as warnings. Perl <CODE> blocks are refused: expand them "
+                                   "with `maxas.pl -p` first.")
+    s.add_argument("input", help="the source file (.sass)")
+    s.add_argument("-o", "--output", metavar="FILE", default=None,
+                   help="write the final form to FILE (default: standard output)")
+    s.add_argument("--gpu", "--config", dest="config", default="gm204", metavar="CONFIG",
+                   help="architecture config whose latencies the scheduler and the control codes use "
+                        "(default gm204)")
+    s.add_argument("--registers", action="store_true",
+                   help="also list on stderr the register each ~ name was given")
+    s.add_argument("--strict", action="store_true",
+                   help="a control-code hazard left open by control codes written in the source is an "
+                        "error (exit status 2), not a warning")
+
+
+def cmd_asm(args):
+    from .arch.config import load_config
+    from .asm import assemble_file
+    cfg = load_config(args.config)
+    result = assemble_file(args.input, cfg=cfg)
+    k = result.kernel
+    if args.strict and result.hazards:
+        h = result.hazards[0]
+        more = f" (and {len(result.hazards) - 1} more)" if len(result.hazards) > 1 else ""
+        raise UsageError(f"{k.filename}:{h.line}: {h.kind}: {h.message}{more}")
+    if args.output:
+        try:
+            with open(args.output, "w") as f:
+                f.write(result.text)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror or e}") from None
+    else:
+        sys.stdout.write(result.text)
+    for h in result.hazards:
+        print(f"maxsim: warning: {k.filename}:{h.line}: {h.kind}: {h.message}", file=sys.stderr)
+    if args.registers:
+        for name, reg in sorted(result.allocated.items(), key=lambda x: (x[1], x[0])):
+            print(f"maxsim: {name} = R{reg}", file=sys.stderr)
+    if args.output:
+        print(f"maxsim: wrote {args.output}: {len(k.instructions)} instructions, RegCnt {k.reg_cnt}, "
+              f"{len(result.allocated)} allocated register(s), {len(result.hazards)} control-code "
+              f"hazard(s)", file=sys.stderr)
+    return 0
 
 
 def _occupancy_options(p, compare=False):
@@ -338,13 +396,15 @@ def cmd_validate(args):
 
 
 def _kernel_for(target, args):
-    from .sass import parse_file, parse_text
+    from .asm import load_kernel
+    from .arch.config import load_config
+    from .sass import parse_text
     if target in WORKLOADS:
         from workloads.sgemm.generator import generate
         text = generate(target, traversal=args.traversal, regmap=args.regmap, reuse=not args.no_reuse)
         return parse_text(text, filename=f"<{target}>")
     if target.endswith(".sass") or "/" in target:
-        return parse_file(target)
+        return load_kernel(target, cfg=load_config(args.config))
     raise UsageError(f"unknown workload {target!r}: expected one of {', '.join(WORKLOADS)} or a .sass file")
 
 
@@ -469,8 +529,8 @@ def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn",
     that receives the timed SM, run with its issue log on; ``occupancy``: ``{"regs": N}``,
     ``{"warps_per_scheduler": W}`` or ``{"ctas_per_sm": C}``, the residency the kernel runs at
     (it declares the registers that give it; :func:`maxsim.timing.occupancy.registers_for`)."""
-    from .sass import parse_file
-    kernel = parse_file(path)
+    from .asm import load_kernel
+    kernel = load_kernel(path, cfg=cfg)
     if kernel.params:
         n = len(kernel.params)
         raise UsageError(f"{path}: the kernel takes {n} parameter{'s' if n != 1 else ''}; `maxsim run FILE.sass` "
@@ -503,7 +563,7 @@ def main(argv=None):
         parser.print_help()
         return 2
     try:
-        return {"run": cmd_run, "analyze": cmd_analyze, "configs": cmd_configs,
+        return {"run": cmd_run, "analyze": cmd_analyze, "asm": cmd_asm, "configs": cmd_configs,
                 "plot": cmd_plot, "compare": cmd_compare,
                 "validate": cmd_validate}[args.command](args)
     except MaxsimError as e:

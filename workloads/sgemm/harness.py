@@ -32,7 +32,7 @@ import numpy as np
 from maxsim.errors import LaunchError
 from maxsim.functional import GlobalMemory, Texture1D, launch
 from maxsim.functional.memory import texture_index
-from maxsim.sass import parse_file
+from maxsim.asm import load_kernel
 from maxsim.timing.occupancy import with_registers
 
 from .generator import KERNELS, PARAM_BASE, PARAMS, TEX_A, TEX_B, generate_kernel
@@ -130,7 +130,7 @@ def _prepare(geo, m, n, k, lda, ldb, ldc, alpha, seed) -> _Problem:
 
 def _kernel(kernel_name, traversal, regmap, reuse, sass_path, regs=None):
     if sass_path is not None:
-        kernel = parse_file(sass_path)
+        kernel = load_kernel(sass_path)
         check_params(kernel, str(sass_path))
         geo = KERNELS[kernel_name]
         # double-buffered A and B slices: 2 x 2 x 8 k-values x tile floats
