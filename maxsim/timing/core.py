@@ -109,7 +109,7 @@ def _borrow(typingctx, arr):
     return arr(arr), codegen
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _book(BANKS, s, bank, cycle, collide_from):
     """regfile.RegisterBanks.book: (cycle of the read, collided with a late read)."""
     bit = 1 << bank
@@ -129,7 +129,7 @@ def _book(BANKS, s, bank, cycle, collide_from):
         cycle += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _book_late_reads(BANKS, P, L, s, pc, when):
     o = P[pc, P_MREADS]
     for k in range(P[pc, P_NMREADS]):
@@ -138,7 +138,7 @@ def _book_late_reads(BANKS, P, L, s, pc, when):
         BANKS[s, 1, c & (RING - 1)] |= 1 << (bank + LATE)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _unit_ok(G, W, Q, S, P, w, pc, t, s):
     u = P[pc, P_UNIT]
     if u <= ALU_HALF:
@@ -168,7 +168,7 @@ def _unit_ok(G, W, Q, S, P, w, pc, t, s):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t):
     """Reuse caches and bank booking for one ALU instruction; returns the dispatch delay."""
     wid = W[w, W_WID]
@@ -177,8 +177,10 @@ def _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t):
             S[s, S_RCN + k] = 0
     entries = G[G_REUSE_ENTRIES]
     nslots = G[G_REUSE_SLOTS]
-    banks = np.empty(3, np.int64)
-    regs = np.empty(3, np.int64)
+    # the distinct registers read (at most one per operand slot, so three) and their banks,
+    # in scalars: a small array here would be a heap allocation on every ALU issue
+    r0 = r1 = -1
+    b0 = b1 = b2 = 0
     nb = 0
     hits = 0
     o = P[pc, P_READS]
@@ -211,15 +213,13 @@ def _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t):
                     n -= 1
                 RC[s, slot, n] = r
                 S[s, S_RCN + slot] = n + 1
-        seen = False
-        for q in range(nb):
-            if regs[q] == r:
-                seen = True
-                break
-        if not seen:
-            regs[nb] = r
-            banks[nb] = bank
-            nb += 1
+        if nb == 0:
+            r0, b0, nb = r, bank, 1
+        elif nb == 1:
+            if r != r0:
+                r1, b1, nb = r, bank, 2
+        elif r != r0 and r != r1:
+            b2, nb = bank, 3
     od = P[pc, P_DST]
     for k in range(P[pc, P_NDST]):
         _forget(S, RC, s, L[od + k])
@@ -228,22 +228,18 @@ def _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t):
         G[G_REUSE_HITS] += hits
     if nb == 0:
         return 0
-    distinct = 0
-    for a in range(nb):
-        first = True
-        for q in range(a):
-            if banks[q] == banks[a]:
-                first = False
-                break
-        if first:
-            distinct += 1
+    distinct = 1
+    if nb > 1 and b1 != b0:
+        distinct += 1
+    if nb > 2 and b2 != b0 and b2 != b1:
+        distinct += 1
     if nb > distinct:
         G[G_BANK_CONFLICTS] += nb - distinct
     last = t
     start = t - G[G_LOOKAHEAD]
     delayed = False
     for a in range(nb):
-        c, late = _book(BANKS, s, banks[a], start, t)
+        c, late = _book(BANKS, s, b0 if a == 0 else (b1 if a == 1 else b2), start, t)
         delayed |= late
         if c > last:
             last = c
@@ -255,7 +251,7 @@ def _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t):
     return delay
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _forget(S, RC, s, r):
     """A write of register r removes it from every reuse cache of scheduler s."""
     for slot in range(3):
@@ -268,7 +264,7 @@ def _forget(S, RC, s, r):
                 break
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _push(G, W, Q, w, queue, done):
     if queue == 0:
         Q[w, W[w, W_NQ0]] = done
@@ -278,7 +274,7 @@ def _push(G, W, Q, w, queue, done):
         W[w, W_NQ1] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _set_read_barrier(W, P, w, pc, t, release):
     rb = P[pc, P_RBAR]
     if rb:
@@ -287,7 +283,7 @@ def _set_read_barrier(W, P, w, pc, t, release):
         W[w, W_BAR_SET + rb] = t
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _mark_reads(W, REGS, P, L, w, pc, when):
     o = P[pc, P_SRC]
     for k in range(P[pc, P_NSRC]):
@@ -368,7 +364,7 @@ def _l1_fill(G, L1, REQ, n, ready):
                 break
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u):
     """The memory part of an issue: (needs the memory system, completion cycle).
 
@@ -448,7 +444,7 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u
     return True, 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _memory_done(G, W, Q, L1, REQ, w):
     """Complete a memory issue with the memory system's answer: its completion cycle."""
     kind = G[G_REQ_KIND]
@@ -480,7 +476,7 @@ def _hazard(G, W, HLOG, kind, w, pc, t, reg, a, b):
     G[G_NHLOG] = k + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _check_hazards(G, W, REGS, P, L, HLOG, w, pc, t, u):
     """Record reads before results are ready and overwrites before reads (kinds 0, 1, 2);
     True when one was found."""
@@ -556,7 +552,7 @@ def _finish_warp(G, W, S, SW, C, w, s, t):
     G[G_EXIT_SLOT] = w
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay, done_at, arrives):
     """Everything of an issue after its unit's work: results, barriers, the next pc."""
     if G[G_LOG]:
@@ -657,7 +653,7 @@ def _issue(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, 
                        arrives)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
           REQ, CNT, w, s, pc, t):
     """Dual issue: a stall-0 instruction and the next one of the same warp, different units."""
@@ -677,7 +673,7 @@ def _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, I
     return OK
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, SLOG, BLOG,
               HLOG, REQ, CNT, s, t):
     """One scheduler's turn in cycle t: greedy-then-oldest selection, stall accounting, issue."""
@@ -749,7 +745,7 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
                  REQ, CNT, w, s, pc, t)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _next_time(G, W, S, SW):
     nxt = NEVER
     for s in range(G[G_NSCHED]):
