@@ -16,8 +16,9 @@ for what each step means and why), on state held in numpy arrays instead of Pyth
 * ``C`` (CTA slot x field ``C_*``): live and arrived warps of each resident CTA.
 * ``P`` (pc x field ``P_*``), ``L`` (flat register lists of ``P``), ``RD`` (operand reads: slot,
   register, bank, reuse flag): the kernel's static tables.
-* ``TPC``, ``TAUX`` (warp slot x position): each warp's flattened trace - pcs, and per position
-  the shared wavefronts / offset of the sector list in ``SEC`` / barrier arrival (-1: none).
+* ``TPC``, ``TAUX``: the resident warps' flattened traces one after another (warp ``w``'s from
+  ``W[w, W_TBASE]``) - pcs, and per position the shared wavefronts / offset of the sector list in
+  ``SEC`` (count, then sector byte addresses) / barrier arrival (-1: none).
 * ``L1`` (set x way x (2 + sectors per line)): the L1/texture cache's tags, LRU stamps and the
   arrival cycle of each sector.
 * ``ILOG``, ``SLOG``, ``BLOG``, ``HLOG``: issue log, stall log, back-branch times and hazard
@@ -73,7 +74,8 @@ W_STALLS = 16  # 6 stall counters (stats.STALL_REASONS order)
 W_BAR_CLEAR = 22  # 7 entries (barrier 0 unused)
 W_BAR_SET = 29  # 7 entries
 W_PRED = 36  # 8 predicates
-W_SIZE = 44
+W_TBASE = 44  # where the warp's trace starts in TPC and TAUX
+W_SIZE = 45
 
 # ---- S: per scheduler ----
 S_LAST, S_BUSY, S_PIPE0, S_PIPE1, S_MEM_FREE, S_RC_WARP, S_NW, S_RCN = range(8)  # S_RCN: 3 counts
@@ -291,7 +293,7 @@ def _mark_reads(W, REGS, P, L, w, pc, when):
 
 
 @njit(cache=True)
-def _l1_access(G, L1, REQ, start, SEC, w, off, n):
+def _l1_access(G, L1, REQ, start, SEC, off, n):
     """TextureCache.access: look up n sectors at cycle start; the misses go to REQ (allocated,
     filled at start until _l1_fill). Returns (hits, misses, latest fill of a pending hit)."""
     line_sz = G[G_L1_LINE]
@@ -303,7 +305,7 @@ def _l1_access(G, L1, REQ, start, SEC, w, off, n):
     nmiss = 0
     pending = 0
     for k in range(n):
-        addr = SEC[w, off + k]
+        addr = SEC[off + k]
         ln = addr // line_sz
         st = ln % n_sets
         way = -1
@@ -372,7 +374,7 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u
     is True; the issue completes in _memory_done once Python has served it."""
     G_ = G
     S[s, S_MEM_FREE] = t + G_[G_MEM_INTERVAL]
-    aux = TAUX[w, W[w, W_POS]]
+    aux = TAUX[W[w, W_TBASE] + W[w, W_POS]]
     if u == LDS or u == STS:
         read_at = t + G_[G_READ_SHARED]
         _book_late_reads(BANKS, P, L, s, pc, read_at)
@@ -395,7 +397,7 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u
         _set_read_barrier(W, P, w, pc, t, release)
         _mark_reads(W, REGS, P, L, w, pc, read_at)
         return False, done
-    n = SEC[w, aux] if aux >= 0 else 0
+    n = SEC[aux] if aux >= 0 else 0
     if n == 0 and u != STG:
         return False, t + 1
     read_at = t + (G_[G_READ_TEX] if u == TEX else G_[G_READ_GLOBAL])
@@ -406,7 +408,7 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u
         G_[G_STORES] += 1
         if n:
             for k in range(n):
-                REQ[k] = SEC[w, aux + 1 + k]
+                REQ[k] = SEC[aux + 1 + k]
             G_[G_REQ_KIND] = REQ_STG
             G_[G_REQ_NOW] = read_at
             G_[G_REQ_N] = n
@@ -420,7 +422,7 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u
         fstart = tf if tf > read_at else float(read_at)
         F[F_TEX_FREE] = fstart + (n * G_[G_SECTOR]) / F[F_TEX_BPC]
         start = int(np.ceil(fstart))
-        hits, nmiss, pending = _l1_access(G_, L1, REQ, start, SEC, w, aux + 1, n)
+        hits, nmiss, pending = _l1_access(G_, L1, REQ, start, SEC, aux + 1, n)
         G_[G_TEX_HITS] += hits
         issued = start - (read_at - t)
         done = issued + G_[G_TEX_L1_HIT]
@@ -436,7 +438,7 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u
         return False, done
     # LDG: through the L2
     for k in range(n):
-        REQ[k] = SEC[w, aux + 1 + k]
+        REQ[k] = SEC[aux + 1 + k]
     G_[G_REQ_KIND] = REQ_LDG
     G_[G_REQ_NOW] = t
     G_[G_REQ_N] = n
@@ -586,7 +588,7 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay
             return ERR_TRACE_END
         _finish_warp(G, W, S, SW, C, w, s, t)
         return EXITED
-    nxt = TPC[w, pos]
+    nxt = TPC[W[w, W_TBASE] + pos]
     W[w, W_PC] = nxt
     stall = P[pc, P_STALL]
     ready = t + delay + (stall if stall > 0 else 1)
@@ -648,7 +650,7 @@ def _issue(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, 
             BLOG[k, 1] = t
             G[G_NBLOG] = k + 1
     elif u == BAR:
-        arrives = TAUX[w, W[w, W_POS]] != 0  # -1: no record, every warp arrives
+        arrives = TAUX[W[w, W_TBASE] + W[w, W_POS]] != 0  # -1: no record, every warp arrives
     return _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay, done_at,
                        arrives)
 
