@@ -221,6 +221,25 @@ def _static_tables(static, kernel, cfg):
     return P, L, RD
 
 
+# (id(kernel), id(config)) -> (kernel, config, StaticInfo, tables): the SMs of a GPU share them
+_KERNELS = {}
+
+
+def kernel_tables(kernel, cfg):
+    """The kernel's StaticInfo under ``cfg`` and the core's read-only tables built from it
+    (P, L, RD, the unit of each pc and its bytes), built once for all the SMs that run it."""
+    key = (id(kernel), id(cfg))
+    hit = _KERNELS.get(key)
+    if hit is None or hit[0] is not kernel or hit[1] is not cfg:
+        static = StaticInfo(kernel, cfg)
+        unit = np.asarray(static.unit, dtype=np.int64)
+        tables = (*_static_tables(static, kernel, cfg), unit, unit.tobytes())
+        if len(_KERNELS) >= 8:
+            del _KERNELS[next(iter(_KERNELS))]
+        hit = _KERNELS[key] = (kernel, cfg, static, tables)
+    return hit[2], hit[3]
+
+
 class SM:
     """One streaming multiprocessor running the CTAs handed to it (compiled core)."""
 
@@ -238,7 +257,7 @@ class SM:
         self.cfg = cfg
         self.kernel = kernel
         self.block = block
-        self.static = StaticInfo(kernel, cfg)
+        self.static, self._tables = kernel_tables(kernel, cfg)
         self.memsys = memory_system
         self.l1 = l1 if l1 is not None else TextureCache(cfg)
         self.stats = stats if stats is not None else Stats()
@@ -323,7 +342,7 @@ class SM:
         BANKS = np.zeros((nsched, 2, K.RING), dtype=np.int64)
         BANKS[:, 0, :] = -1
         C = np.zeros((max(self.max_ctas, 1), K.C_SIZE), dtype=np.int64)
-        P, L, RD = _static_tables(self.static, self.kernel, cfg)
+        P, L, RD, self._unit, self._unit_key = self._tables
         L1 = self._import_l1(G)
         rows = LOG_ROWS if log else 1
         ILOG = np.zeros((rows, K.ILOG_W), dtype=np.int64)
@@ -340,8 +359,6 @@ class SM:
         self._SEC = np.zeros(0, dtype=np.int64)
         self._tfill = self._sfill = 0  # used lengths of TPC/TAUX and SEC
         self._slot_trace = {}  # warp slot -> (start in TPC, length, start in SEC, length, offset positions)
-        self._unit = np.asarray(self.static.unit, dtype=np.int64)
-        self._unit_key = self._unit.tobytes()
         self._REQ = REQ
         self._fixed = (RC, BANKS, C, P, L, RD)
         self._pack()
