@@ -12,8 +12,10 @@ sgemm_64: as many CTAs of 2 warps as the occupancy rules allow), it prints:
 * the whole GPU (``cfg.gpu.sms`` SMs sharing the L2/DRAM, quantum 32): one wave of each SGEMM
   timed by simulate_gpu on a traced run (``--gpu-k``, default 128, keeps its functional run short).
 
-Times are wall-clock seconds (``time.perf_counter``); on a loaded machine compare the ratios printed
-by one run rather than figures from different runs.
+Times are wall-clock seconds (``time.perf_counter``), with the same rates per second of this
+process's CPU time (``time.process_time``) beside them: on a machine shared with other work the
+CPU-time figures are the steadier ones; compare ratios printed by one run rather than figures from
+different runs.
 
     python benchmarks/sm_speed.py [--k 512] [--gpu-k 128] [--repeat 3] [--skip reference,jit,gpu]
 """
@@ -69,15 +71,15 @@ def traced_problem(kernel, name, gx, gy, k, cfg):
 
 
 def time_sm(kernel, threads, ctas, cfg, core):
-    """One SM timing the CTAs ``ctas`` (all resident at once): (sm, wall seconds)."""
-    t0 = time.perf_counter()
+    """One SM timing the CTAs ``ctas`` (all resident at once): (sm, wall seconds, CPU seconds)."""
+    t0, c0 = time.perf_counter(), time.process_time()
     sm = SM(cfg, kernel, threads, MemorySystem(cfg), core=core)
     for cid, traces in ctas:
         sm.add_cta(cid, traces)
     env = simpy.Environment()
     sm.run(env)
     env.run()
-    return sm, time.perf_counter() - t0
+    return sm, time.perf_counter() - t0, time.process_time() - c0
 
 
 def rate(n, seconds):
@@ -88,8 +90,9 @@ def bench_sm(name, kernel, k, cfg, repeat, reference):
     tile, threads = KERNELS[name]
     per_sm = residency(kernel, threads, cfg)[0]
     res, ctas, fsec = traced_problem(kernel, name, per_sm, 1, k, cfg)
-    sm, first = time_sm(kernel, threads, ctas, cfg, "compiled")
-    best = min(time_sm(kernel, threads, ctas, cfg, "compiled")[1] for _ in range(repeat))
+    sm, first, _ = time_sm(kernel, threads, ctas, cfg, "compiled")
+    runs = [time_sm(kernel, threads, ctas, cfg, "compiled")[1:] for _ in range(repeat)]
+    best, best_cpu = min(r[0] for r in runs), min(r[1] for r in runs)
     st = sm.stats
     wi, cyc = st.warp_instructions, st.cycles
     print(f"{name}: K={k}, {per_sm} CTAs x {threads} threads resident on one SM")
@@ -99,31 +102,32 @@ def bench_sm(name, kernel, k, cfg, repeat, reference):
     print(f"  functional run           {fsec:.2f} s  ({res.warp_instructions / fsec:,.0f} warp-instructions/s)")
     print(f"  compiled core            {best:.3f} s  (best of {repeat}; first run {first:.3f} s, "
           f"with loading the compiled core)")
-    print(f"    warp-instructions / s {rate(wi, best)}")
-    print(f"    cycles / s            {rate(cyc, best)}")
+    print(f"    warp-instructions / s {rate(wi, best)}   {rate(wi, best_cpu)} per CPU second")
+    print(f"    cycles / s            {rate(cyc, best)}   {rate(cyc, best_cpu)} per CPU second")
     if reference:
-        ref, rsec = time_sm(kernel, threads, ctas, cfg, "python")
+        ref, rsec, rcpu = time_sm(kernel, threads, ctas, cfg, "python")
         same = (ref.stats.cycles, ref.stats.warp_instructions) == (cyc, wi)
         print(f"  reference core (Python)  {rsec:.2f} s  (same cycles and instructions: {'yes' if same else 'NO'})")
-        print(f"    warp-instructions / s {rate(wi, rsec)}")
-        print(f"    cycles / s            {rate(cyc, rsec)}")
-        print(f"  compiled / reference     {rsec / best:.1f}x")
+        print(f"    warp-instructions / s {rate(wi, rsec)}   {rate(wi, rcpu)} per CPU second")
+        print(f"    cycles / s            {rate(cyc, rsec)}   {rate(cyc, rcpu)} per CPU second")
+        print(f"  compiled / reference     {rsec / best:.1f}x  ({rcpu / best_cpu:.1f}x in CPU time)")
 
 
 def bench_gpu(name, kernel, k, cfg):
     tile, threads = KERNELS[name]
     per_sm = residency(kernel, threads, cfg)[0]
     res, ctas, fsec = traced_problem(kernel, name, cfg.gpu.sms, per_sm, k, cfg)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out = simulate_gpu(kernel, None, threads, cfg=cfg, traced=(res, ctas))
-    sec = time.perf_counter() - t0
+    sec, cpu = time.perf_counter() - t0, time.process_time() - c0
     wi = out.stats.warp_instructions
     print(f"{name} on the GPU: K={k}, {len(ctas)} CTAs = one wave on {cfg.gpu.sms} SMs "
           f"({out.sms_used} used), {out.cycles:,} cycles")
     print(f"  functional run           {fsec:.2f} s")
     print(f"  simulate_gpu (timing)    {sec:.2f} s for {wi:,} warp instructions")
-    print(f"    warp-instructions / s {rate(wi, sec)}")
-    print(f"    SM-cycles / s         {rate(out.cycles * out.sms_used, sec)}")
+    print(f"    warp-instructions / s {rate(wi, sec)}   {rate(wi, cpu)} per CPU second")
+    print(f"    SM-cycles / s         {rate(out.cycles * out.sms_used, sec)}   "
+          f"{rate(out.cycles * out.sms_used, cpu)} per CPU second")
 
 
 JIT_CHILD = """
