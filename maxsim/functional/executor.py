@@ -82,6 +82,7 @@ class Context:
         self.block = block
         self.grid = grid
         self.recorder = None
+        self.watchdog = None  # maxsim.functional.watchdog.Watchdog: instruction limit, loops without effect
 
     def where(self, instr, g, lane_pos):
         """Name the CTA, warp and lane of group lane ``lane_pos`` for an error message."""

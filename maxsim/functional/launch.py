@@ -10,12 +10,10 @@ import numpy as np
 from ..errors import LaunchError, SimulationError
 from ..isa import instruction as ins
 from .executor import CONTROL, Context, Group, compile_instruction
+from .watchdog import Watchdog, instruction_limit
 
 PARAM_BASE = 0x140
 CONST_BANK_SIZE = 0x10000
-# Default guard against kernels that never end: at the functional model's speed this is reached in
-# well under a minute. Workload harnesses that know their size pass a limit of their own.
-DEFAULT_INSTRUCTION_LIMIT = 50_000_000
 MAX_THREADS_PER_CTA = 1024
 BATCH_LANES = 1 << 16  # lanes executed together; bounds the register arrays to a few tens of MB
 
@@ -97,21 +95,24 @@ def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_in
     for key, tex in textures.items():
         if not isinstance(tex, Texture1D):
             raise LaunchError(f"texture {key!r} must be a maxsim.functional.Texture1D, got {type(tex).__name__}")
-    limit = DEFAULT_INSTRUCTION_LIMIT if max_instructions is None else int(max_instructions)
     const_bank = _geometry_words(pack_params(kernel, params), block, (gx, gy))
     if not kernel.instructions:
-        raise LaunchError(f"kernel {kernel.name} has no instructions")
+        raise LaunchError(f"{kernel.filename}: no instructions to run (kernel {kernel.name})")
 
     wpc = (block + 31) // 32  # warps per CTA
     cta_list = [(x, y) for y in range(gy) for x in range(gx)] if ctas is None else [tuple(c) for c in ctas]
+    limit = instruction_limit(len(cta_list) * wpc, max_instructions)
     per_batch = max(1, BATCH_LANES // (wpc * 32))
     shared_words = (kernel.shared_size + 3) // 4
     counts = np.zeros(len(kernel.instructions), dtype=np.int64)
     state = {"total": 0, "threads": 0}
+    watch = Watchdog(kernel, counts, limit, len(cta_list) * wpc, given=max_instructions is not None)
     for start in range(0, len(cta_list), per_batch):
         batch = cta_list[start:start + per_batch]
         ctx = Context(kernel, const_bank, shared_words, len(batch), memory, textures, block, (gx, gy))
         ctx.recorder = recorder
+        ctx.watchdog = watch
+        watch.reset()
         compiled = [None if i.opcode in CONTROL else compile_instruction(ctx, i) for i in kernel.instructions]
         # fp32 overflow and NaN (inf * 0, inf - inf) are ordinary GPU results, not numpy warnings
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
@@ -206,8 +207,7 @@ def _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder,
             counts[pc] += nw
             state["total"] += nw
             if state["total"] > limit:
-                raise SimulationError(ctx.where(instr, g, 0).format(
-                    f"kernel ran past the instruction limit of {limit} warp instructions (a loop that never ends?)"))
+                raise ctx.watchdog.limit_error(ctx, instr, g)
             if recorder is not None:
                 recorder.step(g, pc)
             # execution mask: active lanes whose guard predicate holds (None: all lanes)
@@ -292,8 +292,10 @@ def _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder,
                 elif op == "RET":
                     g.stack.pop()
                 g.pc = dest
-                if tick is not None and dest <= pc:
-                    tick()
+                if dest <= pc:
+                    ctx.watchdog.back_edge(g, pc)
+                    if tick is not None:
+                        tick()
                 continue
             if not taken.any():
                 g.pc = pc + 1

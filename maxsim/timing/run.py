@@ -9,6 +9,7 @@ import simpy
 from ..arch.config import load_config
 from ..functional.launch import launch
 from ..functional.trace import TraceRecorder
+from ..functional.watchdog import cycle_limit
 from .memory_system import MemorySystem
 from .sm import SM
 from .summaries import make_summariser
@@ -42,7 +43,8 @@ def simulate(kernel, grid, block, params=(), memory=None, textures=None, *, cfg=
     cta_list = [(x, y) for y in range(gy) for x in range(gx)] if ctas is None else [tuple(c) for c in ctas]
     wpc = (block + 31) // 32
     ms = memory_system if memory_system is not None else MemorySystem(cfg)
-    sm = SM(cfg, kernel, block, ms, hazards=hazards, max_cycles=max_cycles, log=log)
+    sm = SM(cfg, kernel, block, ms, hazards=hazards, log=log,
+            max_cycles=cycle_limit(res.warp_instructions, max_cycles))
     traces = res.trace
     for i, cid in enumerate(cta_list):
         sm.add_cta(cid, [traces[i * wpc + w] for w in range(wpc)])
