@@ -265,8 +265,8 @@ def cmd_compare(args):
         plot_comparison(result, args.output)
         result["plot"] = args.output
         if not has_memory(result):
-            print("maxsim: the plot has no memory panels: the predictions carry no memory counters",
-                  file=sys.stderr)
+            print(f"maxsim: {args.output}: the plot has no memory panels: the predictions carry no "
+                  f"memory counters", file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=1))
     else:
@@ -292,6 +292,8 @@ def cmd_analyze(args):
     from .arch.config import load_config
     cfg = load_config(args.config)
     kernel = _kernel_for(args.target, args)
+    if not kernel.instructions:
+        raise UsageError(f"{args.target}: no instructions to analyze (an empty kernel file?)")
     rep = analyze_banks(kernel)
     hazards = check_controls(kernel, cfg)
     if args.json:
@@ -363,13 +365,18 @@ def cmd_run(args):
     except OccupancyError as e:
         if flag is None:
             raise
-        raise UsageError(f"{flag}: {e}") from None
+        raise UsageError(f"{_subject(args)}: {flag}: {e}") from None
     finally:
         bar.close()
+    from .report.text import format_run, summarise
+    reference = None
+    if args.target in WORKLOADS:
+        from workloads.sgemm.published import MAIN_LOOP_CYCLES
+        reference = MAIN_LOOP_CYCLES[args.target]
+    out["summary"] = summarise(out, cfg.peak_gflops, cfg.gpu.sms, reference)
     if args.json:
         print(json.dumps(out, indent=1, default=float))
     else:
-        from .report.text import format_run
         print(format_run(out))
     return 0
 
@@ -435,24 +442,52 @@ def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn",
     return out
 
 
-def main(argv=None):
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 2
+def _subject(args):
+    """The file a command is about, as its errors name it: the kernel file or workload of
+    ``run`` / ``analyze``, or None."""
+    target = getattr(args, "target", None)
+    if target is None:
+        return None
+    return getattr(args, "sass", None) or target
+
+
+def _name_the_file(e, subject):
+    """The one-line message of error ``e``, starting with the file it is about when the message
+    does not name one itself (launch, occupancy and timing errors speak of the kernel only)."""
+    from .errors import ConfigError, SassParseError
+    msg = str(e)
+    if subject is None or isinstance(e, (UsageError, ConfigError, SassParseError)) or subject in msg:
+        return msg
+    return f"{subject}: {msg}"
+
+
+def _quiet_stdout():
+    """Send what is left of stdout to /dev/null: its reader (``head``) has gone, and Python would
+    otherwise complain while flushing it at exit."""
     try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError:
+        pass
+
+
+def main(argv=None):
+    args = None
+    try:
+        parser = _parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 2
         return {"run": cmd_run, "analyze": cmd_analyze, "configs": cmd_configs,
                 "plot": cmd_plot, "compare": cmd_compare}[args.command](args)
     except MaxsimError as e:
-        print(f"maxsim: error: {e}", file=sys.stderr)
+        print(f"maxsim: error: {_name_the_file(e, _subject(args))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("maxsim: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly
-        import os
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()
         return 1
 
 

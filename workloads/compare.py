@@ -123,6 +123,12 @@ def _predict_point(cfg, name, regs, n):
     return predict_sgemm(name, n, cfg, kernel=kernel)
 
 
+def _worker_signals():
+    """A worker process dies silently on Ctrl-C (the parent reports the interruption once)."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _predict_all(cfg, tasks, jobs, progress):
     """{(name, regs, n): prediction} for every task, in ``jobs`` processes; ``progress(done, total)``."""
     out = {}
@@ -134,7 +140,7 @@ def _predict_all(cfg, tasks, jobs, progress):
                 progress(len(out), total)
         return out
     from concurrent.futures import ProcessPoolExecutor, as_completed
-    with ProcessPoolExecutor(max_workers=min(jobs, total)) as pool:
+    with ProcessPoolExecutor(max_workers=min(jobs, total), initializer=_worker_signals) as pool:
         # the largest sizes first: the costliest predictions start early, the small ones fill in
         futures = {pool.submit(_predict_point, cfg, *task): task for task in sorted(tasks, key=lambda t: -t[2])}
         for f in as_completed(futures):
