@@ -14,6 +14,7 @@ import sys
 from .errors import MaxsimError
 
 WORKLOADS = ("sgemm_64", "sgemm_128")
+PROGRESS_DELAY = 2.0  # seconds before a run draws its progress line (a short run prints none)
 
 
 class UsageError(MaxsimError):
@@ -249,7 +250,7 @@ def cmd_compare(args):
     if args.output:
         from .report.plots import check_output_path
         check_output_path(args.output)  # before the work
-    bar = Progress(quiet=args.quiet)
+    bar = Progress(quiet=args.quiet or args.json, delay=PROGRESS_DELAY)
     try:
         jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
         result = compare(cfg, names, sizes=args.sizes, extra_sizes=extra, jobs=jobs, occupancy=choice,
@@ -344,7 +345,7 @@ def cmd_run(args):
     flag, choice = _occupancy_choice(args)
     from .report.progress import Progress
     from .timing.occupancy import OccupancyError
-    bar = Progress(quiet=args.quiet)
+    bar = Progress(quiet=args.quiet or args.json, delay=PROGRESS_DELAY)
     try:
         if args.target in WORKLOADS:
             from workloads.sgemm.harness import run_workload
