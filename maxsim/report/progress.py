@@ -97,10 +97,10 @@ class Progress:
             parts.append(f"ETA {elapsed * (total - done) / done:.1f} s")
         text = "  ".join(parts)
         pad = " " * max(0, self._len - len(text))
+        self._open = True  # before writing: an interruption inside the write still ends the line
+        self._len = len(text)
         self.stream.write("\r" + text + pad)
         self.stream.flush()
-        self._len = len(text)
-        self._open = True
 
     def close(self):
         """End the current line (the next report starts a new one)."""

@@ -153,7 +153,8 @@ def summarise(out: dict, peak_gflops=None, sms=None, reference_loop_cycles=None,
             lines.append("top stalls (share of warp-cycles): " + "; ".join(
                 f"{r} {100 * share:.1f}% ({STALL_WORDS.get(r, r)})" for r, share in top))
     if out.get("hazards"):
-        lines.append(f"warning: {out['hazards']} control-code hazards (listed at the end)")
+        n = out["hazards"]
+        lines.append(f"warning: {n} control-code hazard{'s' if n != 1 else ''} (listed at the end)")
     s["text"] = lines
     return s
 
