@@ -103,10 +103,13 @@ def _parser():
     _occupancy_options(r)
     r.add_argument("--strict", action="store_true", help="control-code hazards are errors, not warnings")
     r.add_argument("--max-cycles", type=_size, default=None, metavar="N",
-                   help="stop with an error past this many cycles")
+                   help="stop the timing run with an error past this many cycles (default 100,000 + "
+                        "2,000 per warp instruction of its trace)")
     r.add_argument("--max-instructions", type=_size, default=None, metavar="N",
-                   help="for a .sass file: stop with an error past this many warp instructions "
-                        "(default 50M; the SGEMM harness sets a limit from the problem size)")
+                   help="for a .sass file: stop with an error past this many warp instructions in the "
+                        "launch (default 400,000 per warp; the SGEMM harness sets a limit from the "
+                        "problem size). A loop without effect (same registers, predicates and memory "
+                        "on two passes) is stopped at once")
     r.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     r.add_argument("--trace", metavar="FILE", default=None,
                    help="write a timeline of the timed SM to FILE: Chrome trace-event JSON (open it in "

@@ -28,11 +28,13 @@ import numpy as np
 
 from ..errors import SimulationError
 
-# choice: 400,000 warp instructions per warp. A warp of the largest SGEMM `maxsim compare` runs
-# (sgemm_64 at K=8192: 1,024 main-loop iterations of about 90 instructions) executes about 95,000;
-# a counted micro-benchmark loop of 100,000 iterations of three instructions, 300,000. One warp
-# alone runs about 100,000-150,000 instructions per second of CPU time in the functional model, so
-# a one-warp kernel that never ends stops after about three seconds of CPU time.
+# choice: 400,000 warp instructions per warp. It is the limit of kernels of unknown size (a .sass
+# file, the Python API): a counted micro-benchmark loop of 100,000 iterations of three instructions
+# executes 300,000. One warp alone runs about 100,000-150,000 instructions per second of CPU time in
+# the functional model, so a one-warp kernel that never ends stops after about three seconds of CPU
+# time. SGEMM runs set a limit from the problem size instead (600 instructions per main-loop
+# iteration per warp: a warp of sgemm_64 executes about 562 per iteration, 576,000 at K = 8192);
+# the sampled whole-GPU prediction simulates K of at most 128 or a short window of the main loop.
 WARP_INSTRUCTION_BUDGET = 400_000
 
 # choice: the timing run of a trace of N warp instructions may take at most 100,000 + 2,000 N

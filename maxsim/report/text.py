@@ -118,8 +118,13 @@ def summarise(out: dict, peak_gflops=None, sms=None, reference_loop_cycles=None,
         if peak_gflops:
             s["peak_gflops"], s["share_of_peak"] = peak_gflops, g / peak_gflops
             line += f" = {100 * g / peak_gflops:.1f}% of the {_gflops(peak_gflops)} GFLOPS peak"
-        if out.get("gpu_waves") is not None:
-            line += f" ({out['gpu_waves']:.3g} waves of resident CTAs)"
+        waves = out.get("gpu_waves")
+        if waves is not None:
+            ctas = 1
+            for x in out.get("grid", ()):
+                ctas *= x
+            line += (f" (its {ctas} CTAs fill {waves:.3g} of one wave of resident CTAs)" if waves < 1
+                     else f" ({waves:.3g} waves of resident CTAs)")
         lines.append(line)
     if out.get("cycles") is not None:
         s["cycles"], s["ipc"] = out["cycles"], out.get("ipc")

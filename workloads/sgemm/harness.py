@@ -264,6 +264,7 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
     count = min(len(every), sm_ctas or residency(kernel, p.block, cfg)[0])
     res, sm = simulate(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg, ctas=every[:count],
                        hazards=hazards, max_cycles=max_cycles, progress=progress, log=timeline is not None,
+                       max_instructions=count * ((p.block + 31) // 32) * ((k // 8) * 600 + 2000),
                        expected_instructions=count * ((p.block + 31) // 32) * _warp_instructions(kernel, k))
     if timeline is not None:
         timeline(sm)

@@ -80,7 +80,9 @@ def predict_sgemm(name, n, cfg, *, m=None, k=None, kernel=None, full=False, prog
     build = _builder(m, n, k)
     if full:
         params, mem, tex = build(k)
-        r = simulate_gpu(kernel, grid, geo.threads, params, mem, tex, cfg=cfg, hazards=None)
+        warps = grid[0] * grid[1] * ((geo.threads + 31) // 32)  # the harness's bound on a correct run
+        r = simulate_gpu(kernel, grid, geo.threads, params, mem, tex, cfg=cfg, hazards=None,
+                         max_instructions=warps * ((k // 8) * 600 + 2000))
         mem = {k: float(v) for k, v in r.memory.stats().items() if isinstance(v, (int, float))
                and not k.endswith("rate")}
         mem["cycles"] = float(r.cycles)
