@@ -474,11 +474,22 @@ def _quiet_stdout():
         pass
 
 
+def _unrecognized(parser, argv, extra):
+    """Arguments no option takes: a file name after --json gets its own advice."""
+    for i, a in enumerate(argv[:-1]):
+        if a == "--json" and argv[i + 1] == extra[0]:
+            parser.error(f"--json takes no file name (got {extra[0]!r}): it prints the JSON object; "
+                         f"redirect it to write a file, e.g. `... --json > {extra[0]}`")
+    parser.error(f"unrecognized arguments: {' '.join(extra)}")
+
+
 def main(argv=None):
     args = None
     try:
         parser = _parser()
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            _unrecognized(parser, sys.argv[1:] if argv is None else list(argv), extra)
         if args.command is None:
             parser.print_help()
             return 2

@@ -163,3 +163,12 @@ def test_every_error_names_its_file(tmp_path, capsys, argv, message):
     assert cli([a.format(**names) for a in argv]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and err.startswith(message.format(**names)), err
+
+
+def test_a_file_name_after_json_gets_advice(capsys):
+    assert cli(["run", "sgemm_64", "--json", "out.json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("maxsim: error: --json takes no file name (got 'out.json')") and "--json > out.json" in err
+    assert cli(["run", "sgemm_64", "--bogus"]) == 2
+    assert capsys.readouterr().err.startswith("maxsim: error: unrecognized arguments: --bogus")
