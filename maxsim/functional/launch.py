@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import LaunchError, SimulationError
 from ..isa import instruction as ins
-from .executor import CONTROL, Context, Group, compile_instruction
+from .executor import CONTROL, FLOAT_OPS, Context, Group, compile_instruction, float_row, float_table, run_floats
 
 PARAM_BASE = 0x140
 CONST_BANK_SIZE = 0x10000
@@ -29,6 +29,7 @@ class LaunchResult:
     thread_instructions: int
     per_instruction: np.ndarray  # warp-level executions of each static instruction
     trace: object = None
+    timing_only: bool = False  # values were not computed: memory holds no valid results
 
     @property
     def opcode_counts(self) -> dict:
@@ -74,11 +75,17 @@ def _geometry_words(bank: bytes, block: int, grid) -> bytes:
 
 
 def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_instructions=None,
-           recorder=None, ctas=None, progress=None, expected_instructions=None) -> LaunchResult:
+           recorder=None, ctas=None, progress=None, expected_instructions=None,
+           timing_only=False) -> LaunchResult:
     """Execute ``kernel`` over ``grid`` (x, y) CTAs of ``block`` threads.
 
     ``ctas`` optionally restricts execution to a list of (x, y) CTA ids (the timing model uses this
     to run the CTAs of one SM); ``recorder`` collects the per-warp dynamic trace.
+
+    ``timing_only`` computes only what the trace depends on (the backward slice of
+    :mod:`maxsim.functional.slicing`): the trace is the same as a full run's, but memory results
+    are not. The result then says so (``timing_only``) and carries no memory to read; ``memory``
+    is left holding partial results and must not be checked.
 
     ``progress`` (a callback ``progress(done, total, what, unit)``, see
     :mod:`maxsim.report.progress`) is told the CTAs done: after each batch of CTAs, and within a
@@ -108,20 +115,85 @@ def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_in
     shared_words = (kernel.shared_size + 3) // 4
     counts = np.zeros(len(kernel.instructions), dtype=np.int64)
     state = {"total": 0, "threads": 0}
+    ctx = Context(kernel, const_bank, shared_words, 0, memory, textures, block, (gx, gy))
+    ctx.recorder = recorder
+    if timing_only:
+        from .slicing import timing_slice
+        computed = timing_slice(kernel).computed
+    else:
+        computed = (True,) * len(kernel.instructions)
+    program = Program(ctx, computed)
     for start in range(0, len(cta_list), per_batch):
         batch = cta_list[start:start + per_batch]
-        ctx = Context(kernel, const_bank, shared_words, len(batch), memory, textures, block, (gx, gy))
-        ctx.recorder = recorder
-        compiled = [None if i.opcode in CONTROL else compile_instruction(ctx, i) for i in kernel.instructions]
+        ctx.shared = np.zeros(max(1, len(batch) * shared_words), dtype=np.uint32)
         # fp32 overflow and NaN (inf * 0, inf - inf) are ordinary GPU results, not numpy warnings
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-            _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder, start,
+            _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, start,
                        None if progress is None else
                        _ticker(progress, state, start, len(batch), len(cta_list), expected_instructions))
     if progress is not None:
         progress(len(cta_list), len(cta_list), "functional run", "CTAs")
     return LaunchResult(kernel, (gx, gy), block, state["total"], state["threads"], counts,
-                        recorder.finish() if recorder is not None else None)
+                        recorder.finish() if recorder is not None else None, timing_only)
+
+
+MAX_BLOCK = 256  # instructions one straight-line step may run
+
+
+class Program:
+    """The kernel compiled for one launch: per pc, the straight-line block that starts there.
+
+    A block is the longest run of instructions from a pc that contains no control instruction;
+    it runs as one step of the launch loop (its pcs appended to the trace together, its counts
+    added together). Consecutive unguarded FFMA/FMUL/FADD of a block become one table of
+    :mod:`maxsim.functional.fp32` run in one call. ``computed[i]`` false (a timing-only launch)
+    leaves instruction i's values uncomputed (see :mod:`maxsim.functional.slicing`)."""
+
+    def __init__(self, ctx, computed):
+        self.ctx = ctx
+        self.instrs = ctx.kernel.instructions
+        self.computed = computed
+        self.single = [None] * len(self.instrs)
+        self.blocks = {}
+        for i, instr in enumerate(self.instrs):
+            if instr.opcode not in CONTROL:
+                self.single[i] = compile_instruction(ctx, instr, computed[i])
+
+    def block(self, pc):
+        """``(length, steps, guarded)`` of the block at pc: steps are ``(offset, fn, guard)``
+        with guard None (unguarded) or ``(pred, negated)``; ``guarded`` counts guarded steps."""
+        b = self.blocks.get(pc)
+        if b is not None:
+            return b
+        instrs = self.instrs
+        end = pc
+        while end < len(instrs) and end - pc < MAX_BLOCK and instrs[end].opcode not in CONTROL:
+            end += 1
+        steps = []
+        floats = []  # (offset, row, consts) of the pending run of unguarded fp32 instructions
+        zrow = self.ctx.kernel.reg_cnt
+
+        def flush():
+            if floats:
+                fn = run_floats(*float_table([(r, c) for _, r, c in floats]))
+                steps.append((floats[0][0], fn, None))
+                floats.clear()
+        for i in range(pc, end):
+            instr = instrs[i]
+            guard = None if instr.pred == ins.PT and not instr.pred_neg else (instr.pred, instr.pred_neg)
+            if instr.opcode in FLOAT_OPS and guard is None:
+                if self.computed[i]:
+                    row, consts = float_row(self.ctx, instr, zrow)
+                    floats.append((i - pc, row, consts))
+                continue
+            flush()
+            fn = self.single[i]
+            if fn is not None or guard is not None:
+                steps.append((i - pc, fn, guard))
+        flush()
+        b = (end - pc, tuple(steps), sum(1 for s in steps if s[2] is not None))
+        self.blocks[pc] = b
+        return b
 
 
 def _ticker(progress, state, start, n, total, expected):
@@ -158,8 +230,7 @@ def _initial_group(kernel, batch, wpc, block, shared_words, warp_base):
     g.cta = np.repeat(np.arange(nc, dtype=np.int64), wpc * 32)
     g.shbase = g.cta * shared_words
     g.laneid = tid % 32
-    g.segment = None
-    g.bar_id = -1
+    g.init_counters()
     return g
 
 
@@ -179,7 +250,22 @@ def _warp_ok(instr, g, taken, ctx):
     return any_t
 
 
-def _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder, warp_base, tick=None):
+def _guard_mask(g, pred, neg):
+    """Lanes of group g whose guard predicate holds, among the active ones: (mask or None for
+    every lane, lane count)."""
+    p = g.preds[pred]
+    # copy: a view would change under an instruction that writes its own guard
+    # (@P0 ISETP ... P0, P1, ...) and mask its second destination wrongly
+    m = ~p if neg else p.copy()
+    if not g.full:
+        m &= g.active
+    n = int(np.count_nonzero(m))
+    if n == m.size:
+        return None, n
+    return m, n
+
+
+def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, warp_base, tick=None):
     kernel = ctx.kernel
     instrs = kernel.instructions
     n_instr = len(instrs)
@@ -203,31 +289,48 @@ def _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder,
                     "execution ran past the last instruction (missing EXIT?)"))
             instr = instrs[pc]
             nw = g.warps.size
+            seg = g.segment
+            if instr.opcode not in CONTROL:
+                length, steps, nguarded = program.block(pc)
+                counts[pc:pc + length] += nw
+                state["total"] += length * nw
+                if state["total"] > limit:
+                    raise SimulationError(ctx.where(instr, g, 0).format(
+                        f"kernel ran past the instruction limit of {limit} warp instructions (a loop that never ends?)"))
+                base = 0
+                if seg is not None:
+                    base = len(seg.pcs)
+                    seg.pcs.extend(range(pc, pc + length))
+                if g.full:
+                    every, nact = None, nw * 32
+                else:
+                    every, nact = g.active, int(np.count_nonzero(g.active))
+                threads = (length - nguarded) * nact
+                for off, fn, guard in steps:
+                    if guard is None:
+                        m = every
+                    else:
+                        m, k = _guard_mask(g, guard[0], guard[1])
+                        threads += k
+                    if fn is not None:
+                        g.pos = base + off
+                        fn(g, m)
+                state["threads"] += threads
+                g.pc = pc + length
+                continue
             counts[pc] += nw
             state["total"] += nw
             if state["total"] > limit:
                 raise SimulationError(ctx.where(instr, g, 0).format(
                     f"kernel ran past the instruction limit of {limit} warp instructions (a loop that never ends?)"))
-            if recorder is not None:
-                recorder.step(g, pc)
+            if seg is not None:
+                g.pos = len(seg.pcs)
+                seg.pcs.append(pc)
             # execution mask: active lanes whose guard predicate holds (None: all lanes)
             if instr.pred == ins.PT and not instr.pred_neg:
                 m = None if g.full else g.active
             else:
-                p = g.preds[instr.pred]
-                # copy: a view would change under an instruction that writes its own guard
-                # (@P0 ISETP ... P0, P1, ...) and mask its second destination wrongly
-                m = ~p if instr.pred_neg else p.copy()
-                if not g.full:
-                    m = m & g.active
-                if m.all():
-                    m = None
-            fn = compiled[pc]
-            if fn is not None:
-                fn(g, m)
-                state["threads"] += int(g.active.sum()) if m is None else int(m.sum())
-                g.pc = pc + 1
-                continue
+                m, _ = _guard_mask(g, instr.pred, instr.pred_neg)
             op = instr.opcode
             if op == "EXIT":
                 done = g.active.copy() if m is None else (m & g.active)
