@@ -30,6 +30,14 @@ class LaunchResult:
     per_instruction: np.ndarray  # warp-level executions of each static instruction
     trace: object = None
     timing_only: bool = False  # values were not computed: memory holds no valid results
+    warp_threads: np.ndarray = None  # thread instructions of each warp (CTA i's warp w at i * wpc + w)
+    ctas: tuple = ()  # the CTAs run, in the order of the warp numbering
+    trace_key: object = None  # the trace summariser's parameters (see TraceRecorder)
+
+    def cta_threads(self, first, count):
+        """Thread instructions of the CTAs ``first .. first + count - 1`` (in ``ctas`` order)."""
+        wpc = (self.block + 31) // 32
+        return int(self.warp_threads[first * wpc:(first + count) * wpc].sum())
 
     @property
     def opcode_counts(self) -> dict:
@@ -114,12 +122,15 @@ def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_in
     per_batch = max(1, BATCH_LANES // (wpc * 32))
     shared_words = (kernel.shared_size + 3) // 4
     counts = np.zeros(len(kernel.instructions), dtype=np.int64)
-    state = {"total": 0, "threads": 0}
+    state = {"total": 0}
+    warp_threads = np.zeros(len(cta_list) * wpc, dtype=np.int64)
     ctx = Context(kernel, const_bank, shared_words, 0, memory, textures, block, (gx, gy))
     ctx.recorder = recorder
     if timing_only:
         from .slicing import timing_slice
         computed = timing_slice(kernel).computed
+        memory.invalid = (f"a timing-only launch of {kernel.name} computed addresses, not values "
+                          f"(run it without timing_only to get results)")
     else:
         computed = (True,) * len(kernel.instructions)
     program = Program(ctx, computed)
@@ -128,13 +139,14 @@ def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_in
         ctx.shared = np.zeros(max(1, len(batch) * shared_words), dtype=np.uint32)
         # fp32 overflow and NaN (inf * 0, inf - inf) are ordinary GPU results, not numpy warnings
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-            _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, start,
+            _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, start, warp_threads,
                        None if progress is None else
                        _ticker(progress, state, start, len(batch), len(cta_list), expected_instructions))
     if progress is not None:
         progress(len(cta_list), len(cta_list), "functional run", "CTAs")
-    return LaunchResult(kernel, (gx, gy), block, state["total"], state["threads"], counts,
-                        recorder.finish() if recorder is not None else None, timing_only)
+    return LaunchResult(kernel, (gx, gy), block, state["total"], int(warp_threads.sum()), counts,
+                        recorder.finish() if recorder is not None else None, timing_only,
+                        warp_threads, tuple(cta_list), recorder.key if recorder is not None else None)
 
 
 MAX_BLOCK = 256  # instructions one straight-line step may run
@@ -251,21 +263,32 @@ def _warp_ok(instr, g, taken, ctx):
 
 
 def _guard_mask(g, pred, neg):
-    """Lanes of group g whose guard predicate holds, among the active ones: (mask or None for
-    every lane, lane count)."""
+    """Lanes of group g whose guard predicate holds, among the active ones (None: every lane)."""
     p = g.preds[pred]
     # copy: a view would change under an instruction that writes its own guard
     # (@P0 ISETP ... P0, P1, ...) and mask its second destination wrongly
     m = ~p if neg else p.copy()
     if not g.full:
         m &= g.active
-    n = int(np.count_nonzero(m))
-    if n == m.size:
-        return None, n
-    return m, n
+    if m.all():
+        return None
+    return m
 
 
-def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, warp_base, tick=None):
+def _flush_threads(g, warp_threads):
+    """Add group g's pending thread-instruction counts to its warps (before its active lanes
+    change or it ends)."""
+    lanes = g.thr_lanes
+    if g.thr_n:
+        lanes = g.active * g.thr_n if lanes is None else lanes + g.active * g.thr_n
+    if lanes is not None:
+        warp_threads[g.warps] += lanes.reshape(-1, 32).sum(axis=1)
+    g.thr_n = 0
+    g.thr_lanes = None
+
+
+def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, warp_base, warp_threads,
+               tick=None):
     kernel = ctx.kernel
     instrs = kernel.instructions
     n_instr = len(instrs)
@@ -301,21 +324,22 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
                 if seg is not None:
                     base = len(seg.pcs)
                     seg.pcs.extend(range(pc, pc + length))
-                if g.full:
-                    every, nact = None, nw * 32
-                else:
-                    every, nact = g.active, int(np.count_nonzero(g.active))
-                threads = (length - nguarded) * nact
+                every = None if g.full else g.active
+                g.thr_n += length - nguarded
                 for off, fn, guard in steps:
                     if guard is None:
                         m = every
                     else:
-                        m, k = _guard_mask(g, guard[0], guard[1])
-                        threads += k
+                        m = _guard_mask(g, guard[0], guard[1])
+                        if m is None:
+                            g.thr_n += 1
+                        elif g.thr_lanes is None:
+                            g.thr_lanes = m.astype(np.int64)
+                        else:
+                            g.thr_lanes += m
                     if fn is not None:
                         g.pos = base + off
                         fn(g, m)
-                state["threads"] += threads
                 g.pc = pc + length
                 continue
             counts[pc] += nw
@@ -330,12 +354,13 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
             if instr.pred == ins.PT and not instr.pred_neg:
                 m = None if g.full else g.active
             else:
-                m, _ = _guard_mask(g, instr.pred, instr.pred_neg)
+                m = _guard_mask(g, instr.pred, instr.pred_neg)
             op = instr.opcode
             if op == "EXIT":
                 done = g.active.copy() if m is None else (m & g.active)
+                _flush_threads(g, warp_threads)
+                warp_threads[g.warps] += done.reshape(-1, 32).sum(axis=1)
                 g.active &= ~done
-                state["threads"] += int(done.sum())
                 alive = g.active.reshape(-1, 32).any(axis=1)
                 if not alive.all():
                     gone = g.warps[~alive]
@@ -355,6 +380,7 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
                 bar = instr.operands[0].value
                 if not 0 <= bar <= 15:
                     raise SimulationError(ctx.where(instr, g, 0).format(f"barrier {bar} is out of range 0..15"))
+                _flush_threads(g, warp_threads)
                 if m is not None:
                     # a guarded BAR: a warp arrives when any of its active lanes executes it (the
                     # pre-Volta per-warp barrier rule); warps whose guard is false go on
@@ -401,6 +427,7 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
             if not taken.any():
                 g.pc = pc + 1
                 continue
+            _flush_threads(g, warp_threads)
             yes = g.take(np.flatnonzero(taken))
             no = g.take(np.flatnonzero(~taken))
             if op == "CAL":

@@ -38,6 +38,17 @@ class WarpTrace:
             out.extend(seg.pcs)
         return out
 
+    def records(self):
+        """This warp's memory and barrier records: ``{position in pcs(): its entry}`` (a memory
+        summary, or whether it arrives at a guarded barrier)."""
+        out = {}
+        start = 0
+        for seg, row in self.parts:
+            for pos, per_warp in seg.mem.items():
+                out[start + pos] = per_warp[row]
+            start += len(seg.pcs)
+        return out
+
 
 class TraceRecorder:
     """Collects segments during a launch.

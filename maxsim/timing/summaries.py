@@ -35,4 +35,5 @@ def make_summariser(cfg):
         if kind in ("lds", "sts"):
             return warp_wavefronts(addr, active, nbytes, banks, width)
         return sectors(addr, active, nbytes, sector)
+    summarise.key = ("banks", banks, "bank_width", width, "sector", sector)
     return summarise
