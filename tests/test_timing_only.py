@@ -186,3 +186,37 @@ def test_compiled_ffma_equals_numpy_reference_bit_for_bit():
     got = fr[3][mask]
     ok = (got.view(np.uint32) == np.asarray(want, np.float32)[mask].view(np.uint32)) | (np.isnan(got) & np.isnan(want[mask]))
     assert ok.all()
+
+
+# ---------------------------------------------------------------------------------------------
+# the summaries the trace records
+
+
+def test_sector_summaries_equal_a_per_warp_unique():
+    from maxsim.timing.summaries import sectors
+    rng = np.random.default_rng(5)
+    for t in range(60):
+        nw, nb = int(rng.integers(1, 6)), int(rng.choice([4, 8, 16]))
+        addr = rng.integers(0, 4000, (nw, 32)) // nb * nb
+        act = rng.random((nw, 32)) < (0.0 if t % 7 == 0 else 0.7)
+        got = sectors(addr, act, nb)
+        for w in range(nw):
+            want = sorted({(int(a) + j) // 32 * 32 for a, on in zip(addr[w], act[w]) if on for j in range(0, nb, 4)})
+            assert got[w].tolist() == want
+
+
+def test_repeated_shared_patterns_get_the_same_summary():
+    from maxsim.arch.config import load_config
+    from maxsim.timing.shared_memory import warp_wavefronts
+    from maxsim.timing.summaries import make_summariser
+    cfg = load_config()
+    summarise = make_summariser(cfg)
+    rng = np.random.default_rng(2)
+    addr = (rng.integers(0, 1024, (3, 32)) * 4).astype(np.uint32)
+    act = np.ones((3, 32), bool)
+    a = summarise("lds", addr, act, 4)
+    assert summarise("lds", addr.copy(), act, 4) is a
+    assert summarise("lds", addr, act, 16) is not a  # another width is another pattern
+    addr[1, 3] += 128
+    b = summarise("lds", addr, act, 4)
+    assert b.tolist() == warp_wavefronts(addr, act, 4, cfg.shared.banks, cfg.shared.bank_width).tolist()
