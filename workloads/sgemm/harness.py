@@ -290,10 +290,17 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
     out["sm_ctas"] = count
     if sass_path is None:
         # the whole problem on the config's GPU (sampled; see maxsim/gpu/sampling.py)
-        from .predict import predict_sgemm
-        wpc = (r.block + 31) // 32
-        traced = {cid: [r.launch.trace[i * wpc + w] for w in range(wpc)] for i, cid in enumerate(every)}
-        g = predict_sgemm(name, n, cfg, m=m, k=k, kernel=kernel, traced=traced)
+        from .predict import gflops, predict_sgemm
+        if len(every) == 1 and max_cycles is None:
+            # one CTA: the GPU runs it on one SM with the L2 and DRAM to itself, which is the timed
+            # SM's simulation (the same cycles as predict_sgemm's; tested)
+            seconds = cfg.cycles_to_seconds(sm.stats.cycles) + cfg.gpu.launch_overhead_us * 1e-6
+            g = {"seconds": seconds, "gflops": gflops(n, seconds, m, k),
+                 "waves": 1 / (cfg.gpu.sms * residency(kernel, r.block, cfg)[0])}
+        else:
+            wpc = (r.block + 31) // 32
+            traced = {cid: [r.launch.trace[i * wpc + w] for w in range(wpc)] for i, cid in enumerate(every)}
+            g = predict_sgemm(name, n, cfg, m=m, k=k, kernel=kernel, traced=traced)
         out.update(gpu=cfg.gpu.name, gpu_sms=cfg.gpu.sms, gpu_predicted_seconds=g["seconds"],
                    gpu_predicted_gflops=g["gflops"], gpu_waves=g["waves"])
     return out
