@@ -116,3 +116,35 @@ def test_a_problem_too_large_to_check_is_refused_with_advice():
     from workloads.sgemm.harness import run_workload
     with pytest.raises(LaunchError, match="maxsim compare --workload sgemm_128 --sizes 8192"):
         run_workload("sgemm_128", m=8192, n=8192, k=8192)
+
+
+def test_run_workload_times_the_checked_run_as_separate_runs_would():
+    """The timed SM and the GPU prediction reuse the whole-grid run's trace: the figures equal
+    those of a fresh traced run of the SM's CTAs and of the prediction's own functional runs."""
+    from maxsim.arch.config import load_config
+    from maxsim.timing.run import simulate
+    from workloads.sgemm.harness import _prepare, _sizes
+    from workloads.sgemm.predict import predict_sgemm
+    cfg = load_config()
+    for name, m, n, k in (("sgemm_64", 192, 128, 64), ("sgemm_128", 128, 128, 32)):
+        out = run_workload(name, cfg=cfg, m=m, n=n, k=k)
+        geo, lda, ldb, ldc = _sizes(name, m, n, k, None, None, None)
+        p = _prepare(geo, m, n, k, lda, ldb, ldc, 1.0, 0)
+        every = [(x, y) for y in range(p.grid[1]) for x in range(p.grid[0])]
+        _, sm = simulate(r_kernel(name), p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg,
+                         ctas=every[:out["sm_ctas"]])
+        assert out["cycles"] == sm.stats.cycles
+        assert out["sm_warp_instructions"] == sm.stats.warp_instructions
+        r = run_sgemm(name, m, n, k, trace_cfg=cfg)
+        _, again = simulate(r.launch.kernel, r.grid, r.block, cfg=cfg, ctas=every[:out["sm_ctas"]],
+                            launched=r.launch)
+        assert again.stats.cycles == sm.stats.cycles
+        assert again.stats.thread_instructions == sm.stats.thread_instructions > 0
+        g = predict_sgemm(name, n, cfg, m=m, k=k)  # K <= 128: simulated at K itself, own functional run
+        assert out["gpu_predicted_seconds"] == g["seconds"]
+        assert out["gpu_waves"] == g["waves"]
+
+
+def r_kernel(name):
+    from workloads.sgemm.generator import generate_kernel
+    return generate_kernel(name)

@@ -154,3 +154,12 @@ def test_watchdog_leaves_results_alone():
     res = launch(k, 1, 64, [out], mem)
     assert res.warp_instructions == 2 * (3 + 4 * 1000 + 4)
     assert np.array_equal(mem.read(out, 64, np.uint32), np.arange(64, dtype=np.uint32) * 1000)
+
+
+def test_returns_to_different_callers_are_not_a_loop():
+    """A subroutine without effect called from two places: its RET jumps back twice with the same
+    registers, but to different places."""
+    k = _kernel("--:-:-:-:5      CAL SUB;\n--:-:-:-:5      CAL SUB;\n--:-:-:-:5      CAL SUB;\n"
+                "--:-:-:-:5      EXIT;\nSUB:\n--:-:-:-:5      RET;\n")
+    res = launch(k, 1, 32)
+    assert res.opcode_counts["RET"] == 3 and res.warp_instructions == 7

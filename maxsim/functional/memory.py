@@ -21,6 +21,7 @@ class GlobalMemory:
         self.words = np.zeros(0, dtype=np.uint32)
         self.top = GLOBAL_BASE
         self.allocations = []  # (base, nbytes)
+        self.invalid = None  # why the contents are not results (a timing-only launch wrote them)
 
     def alloc(self, nbytes: int) -> int:
         if nbytes <= 0:
@@ -51,6 +52,8 @@ class GlobalMemory:
         self.words[addr // 4: addr // 4 + raw.size // 4] = raw.view(np.uint32)
 
     def read(self, addr: int, count: int, dtype=np.float32) -> np.ndarray:
+        if self.invalid:
+            raise LaunchError(f"global memory holds no results: {self.invalid}")
         dtype = np.dtype(dtype)
         nbytes = count * dtype.itemsize
         self._check(addr, (nbytes + 3) // 4 * 4)

@@ -9,9 +9,9 @@ warp in two cases:
 
 * **A loop without effect.** When a group of warps takes a backward branch (the only way back to
   code already run, with CAL/RET covered by the same test on the branch target), the watchdog
-  compares the group's state with that of its previous visit of the same branch: registers,
-  predicates, carry flags, active lanes, call stack, and whether any store instruction of the
-  launch executed in between. If all are equal, nothing the warps can read has changed, so the
+  compares the group's state with that of its previous visit of the same branch: where it went,
+  registers, predicates, carry flags, active lanes, call stack, and whether any store instruction
+  of the launch executed in between. If all are equal, nothing the warps can read has changed, so the
   same iteration would repeat forever: the run stops at once. This is exact (it never stops a loop
   that would end), and conservative: a loop whose state repeats with a longer period (a predicate
   toggled every iteration) is left to the instruction limit.
@@ -87,11 +87,12 @@ def warp_where(instr, g) -> str:
 class _Loop:
     """What the watchdog remembers of one group at one backward branch."""
 
-    __slots__ = ("group", "warps", "probe", "values", "stores", "snapshot")
+    __slots__ = ("group", "warps", "dest", "probe", "values", "stores", "snapshot")
 
     def __init__(self, g):
         self.group = g  # the group object last seen here (groups are rebuilt at barriers and splits)
         self.warps = g.warps
+        self.dest = g.pc  # where the branch went (a RET goes back to where it was called from)
         self.probe = ()  # register rows compared at every visit
         self.values = b""  # their contents at the previous visit
         self.stores = 0  # the launch's store executions at the previous visit
@@ -155,8 +156,9 @@ class Watchdog:
         regs = g.regs
         values = b"".join([regs[r].tobytes() for r in e.probe]) if e.probe else b""
         stores = self._stores() if self.store_pcs.size else 0
-        if values != e.values or stores != e.stores:
+        if values != e.values or stores != e.stores or g.pc != e.dest:
             e.snapshot = None
+            e.dest = g.pc
         elif e.snapshot is None:
             e.snapshot = self._state(g, stores)
         else:

@@ -164,6 +164,23 @@ def _static_tables(static, kernel, cfg):
     return P, L, RD
 
 
+_STATIC = {}  # (id(kernel), id(cfg)) -> (kernel, cfg, StaticInfo, core tables)
+
+
+def _static_for(kernel, cfg):
+    """StaticInfo and the core's tables of a kernel under a config, built once and shared by every
+    SM that runs it (they are read-only; kernel and config are immutable)."""
+    key = (id(kernel), id(cfg))
+    hit = _STATIC.get(key)
+    if hit is None or hit[0] is not kernel or hit[1] is not cfg:
+        static = StaticInfo(kernel, cfg)
+        hit = (kernel, cfg, static, _static_tables(static, kernel, cfg))
+        if len(_STATIC) >= 8:
+            _STATIC.clear()
+        _STATIC[key] = hit
+    return hit[2], hit[3]
+
+
 class SM:
     """One streaming multiprocessor running the CTAs handed to it (compiled core)."""
 
@@ -181,7 +198,7 @@ class SM:
         self.cfg = cfg
         self.kernel = kernel
         self.block = block
-        self.static = StaticInfo(kernel, cfg)
+        self.static, self._tables = _static_for(kernel, cfg)
         self.memsys = memory_system
         self.l1 = l1 if l1 is not None else TextureCache(cfg)
         self.stats = stats if stats is not None else Stats()
@@ -266,7 +283,7 @@ class SM:
         BANKS = np.zeros((nsched, 2, K.RING), dtype=np.int64)
         BANKS[:, 0, :] = -1
         C = np.zeros((max(self.max_ctas, 1), K.C_SIZE), dtype=np.int64)
-        P, L, RD = _static_tables(self.static, self.kernel, cfg)
+        P, L, RD = self._tables
         L1 = self._import_l1(G)
         rows = LOG_ROWS if log else 1
         ILOG = np.zeros((rows, K.ILOG_W), dtype=np.int64)

@@ -92,6 +92,17 @@ def _round4(x):
     return (x + 3) // 4 * 4
 
 
+TEXTURE_BASE = 1 << 36  # cache address of A; B follows it (as two consecutive device allocations)
+
+
+def texture_addresses(lda, k):
+    """Cache addresses of the A and B textures: A at ``TEXTURE_BASE``, B after A's ``lda x k``
+    floats on a 256-byte boundary. The harness and the whole-GPU prediction
+    (:mod:`workloads.sgemm.predict`) place them alike, so a trace of the harness's launch is a
+    trace of the predicted problem."""
+    return TEXTURE_BASE, TEXTURE_BASE + -(-lda * k * 4 // 256) * 256
+
+
 @attrs.define
 class _Problem:
     """Inputs of one launch: matrices, device memory, textures, parameters, grid."""
@@ -121,8 +132,9 @@ def _prepare(geo, m, n, k, lda, ldb, ldc, alpha, seed) -> _Problem:
     mem = GlobalMemory()
     c_ptr = mem.alloc(ldc * n * 4)
     mem.write(c_ptr, np.full(ldc * n, sentinel, np.float32))
-    textures = {texture_index(TEX_A): Texture1D(abuf.ravel(order="F").reshape(-1, 4)),
-                texture_index(TEX_B): Texture1D(bbuf.ravel(order="F").reshape(-1, 4))}
+    a_addr, b_addr = texture_addresses(lda, k)
+    textures = {texture_index(TEX_A): Texture1D(abuf.ravel(order="F").reshape(-1, 4), address=a_addr),
+                texture_index(TEX_B): Texture1D(bbuf.ravel(order="F").reshape(-1, 4), address=b_addr)}
     grid = (-(-m // geo.tile), -(-n // geo.tile))
     params = [c_ptr, m, n, k, lda, ldb, ldc, np.float32(alpha), 0]
     return _Problem(a, b, mem, textures, params, grid, geo.threads, c_ptr, ldc, sentinel)
@@ -156,7 +168,8 @@ def _sizes(kernel_name, m, n, k, lda, ldb, ldc):
 
 
 def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, traversal="swirl",
-              regmap="maxas", reuse=True, sass_path=None, seed=0, progress=None, regs=None) -> SgemmResult:
+              regmap="maxas", reuse=True, sass_path=None, seed=0, progress=None, regs=None,
+              trace_cfg=None) -> SgemmResult:
     """Run one SGEMM functionally over the whole grid and check it (see the module docstring).
 
     ``lda`` / ``ldb`` default to M / N rounded up to a multiple of 4 (a column must start on a float4
@@ -169,6 +182,9 @@ def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, tra
 
     ``progress`` (``progress(done, total, what, unit)``, see :mod:`maxsim.report.progress`) is told
     the CTAs done.
+
+    ``trace_cfg``: record the trace the timing model of that configuration reads
+    (``result.launch.trace``), so that the timing runs reuse this launch.
     """
     geo, lda, ldb, ldc = _sizes(kernel_name, m, n, k, lda, ldb, ldc)
     kernel = _kernel(kernel_name, traversal, regmap, reuse, sass_path, regs)
@@ -176,8 +192,13 @@ def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, tra
     # a generous bound on the work of a correct SGEMM: warps x (loop iterations x 600 + 2000)
     warps = p.grid[0] * p.grid[1] * ((p.block + 31) // 32)
     limit = warps * ((k // 8) * 600 + 2000)
+    recorder = None
+    if trace_cfg is not None:
+        from maxsim.functional.trace import TraceRecorder
+        from maxsim.timing.summaries import make_summariser
+        recorder = TraceRecorder(make_summariser(trace_cfg))
     res = launch(kernel, grid=p.grid, block=p.block, params=p.params, memory=p.memory, textures=p.textures,
-                 max_instructions=limit, progress=progress,
+                 max_instructions=limit, progress=progress, recorder=recorder,
                  expected_instructions=None if progress is None else warps * _warp_instructions(kernel, k))
     out = p.memory.read(p.c_ptr, ldc * n, dtype=np.float32).reshape((ldc, n), order="F")
     c = out[:m].copy()
@@ -246,7 +267,7 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
         geo = _sizes(name, m, n, k, None, None, None)[0]
         regs = registers_for(_kernel(name, traversal, regmap, reuse, sass_path), geo.threads, cfg, **occupancy)
     r = run_sgemm(name, m, n, k, traversal=traversal, regmap=regmap, reuse=reuse, sass_path=sass_path,
-                  progress=progress, regs=regs)
+                  progress=progress, regs=regs, trace_cfg=cfg if timing else None)
     kernel = r.launch.kernel
     out = {"workload": name, "kernel": kernel.name, "config": cfg.name, "m": m, "n": n, "k": k,
            "grid": list(r.grid), "block": r.block, "verified": r.verified,
@@ -258,22 +279,28 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
         return out
     from maxsim.timing.run import simulate
     from maxsim.timing.sm import residency
-    geo, lda, ldb, ldc = _sizes(name, m, n, k, None, None, None)
-    p = _prepare(geo, m, n, k, lda, ldb, ldc, 1.0, 0)
-    every = [(x, y) for y in range(p.grid[1]) for x in range(p.grid[0])]
-    count = min(len(every), sm_ctas or residency(kernel, p.block, cfg)[0])
-    res, sm = simulate(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg, ctas=every[:count],
-                       hazards=hazards, max_cycles=max_cycles, progress=progress, log=timeline is not None,
-                       max_instructions=count * ((p.block + 31) // 32) * ((k // 8) * 600 + 2000),
-                       expected_instructions=count * ((p.block + 31) // 32) * _warp_instructions(kernel, k))
+    # the timed SM runs the first CTAs of the launch: their traces come from the checked run
+    every = list(r.launch.ctas)
+    count = min(len(every), sm_ctas or residency(kernel, r.block, cfg)[0])
+    res, sm = simulate(kernel, r.grid, r.block, cfg=cfg, ctas=every[:count], hazards=hazards,
+                       max_cycles=max_cycles, progress=progress, log=timeline is not None, launched=r.launch)
     if timeline is not None:
         timeline(sm)
     out.update(timing_fields(sm))
     out["sm_ctas"] = count
     if sass_path is None:
         # the whole problem on the config's GPU (sampled; see maxsim/gpu/sampling.py)
-        from .predict import predict_sgemm
-        g = predict_sgemm(name, n, cfg, m=m, k=k, kernel=kernel)
+        from .predict import gflops, predict_sgemm
+        if len(every) == 1 and max_cycles is None:
+            # one CTA: the GPU runs it on one SM with the L2 and DRAM to itself, which is the timed
+            # SM's simulation (the same cycles as predict_sgemm's; tested)
+            seconds = cfg.cycles_to_seconds(sm.stats.cycles) + cfg.gpu.launch_overhead_us * 1e-6
+            g = {"seconds": seconds, "gflops": gflops(n, seconds, m, k),
+                 "waves": 1 / (cfg.gpu.sms * residency(kernel, r.block, cfg)[0])}
+        else:
+            wpc = (r.block + 31) // 32
+            traced = {cid: [r.launch.trace[i * wpc + w] for w in range(wpc)] for i, cid in enumerate(every)}
+            g = predict_sgemm(name, n, cfg, m=m, k=k, kernel=kernel, traced=traced)
         out.update(gpu=cfg.gpu.name, gpu_sms=cfg.gpu.sms, gpu_predicted_seconds=g["seconds"],
                    gpu_predicted_gflops=g["gflops"], gpu_waves=g["waves"])
     return out
