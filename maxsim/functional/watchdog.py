@@ -17,9 +17,12 @@ warp in two cases:
   toggled every iteration) is left to the instruction limit.
 
 The comparison costs next to nothing per iteration. The full state is copied once when a loop is
-first seen and compared once on the next visit; the register found to differ (a loop counter, in
-practice) becomes a *probe*, and later visits compare only the probe registers and the launch's
-store count. Only when the probes are unchanged is the full state compared again.
+first seen and compared on the next visit (a branch to itself is caught on its second pass); the
+register found to differ (a loop counter, in practice) becomes a *probe*, and from then on every
+:data:`CHECK_EVERY`-th visit compares only the probe registers and the launch's store count with
+those of the last comparison. Only when they are unchanged is the full state copied, and compared
+with the next pass. A loop that runs for a while and then stops changing is caught within
+``CHECK_EVERY + 2`` passes.
 """
 
 from __future__ import annotations
@@ -43,6 +46,11 @@ WARP_INSTRUCTION_BUDGET = 400_000
 # slowest single instruction) with every instruction waiting alone.
 CYCLE_BASE = 100_000
 CYCLES_PER_WARP_INSTRUCTION = 2_000
+
+# choice: the probe registers are compared every 16th pass of a backward branch (a pass costs a
+# dict look-up and a counter then); when they are unchanged the full state is copied and compared
+# with the very next pass. A loop that stops changing is therefore caught within 18 passes of it.
+CHECK_EVERY = 16
 
 STORE_UNITS = ("sts", "stg")  # timing classes of the instructions that write memory
 
@@ -87,7 +95,7 @@ def warp_where(instr, g) -> str:
 class _Loop:
     """What the watchdog remembers of one group at one backward branch."""
 
-    __slots__ = ("group", "warps", "dest", "probe", "values", "stores", "snapshot")
+    __slots__ = ("group", "warps", "dest", "probe", "values", "stores", "snapshot", "skip")
 
     def __init__(self, g):
         self.group = g  # the group object last seen here (groups are rebuilt at barriers and splits)
@@ -97,6 +105,7 @@ class _Loop:
         self.values = b""  # their contents at the previous visit
         self.stores = 0  # the launch's store executions at the previous visit
         self.snapshot = None  # full state at the previous visit, when the probes did not change
+        self.skip = 0  # visits left before the next comparison
 
 
 class Watchdog:
@@ -142,7 +151,11 @@ class Watchdog:
     def back_edge(self, g, pc):
         """Group ``g`` takes the backward branch at ``pc``; raise if it loops without effect."""
         e = self.last.get(pc)
-        if e is None or e.group is not g:
+        if e is not None and e.group is g:
+            e.skip -= 1
+            if e.skip > 0:
+                return  # the common case: a few attribute reads per pass
+        else:
             key = (pc, int(g.warps[0]))
             e = self.loops.get(key)
             if e is None or e.warps.size != g.warps.size or not np.array_equal(e.warps, g.warps):
@@ -153,14 +166,19 @@ class Watchdog:
                 return
             e.group = g
             self.last[pc] = e
+            e.skip -= 1
+            if e.skip > 0:
+                return
         regs = g.regs
         values = b"".join([regs[r].tobytes() for r in e.probe]) if e.probe else b""
         stores = self._stores() if self.store_pcs.size else 0
         if values != e.values or stores != e.stores or g.pc != e.dest:
             e.snapshot = None
             e.dest = g.pc
+            e.skip = CHECK_EVERY  # compare again CHECK_EVERY passes later
         elif e.snapshot is None:
             e.snapshot = self._state(g, stores)
+            e.skip = 1  # and compare the very next pass with it
         else:
             changed = self._changed_register(e.snapshot, g, stores)
             if changed is None:
@@ -170,6 +188,7 @@ class Watchdog:
                     f"({instruction_text(instr)}): its registers, predicates and the memory are the same "
                     f"as on its previous pass, so it would never end")
             e.snapshot = None
+            e.skip = CHECK_EVERY
             if changed >= 0:
                 e.probe = (e.probe + (changed,))[-4:]
                 values = b"".join([regs[r].tobytes() for r in e.probe])
