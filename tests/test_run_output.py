@@ -172,3 +172,17 @@ def test_a_file_name_after_json_gets_advice(capsys):
     assert err.startswith("maxsim: error: --json takes no file name (got 'out.json')") and "--json > out.json" in err
     assert cli(["run", "sgemm_64", "--bogus"]) == 2
     assert capsys.readouterr().err.startswith("maxsim: error: unrecognized arguments: --bogus")
+
+
+def test_bad_measured_data_names_its_file_and_line(tmp_path):
+    from maxsim.errors import MaxsimError
+    from workloads.compare import load_measurements
+    bad = tmp_path / "mine.csv"
+    bad.write_text("# provenance\nchart,N,sgemm_64\nA,64,12.5\nB,x,3\n")
+    with pytest.raises(MaxsimError, match=f"^{bad}:4: bad measured value"):
+        load_measurements(str(bad))
+    bad.write_text("chart,size\nA,64\n")
+    with pytest.raises(MaxsimError, match=f"^{bad}:1: the header row of measured data must name a column N"):
+        load_measurements(str(bad))
+    with pytest.raises(MaxsimError, match="nosuch.csv: cannot read measured data"):
+        load_measurements(str(tmp_path / "nosuch.csv"))
