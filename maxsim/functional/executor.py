@@ -587,16 +587,13 @@ def _tld(ctx, instr, ops, mods, zrow, values=True):
                 sizes[:] = tex.size
                 bases[:] = tex.address
                 if values:
-                    c = np.where((coords < 0) | (coords >= tex.size), tex.size, coords)
-                    vals = tex.texels[c]
+                    vals = tex.fetch(coords)
                 continue
             lanes = handles == h
             sizes[lanes] = tex.size
             bases[lanes] = tex.address
             if values:
-                c = coords[lanes]
-                c = np.where((c < 0) | (c >= tex.size), tex.size, c)
-                vals[lanes] = tex.texels[c]
+                vals[lanes] = tex.fetch(coords[lanes])
         if values:
             for j, ch in enumerate(channels):
                 writes[j](g, vals[:, ch], m)
