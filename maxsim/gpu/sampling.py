@@ -26,6 +26,14 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   steady cost per iteration; a slot's steady CTA duration is its first-wave fixed cost plus K
   iterations at that cost. The dispatcher model is run again with the steady durations (for the
   population and for the launch's length).
+* **The L2 filling up.** A launch whose first waves fit in the L2 leaves their results (dirty
+  sectors) there; write-backs to DRAM start only when the L2 is full and each new line evicts a
+  result. Where that happens after the first wave (:meth:`_History.writeback_time`: the launch's
+  reads and stores replayed in time order through an LRU of the L2's capacity), the steady state
+  is sampled twice, before and after; CTAs run at the first window's pace until the write-backs
+  start and at the second's after, and the start is placed in the predicted schedule itself
+  (a fixed point, ``SWITCH_ROUNDS``). The write-backs ramp up over about a wave in reality (the
+  first evictions free the overflow only); the switch is sharp here.
 * **Tail.** The last ``T`` CTAs are simulated whole like a first wave (dealt round-robin, each
   slot's first free slot taking one), with the L2 warmed by the launch's history up to the tail's
   start and behind the L2/DRAM work the previous wave left queued (the posted stores of its
@@ -54,6 +62,7 @@ WAVE_K_SAMPLES = (64, 128)  # K values at which a first wave or a tail is simula
 STEADY_ITERATIONS = 12  # main-loop iterations each CTA runs in a steady-state window
 STEADY_SKIP = 4  # ... of which the first are left out (prologue and settling)
 HISTORY_FILL = 1.5  # history replayed into the L2 before a window, in multiples of its capacity
+SWITCH_ROUNDS = 4  # fixed-point rounds placing the start of the L2's write-backs in the predicted schedule
 
 
 @attrs.frozen
@@ -79,17 +88,23 @@ class Prediction:
     sim_seconds: float = 0.0
 
 
-def dispatch(n_ctas, slots, duration, hold=None):
+def dispatch(n_ctas, slots, duration, hold=None, timed=False):
     """CTA-level model of the block dispatcher.
 
     ``slots`` CTA slots (SM i mod S, as the first wave is dealt round-robin: slot j holds CTA j of
-    the first wave); ``duration(slot, cta index)`` gives a CTA's cycles on a slot. Returns
-    ``(slot, start, end)`` per CTA, in CTA order: the first ``slots`` start at 0, each later CTA on
-    the slot that frees first (ties: the lower slot)."""
+    the first wave); ``duration(slot, cta index)`` gives a CTA's cycles on a slot (``timed``:
+    ``duration(slot, cta index, start cycle)``). Returns ``(slot, start, end)`` per CTA, in CTA order:
+    the first ``slots`` start at 0, each later CTA on the slot that frees first (ties: the lower
+    slot). ``hold``: the CTAs from this index on wait until every CTA before it has ended."""
+    if not timed:
+        untimed = duration
+
+        def duration(j, i, t):
+            return untimed(j, i)
     out = []
     heap = []
     for j in range(min(slots, n_ctas)):
-        d = duration(j, j)
+        d = duration(j, j, 0.0)
         out.append((j, 0.0, d))
         heap.append((d, j))
     heapq.heapify(heap)
@@ -100,7 +115,7 @@ def dispatch(n_ctas, slots, duration, hold=None):
             if held is None:
                 held = max(e for _, _, e in out[:hold])
             t = max(t, held)
-        d = duration(j, i)
+        d = duration(j, i, t)
         out.append((j, t, t + d))
         heapq.heappush(heap, (t + d, j))
     return out
@@ -151,33 +166,54 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     fixed = first.fixed  # per slot: cycles a CTA costs besides its main-loop iterations
     per_iter = first.per_iter  # per slot: cycles per main-loop iteration in the first wave
     skew = 0.0
-    steady = None
-    steady_whole = {}
-    steady_memory = None
     tail = None
     history = _History(kernel, grid, block, build, shift, cfg, k_step, iters, gx, wave)
 
-    def duration(j, i):
+    windows = []  # the steady-state windows: one, or one before and one after `switch` (below)
+    switch = [0.0]  # the cycle the L2 starts writing results back (two windows only)
+
+    def steady(window, j):
+        if j in window.durations:
+            return window.durations[j]
+        return fixed[j] + iters * window.per_iter.get(j, per_iter[j])
+
+    def duration(j, i, t):
         if i >= full * wave:  # a tail CTA: from the tail's own simulation (its CTAs in dispatch order)
             return tail.duration[i - full * wave] if tail is not None else fixed[j] + iters * per_iter[j]
-        if i < wave or steady is None:
+        if i < wave or not windows:
             return fixed[j] + iters * per_iter[j]
-        if j in steady_whole:
-            return steady_whole[j]
-        return fixed[j] + iters * steady[j]
+        if len(windows) == 1:
+            return steady(windows[0], j)
+        # before the switch at the first window's pace, after it at the second's
+        before, after = steady(windows[0], j), steady(windows[1], j)
+        if t + before <= switch[0]:
+            return before
+        if t >= switch[0]:
+            return after
+        return (switch[0] - t) + (1.0 - (switch[0] - t) / before) * after
 
     hold = full * wave if left else None  # see the tail below
-    schedule = dispatch(n, slots, duration, hold)
+    schedule = dispatch(n, slots, duration, hold, timed=True)
     if full >= 2:
-        mid = _steady_midpoint(schedule, wave, full)
-        window = _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, mid, resident,
-                               gx, progress, history)
-        phases.append(window.phase)
-        skew = window.skew
-        steady = [window.per_iter.get(j, per_iter[j]) for j in range(slots)]
-        steady_whole = window.durations
-        steady_memory = window.phase.memory
-        schedule = dispatch(n, slots, duration, hold)
+        found = []
+        times = _window_times(schedule, wave, full, history)
+        for at in times:
+            window = _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, at, resident,
+                                   gx, progress, history)
+            phases.append(window.phase)
+            found.append(window)
+        windows.extend(found)
+        skew = windows[-1].skew
+        schedule = dispatch(n, slots, duration, hold, timed=True)
+        if len(windows) == 2:
+            # the switch in the launch's own time: where the write-backs begin in the schedule the two
+            # windows give (a fixed point: the schedule moves with the switch)
+            for _ in range(SWITCH_ROUNDS):
+                t = history.writeback_time(schedule, float("inf"))
+                if t is None or abs(t - switch[0]) <= 1e-3 * t:
+                    break
+                switch[0] = t
+                schedule = dispatch(n, slots, duration, hold, timed=True)
     if left:
         # the tail's CTAs in the order the dispatcher hands them out, each on the slot that takes it.
         # They start when the last full wave has ended: the epilogue stores of that wave are posted
@@ -189,7 +225,7 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
         tail, _ = _whole(kernel, block, grid, k, k_step, build, cfg, tail_ids, progress, "tail",
                          backlog=backlog, warm=lambda ms: history.warm(ms, schedule, t0))
         phases.append(tail.phase)
-        schedule = dispatch(n, slots, duration, hold)
+        schedule = dispatch(n, slots, duration, hold, timed=True)
     cycles = max(e for _, _, e in schedule)
 
     # launch memory figures: the first wave's, the steady window's per cycle over the steady part,
@@ -197,10 +233,12 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     t_first = max(e for _, _, e in schedule[:wave])
     t_tail = tail.predicted if tail is not None else 0.0
     memory = _scale(first.phase.memory, t_first / max(first.phase.memory["cycles"], 1))
-    middle = max(cycles - t_first - t_tail, 0.0)
-    if middle:
-        src = steady_memory if steady_memory is not None else first.phase.memory
-        memory = _add(memory, _scale(src, middle / max(src["cycles"], 1)))
+    middle = (t_first, max(cycles - t_tail, t_first))
+    parts = list(zip([0.0, switch[0]], [w.phase.memory for w in windows])) or [(0.0, first.phase.memory)]
+    for (start, src), nxt in zip(parts, [p[0] for p in parts[1:]] + [float("inf")]):
+        span = max(0.0, min(nxt, middle[1]) - max(start, middle[0]))
+        if span:
+            memory = _add(memory, _scale(src, span / max(src["cycles"], 1)))
     if tail is not None:
         memory = _add(memory, _scale(tail.phase.memory, t_tail / max(tail.phase.memory["cycles"], 1)))
     return _done(cfg, cycles, phases, n / wave, resident, skew, memory, t_wall)
@@ -310,13 +348,21 @@ class _Steady:
     durations: dict  # slot -> steady cycles of a whole CTA, where the window ran one whole
 
 
-def _steady_midpoint(schedule, wave, full):
-    """A cycle in the middle of the full waves after the first: halfway between the mean end of the
-    first wave and the mean end of the last full wave."""
+def _window_times(schedule, wave, full, history):
+    """The cycles of ``schedule`` at which the steady state is sampled.
+
+    One window in the middle of the full waves after the first, unless the L2 is still taking the
+    results in then: a launch whose first waves fit in the L2 stores its results there without
+    writing anything back, and only once it is full does each new line cost the eviction, and
+    write-back, of a result. When that starts (:meth:`_History.writeback_time`) after the first
+    wave, the launch is sampled twice: in the middle of the part before, and of the part after."""
     ends = [e for _, _, e in schedule]
     a = float(np.mean(ends[:wave]))
     b = float(np.mean(ends[(full - 1) * wave: full * wave]))
-    return (a + b) / 2
+    t = history.writeback_time(schedule, b)
+    if t is None or t <= a:
+        return [(a + b) / 2]
+    return [(a + t) / 2, (t + b) / 2]
 
 
 def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, mid, resident, gx, progress,
@@ -473,6 +519,57 @@ class _History:
             arrays = [a for tr in traces for a in _texture_sectors(tr, self.kernel, [], ("stg",))]
             self.stores[i] = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
 
+    def writeback_time(self, schedule, until):
+        """The cycle at which the launch first makes the L2 write a dirty sector back: its reads,
+        slice by slice, and its stores, in time order as in :meth:`warm`, go through an L2 of the
+        config's capacity kept as one least-recently-used list of sectors (the sets' hashing spreads
+        a stream evenly over them), and the first eviction of a stored sector is the answer. None
+        when that does not happen before ``until`` or the kernel stores nothing."""
+        if self.shift is None:
+            return None
+        capacity = self.cfg.l2.size // self.cfg.l2.sector
+        iters = self.iters
+        order = sorted(range(len(schedule)), key=lambda i: schedule[i][1])
+
+        def when(i, q):
+            _, s, e = schedule[i]
+            return e if q < 0 else s + (q + 0.5) / iters * (e - s)
+
+        lru = collections.OrderedDict()  # sector -> dirty, least recent first
+        heap = []
+        nxt = 0
+        while True:
+            while nxt < len(order) and (not heap or schedule[order[nxt]][1] <= heap[0][0]):
+                i = order[nxt]
+                if schedule[i][1] >= until:
+                    nxt = len(order)
+                    break
+                nxt += 1
+                heapq.heappush(heap, (when(i, 0), i, 0))
+            if not heap:
+                return None
+            t, i, q = heapq.heappop(heap)
+            if t >= until:
+                return None
+            if i not in self.base:
+                self._trace(sorted([i] + [x for x in order[nxt:nxt + self.batch - 1] if x not in self.base]))
+                if not any(len(v) for v in self.stores.values()):
+                    return None
+            if q < 0:
+                secs, dirty = self.stores[i], True
+            else:
+                secs, dirty = _shift(self.base[i], self.shift(self.textures, q * self.k_step)), False
+                heapq.heappush(heap, (when(i, q + 1 if q + 1 < iters else -1), i, q + 1 if q + 1 < iters else -1))
+            for sec in secs.tolist():
+                if sec in lru:
+                    lru.move_to_end(sec)
+                    if dirty:
+                        lru[sec] = True
+                    continue
+                lru[sec] = dirty
+                if len(lru) > capacity and lru.popitem(last=False)[1]:
+                    return t
+
     def warm(self, ms, schedule, t):
         if self.shift is None:
             return
@@ -561,7 +658,8 @@ def _queue_backlog(ms, backlog):
 
 
 def samples_needed(grid, k, sms, resident):
-    """How many short simulations :func:`predict` will run (for progress bars)."""
+    """How many short simulations :func:`predict` will run at least (for progress bars): one more
+    when the L2 fills up during the full waves after the first (:func:`_window_times`)."""
     n = grid[0] * grid[1]
     wave = sms * resident
     per_whole = 1 if k <= WAVE_K_SAMPLES[1] else 2
