@@ -98,6 +98,11 @@ def _parser():
                    help="architecture config: a shipped name (see `maxsim configs`) or a TOML file "
                         "(default gm204)")
     r.add_argument("--functional", action="store_true", help="functional run only (no timing)")
+    r.add_argument("--check", choices=("auto", "all", "sampled"), default=None,
+                   help="SGEMM result check: 'all' runs the whole grid functionally and checks all of C "
+                        "(its time estimate is printed); 'sampled' runs the timed SM's CTAs and the last "
+                        "CTA and checks their C tiles (the GPU prediction is sampled); 'auto' (default): "
+                        "'all' up to 8 million warp instructions, else 'sampled'")
     r.add_argument("--sm-ctas", type=_size, default=None, metavar="N",
                    help="CTAs the timed SM runs (default: one full wave of resident CTAs)")
     _occupancy_options(r)
@@ -337,7 +342,7 @@ def cmd_run(args):
     wrong = [opt for opt, val, file_only in (
         ("--m", args.m, False), ("--n", args.n, False), ("--k", args.k, False), ("--sass", args.sass, False),
         ("--sm-ctas", args.sm_ctas, False), ("--grid", args.grid, True), ("--block", args.block, True),
-        ("--max-instructions", args.max_instructions, True))
+        ("--max-instructions", args.max_instructions, True), ("--check", args.check, False))
         if val is not None and file_only != is_file]
     if wrong and (is_file or args.target in WORKLOADS):
         what = "a .sass file" if is_file else f"the {args.target} workload"
@@ -351,8 +356,13 @@ def cmd_run(args):
     bar = Progress(quiet=args.quiet or args.json, delay=PROGRESS_DELAY)
     try:
         if args.target in WORKLOADS:
-            from workloads.sgemm.harness import run_workload
-            out = run_workload(args.target, cfg=cfg, m=args.m, n=args.n, k=args.k,
+            from workloads.sgemm.harness import functional_work, run_workload
+            if args.check == "all":
+                est = functional_work(args.target, *(256 if v is None else v for v in (args.m, args.n, args.k)))
+                if est is not None:
+                    print(f"maxsim: checking the whole grid: about {est[0]:.3g} warp instructions, "
+                          f"about {_duration(est[1])} of functional run", file=sys.stderr)
+            out = run_workload(args.target, check=args.check or "auto", cfg=cfg, m=args.m, n=args.n, k=args.k,
                                traversal=args.traversal, regmap=args.regmap, reuse=not args.no_reuse,
                                sass_path=args.sass, timing=not args.functional, sm_ctas=args.sm_ctas,
                                hazards="strict" if args.strict else "warn", max_cycles=args.max_cycles,
@@ -383,6 +393,15 @@ def cmd_run(args):
     else:
         print(format_run(out))
     return 0
+
+
+def _duration(seconds):
+    """A rough duration for people: 40 s, 12 min, 3.5 h."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _trace_writer(args):

@@ -483,8 +483,11 @@ def _memory(ctx, instr, ops, mods, zrow, values=True):
             limit_lo, limit_hi = 0, ctx.kernel.shared_size
         else:
             limit_lo, limit_hi = GLOBAL_BASE, ctx.memory.top
-        a64 = addr.astype(np.int64)
-        bad = ((a64 % nbytes) != 0) | (a64 < limit_lo) | (a64 + nbytes > limit_hi)
+        if limit_hi - nbytes < limit_lo:
+            bad = np.ones(addr.shape, dtype=bool)
+        else:
+            # uint32 compares: aligned and within [lo, hi - nbytes] (nbytes is a power of two)
+            bad = ((addr & U32(nbytes - 1)) != 0) | (addr < U32(limit_lo)) | (addr > U32(limit_hi - nbytes))
         if m is not None:
             bad &= m
         elif not g.full:
@@ -519,12 +522,21 @@ def _memory(ctx, instr, ops, mods, zrow, values=True):
     if load:
         dst = data_op.reg
         writes = [_writer(dst + j if dst != ins.RZ else ins.RZ, zrow) for j in range(width)]
+        rows = dst != ins.RZ and dst + width <= zrow  # destination rows written in one assignment
 
         def run(g, m):
             addr = addr_of(g)
             check(g, m, addr)
             idx, sel = word_index(g, m, addr)
             store = ctx.shared if shared else ctx.memory.words
+            if sel is None and rows:
+                if width == 1:
+                    g.regs[dst] = store[idx]
+                else:
+                    g.regs[dst:dst + width] = store[idx + offsets[:, None]]
+                if ctx.recorder is not None:
+                    ctx.recorder.memory(recorder_kind, g, addr, sel, nbytes)
+                return
             if sel is None:
                 vals = store[idx[:, None] + offsets] if width > 1 else store[idx][:, None]
             else:
@@ -588,16 +600,13 @@ def _tld(ctx, instr, ops, mods, zrow, values=True):
                 sizes[:] = tex.size
                 bases[:] = tex.address
                 if values:
-                    c = np.where((coords < 0) | (coords >= tex.size), tex.size, coords)
-                    vals = tex.texels[c]
+                    vals = tex.fetch(coords)
                 continue
             lanes = handles == h
             sizes[lanes] = tex.size
             bases[lanes] = tex.address
             if values:
-                c = coords[lanes]
-                c = np.where((c < 0) | (c >= tex.size), tex.size, c)
-                vals[lanes] = tex.texels[c]
+                vals[lanes] = tex.fetch(coords[lanes])
         if values:
             for j, ch in enumerate(channels):
                 writes[j](g, vals[:, ch], m)

@@ -74,8 +74,8 @@ class Texture1D:
             data = data.reshape(-1, 4)
         if data.ndim != 2 or data.shape[1] != 4:
             raise LaunchError(f"a float4 texture needs shape (n, 4), got {data.shape}")
-        # one zero texel past the end serves every out-of-range coordinate (border colour 0)
-        self.texels = np.vstack([data, np.zeros((1, 4), np.float32)]).view(np.uint32)
+        # the caller's array itself (no copy: a large, sparsely drawn texture stays unmapped)
+        self.texels = data.view(np.uint32)
         self.size = data.shape[0]
         if address is None:
             Texture1D._private += 1
@@ -83,6 +83,17 @@ class Texture1D:
         self.address = int(address)
 
     _private = 0
+
+    def fetch(self, coords):
+        """The texels (uint32 words, shape (lanes, 4)) at ``coords``; zero outside [0, size)."""
+        out = (coords < 0) | (coords >= self.size)
+        if not out.any():
+            return self.texels[coords]
+        if self.size == 0:
+            return np.zeros((coords.size, 4), np.uint32)
+        vals = self.texels[np.where(out, 0, coords)]
+        vals[out] = 0
+        return vals
 
 
 def texture_index(handle: int) -> int:

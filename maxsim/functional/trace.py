@@ -8,6 +8,8 @@ trace is the chain of segments it belonged to, in order.
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 
 
@@ -16,7 +18,7 @@ class Segment:
 
     def __init__(self, warps):
         self.warps = warps  # batch-global warp ids, row order
-        self.pcs = []  # instruction indices executed, in order
+        self.pcs = array("i")  # instruction indices executed, in order (4 bytes each)
         self.mem = {}  # position in pcs -> per-warp summaries (sequence indexed by row)
 
 

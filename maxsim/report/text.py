@@ -5,11 +5,14 @@ from __future__ import annotations
 _ORDER = (
     ("workload", "workload"), ("kernel", "kernel"), ("config", "config"), ("m", "M"), ("n", "N"),
     ("k", "K"), ("grid", "grid"), ("block", "block"), ("verified", "result verified"),
+    ("result_checked", "result checked"),
     ("max_abs_error", "max |error|"), ("tolerance", "tolerance"),
     ("gpu", "GPU"), ("gpu_waves", "waves of resident CTAs"),
     ("gpu_predicted_seconds", "predicted time on the GPU (s)"),
     ("gpu_predicted_gflops", "predicted GFLOPS on the GPU"),
-    ("warp_instructions", "warp instructions"), ("sm_warp_instructions", "warp instructions (timed SM)"),
+    ("warp_instructions", "warp instructions"),
+    ("functional_warp_instructions", "warp instructions (CTAs run)"),
+    ("sm_warp_instructions", "warp instructions (timed SM)"),
     ("cycles", "cycles (timed SM)"), ("ipc", "IPC"),
     ("gflops", "GFLOPS (SM, config clock)"), ("ffma_pipe_utilisation", "FFMA pipe utilisation"),
     ("cycles_per_loop_iteration", "cycles per main-loop iteration"),
@@ -171,6 +174,8 @@ def format_run(out: dict) -> str:
         lines += summary["text"] + [""]
     for key, label in _ORDER:
         if key in out and out[key] is not None:
+            if key == "warp_instructions" and out.get("warp_instructions_estimated"):
+                label += " (estimated)"
             lines.append(f"{label:34s} {_fmt(out[key])}")
     if "stall_reasons" in out:
         total = sum(out["stall_reasons"].values()) or 1
