@@ -109,11 +109,15 @@ def summarise(out: dict, peak_gflops=None, sms=None, reference_loop_cycles=None,
         s["verified"] = bool(out["verified"])
         s["verified_against"] = "numpy (float64 product, fp32 error bound per element)"
         err, tol = out.get("max_abs_error"), out.get("tolerance")
+        checked = out.get("result_checked")
+        part = "" if checked in (None, "whole C") else f" on {checked}"
+        if checked is not None:
+            s["result_checked"] = checked
         if s["verified"]:
-            lines.append(f"result: verified against numpy: max |error| {err:.2g} within the fp32 error "
-                         f"bound ({tol:.2g})")
+            lines.append(f"result: verified against numpy{part}: max |error| {err:.2g} within the fp32 "
+                         f"error bound ({tol:.2g})")
         else:
-            lines.append(f"result: NOT verified: max |error| {err:.2g} against numpy, error bound {tol:.2g}")
+            lines.append(f"result: NOT verified{part}: max |error| {err:.2g} against numpy, error bound {tol:.2g}")
     if out.get("gpu_predicted_gflops") is not None:
         g, t = out["gpu_predicted_gflops"], out["gpu_predicted_seconds"]
         s["predicted_seconds"], s["predicted_gflops"] = t, g
