@@ -385,9 +385,10 @@ def cmd_run(args):
     from .report.text import format_run, summarise
     reference = None
     if args.target in WORKLOADS:
-        from workloads.sgemm.published import MAIN_LOOP_CYCLES
+        from workloads.sgemm.published import MAIN_LOOP_CYCLES, WARPS_PER_SCHEDULER
         reference = MAIN_LOOP_CYCLES[args.target]
-    out["summary"] = summarise(out, cfg.peak_gflops, cfg.gpu.sms, reference)
+    out["summary"] = summarise(out, cfg.peak_gflops, cfg.gpu.sms, reference,
+                               reference_warps_per_scheduler=reference and WARPS_PER_SCHEDULER)
     if args.json:
         print(json.dumps(out, indent=1, default=float))
     else:

@@ -71,7 +71,8 @@ def test_sgemm_summary_says_the_answer_first(sgemm_run):
     assert f"= {100 * g / GM204_PEAK:.1f}% of the 4,981 GFLOPS peak" in text[2]
     assert text[3].startswith(f"timed SM (1 CTA): {out['cycles']:,} cycles, IPC {out['ipc']:.2f}")
     loop = out["cycles_per_loop_iteration"]
-    assert text[4] == (f"main loop: {loop:.1f} cycles per iteration (maxas: 520, "
+    # one CTA of 2 warps on 4 schedulers: 0.5 warps per scheduler; maxas's figure is at 4
+    assert text[4] == (f"main loop: {loop:.1f} cycles per iteration at 0.5 warps per scheduler (maxas: 520 at 4, "
                        f"{100 * (loop / 520 - 1):+.1f}%)")
     stalls = out["stall_reasons"]
     total = sum(stalls.values())

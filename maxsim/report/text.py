@@ -80,13 +80,15 @@ def _time(seconds):
     return f"{seconds * 1e6:.3g} us"
 
 
-def summarise(out: dict, peak_gflops=None, sms=None, reference_loop_cycles=None, reference="maxas") -> dict:
+def summarise(out: dict, peak_gflops=None, sms=None, reference_loop_cycles=None, reference="maxas",
+              reference_warps_per_scheduler=None) -> dict:
     """The answer of a run in a few lines of words, and the figures behind them.
 
     ``out``: the fields of a run (``run_workload`` or ``run_sass_file``); ``peak_gflops``: the
     config's FP32 peak (``cfg.peak_gflops``) and ``sms`` its SM count, to give a share of the peak;
     ``reference_loop_cycles``: a published figure of cycles per main-loop iteration to set the
-    run's against. Returns a dict of the figures with ``"text"``, the lines.
+    run's against, measured at ``reference_warps_per_scheduler`` resident warps per scheduler.
+    Returns a dict of the figures with ``"text"``, the lines.
     """
     s = {}
     lines = []
@@ -130,7 +132,8 @@ def summarise(out: dict, peak_gflops=None, sms=None, reference_loop_cycles=None,
             ctas = 1
             for x in out.get("grid", ()):
                 ctas *= x
-            line += (f" (its {ctas} CTAs fill {waves:.3g} of one wave of resident CTAs)" if waves < 1
+            line += (f" (its {ctas} CTA{'s fill' if ctas != 1 else ' fills'} {waves:.3g} of one wave of "
+                     f"resident CTAs)" if waves < 1
                      else f" ({waves:.3g} waves of resident CTAs)")
         lines.append(line)
     if out.get("cycles") is not None:
@@ -154,8 +157,15 @@ def summarise(out: dict, peak_gflops=None, sms=None, reference_loop_cycles=None,
     if loop is not None and reference_loop_cycles:
         s["cycles_per_loop_iteration"] = loop
         s["reference_cycles_per_loop_iteration"] = reference_loop_cycles
-        lines.append(f"main loop: {loop:.1f} cycles per iteration ({reference}: {reference_loop_cycles}, "
-                     f"{100 * (loop / reference_loop_cycles - 1):+.1f}%)")
+        at = ref_at = ""
+        full, resident = out.get("warps_per_scheduler"), out.get("resident_ctas_per_sm")
+        if reference_warps_per_scheduler and full and resident and out.get("sm_ctas"):
+            # the timed SM's warps per scheduler: fewer when it runs fewer CTAs than fit
+            wps = full * min(out["sm_ctas"], resident) / resident
+            s["warps_per_scheduler"] = wps
+            at, ref_at = f" at {wps:g} warps per scheduler", f" at {reference_warps_per_scheduler:g}"
+        lines.append(f"main loop: {loop:.1f} cycles per iteration{at} ({reference}: {reference_loop_cycles}"
+                     f"{ref_at}, {100 * (loop / reference_loop_cycles - 1):+.1f}%)")
     reasons = out.get("stall_reasons")
     if reasons:
         total = sum(reasons.values())
