@@ -14,6 +14,7 @@ import sys
 from .errors import MaxsimError
 
 WORKLOADS = ("sgemm_64", "sgemm_128")
+PROGRESS_DELAY = 2.0  # seconds before a run draws its progress line (a short run prints none)
 
 
 class UsageError(MaxsimError):
@@ -99,15 +100,23 @@ def _parser():
                    help="architecture config: a shipped name (see `maxsim configs`) or a TOML file "
                         "(default gm204)")
     r.add_argument("--functional", action="store_true", help="functional run only (no timing)")
+    r.add_argument("--check", choices=("auto", "all", "sampled"), default=None,
+                   help="SGEMM result check: 'all' runs the whole grid functionally and checks all of C "
+                        "(its time estimate is printed); 'sampled' runs the timed SM's CTAs and the last "
+                        "CTA and checks their C tiles (the GPU prediction is sampled); 'auto' (default): "
+                        "'all' up to 8 million warp instructions, else 'sampled'")
     r.add_argument("--sm-ctas", type=_size, default=None, metavar="N",
                    help="CTAs the timed SM runs (default: one full wave of resident CTAs)")
     _occupancy_options(r)
     r.add_argument("--strict", action="store_true", help="control-code hazards are errors, not warnings")
     r.add_argument("--max-cycles", type=_size, default=None, metavar="N",
-                   help="stop with an error past this many cycles")
+                   help="stop the timing run with an error past this many cycles (default 100,000 + "
+                        "2,000 per warp instruction of its trace)")
     r.add_argument("--max-instructions", type=_size, default=None, metavar="N",
-                   help="for a .sass file: stop with an error past this many warp instructions "
-                        "(default 50M; the SGEMM harness sets a limit from the problem size)")
+                   help="for a .sass file: stop with an error past this many warp instructions in the "
+                        "launch (default 400,000 per warp; the SGEMM harness sets a limit from the "
+                        "problem size). A loop without effect (same registers, predicates and memory "
+                        "on two passes) is stopped at once")
     r.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     r.add_argument("--trace", metavar="FILE", default=None,
                    help="write a timeline of the timed SM to FILE: Chrome trace-event JSON (open it in "
@@ -340,7 +349,7 @@ def cmd_compare(args):
     if args.output:
         from .report.plots import check_output_path
         check_output_path(args.output)  # before the work
-    bar = Progress(quiet=args.quiet)
+    bar = Progress(quiet=args.quiet or args.json, delay=PROGRESS_DELAY)
     try:
         jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
         result = compare(cfg, names, sizes=args.sizes, extra_sizes=extra, jobs=jobs, occupancy=choice,
@@ -356,8 +365,8 @@ def cmd_compare(args):
         plot_comparison(result, args.output)
         result["plot"] = args.output
         if not has_memory(result):
-            print("maxsim: the plot has no memory panels: the predictions carry no memory counters",
-                  file=sys.stderr)
+            print(f"maxsim: {args.output}: the plot has no memory panels: the predictions carry no "
+                  f"memory counters", file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=1))
     else:
@@ -413,6 +422,8 @@ def cmd_analyze(args):
     from .arch.config import load_config
     cfg = load_config(args.config)
     kernel = _kernel_for(args.target, args)
+    if not kernel.instructions:
+        raise UsageError(f"{args.target}: no instructions to analyze (an empty kernel file?)")
     rep = analyze_banks(kernel)
     hazards = check_controls(kernel, cfg)
     if args.json:
@@ -452,7 +463,7 @@ def cmd_run(args):
     wrong = [opt for opt, val, file_only in (
         ("--m", args.m, False), ("--n", args.n, False), ("--k", args.k, False), ("--sass", args.sass, False),
         ("--sm-ctas", args.sm_ctas, False), ("--grid", args.grid, True), ("--block", args.block, True),
-        ("--max-instructions", args.max_instructions, True))
+        ("--max-instructions", args.max_instructions, True), ("--check", args.check, False))
         if val is not None and file_only != is_file]
     if wrong and (is_file or args.target in WORKLOADS):
         what = "a .sass file" if is_file else f"the {args.target} workload"
@@ -463,11 +474,16 @@ def cmd_run(args):
     flag, choice = _occupancy_choice(args)
     from .report.progress import Progress
     from .timing.occupancy import OccupancyError
-    bar = Progress(quiet=args.quiet)
+    bar = Progress(quiet=args.quiet or args.json, delay=PROGRESS_DELAY)
     try:
         if args.target in WORKLOADS:
-            from workloads.sgemm.harness import run_workload
-            out = run_workload(args.target, cfg=cfg, m=args.m, n=args.n, k=args.k,
+            from workloads.sgemm.harness import functional_work, run_workload
+            if args.check == "all":
+                est = functional_work(args.target, *(256 if v is None else v for v in (args.m, args.n, args.k)))
+                if est is not None:
+                    print(f"maxsim: checking the whole grid: about {est[0]:.3g} warp instructions, "
+                          f"about {_duration(est[1])} of functional run", file=sys.stderr)
+            out = run_workload(args.target, check=args.check or "auto", cfg=cfg, m=args.m, n=args.n, k=args.k,
                                traversal=args.traversal, regmap=args.regmap, reuse=not args.no_reuse,
                                sass_path=args.sass, timing=not args.functional, sm_ctas=args.sm_ctas,
                                hazards="strict" if args.strict else "warn", max_cycles=args.max_cycles,
@@ -484,15 +500,30 @@ def cmd_run(args):
     except OccupancyError as e:
         if flag is None:
             raise
-        raise UsageError(f"{flag}: {e}") from None
+        raise UsageError(f"{_subject(args)}: {flag}: {e}") from None
     finally:
         bar.close()
+    from .report.text import format_run, summarise
+    reference = None
+    if args.target in WORKLOADS:
+        from workloads.sgemm.published import MAIN_LOOP_CYCLES, WARPS_PER_SCHEDULER
+        reference = MAIN_LOOP_CYCLES[args.target]
+    out["summary"] = summarise(out, cfg.peak_gflops, cfg.gpu.sms, reference,
+                               reference_warps_per_scheduler=reference and WARPS_PER_SCHEDULER)
     if args.json:
         print(json.dumps(out, indent=1, default=float))
     else:
-        from .report.text import format_run
         print(format_run(out))
     return 0
+
+
+def _duration(seconds):
+    """A rough duration for people: 40 s, 12 min, 3.5 h."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _trace_writer(args):
@@ -556,25 +587,75 @@ def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn",
     return out
 
 
-def main(argv=None):
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 2
+def _small_pages():
+    """Ask numpy not to back large arrays with transparent huge pages. The SM timing core keeps
+    trace arrays with a row per warp slot of which a run touches a few; with huge pages each touched
+    row commits a whole 2 MB page (peak memory of ``maxsim run sgemm_64``: 400 MB instead of 250)."""
+    import numpy as np
+    setter = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "_set_madvise_hugepage", None)
+    if setter is not None:
+        setter(False)
+
+
+def _subject(args):
+    """The file a command is about, as its errors name it: the kernel file or workload of
+    ``run`` / ``analyze``, or None."""
+    target = getattr(args, "target", None)
+    if target is None:
+        return None
+    return getattr(args, "sass", None) or target
+
+
+def _name_the_file(e, subject):
+    """The one-line message of error ``e``, starting with the file it is about when the message
+    does not name one itself (launch, occupancy and timing errors speak of the kernel only)."""
+    from .errors import ConfigError, SassParseError
+    msg = str(e)
+    if subject is None or isinstance(e, (UsageError, ConfigError, SassParseError)) or subject in msg:
+        return msg
+    return f"{subject}: {msg}"
+
+
+def _quiet_stdout():
+    """Send what is left of stdout to /dev/null: its reader (``head``) has gone, and Python would
+    otherwise complain while flushing it at exit."""
     try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError:
+        pass
+
+
+def _unrecognized(parser, argv, extra):
+    """Arguments no option takes: a file name after --json gets its own advice."""
+    for i, a in enumerate(argv[:-1]):
+        if a == "--json" and argv[i + 1] == extra[0]:
+            parser.error(f"--json takes no file name (got {extra[0]!r}): it prints the JSON object; "
+                         f"redirect it to write a file, e.g. `... --json > {extra[0]}`")
+    parser.error(f"unrecognized arguments: {' '.join(extra)}")
+
+
+def main(argv=None):
+    args = None
+    try:
+        _small_pages()
+        parser = _parser()
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            _unrecognized(parser, sys.argv[1:] if argv is None else list(argv), extra)
+        if args.command is None:
+            parser.print_help()
+            return 2
         return {"run": cmd_run, "analyze": cmd_analyze, "asm": cmd_asm, "configs": cmd_configs,
                 "plot": cmd_plot, "compare": cmd_compare,
                 "validate": cmd_validate}[args.command](args)
     except MaxsimError as e:
-        print(f"maxsim: error: {e}", file=sys.stderr)
+        print(f"maxsim: error: {_name_the_file(e, _subject(args))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("maxsim: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly
-        import os
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()
         return 1
 
 

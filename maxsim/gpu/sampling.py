@@ -130,7 +130,7 @@ def resident_at(schedule, t):
     return res
 
 
-def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progress=None):
+def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progress=None, traced=None):
     """Predict the launch of ``kernel`` over ``grid`` with inner dimension ``k``.
 
     ``build(k_value) -> (params, memory, textures)`` makes the same problem with another K (the
@@ -138,6 +138,9 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     ``shift(textures, dk) -> [(lo, hi, delta)]``: the byte ranges of the data whose addresses move by
     ``delta`` when a CTA is ``dk`` further along K (None: addresses do not depend on K; the steady
     state then simulates every CTA at the start of K). ``progress()`` is called after each sample.
+    ``traced``: ``{cta id: warp traces}`` from a traced run of the whole launch at ``k`` (the run
+    that checked its results): a launch of at most one wave is then timed from those traces at
+    ``k`` itself, with no functional run of its own.
     """
     t_wall = time.perf_counter()
     gx, gy = grid
@@ -152,7 +155,7 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     # the first wave (or the whole launch when it is at most one wave)
     first_ids = [(i % gx, i // gx) for i in range(min(n, wave))]
     first, ms_first = _whole(kernel, block, grid, k, k_step, build, cfg, first_ids, progress,
-                             "first wave" if full else "launch")
+                             "first wave" if full else "launch", traced=traced if n <= wave else None)
     phases.append(first.phase)
     if n <= wave:
         cycles = first.predicted
@@ -260,12 +263,14 @@ class _Whole:
     duration: list  # per slot / CTA: cycles at the real K
 
 
-def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, backlog=(0.0, 0.0), warm=None):
+def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, backlog=(0.0, 0.0), warm=None,
+           traced=None):
     """Simulate the CTAs ``ids`` dealt round-robin over the SMs from cycle 0 at ``WAVE_K_SAMPLES`` (or
     at ``k``), behind ``backlog``, after ``warm(memory system)``; per slot (slot j = the j-th CTA of ``ids``) the duration is affine
-    in K. Returns the :class:`_Whole` and the memory system of the last sample."""
+    in K. ``traced``: the CTAs' traces at ``k`` (``{cta id: warp traces}``), timed at ``k`` instead of
+    functional runs. Returns the :class:`_Whole` and the memory system of the last sample."""
     k1, k2 = WAVE_K_SAMPLES
-    ks = (k,) if k <= k2 else (k1, k2)
+    ks = (k,) if k <= k2 or traced is not None else (k1, k2)
     sms = cfg.gpu.sms
     per_sm = residency(kernel, block, cfg)[0]
     durations = []
@@ -273,13 +278,16 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
     ms = None
     loop = 0.0
     for kk in ks:
-        params, memory, textures = build(kk)
-        _, traced = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids)
+        if traced is not None:
+            ctas = [(cid, traced[cid]) for cid in ids]
+        else:
+            params, memory, textures = build(kk)
+            _, ctas = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids, timing_only=True)
         ms = MemorySystem(cfg)
         if warm is not None:
             warm(ms)
         _queue_backlog(ms, backlog)
-        placement, queue = round_robin(traced, sms, per_sm)
+        placement, queue = round_robin(ctas, sms, per_sm)
         used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=None)
         end = {cid: (s, e) for sm in used for cid, s, e in sm.cta_log}
         durations.append([end[cid][1] - end[cid][0] for cid in ids])
@@ -379,7 +387,7 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
     for run in sorted({r for *_, r in pop}):
         ids = [cid for _, cid, _, r in pop if r == run]
         params, memory, textures = build(run * k_step)
-        _, tr = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids)
+        _, tr = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids, timing_only=True)
         for cid, traces in tr:
             traced[cid] = traces
             textures_of[cid] = textures
@@ -394,7 +402,7 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
         params, memory, textures = build(run * k_step)
         ids = [(i % gx, i // gx) for _, i in later]
         queue_ids = [(None, cid) for cid in ids]
-        _, tr = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids)
+        _, tr = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids, timing_only=True)
         queue.extend(tr)
         if run < total_iters:
             cut |= set(ids)
@@ -503,7 +511,8 @@ class _History:
         params, memory, textures = self.build(self.k_step)
         self.textures = textures
         ids = [(i % self.gx, i // self.gx) for i in need]
-        _, traced = trace_ctas(self.kernel, self.grid, self.block, params, memory, textures, self.cfg, ids)
+        _, traced = trace_ctas(self.kernel, self.grid, self.block, params, memory, textures, self.cfg, ids,
+                               timing_only=True)
         for i, (_, traces) in zip(need, traced):
             arrays = [a for tr in traces for a in _texture_sectors(tr, self.kernel, [])]
             self.base[i] = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)

@@ -659,8 +659,8 @@ class SM:
     def _fail(self, status):
         G = self._G
         if status == K.ERR_LIMIT:
-            raise SimulationError(f"kernel {self.kernel.name} ran past the cycle limit of {self.max_cycles} "
-                                  f"cycles on SM {self.sm_id}")
+            raise SimulationError(f"{self.kernel.filename}: kernel {self.kernel.name} ran past the cycle limit "
+                                  f"of {self.max_cycles} cycles on SM {self.sm_id} (--max-cycles N sets it)")
         if status == K.ERR_TRACE_END:
             instr = self.kernel.instructions[int(G[K.G_ERR_PC])]
             w = self._slot_warp[int(G[K.G_ERR_SLOT])]
