@@ -30,9 +30,9 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   sectors) there; write-backs to DRAM start only when the L2 is full and each new line evicts a
   result. Where that happens after the first wave (:meth:`_History.writeback_time`: the launch's
   reads and stores replayed in time order through an LRU of the L2's capacity), the steady state
-  is sampled twice, before and after; CTAs run at the first window's pace until the write-backs
-  start and at the second's after, and the start is placed in the predicted schedule itself
-  (a fixed point, ``SWITCH_ROUNDS``). The write-backs ramp up over about a wave in reality (the
+  is sampled twice, before and after: the CTAs that start before the write-backs begin (in the
+  dispatcher model at the first wave's pace) run at the first window's pace, the others at the
+  second's. The write-backs ramp up over about a wave in reality (the
   first evictions free the overflow only); the switch is sharp here.
 * **Tail.** The last ``T`` CTAs are simulated whole like a first wave (dealt round-robin, each
   slot's first free slot taking one), with the L2 warmed by the launch's history up to the tail's
@@ -62,7 +62,6 @@ WAVE_K_SAMPLES = (64, 128)  # K values at which a first wave or a tail is simula
 STEADY_ITERATIONS = 12  # main-loop iterations each CTA runs in a steady-state window
 STEADY_SKIP = 4  # ... of which the first are left out (prologue and settling)
 HISTORY_FILL = 1.5  # history replayed into the L2 before a window, in multiples of its capacity
-SWITCH_ROUNDS = 4  # fixed-point rounds placing the start of the L2's write-backs in the predicted schedule
 
 
 @attrs.frozen
@@ -170,7 +169,7 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     history = _History(kernel, grid, block, build, shift, cfg, k_step, iters, gx, wave)
 
     windows = []  # the steady-state windows: one, or one before and one after `switch` (below)
-    switch = [0.0]  # the cycle the L2 starts writing results back (two windows only)
+    switch = [n]  # two windows: the first CTA that starts after the L2 began writing results back
 
     def steady(window, j):
         if j in window.durations:
@@ -184,19 +183,14 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
             return fixed[j] + iters * per_iter[j]
         if len(windows) == 1:
             return steady(windows[0], j)
-        # before the switch at the first window's pace, after it at the second's
-        before, after = steady(windows[0], j), steady(windows[1], j)
-        if t + before <= switch[0]:
-            return before
-        if t >= switch[0]:
-            return after
-        return (switch[0] - t) + (1.0 - (switch[0] - t) / before) * after
+        # the CTAs before the switch at the first window's pace, the others at the second's
+        return steady(windows[0] if i < switch[0] else windows[1], j)
 
     hold = full * wave if left else None  # see the tail below
     schedule = dispatch(n, slots, duration, hold, timed=True)
     if full >= 2:
         found = []
-        times = _window_times(schedule, wave, full, history)
+        times, switch[0] = _window_times(schedule, wave, full, history)
         for at in times:
             window = _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, at, resident,
                                    gx, progress, history)
@@ -205,15 +199,6 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
         windows.extend(found)
         skew = windows[-1].skew
         schedule = dispatch(n, slots, duration, hold, timed=True)
-        if len(windows) == 2:
-            # the switch in the launch's own time: where the write-backs begin in the schedule the two
-            # windows give (a fixed point: the schedule moves with the switch)
-            for _ in range(SWITCH_ROUNDS):
-                t = history.writeback_time(schedule, float("inf"))
-                if t is None or abs(t - switch[0]) <= 1e-3 * t:
-                    break
-                switch[0] = t
-                schedule = dispatch(n, slots, duration, hold, timed=True)
     if left:
         # the tail's CTAs in the order the dispatcher hands them out, each on the slot that takes it.
         # They start when the last full wave has ended: the epilogue stores of that wave are posted
@@ -234,7 +219,8 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     t_tail = tail.predicted if tail is not None else 0.0
     memory = _scale(first.phase.memory, t_first / max(first.phase.memory["cycles"], 1))
     middle = (t_first, max(cycles - t_tail, t_first))
-    parts = list(zip([0.0, switch[0]], [w.phase.memory for w in windows])) or [(0.0, first.phase.memory)]
+    starts = [0.0] + ([schedule[switch[0]][1]] if switch[0] < n else [])
+    parts = list(zip(starts, [w.phase.memory for w in windows])) or [(0.0, first.phase.memory)]
     for (start, src), nxt in zip(parts, [p[0] for p in parts[1:]] + [float("inf")]):
         span = max(0.0, min(nxt, middle[1]) - max(start, middle[0]))
         if span:
@@ -349,7 +335,8 @@ class _Steady:
 
 
 def _window_times(schedule, wave, full, history):
-    """The cycles of ``schedule`` at which the steady state is sampled.
+    """The cycles of ``schedule`` at which the steady state is sampled, and the index of the first
+    CTA that the second window (if any) stands for.
 
     One window in the middle of the full waves after the first, unless the L2 is still taking the
     results in then: a launch whose first waves fit in the L2 stores its results there without
@@ -361,8 +348,9 @@ def _window_times(schedule, wave, full, history):
     b = float(np.mean(ends[(full - 1) * wave: full * wave]))
     t = history.writeback_time(schedule, b)
     if t is None or t <= a:
-        return [(a + b) / 2]
-    return [(a + t) / 2, (t + b) / 2]
+        return [(a + b) / 2], len(schedule)
+    after = min((i for i, (_, s, _) in enumerate(schedule) if s >= t), default=len(schedule))
+    return [(a + t) / 2, (t + b) / 2], after
 
 
 def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, mid, resident, gx, progress,
