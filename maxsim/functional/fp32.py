@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
-from numba.extending import intrinsic
+from ..jit import intrinsic, njit, types
 
 FFMA, FMUL, FADD = 0, 1, 2
 OPCODES = {"FFMA": FFMA, "FMUL": FMUL, "FADD": FADD}

@@ -26,6 +26,7 @@ import time
 
 import numpy as np
 
+from .. import jit  # noqa: F401  (numba without scipy.linalg, before the core's first call)
 from ..errors import HazardError, SimulationError
 from . import core as K
 from .reference import ReferenceSM, memory_keywords
