@@ -41,5 +41,6 @@ _import_numba()
 from numba import njit, types  # noqa: E402
 from numba.core import cgutils  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
+from numba.typed import Dict  # noqa: E402
 
-__all__ = ["njit", "types", "cgutils", "intrinsic"]
+__all__ = ["njit", "types", "cgutils", "intrinsic", "Dict"]

@@ -57,6 +57,7 @@ from ..functional.trace import Segment, WarpTrace
 from ..timing.memory_system import MemorySystem
 from ..timing.sm import residency
 from .gpu import round_robin, run_sms, trace_ctas
+from .sector_lru import SectorLRU
 
 WAVE_K_SAMPLES = (64, 128)  # K values at which a first wave or a tail is simulated whole
 STEADY_ITERATIONS = 12  # main-loop iterations each CTA runs in a steady-state window
@@ -511,7 +512,8 @@ class _History:
         """The cycle at which the launch first makes the L2 write a dirty sector back: its reads,
         slice by slice, and its stores, in time order as in :meth:`warm`, go through an L2 of the
         config's capacity kept as one least-recently-used list of sectors (the sets' hashing spreads
-        a stream evenly over them), and the first eviction of a stored sector is the answer. None
+        a stream evenly over them; :mod:`maxsim.gpu.sector_lru`), and the first eviction of a stored
+        sector is the answer. None
         when that does not happen before ``until`` or the kernel stores nothing."""
         if self.shift is None:
             return None
@@ -523,7 +525,7 @@ class _History:
             _, s, e = schedule[i]
             return e if q < 0 else s + (q + 0.5) / iters * (e - s)
 
-        lru = collections.OrderedDict()  # sector -> dirty, least recent first
+        lru = SectorLRU(capacity)
         heap = []
         nxt = 0
         while True:
@@ -548,15 +550,8 @@ class _History:
             else:
                 secs, dirty = _shift(self.base[i], self.shift(self.textures, q * self.k_step)), False
                 heapq.heappush(heap, (when(i, q + 1 if q + 1 < iters else -1), i, q + 1 if q + 1 < iters else -1))
-            for sec in secs.tolist():
-                if sec in lru:
-                    lru.move_to_end(sec)
-                    if dirty:
-                        lru[sec] = True
-                    continue
-                lru[sec] = dirty
-                if len(lru) > capacity and lru.popitem(last=False)[1]:
-                    return t
+            if lru.access(secs, dirty):
+                return t
 
     def warm(self, ms, schedule, t):
         if self.shift is None:
