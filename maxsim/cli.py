@@ -32,6 +32,8 @@ EXAMPLES = """examples:
   maxsim run sgemm_128 --m 512 --n 512 --k 256      the 256-thread kernel on a bigger problem
   maxsim run sgemm_64 --sass sgemm_final_64.sass    maxas's own kernel file in the same harness
   maxsim run bench.sass --grid 2 --block 128        a parameterless kernel of your own
+  maxsim run sgemm_64 --warps-per-scheduler 3       maxas's "Max64-3": 6 CTAs per SM (129 registers)
+  maxsim compare --workload sgemm_64 --warps-per-scheduler 3 --json
   maxsim analyze sgemm_64 --traversal zigzag        static register-bank / reuse analysis
   maxsim plot conflicts -o conflicts.png            bank conflicts and reuse of every variant
   maxsim configs                                    the shipped architecture configs
@@ -71,9 +73,10 @@ def _parser():
                        description="Run a workload or a SASS file: functional execution (SGEMM "
                                    "results checked against numpy) and the timing model of one SM "
                                    "(cycles, IPC, GFLOPS, stall reasons, bank conflicts, reuse, "
-                                   "memory). Options --m/--n/--k, --traversal, --regmap, --no-reuse, "
-                                   "--sass and --sm-ctas apply to the SGEMM workloads; --grid, --block "
-                                   "and --max-instructions to a .sass file.")
+                                   "memory, residency, nvprof-named profiler metrics). Options --m/--n/--k, "
+                                   "--traversal, --regmap, --no-reuse, --sass and --sm-ctas apply to the "
+                                   "SGEMM workloads; --grid, --block and --max-instructions to a .sass "
+                                   "file; --regs, --warps-per-scheduler and --ctas-per-sm to both.")
     r.add_argument("target", help="workload name (sgemm_64, sgemm_128) or a maxas-format .sass file")
     r.add_argument("--m", type=_size, default=None, help="SGEMM rows of A and C (default 256)")
     r.add_argument("--n", type=_size, default=None, help="SGEMM columns of C (default 256)")
@@ -96,6 +99,7 @@ def _parser():
     r.add_argument("--functional", action="store_true", help="functional run only (no timing)")
     r.add_argument("--sm-ctas", type=_size, default=None, metavar="N",
                    help="CTAs the timed SM runs (default: one full wave of resident CTAs)")
+    _occupancy_options(r)
     r.add_argument("--strict", action="store_true", help="control-code hazards are errors, not warnings")
     r.add_argument("--max-cycles", type=_size, default=None, metavar="N",
                    help="stop with an error past this many cycles")
@@ -152,7 +156,10 @@ def _parser():
                                     "GPU for a launch of less than one wave or a small tail, "
                                     "extrapolated in K) at every measured size, and compare with the measured GFLOPS "
                                     "in traces/ (GTX 980 at 1607 MHz): a table, the error at each point, "
-                                    "the MAPE per kernel, and optionally a plot with cuBLAS as reference.")
+                                    "the MAPE per kernel, and optionally a plot with cuBLAS as reference. "
+                                    "With --workload all (the default) and no residency option, it adds "
+                                    "the curve 'sgemm_64 at 3 warps/scheduler' (maxas's Max64-3: 6 CTAs "
+                                    "per SM, 129 registers; predicted only) at the sgemm_64 sizes.")
     cm.add_argument("--workload", choices=WORKLOADS + ("all",), default="all",
                     help="which kernel to compare (default all)")
     cm.add_argument("--sizes", metavar="N[,N...]", type=_sizes_list, default=None,
@@ -160,8 +167,12 @@ def _parser():
                          "the measured sgemm_128 sizes above 512, predicted only)")
     cm.add_argument("--gpu", "--config", dest="config", default="gtx980_oc",
                     help="architecture config (default gtx980_oc, the measured setup)")
+    _occupancy_options(cm, compare=True)
     cm.add_argument("-o", "--output", metavar="FILE", default=None,
-                    help="also draw the comparison to this file (.png, .svg or .pdf)")
+                    help="also draw the comparison to this file (.png, .svg or .pdf): GFLOPS against N "
+                         "and, when the predictions carry memory counters, a second row with the "
+                         "predicted L2 hit rate (nvprof's l2_tex_read_hit_rate) and DRAM utilisation "
+                         "(dram_utilization_fraction, of the peak bandwidth) against N")
     cm.add_argument("--jobs", metavar="N", type=_size, default=None,
                     help="worker processes (default: the number of CPUs; 1 runs in this process)")
     cm.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -185,6 +196,32 @@ def _parser():
     return p
 
 
+def _occupancy_options(p, compare=False):
+    """--regs / --warps-per-scheduler / --ctas-per-sm: one of them."""
+    what = "every kernel of the comparison" if compare else "the kernel"
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--regs", type=_size, default=None, metavar="N",
+                   help=f"{what} declares N registers per thread (its code unchanged: at least what it "
+                        f"uses, at most 255); more registers, fewer resident CTAs")
+    g.add_argument("--warps-per-scheduler", type=_size, default=None, metavar="W",
+                   help=f"run {what} at W resident warps per scheduler: declares the fewest registers "
+                        f"that give exactly that residency (e.g. sgemm_64 at 3: 129 registers, 6 CTAs "
+                        f"per SM); an error if none does")
+    g.add_argument("--ctas-per-sm", type=_size, default=None, metavar="C",
+                   help=f"run {what} at C resident CTAs per SM (the fewest registers that give it)")
+
+
+def _occupancy_choice(args):
+    """The residency option given, as ``(flag text, {"regs"|"warps_per_scheduler"|"ctas_per_sm": value})``,
+    or ``(None, None)``."""
+    for key, flag in (("regs", "--regs"), ("warps_per_scheduler", "--warps-per-scheduler"),
+                      ("ctas_per_sm", "--ctas-per-sm")):
+        value = getattr(args, key)
+        if value is not None:
+            return f"{flag} {value}", {key: value}
+    return None, None
+
+
 def _sizes_list(text):
     try:
         out = [int(x, 0) for x in text.split(",") if x.strip()]
@@ -198,24 +235,38 @@ def _sizes_list(text):
 def cmd_compare(args):
     from .arch.config import load_config
     from .report.progress import Progress
+    from .timing.occupancy import OccupancyError
     from workloads.compare import compare, format_table, load_measurements
     cfg = load_config(args.config)
     names = WORKLOADS if args.workload == "all" else (args.workload,)
+    flag, choice = _occupancy_choice(args)
+    # the default comparison also shows maxas's "Max64-3": sgemm_64 at 3 warps per scheduler
+    variants = [("sgemm_64", {"warps_per_scheduler": 3})] if args.workload == "all" and choice is None else []
     extra = None
     if args.sizes is None and "sgemm_64" in names:
         large = sorted(n for n in load_measurements().get("sgemm_128", {}) if n > 512)
         extra = {"sgemm_64": large}
+    if args.output:
+        from .report.plots import check_output_path
+        check_output_path(args.output)  # before the work
     bar = Progress(quiet=args.quiet)
     try:
         jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
-        result = compare(cfg, names, sizes=args.sizes, extra_sizes=extra, jobs=jobs,
-                         progress=lambda done, total: bar(done, total, "compare", "sizes"))
+        result = compare(cfg, names, sizes=args.sizes, extra_sizes=extra, jobs=jobs, occupancy=choice,
+                         variants=variants, progress=lambda done, total: bar(done, total, "compare", "sizes"))
+    except OccupancyError as e:
+        if flag is None:
+            raise
+        raise UsageError(f"{flag}: {e}") from None
     finally:
         bar.close()
     if args.output:
-        from .report.compare_plot import plot_comparison
+        from .report.compare_plot import has_memory, plot_comparison
         plot_comparison(result, args.output)
         result["plot"] = args.output
+        if not has_memory(result):
+            print("maxsim: the plot has no memory panels: the predictions carry no memory counters",
+                  file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=1))
     else:
@@ -288,7 +339,9 @@ def cmd_run(args):
                          f"(see `maxsim run --help`)")
     timeline = _trace_writer(args)
     cfg = load_config(args.config)
+    flag, choice = _occupancy_choice(args)
     from .report.progress import Progress
+    from .timing.occupancy import OccupancyError
     bar = Progress(quiet=args.quiet)
     try:
         if args.target in WORKLOADS:
@@ -297,14 +350,20 @@ def cmd_run(args):
                                traversal=args.traversal, regmap=args.regmap, reuse=not args.no_reuse,
                                sass_path=args.sass, timing=not args.functional, sm_ctas=args.sm_ctas,
                                hazards="strict" if args.strict else "warn", max_cycles=args.max_cycles,
-                               progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)))
+                               progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)),
+                               occupancy=choice)
         elif args.target.endswith(".sass") or "/" in args.target:
             out = run_sass_file(args.target, cfg=cfg, grid=args.grid or (1, 1), block=args.block or 32,
                                 timing=not args.functional, hazards="strict" if args.strict else "warn",
                                 max_cycles=args.max_cycles, max_instructions=args.max_instructions,
-                                progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)))
+                                progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)),
+                                occupancy=choice)
         else:
             raise UsageError(f"unknown workload {args.target!r}: expected one of {', '.join(WORKLOADS)} or a .sass file")
+    except OccupancyError as e:
+        if flag is None:
+            raise
+        raise UsageError(f"{flag}: {e}") from None
     finally:
         bar.close()
     if args.json:
@@ -343,18 +402,24 @@ def _trace_writer(args):
 
 
 def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn", max_cycles=None,
-                  max_instructions=None, progress=None, timeline=None):
+                  max_instructions=None, progress=None, timeline=None, occupancy=None):
     """Run a parameterless kernel file (a micro-benchmark) and report what it executed.
     ``progress``: a progress callback (:mod:`maxsim.report.progress`); ``timeline``: a callable
-    that receives the timed SM, run with its issue log on."""
+    that receives the timed SM, run with its issue log on; ``occupancy``: ``{"regs": N}``,
+    ``{"warps_per_scheduler": W}`` or ``{"ctas_per_sm": C}``, the residency the kernel runs at
+    (it declares the registers that give it; :func:`maxsim.timing.occupancy.registers_for`)."""
     from .sass import parse_file
     kernel = parse_file(path)
     if kernel.params:
         n = len(kernel.params)
         raise UsageError(f"{path}: the kernel takes {n} parameter{'s' if n != 1 else ''}; `maxsim run FILE.sass` "
                          f"runs parameterless kernels (workloads have their own harness)")
+    if occupancy:
+        from .timing.occupancy import registers_for, with_registers
+        kernel = with_registers(kernel, registers_for(kernel, block, cfg, **occupancy))
     out = {"workload": path, "kernel": kernel.name, "grid": list(grid), "block": block, "config": cfg.name}
-    from .report.fields import functional_fields, timing_fields
+    from .report.fields import functional_fields, occupancy_fields, timing_fields
+    out.update(occupancy_fields(kernel, block, cfg))
     if not timing:
         from .functional import launch
         res = launch(kernel, grid, block, max_instructions=max_instructions, progress=progress)

@@ -238,6 +238,67 @@ def test_conflict_figures_numbers():
 
 
 # ---------------------------------------------------------------------------------------------
+# residency as a user choice (tests/test_occupancy.py has the rules; these, the command line)
+
+@pytest.mark.parametrize("argv,fragments", [
+    (["--regs", "100"], ("--regs 100:", "uses 125 registers per thread", "only be raised")),
+    (["--regs", "256"], ("--regs 256:", "at most 255")),
+    (["--regs", "0"], ("argument --regs: expected a positive integer",)),
+    (["--warps-per-scheduler", "5"], ("--warps-per-scheduler 5:", "10 CTAs per SM", "out of reach",
+                                      "at most 8 CTAs")),
+    (["--ctas-per-sm", "7"], ("--ctas-per-sm 7:", "no register count gives 7 CTAs per SM",
+                              "6 (129-168 registers)")),
+    (["--regs", "168", "--warps-per-scheduler", "3"], ("argument --warps-per-scheduler: not allowed with argument --regs",)),
+])
+def test_bad_residency_options(capsys, argv, fragments):
+    one_line_error(capsys, ["run", "sgemm_64", "--functional", "--m", "64", "--n", "64", "--k", "8"] + argv,
+                   *fragments)
+
+
+def test_bad_residency_options_of_a_sass_file(capsys, files):
+    # TINY's code uses R0-R4: 5 registers (its header declares 8; any count from 5 up is allowed)
+    one_line_error(capsys, ["run", files["tiny"], "--regs", "4"], "--regs 4:", "uses 5 registers")
+    # 5-warp CTAs: 12 warps are not whole CTAs; 4, 8 and 12 CTAs make 5, 10 and 15 warps per scheduler
+    one_line_error(capsys, ["run", files["tiny"], "--block", "160", "--warps-per-scheduler", "3"],
+                   "--warps-per-scheduler 3:", "12 warps per SM", "5-warp CTAs", "15 (12 CTAs), 10 (8 CTAs), 5 (4 CTAs)")
+    one_line_error(capsys, ["run", files["tiny"], "--ctas-per-sm", "33"], "--ctas-per-sm 33:", "at most 32 CTAs",
+                   "limited by ctas")
+
+
+def test_run_sgemm_at_a_chosen_residency(capsys):
+    argv = ["run", "sgemm_64", "--functional", "--m", "70", "--n", "130", "--k", "16", "--json"]
+    assert cli(argv + ["--warps-per-scheduler", "3"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verified"] and out["kernel"] == "sgemm_64_swirl_maxas"
+    assert (out["registers_per_thread"], out["resident_ctas_per_sm"], out["warps_per_scheduler"]) == (129, 6, 3)
+    assert out["occupancy_limited_by"] == "registers"
+    assert out["occupancy_limits"] == {"warps": 32, "ctas": 32, "registers": 6, "shared memory": 12}
+    assert cli(argv[:-1] + ["--regs", "255"]) == 0
+    text = capsys.readouterr().out
+    for line in ("registers per thread               255", "resident CTAs per SM               4",
+                 "resident warps per scheduler       2", "occupancy limited by               registers",
+                 "CTAs per SM allowed by             warps 32, ctas 32, registers 4, shared memory 12"):
+        assert line in text, line
+
+
+def test_run_sass_file_with_more_registers(capsys, files):
+    # 1-warp CTAs: 200 x 32 = 6400 registers per warp, 16384 // 6400 = 2 warps per partition = 8 CTAs
+    assert cli(["run", files["tiny"], "--regs", "200", "--grid", "8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["registers_per_thread"], out["resident_ctas_per_sm"], out["occupancy_limited_by"]) == (200, 8, "registers")
+    assert out["warps_per_scheduler"] == 2 and out["warp_instructions"] == 8 * 6
+    assert 0 < out["profiler_metrics"]["achieved_occupancy"] <= 8 / 64
+    # 3 warps per scheduler of 1-warp CTAs = 12 CTAs: 3 warps per partition needs 129-136 registers
+    assert cli(["run", files["tiny"], "--warps-per-scheduler", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["registers_per_thread"], out["resident_ctas_per_sm"]) == (129, 12)
+    assert cli(["run", files["tiny"], "--grid", "4"]) == 0  # text: the residency and the metrics
+    text = capsys.readouterr().out
+    assert "resident CTAs per SM               32" in text and "occupancy limited by               ctas" in text
+    assert "profiler metrics (nvprof names" in text and "achieved_occupancy" in text
+
+
+# ---------------------------------------------------------------------------------------------
 # the installed console script
 
 def _console_script():

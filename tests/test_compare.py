@@ -56,3 +56,133 @@ def test_worker_processes_do_not_change_the_results():
     two = compare(cfg, ("sgemm_64",), sizes=[128, 1024], jobs=2)
     assert one == two
     assert [p["n"] for p in two["kernels"]["sgemm_64"]["points"]] == [128, 1024]
+
+
+# ---------------------------------------------------------------------------------------------
+# residency as a user choice, the Max64-3 curve, memory metrics and panels
+
+def test_compare_at_3_warps_per_scheduler(capsys):
+    assert main(["compare", "--workload", "sgemm_64", "--warps-per-scheduler", "3", "--sizes", "1024",
+                 "--quiet", "--json", "--jobs", "1"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert list(res["kernels"]) == ["sgemm_64 at 3 warps/scheduler"]
+    k = res["kernels"]["sgemm_64 at 3 warps/scheduler"]
+    assert (k["workload"], k["registers_per_thread"], k["resident_ctas_per_sm"], k["warps_per_scheduler"],
+            k["occupancy_limited_by"]) == ("sgemm_64", 129, 6, 3, "registers")
+    (p,) = k["points"]
+    assert p["waves"] == pytest.approx(256 / (16 * 6))  # 16 x 16 CTAs, 6 resident on each of 16 SMs
+    assert p["measured_gflops"] is None and k["mape_percent"] is None
+    assert main(["compare", "--workload", "sgemm_64", "--sizes", "1024", "--quiet", "--json", "--jobs", "1"]) == 0
+    own = json.loads(capsys.readouterr().out)["kernels"]["sgemm_64"]
+    assert own["resident_ctas_per_sm"] == 8 and own["points"][0]["waves"] == pytest.approx(2.0)
+    assert own["points"][0]["simulated_gflops"] != p["simulated_gflops"]
+
+
+@pytest.fixture
+def fake_predictions(monkeypatch):
+    """Replace the (slow) predictions by made-up ones that carry memory counters, and record the
+    register count of each kernel predicted."""
+    calls = []
+
+    def fake(name, n, cfg, *, kernel=None, **_):
+        calls.append((name, kernel.reg_cnt, n))
+        cycles = 1000.0 * n
+        hits = 600 + (50 if kernel.reg_cnt > 128 else 0)
+        return {"kernel": name, "n": n, "gflops": n / 2.0, "seconds": cfg.cycles_to_seconds(cycles),
+                "cycles": cycles, "waves": 1.0, "loop_cycles": 520.0,
+                "memory": {"l2_read_hits": hits, "l2_read_misses": 1000 - hits,
+                           "dram_bytes_read": 32 * (1000 - hits) * n, "dram_bytes_written": 0}}
+    import workloads.compare
+    monkeypatch.setattr(workloads.compare, "predict_sgemm", fake)
+    return calls
+
+
+def test_default_comparison_has_the_max64_3_curve(tmp_path, capsys, fake_predictions):
+    out = tmp_path / "cmp.png"
+    assert main(["compare", "--quiet", "--json", "--jobs", "1", "-o", str(out)]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert list(res["kernels"]) == ["sgemm_64", "sgemm_128", "sgemm_64 at 3 warps/scheduler"]
+    m = load_measurements()
+    own, max3 = res["kernels"]["sgemm_64"], res["kernels"]["sgemm_64 at 3 warps/scheduler"]
+    sizes = sorted(set(m["sgemm_64"]) | {n for n in m["sgemm_128"] if n > 512})
+    assert [p["n"] for p in own["points"]] == [p["n"] for p in max3["points"]] == sizes
+    assert max(sizes) == 8192 and own["measured_points"] == 8
+    assert all(p["measured_gflops"] is None for p in max3["points"]) and max3["mape_percent"] is None
+    assert (max3["registers_per_thread"], max3["resident_ctas_per_sm"]) == (129, 6)
+    assert {(n, r) for n, r, _ in fake_predictions} == {("sgemm_64", 125), ("sgemm_64", 129), ("sgemm_128", 115)}
+    # memory metrics of each point, from the prediction's counters
+    assert own["points"][0]["profiler_metrics"]["l2_tex_read_hit_rate"] == pytest.approx(60.0)
+    assert max3["points"][0]["profiler_metrics"]["l2_tex_read_hit_rate"] == pytest.approx(65.0)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["compare", "--quiet", "--jobs", "1", "--workload", "sgemm_64", "--sizes", "256,512"]) == 0
+    text = capsys.readouterr().out
+    assert "L2 hit %" in text and "60.0" in text and "sgemm_64: 125 registers per thread, 8 CTAs per SM" in text
+
+
+def test_memory_panels_of_the_plot(fake_predictions):
+    import matplotlib.pyplot as plt
+
+    from maxsim.arch.config import load_config
+    from maxsim.report.compare_plot import comparison_figure
+    from workloads.compare import compare
+    res = compare(load_config("gtx980_oc"), ("sgemm_64",), sizes=[256, 512, 1024],
+                  variants=[("sgemm_64", {"warps_per_scheduler": 3})])
+    fig = comparison_figure(res)
+    try:
+        top, l2, dram = fig.axes
+        assert top.get_xlabel() == l2.get_xlabel() == dram.get_xlabel() == "N (M = N = K)"
+        assert "GFLOPS" in top.get_ylabel()
+        assert "L2 hit rate" in l2.get_ylabel() and "DRAM utilisation" in dram.get_ylabel()
+        for ax in (l2, dram):
+            assert [t.get_text() for t in ax.get_legend().get_texts()] == ["sgemm_64", "sgemm_64 at 3 warps/scheduler"]
+        lines = {ln.get_label(): ln for ln in l2.get_lines()}
+        assert list(lines["sgemm_64 at 3 warps/scheduler"].get_ydata()) == pytest.approx([65.0] * 3)
+        assert list(lines["sgemm_64"].get_xdata()) == [256, 512, 1024]
+        util = {ln.get_label(): ln for ln in dram.get_lines()}["sgemm_64"].get_ydata()
+        # 32 x 400 x n bytes in 1000 n cycles at 1607 MHz, of 256 GB/s (gtx980_oc's 8 Gbps), in percent
+        assert util[0] == pytest.approx(100 * 32 * 400 / (1000 / 1.607e9) / 256e9)
+    finally:
+        plt.close(fig)
+
+
+def test_plot_without_memory_counters_has_one_panel(tmp_path, capsys, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    import workloads.compare
+    from maxsim.arch.config import load_config
+    from maxsim.report.compare_plot import comparison_figure
+
+    def bare(name, n, cfg, *, kernel=None, **_):
+        return {"gflops": 1.0 * n, "cycles": 1e6, "waves": 1.0, "loop_cycles": 520.0, "seconds": 1e-3}
+    monkeypatch.setattr(workloads.compare, "predict_sgemm", bare)
+    out = tmp_path / "cmp.svg"
+    assert main(["compare", "--quiet", "--jobs", "1", "--workload", "sgemm_128", "--sizes", "512", "-o", str(out)]) == 0
+    assert "no memory panels" in capsys.readouterr().err and out.stat().st_size > 0
+    res = workloads.compare.compare(load_config("gtx980_oc"), ("sgemm_128",), sizes=[512])
+    assert res["kernels"]["sgemm_128"]["points"][0]["profiler_metrics"] == {}
+    fig = comparison_figure(res)
+    assert len(fig.axes) == 1
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("args,fragments", [
+    (["--workload", "sgemm_128", "--warps-per-scheduler", "3"], ("--warps-per-scheduler 3:", "8-warp CTAs")),
+    (["--warps-per-scheduler", "3"], ("--warps-per-scheduler 3:", "sgemm_128")),  # every kernel of 'all'
+    (["--workload", "sgemm_64", "--regs", "300"], ("--regs 300:", "at most 255")),
+    (["--workload", "sgemm_64", "--regs", "64"], ("--regs 64:", "uses 125 registers")),
+    (["--workload", "sgemm_64", "--ctas-per-sm", "5"], ("--ctas-per-sm 5:", "no register count gives 5 CTAs")),
+    (["--workload", "sgemm_64", "--warps-per-scheduler", "5"], ("--warps-per-scheduler 5:", "out of reach")),
+    (["--regs", "130", "--ctas-per-sm", "6"], ("not allowed with",)),
+    (["--warps-per-scheduler", "0"], ("expected a positive integer",)),
+    (["--sizes", "256", "-o", "x.bmp"], ("x.bmp", ".png")),
+])
+def test_bad_residency_options_one_line_exit_2(args, fragments, capsys):
+    try:
+        rc = main(["compare", "--quiet", "--jobs", "1"] + args)
+    except SystemExit as e:
+        rc = e.code
+    assert rc == 2
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1
+    for f in fragments:
+        assert f in err, (f, err)

@@ -11,10 +11,13 @@ from __future__ import annotations
 import csv
 
 from maxsim.errors import MaxsimError
+from maxsim.report.metrics import profiler_metrics
+from maxsim.timing.occupancy import occupancy as occupancy_of
+from maxsim.timing.occupancy import registers_for, with_registers
 
 from traces import path as trace_path
 
-from .sgemm.generator import generate_kernel
+from .sgemm.generator import KERNELS, generate_kernel
 from .sgemm.predict import predict_sgemm
 
 MEASURED = "maxas_gtx980_sgemm.csv"
@@ -40,8 +43,38 @@ def load_measurements(name=MEASURED):
     return out
 
 
-def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progress=None, jobs=1):
+def series_label(workload, occupancy=None):
+    """The name of a curve: the workload, or the workload at the residency the user chose."""
+    if not occupancy:
+        return workload
+    (key, value), = occupancy.items()
+    return {"regs": f"{workload} with {value} registers",
+            "warps_per_scheduler": f"{workload} at {value} warps/scheduler",
+            "ctas_per_sm": f"{workload} at {value} CTAs/SM"}[key]
+
+
+def _series(cfg, workload, occ_choice):
+    """(label, register count or None, Occupancy, same residency as the kernel as generated)."""
+    geo = KERNELS[workload]
+    kernel = generate_kernel(workload)
+    own = occupancy_of(kernel, geo.threads, cfg)
+    if not occ_choice:
+        return series_label(workload), None, own, True
+    regs = registers_for(kernel, geo.threads, cfg, **occ_choice)
+    occ = occupancy_of(with_registers(kernel, regs), geo.threads, cfg)
+    return series_label(workload, occ_choice), regs, occ, occ.ctas == own.ctas
+
+
+def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progress=None, jobs=1,
+            occupancy=None, variants=()):
     """Predict every measured size (or ``sizes``) of each workload; returns a dict for --json.
+
+    ``occupancy`` (``{"regs": N}``, ``{"warps_per_scheduler": W}`` or ``{"ctas_per_sm": C}``,
+    see :func:`maxsim.timing.occupancy.registers_for`) runs every workload at that residency
+    instead of the generated kernel's own; ``variants`` adds curves ``(workload, occupancy)`` at
+    the sizes of that workload's curve (e.g. ``("sgemm_64", {"warps_per_scheduler": 3})``, maxas's
+    "Max64-3"). A curve is named by :func:`series_label`; it is set against the measured data only
+    when it has the residency of the kernel as generated (the measured kernels').
 
     ``jobs`` > 1 predicts the sizes in that many worker processes (the results do not depend on
     it: every prediction is deterministic)."""
@@ -51,53 +84,59 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
     for ref in REFERENCE_COLUMNS:
         result["reference"][ref] = sorted(measured.get(ref, {}).items())
     plan = []
-    for name in workloads:
+    for name, occ_choice in [(w, occupancy) for w in workloads] + list(variants):
+        label, regs, occ, same = _series(cfg, name, occ_choice)
         meas = measured.get(name, {})
         ns = sorted(meas) if sizes is None else sorted(sizes)
         if extra_sizes:
             ns = sorted(set(ns) | set(extra_sizes.get(name, ())))
-        plan.append((name, ns, meas))
-    tasks = [(name, n) for name, ns, _ in plan for n in ns]
+        plan.append((label, name, regs, occ, ns, meas if same else {}))
+    tasks = sorted({(name, regs, n) for _, name, regs, _, ns, _ in plan for n in ns}, key=lambda t: t[2])
     predictions = _predict_all(cfg, tasks, jobs, progress)
-    for name, ns, meas in plan:
+    for label, name, regs, occ, ns, meas in plan:
         points = []
         for n in ns:
-            p = predictions[name, n]
+            p = predictions[name, regs, n]
             m = meas.get(n)
+            mem = p.get("memory")
+            metrics = profiler_metrics(mem, cfg.cycles_to_seconds(p["cycles"]), cfg) if mem else {}
             points.append({"n": n, "simulated_gflops": p["gflops"], "measured_gflops": m,
                            "error_percent": None if m is None else 100.0 * (p["gflops"] - m) / m,
-                           "cycles": p["cycles"], "waves": p["waves"], "loop_cycles": p["loop_cycles"]})
+                           "cycles": p["cycles"], "waves": p["waves"], "loop_cycles": p["loop_cycles"],
+                           "profiler_metrics": metrics})
         errs = [abs(pt["error_percent"]) for pt in points if pt["error_percent"] is not None]
-        result["kernels"][name] = {"points": points, "mape_percent": sum(errs) / len(errs) if errs else None,
-                                   "measured_points": len(errs)}
+        result["kernels"][label] = {
+            "workload": name, "registers_per_thread": occ.registers, "resident_ctas_per_sm": occ.ctas,
+            "warps_per_scheduler": occ.warps_per_scheduler, "occupancy_limited_by": occ.limited_by,
+            "points": points, "mape_percent": sum(errs) / len(errs) if errs else None,
+            "measured_points": len(errs)}
     return result
 
 
-_KERNELS = {}  # per process: generated kernels by name
+_KERNELS = {}  # per process: generated kernels by (name, registers)
 
 
-def _predict_point(cfg, name, n):
-    kernel = _KERNELS.get(name)
+def _predict_point(cfg, name, regs, n):
+    kernel = _KERNELS.get((name, regs))
     if kernel is None:
-        kernel = _KERNELS[name] = generate_kernel(name)
+        kernel = _KERNELS[name, regs] = generate_kernel(name, regs=regs)
     return predict_sgemm(name, n, cfg, kernel=kernel)
 
 
 def _predict_all(cfg, tasks, jobs, progress):
-    """{(name, n): prediction} for every task, in ``jobs`` processes; ``progress(done, total)``."""
+    """{(name, regs, n): prediction} for every task, in ``jobs`` processes; ``progress(done, total)``."""
     out = {}
     total = len(tasks)
     if jobs <= 1 or total <= 1:
-        for name, n in tasks:
-            out[name, n] = _predict_point(cfg, name, n)
+        for task in tasks:
+            out[task] = _predict_point(cfg, *task)
             if progress is not None:
                 progress(len(out), total)
         return out
     from concurrent.futures import ProcessPoolExecutor, as_completed
     with ProcessPoolExecutor(max_workers=min(jobs, total)) as pool:
         # the largest sizes first: the costliest predictions start early, the small ones fill in
-        futures = {pool.submit(_predict_point, cfg, name, n): (name, n)
-                   for name, n in sorted(tasks, key=lambda t: -t[1])}
+        futures = {pool.submit(_predict_point, cfg, *task): task for task in sorted(tasks, key=lambda t: -t[2])}
         for f in as_completed(futures):
             out[futures[f]] = f.result()
             if progress is not None:
@@ -109,13 +148,24 @@ def format_table(result):
     lines = [f"simulated vs measured SGEMM GFLOPS on {result['gpu']} "
              f"(config {result['config']}, {result['core_clock_mhz']:.0f} MHz, FP32 peak {result['peak_gflops']:.0f})"]
     for name, k in result["kernels"].items():
+        mem = any(p.get("profiler_metrics") for p in k["points"])
         lines.append("")
-        lines.append(f"{name}:      N   measured  simulated   error   loop cycles  waves")
+        lines.append(f"{name}: {k['registers_per_thread']} registers per thread, {k['resident_ctas_per_sm']} CTAs per SM "
+                     f"= {k['warps_per_scheduler']:g} warps per scheduler (limited by {k['occupancy_limited_by']})")
+        lines.append(f"{'':10s}     N   measured  simulated   error   loop cycles  waves"
+                     + ("  L2 hit %  DRAM util" if mem else ""))
         for p in k["points"]:
             meas = "-" if p["measured_gflops"] is None else f"{p['measured_gflops']:.0f}"
             err = "" if p["error_percent"] is None else f"{p['error_percent']:+.1f}%"
-            lines.append(f"{'':10s}{p['n']:6d} {meas:>10s} {p['simulated_gflops']:10.0f} {err:>7s} "
-                         f"{p['loop_cycles']:12.1f} {p['waves']:6.2f}")
+            row = (f"{'':10s}{p['n']:6d} {meas:>10s} {p['simulated_gflops']:10.0f} {err:>7s} "
+                   f"{p['loop_cycles']:12.1f} {p['waves']:6.2f}")
+            if mem:
+                pm = p.get("profiler_metrics") or {}
+                hit, util = pm.get("l2_tex_read_hit_rate"), pm.get("dram_utilization_fraction")
+                row += f" {'-' if hit is None else f'{hit:.1f}':>9s} {'-' if util is None else f'{util:.2f}':>10s}"
+            lines.append(row)
         if k["mape_percent"] is not None:
             lines.append(f"{name}: MAPE {k['mape_percent']:.1f}% over {k['measured_points']} measured sizes")
+        elif not k["measured_points"]:
+            lines.append(f"{name}: predicted only (no measured point)")
     return "\n".join(lines)

@@ -18,7 +18,7 @@ import simpy
 from ..functional.launch import launch
 from ..functional.trace import TraceRecorder
 from ..timing.memory_system import MemorySystem
-from ..timing.sm import SM
+from ..timing.sm import SM, residency
 from ..timing.stats import Stats
 from ..timing.summaries import make_summariser
 
@@ -40,46 +40,66 @@ class GpuResult:
     launch: object
     sim_seconds: float
     sms: list = attrs.field(factory=list, repr=False)  # the SM models that ran CTAs
+    memory: object = attrs.field(default=None, repr=False)  # the memory system they shared
 
 
-def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, cfg, ctas=None,
-                 hazards="warn", max_instructions=None, progress=None, memory_system=None):
-    """Run the kernel functionally, then every CTA in time on ``cfg.gpu.sms`` SMs (sharing
-    ``memory_system``, by default a new :class:`~maxsim.timing.memory_system.MemorySystem`).
-
-    ``progress`` (``progress(done, total, what, unit)``, see :mod:`maxsim.report.progress`) is told
-    the CTAs done by the functional run, then the warp instructions issued by all SMs."""
-    t0 = time.perf_counter()
+def trace_ctas(kernel, grid, block, params, memory, textures, cfg, ctas=None, max_instructions=None,
+               progress=None):
+    """Functional run of ``ctas`` (default: the whole grid) with the trace the timing model reads:
+    ``(launch result, [(cta id, [warp traces])])`` in the order of ``ctas``."""
     rec = TraceRecorder(make_summariser(cfg))
     res = launch(kernel, grid, block, params, memory, textures, recorder=rec, ctas=ctas,
                  max_instructions=max_instructions, progress=progress)
     gx, gy = (grid, 1) if isinstance(grid, int) else (tuple(grid) + (1,))[:2]
     cta_list = [(x, y) for y in range(gy) for x in range(gx)] if ctas is None else [tuple(c) for c in ctas]
     wpc = (block + 31) // 32
-    queue = collections.deque((cid, [res.trace[i * wpc + w] for w in range(wpc)])
-                              for i, cid in enumerate(cta_list))
-    ms = memory_system if memory_system is not None else MemorySystem(cfg)
-    sms = [SM(cfg, kernel, block, ms, hazards=hazards, sm_id=i) for i in range(cfg.gpu.sms)]
-    per_sm = sms[0].max_ctas
-    for _ in range(per_sm):  # the first wave, round-robin over the SMs
+    return res, [(cid, [res.trace[i * wpc + w] for w in range(wpc)]) for i, cid in enumerate(cta_list)]
+
+
+def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards="warn", progress=None,
+            total_instructions=None, until=None):
+    """Run ``cfg.gpu.sms`` SMs sharing ``memory_system``: SM ``i`` starts with the CTAs
+    ``placement[i]`` (a list of ``(cta id, warp traces)``, oldest first); ``queue`` (a deque of
+    further CTAs) is the block dispatcher's. Runs until every CTA has finished, or until cycle
+    ``until``. Returns the SMs that ran CTAs."""
+    sms = [SM(cfg, kernel, block, memory_system, hazards=hazards, sm_id=i) for i in range(cfg.gpu.sms)]
+    for sm, ctas in zip(sms, placement):
+        for cid, traces in ctas:
+            sm.add_cta(cid, traces)
+    if queue is not None:
         for sm in sms:
-            if queue:
-                sm.add_cta(*queue.popleft())
-    for sm in sms:
-        sm.dispatcher = queue
+            sm.dispatcher = queue
     env = simpy.Environment()
     used = [sm for sm in sms if sm.pending]
     procs = [sm.run(env, quantum=QUANTUM) for sm in used]
-    if progress is None:
+    if until is not None:
+        env.run(until=until)
+    elif progress is None:
         env.run()
     else:
         from ..timing.run import watch_progress
-        watch_progress(env, procs, used, res.warp_instructions, progress)
-    cycles = max(sm.now for sm in used)
+        watch_progress(env, procs, used, total_instructions, progress)
+    return used
+
+
+def round_robin(ctas, sms, per_sm):
+    """The first wave: CTA 0 to SM 0, CTA 1 to SM 1, ... until each SM holds ``per_sm``; returns the
+    placement (one list per SM) and the CTAs left for the dispatcher."""
+    placement = [[] for _ in range(sms)]
+    queue = collections.deque(ctas)
+    for _ in range(per_sm):
+        for p in placement:
+            if queue:
+                p.append(queue.popleft())
+    return placement, queue
+
+
+def merge_stats(sms, cfg):
+    """The SMs' statistics summed into one :class:`Stats` (cycles: the latest SM's)."""
     total = Stats()
     total.clock_hz = cfg.clock_hz
-    total.schedulers = cfg.sm.schedulers * len(used)
-    for sm in used:
+    total.schedulers = cfg.sm.schedulers * len(sms)
+    for sm in sms:
         st = sm.stats
         for f in ("warp_instructions", "ffma", "flops", "dual_issues", "bank_conflicts", "bank_conflict_cycles",
                   "delayed_conflicts", "reuse_hits", "operand_reads", "shared_requests", "shared_wavefronts",
@@ -92,12 +112,35 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
         for label, reasons in st.warp_stalls.items():  # warp labels name the CTA: unique on the GPU
             total.warp_stalls[f"sm{sm.sm_id}.{label}"] = reasons
         total.hazards.extend(st.hazards[:100])
-    total.cycles = cycles
+    total.cycles = max((sm.now for sm in sms), default=0)
+    return total
+
+
+def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, cfg, ctas=None,
+                 hazards="warn", max_instructions=None, progress=None, memory_system=None, traced=None):
+    """Run the kernel functionally, then every CTA in time on ``cfg.gpu.sms`` SMs (sharing
+    ``memory_system``, by default a new :class:`~maxsim.timing.memory_system.MemorySystem`).
+
+    ``traced``: a ``(launch result, [(cta id, warp traces)])`` pair from :func:`trace_ctas` to time
+    instead of running the kernel again.
+    ``progress`` (``progress(done, total, what, unit)``, see :mod:`maxsim.report.progress`) is told
+    the CTAs done by the functional run, then the warp instructions issued by all SMs."""
+    t0 = time.perf_counter()
+    if traced is None:
+        traced = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ctas, max_instructions, progress)
+    res, ctas_traced = traced
+    ms = memory_system if memory_system is not None else MemorySystem(cfg)
+    per_sm = residency(kernel, block, cfg)[0]
+    placement, queue = round_robin(ctas_traced, cfg.gpu.sms, per_sm)
+    used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards, progress=progress,
+                   total_instructions=res.warp_instructions)
+    total = merge_stats(used, cfg)
+    cycles = total.cycles
     total.l2_hits, total.l2_misses = ms.l2_read_hits, ms.l2_read_misses
     total.dram_bytes = ms.dram_bytes_read + ms.dram_bytes_written
     total.functional_seconds = 0.0
     seconds = cfg.cycles_to_seconds(cycles) + cfg.gpu.launch_overhead_us * 1e-6
     return GpuResult(cycles=cycles, seconds=seconds, sms_used=len(used),
-                     waves=len(cta_list) / (per_sm * len(sms)), resident_ctas=per_sm, stats=total,
+                     waves=len(ctas_traced) / (per_sm * cfg.gpu.sms), resident_ctas=per_sm, stats=total,
                      l2_hit_rate=ms.l2_hit_rate, dram_bytes=total.dram_bytes, launch=res,
-                     sim_seconds=time.perf_counter() - t0, sms=used)
+                     sim_seconds=time.perf_counter() - t0, sms=used, memory=ms)

@@ -1,184 +1,549 @@
-"""Predict a large launch from short simulations of one SM (sampling).
+"""Predict a large launch from short simulations of the whole GPU (sampling).
 
-Simulating every instruction of an 8192^3 SGEMM is out of reach, but its structure is regular:
+Simulating every instruction of an 8192^3 SGEMM is out of reach, but its structure is regular. Every
+sample below runs ALL SMs of the config at once against one shared L2 and DRAM
+(:class:`~maxsim.timing.memory_system.MemorySystem`), so L2 hits, misses and queueing come from the
+addresses the CTAs that really run side by side send, in the order the SMs send them.
 
 * **Waves.** The block dispatcher hands the first ``S x R`` CTAs (S SMs, R resident per SM)
-  round-robin to the SMs, and each later CTA to the SM whose slot frees first. CTAs that start
-  together end together, so the busiest SM runs *rounds* of R CTAs (all SMs busy), then a partial
-  round of the ``T`` CTAs left (the whole grid if it is less than one wave, else the tail after
-  the full waves), dealt round-robin: ``ceil(T / S)`` on the busiest SM. (A tail is dealt that way
-  too: the last full wave's slots free within a few hundred cycles across the GPU, while an SM's
-  own resident CTAs end further apart, so every SM's first free slot takes a tail CTA before any
-  second one does.) The launch takes the sum of the busiest SM's rounds.
-* **Steady state in K.** A CTA's time is a fixed cost (prologue, pipeline fill, epilogue) plus a
-  cost per main-loop iteration, so the time of a round is affine in K. Each round type is
-  simulated at two small K values (both past the pipeline fill) and the line through them is
-  evaluated at the real K. When the real K is no larger than the second sample, it is simulated
-  directly.
-* **The rest of the GPU.** The simulated SM gets its share of the L2 capacity and of the L2 and
-  DRAM bandwidth (1 / active SMs), and only the fraction of its L2 misses that reach DRAM in the
-  real GPU: data that several CTAs of the same wave read (an SGEMM's A tile is read by every CTA
-  of its row) comes from DRAM once per wave. ``footprint(cta)`` names the pieces of data a CTA reads;
-  the fraction is (distinct pieces in the wave) / (sum over SMs of the distinct pieces of each SM).
-* **Launches smaller than one wave, and tails of at most one CTA per SM,** are simulated whole
-  instead (every CTA on its SM, one shared L2 and DRAM, as :func:`~maxsim.gpu.gpu.simulate_gpu`),
-  still at two K values
-  (``WAVE_K_SAMPLES``) and extrapolated. At low occupancy the SMs' timing depends on each other:
-  an SM whose loads sit on the critical path finds in the L2 the tiles that SMs in another phase
-  of their loop fetched a little earlier, and that sets which of two periodic schedules its warps
-  settle into (sgemm_128 with one CTA per SM: 1041 or alternately 1041 / 1181 cycles per loop
-  iteration). One SM with a share of the bandwidth cannot show that. The later K sample pair is
-  used because the SMs need a few iterations to settle.
+  round-robin to the SMs, and each later CTA to the SM slot that frees first. A launch is a first
+  wave, then full waves, then a tail of ``T < S x R`` CTAs.
+* **First wave** (and a launch of at most one wave): its CTAs start together. It is simulated whole
+  at two small K (``WAVE_K_SAMPLES``); each CTA's time is affine in K (fixed cost of prologue and
+  epilogue plus a cost per main-loop iteration), so the line through the two samples gives every
+  CTA slot's duration at the real K. When K is no larger than the second sample it is simulated
+  at K itself.
+* **Steady state** (launches of two or more full waves). After the first wave, CTAs no longer start
+  together: each slot takes its next CTA when its own CTA ends, and slots whose CTAs run at different
+  speeds drift apart. A CTA-level model of the dispatcher (:func:`dispatch`: every slot runs its CTAs
+  back to back with its own duration, the next CTA id goes to the slot that frees first) gives which
+  CTAs are resident on which SM in the middle of the launch and how far each has progressed. That
+  population is simulated for ``STEADY_ITERATIONS`` main-loop iterations: every CTA runs on its SM,
+  its memory addresses those of its real position in K (the workload's ``shift`` says how far its
+  data moves per unit of K), after the L2 has been warmed with the reads of the CTAs that ran before
+  (:class:`_History`: the most recent reads of the dispatcher model's schedule, as many as the L2
+  can hold). The iterations after the first ``STEADY_SKIP`` give each slot's
+  steady cost per iteration; a slot's steady CTA duration is its first-wave fixed cost plus K
+  iterations at that cost. The dispatcher model is run again with the steady durations (for the
+  population and for the launch's length).
+* **Tail.** The last ``T`` CTAs are simulated whole like a first wave (dealt round-robin, each
+  slot's first free slot taking one), with the L2 warmed by the launch's history up to the tail's
+  start and behind the L2/DRAM work the previous wave left queued (the posted stores of its
+  epilogues); their durations enter the dispatcher model.
+* The launch takes the dispatcher model's makespan: the end of the last CTA.
 
-The tests check the prediction against the full simulation on sizes where both run.
+The tests check the prediction against the full simulation (every CTA of the grid on every SM at
+the real K) where both run, compute-bound and memory-bound.
 """
 
 from __future__ import annotations
 
+import collections
+import heapq
+import time
+
 import attrs
+import numpy as np
 
+from ..functional.trace import Segment, WarpTrace
 from ..timing.memory_system import MemorySystem
-from ..timing.run import simulate
 from ..timing.sm import residency
-from .gpu import simulate_gpu
+from .gpu import round_robin, run_sms, trace_ctas
+
+WAVE_K_SAMPLES = (64, 128)  # K values at which a first wave or a tail is simulated whole
+STEADY_ITERATIONS = 12  # main-loop iterations each CTA runs in a steady-state window
+STEADY_SKIP = 4  # ... of which the first are left out (prologue and settling)
+HISTORY_FILL = 1.5  # history replayed into the L2 before a window, in multiples of its capacity
 
 
-WAVE_K_SAMPLES = (64, 128)  # K values at which a launch smaller than one wave is simulated whole
-
-
-@attrs.define
-class RoundSample:
-    ctas: int  # CTAs the SM runs in this round
-    active_sms: int
-    dram_factor: float
-    ks: tuple  # K values simulated
-    cycles: tuple  # cycles of each
-    loop_cycles: float  # steady-state cycles per loop iteration (second sample)
+@attrs.frozen
+class Phase:
+    """One simulated piece of a launch."""
+    name: str  # "first wave", "steady state", "tail"
+    ctas: int  # CTAs simulated
+    ks: tuple  # K values simulated (steady state: the window's K)
+    cycles: tuple  # simulated cycles at each
+    loop_cycles: float  # mean cycles per main-loop iteration of one CTA (last sample)
+    memory: dict  # memory-system counters of the last sample, with "cycles"
 
 
 @attrs.define
 class Prediction:
     cycles: float
     seconds: float
-    rounds: list  # (count, RoundSample)
+    phases: list
     waves: float
     resident_ctas: int
+    progress_skew: float  # steady state: std of the resident CTAs' progress, in main-loop iterations
+    memory: dict  # launch estimates: l2 read hits/misses, dram bytes read/written, ... and "cycles"
     sim_seconds: float = 0.0
 
 
-def sm_rounds(grid_ctas, sms, resident):
-    """The rounds SM 0 runs: (how many, CTAs per round, SMs active, first CTA of its wave, wave size)."""
-    wave = sms * resident
-    full, left = divmod(grid_ctas, wave)
+def dispatch(n_ctas, slots, duration, hold=None):
+    """CTA-level model of the block dispatcher.
+
+    ``slots`` CTA slots (SM i mod S, as the first wave is dealt round-robin: slot j holds CTA j of
+    the first wave); ``duration(slot, cta index)`` gives a CTA's cycles on a slot. Returns
+    ``(slot, start, end)`` per CTA, in CTA order: the first ``slots`` start at 0, each later CTA on
+    the slot that frees first (ties: the lower slot)."""
     out = []
-    if full:
-        out.append((full, resident, sms, 0, wave))
-    if left:
-        # a partial first wave is dealt round-robin: the busiest SM gets ceil(left / S). So is a
-        # tail after full waves, in effect: the slots of the last full wave free within a few
-        # hundred cycles across the GPU, and an SM's own CTAs end further apart than that (its
-        # warps do not share the schedulers evenly), so each SM's first free slot takes a tail CTA
-        # before any SM's second does (the full simulation: sgemm_128 at N = 768 puts its 4 tail
-        # CTAs on 4 SMs)
-        out.append((1, -(-left // sms), min(sms, left), full * wave, left))
+    heap = []
+    for j in range(min(slots, n_ctas)):
+        d = duration(j, j)
+        out.append((j, 0.0, d))
+        heap.append((d, j))
+    heapq.heapify(heap)
+    held = None
+    for i in range(len(out), n_ctas):
+        t, j = heapq.heappop(heap)
+        if hold is not None and i >= hold:
+            if held is None:
+                held = max(e for _, _, e in out[:hold])
+            t = max(t, held)
+        d = duration(j, i)
+        out.append((j, t, t + d))
+        heapq.heappush(heap, (t + d, j))
     return out
 
 
-def round_ctas(rnd, sms, gx):
-    """CTA ids (x, y) the sampled SM runs in a round of :func:`sm_rounds`: every ``sms``-th CTA of
-    the wave (or tail), which is dealt round-robin."""
-    _, count, _, first, _ = rnd
-    return [((first + j * sms) % gx, (first + j * sms) // gx) for j in range(count)]
+def resident_at(schedule, t):
+    """The CTAs running at cycle ``t`` of a :func:`dispatch` schedule: ``{slot: (cta index, start, end)}``."""
+    res = {}
+    for i, (j, s, e) in enumerate(schedule):
+        if s <= t < e:
+            res[j] = (i, s, e)
+    return res
 
 
-def dram_factor(first, n_ctas, sms, gx, footprint):
-    """Fraction of one SM's L2 misses that reach DRAM when the whole wave runs together (the
-    wave's ``n_ctas`` CTAs from ``first`` on, dealt round-robin over ``sms`` SMs)."""
-    if footprint is None:
-        return 1.0
-    wave = [(i % gx, i // gx) for i in range(first, first + n_ctas)]
-    union = set()
-    groups = {}
-    for i, cid in enumerate(wave):
-        keys = set(footprint(cid))
-        union |= keys
-        groups.setdefault(i % sms, set()).update(keys)
-    total = sum(len(v) for v in groups.values())
-    return max(len(union) / total, 1e-3) if total else 1.0
-
-
-def predict(kernel, block, grid, k, build, cfg, *, k_samples=(32, 64), footprint=None,
-            progress=None):
+def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progress=None):
     """Predict the launch of ``kernel`` over ``grid`` with inner dimension ``k``.
 
     ``build(k_value) -> (params, memory, textures)`` makes the same problem with another K (the
-    launch geometry must not depend on K). ``footprint(cta) -> iterable`` names the data a CTA
-    reads (see the module docstring); None means no sharing between CTAs.
+    launch geometry must not depend on K). ``k_step``: K consumed per main-loop iteration.
+    ``shift(textures, dk) -> [(lo, hi, delta)]``: the byte ranges of the data whose addresses move by
+    ``delta`` when a CTA is ``dk`` further along K (None: addresses do not depend on K; the steady
+    state then simulates every CTA at the start of K). ``progress()`` is called after each sample.
     """
+    t_wall = time.perf_counter()
     gx, gy = grid
+    n = gx * gy
     sms = cfg.gpu.sms
     resident, _ = residency(kernel, block, cfg)
-    rounds = sm_rounds(gx * gy, sms, resident)
-    k1, k2 = k_samples
+    wave = sms * resident
+    full, left = divmod(n, wave)
+    iters = k / k_step
+    phases = []
+
+    # the first wave (or the whole launch when it is at most one wave)
+    first_ids = [(i % gx, i // gx) for i in range(min(n, wave))]
+    first, ms_first = _whole(kernel, block, grid, k, k_step, build, cfg, first_ids, progress,
+                             "first wave" if full else "launch")
+    phases.append(first.phase)
+    if n <= wave:
+        cycles = first.predicted
+        memory = _scale(first.phase.memory, cycles / max(first.phase.memory["cycles"], 1))
+        return _done(cfg, cycles, phases, n / wave, resident, 0.0, memory, t_wall)
+
+    slots = wave
+    fixed = first.fixed  # per slot: cycles a CTA costs besides its main-loop iterations
+    per_iter = first.per_iter  # per slot: cycles per main-loop iteration in the first wave
+    skew = 0.0
+    steady = None
+    steady_whole = {}
+    steady_memory = None
+    tail = None
+    history = _History(kernel, grid, block, build, shift, cfg, k_step, iters, gx, wave)
+
+    def duration(j, i):
+        if i >= full * wave:  # a tail CTA: from the tail's own simulation (its CTAs in dispatch order)
+            return tail.duration[i - full * wave] if tail is not None else fixed[j] + iters * per_iter[j]
+        if i < wave or steady is None:
+            return fixed[j] + iters * per_iter[j]
+        if j in steady_whole:
+            return steady_whole[j]
+        return fixed[j] + iters * steady[j]
+
+    hold = full * wave if left else None  # see the tail below
+    schedule = dispatch(n, slots, duration, hold)
+    if full >= 2:
+        mid = _steady_midpoint(schedule, wave, full)
+        window = _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, mid, resident,
+                               gx, progress, history)
+        phases.append(window.phase)
+        skew = window.skew
+        steady = [window.per_iter.get(j, per_iter[j]) for j in range(slots)]
+        steady_whole = window.durations
+        steady_memory = window.phase.memory
+        schedule = dispatch(n, slots, duration, hold)
+    if left:
+        # the tail's CTAs in the order the dispatcher hands them out, each on the slot that takes it.
+        # They start when the last full wave has ended: the epilogue stores of that wave are posted
+        # and fill the L2's queue (2 MB of C for a wave of sgemm_128: ~5,500 cycles of L2 bandwidth)
+        # ahead of the tail's first loads, which are simulated behind that backlog
+        t0 = schedule[full * wave][1]
+        tail_ids = [(i % gx, i // gx) for i in range(full * wave, n)]
+        backlog = _backlog(ms_first, first.phase.cycles[-1])
+        tail, _ = _whole(kernel, block, grid, k, k_step, build, cfg, tail_ids, progress, "tail",
+                         backlog=backlog, warm=lambda ms: history.warm(ms, schedule, t0))
+        phases.append(tail.phase)
+        schedule = dispatch(n, slots, duration, hold)
+    cycles = max(e for _, _, e in schedule)
+
+    # launch memory figures: the first wave's, the steady window's per cycle over the steady part,
+    # the tail's
+    t_first = max(e for _, _, e in schedule[:wave])
+    t_tail = tail.predicted if tail is not None else 0.0
+    memory = _scale(first.phase.memory, t_first / max(first.phase.memory["cycles"], 1))
+    middle = max(cycles - t_first - t_tail, 0.0)
+    if middle:
+        src = steady_memory if steady_memory is not None else first.phase.memory
+        memory = _add(memory, _scale(src, middle / max(src["cycles"], 1)))
+    if tail is not None:
+        memory = _add(memory, _scale(tail.phase.memory, t_tail / max(tail.phase.memory["cycles"], 1)))
+    return _done(cfg, cycles, phases, n / wave, resident, skew, memory, t_wall)
+
+
+def _done(cfg, cycles, phases, waves, resident, skew, memory, t_wall):
+    memory = dict(memory)
+    memory["cycles"] = cycles
+    seconds = cfg.cycles_to_seconds(cycles) + cfg.gpu.launch_overhead_us * 1e-6
+    return Prediction(cycles=cycles, seconds=seconds, phases=phases, waves=waves, resident_ctas=resident,
+                      progress_skew=skew, memory=memory, sim_seconds=time.perf_counter() - t_wall)
+
+
+# ---- a wave simulated whole ------------------------------------------------------------------------
+
+@attrs.frozen
+class _Whole:
+    phase: Phase
+    predicted: float  # cycles at the real K
+    fixed: list  # per slot (first wave) or per CTA (tail): cycles besides the loop iterations
+    per_iter: list  # per slot: cycles per loop iteration
+    duration: list  # per slot / CTA: cycles at the real K
+
+
+def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, backlog=(0.0, 0.0), warm=None):
+    """Simulate the CTAs ``ids`` dealt round-robin over the SMs from cycle 0 at ``WAVE_K_SAMPLES`` (or
+    at ``k``), behind ``backlog``, after ``warm(memory system)``; per slot (slot j = the j-th CTA of ``ids``) the duration is affine
+    in K. Returns the :class:`_Whole` and the memory system of the last sample."""
+    k1, k2 = WAVE_K_SAMPLES
+    ks = (k,) if k <= k2 else (k1, k2)
+    sms = cfg.gpu.sms
+    per_sm = residency(kernel, block, cfg)[0]
+    durations = []
+    cyc = []
+    ms = None
+    loop = 0.0
+    for kk in ks:
+        params, memory, textures = build(kk)
+        _, traced = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids)
+        ms = MemorySystem(cfg)
+        if warm is not None:
+            warm(ms)
+        _queue_backlog(ms, backlog)
+        placement, queue = round_robin(traced, sms, per_sm)
+        used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=None)
+        end = {cid: (s, e) for sm in used for cid, s, e in sm.cta_log}
+        durations.append([end[cid][1] - end[cid][0] for cid in ids])
+        slopes = _cta_loop_cycles(used, skip=2)
+        cyc.append(max(sm.now for sm in used))
+        loop = _mean_loop(used)
+        if progress is not None:
+            progress()
+    if len(ks) == 1:
+        # simulated at K itself: the split into fixed cost and iterations (for the dispatcher model
+        # of later waves) uses each CTA's measured cycles per iteration
+        it = ks[0] / k_step
+        per_iter = [slopes.get(cid, 0.0) for cid in ids]
+        fixed = [d - p * it for d, p in zip(durations[0], per_iter)]
+        predicted = float(cyc[0])
+    else:
+        it1, it2 = ks[0] / k_step, ks[1] / k_step  # main-loop iterations of the samples
+        per_iter = [(b - a) / (it2 - it1) for a, b in zip(*durations)]
+        fixed = [a - p * it1 for a, p in zip(durations[0], per_iter)]
+        predicted = cyc[0] + (cyc[1] - cyc[0]) * (k - ks[0]) / (ks[1] - ks[0])
+    dur = [f + p * k / k_step for f, p in zip(fixed, per_iter)]
+    mem = _memory_counters(ms, cyc[-1], used)
+    phase = Phase(name, len(ids), tuple(ks), tuple(cyc), loop, mem)
+    return _Whole(phase, float(predicted), fixed, per_iter, dur), ms
+
+
+def _cta_loop_cycles(sms, skip):
+    """{cta id: mean cycles per main-loop iteration of its warps}, leaving out the first ``skip``
+    iterations (fewer when the CTA ran fewer)."""
+    by_cta = {}
+    for sm in sms:
+        for w in sm.all_warps:
+            bt = w.branch_times
+            s = min(skip, len(bt) - 2)
+            if s >= 0:
+                by_cta.setdefault(w.cta.cid, []).append((bt[-1] - bt[s]) / (len(bt) - 1 - s))
+    return {cid: float(np.mean(v)) for cid, v in by_cta.items()}
+
+
+def _mean_loop(sms):
+    """Mean cycles per main-loop iteration of one CTA (its warp 0), skipping the first two."""
+    vals = []
+    for sm in sms:
+        for w in sm.all_warps:
+            bt = w.branch_times
+            if w.label.endswith(".w0") and len(bt) > 3:
+                vals.append((bt[-1] - bt[2]) / (len(bt) - 3))
+    return float(np.mean(vals)) if vals else 0.0
+
+
+# ---- the steady state --------------------------------------------------------------------------------
+
+@attrs.frozen
+class _Steady:
+    phase: Phase
+    per_iter: dict  # slot -> steady cycles per loop iteration
+    skew: float
+    durations: dict  # slot -> steady cycles of a whole CTA, where the window ran one whole
+
+
+def _steady_midpoint(schedule, wave, full):
+    """A cycle in the middle of the full waves after the first: halfway between the mean end of the
+    first wave and the mean end of the last full wave."""
+    ends = [e for _, _, e in schedule]
+    a = float(np.mean(ends[:wave]))
+    b = float(np.mean(ends[(full - 1) * wave: full * wave]))
+    return (a + b) / 2
+
+
+def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, mid, resident, gx, progress,
+                  history):
+    """Simulate the launch from cycle ``mid`` of the dispatcher model ``schedule`` on: the CTAs then
+    resident, each at its own progress in K, run their next ``STEADY_ITERATIONS`` iterations (or to
+    their real end, epilogue and stores included), and the dispatcher hands the freed slots the CTAs
+    that come next, as in the launch. The L2 starts warmed with the launch's history. Each SM's
+    steady cycles per loop iteration are measured over the iterations completed before the first
+    CTA whose trace was cut short (one that would run past the window) ends."""
+    total_iters = int(k // k_step)
+    window = STEADY_ITERATIONS
+    live = resident_at(schedule, mid)
+    sms = cfg.gpu.sms
+    pop = []  # (slot, cta id, iterations done, iterations to run)
+    for j, (i, s, e) in sorted(live.items()):
+        frac = (mid - s) / (e - s) if e > s else 0.0
+        done = max(0, min(int(round(frac * total_iters)), total_iters - 1))
+        pop.append((j, (i % gx, i // gx), done, min(window, total_iters - done)))
+    traced = {}
+    textures_of = {}
+    for run in sorted({r for *_, r in pop}):
+        ids = [cid for _, cid, _, r in pop if r == run]
+        params, memory, textures = build(run * k_step)
+        _, tr = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids)
+        for cid, traces in tr:
+            traced[cid] = traces
+            textures_of[cid] = textures
+    cut = {cid for _, cid, done, r in pop if done + r < total_iters}  # traces that end before the CTA does
+    # the next CTAs of the launch, for the slots that free up during the window (fresh, at K = 0)
+    later = sorted((s, i) for i, (_, s, _) in enumerate(schedule) if s >= mid)[:len(pop)]
+    queue = collections.deque()
+    queue_ids = []
+    if later:
+        # a short K runs whole (no CTA cut short); a long one for the window's iterations
+        run = total_iters if total_iters <= 2 * window else window
+        params, memory, textures = build(run * k_step)
+        ids = [(i % gx, i // gx) for _, i in later]
+        queue_ids = [(None, cid) for cid in ids]
+        _, tr = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids)
+        queue.extend(tr)
+        if run < total_iters:
+            cut |= set(ids)
+    # place: slot j is on SM j mod S; an SM's CTAs oldest first (the order their slots took them)
+    placement = [[] for _ in range(sms)]
+    for j, cid, done, _ in sorted(pop, key=lambda x: (live[x[0]][1], x[0])):
+        ranges = shift(textures_of[cid], done * k_step) if shift is not None else []
+        traces = [_relocated(tr, kernel, ranges) if ranges else tr for tr in traced[cid]]
+        placement[j % sms].append((cid, traces))
+    ms = MemorySystem(cfg)
+    history.warm(ms, schedule, mid)
+    used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=None)
+    if progress is not None:
+        progress()
+    ends = [e for sm in used for cid, _, e in sm.cta_log if cid in cut]
+    stop = min(ends) if ends else max(sm.now for sm in used)
+    per_sm = {}
+    for sm in used:
+        gaps = []
+        for w in sm.all_warps:
+            bt = [t for t in w.branch_times if t <= stop]
+            gaps.extend(b - a for a, b in zip(bt[STEADY_SKIP:], bt[STEADY_SKIP + 1:]))
+        if gaps:
+            per_sm[sm.sm_id] = float(np.mean(gaps))
+    per_iter = {j: per_sm[j % sms] for j, *_ in pop if j % sms in per_sm}
+    # CTAs the window ran from their start to their real end give their whole duration directly
+    fresh = {cid for _, cid in queue_ids} - cut
+    whole = {}
+    for sm in used:
+        d = [e - s for cid, s, e in sm.cta_log if cid in fresh]
+        if d:
+            whole[sm.sm_id] = float(np.mean(d))
+    durations = {j: whole[j % sms] for j, *_ in pop if j % sms in whole}
+    loops = list(per_sm.values())
+    mem = _memory_counters(ms, max(sm.now for sm in used), used)
+    skew = float(np.std([d for _, _, d, _ in pop])) if pop else 0.0
+    phase = Phase("steady state", len(pop), (window * k_step,), (stop,),
+                  float(np.mean(loops)) if loops else 0.0, mem)
+    return _Steady(phase, per_iter, skew, durations)
+
+
+def _relocated(trace, kernel, ranges):
+    """A copy of one warp's trace whose global/texture addresses in ``ranges`` [(lo, hi, delta)]
+    are moved by delta (the same instructions at another position in K)."""
+    units = kernel.instructions
+    parts = []
+    for seg, row in trace.parts:
+        new = Segment(seg.warps[row:row + 1])
+        new.pcs = seg.pcs
+        mem = {}
+        for pos, summ in seg.mem.items():
+            v = summ[row]
+            if units[seg.pcs[pos]].unit in ("tex", "ldg"):
+                v = _shift(v, ranges)
+            mem[pos] = [v]
+        new.mem = mem
+        parts.append((new, 0))
+    out = WarpTrace(trace.warp)
+    out.parts = parts
+    return out
+
+
+def _shift(sectors, ranges):
+    a = np.asarray(sectors, dtype=np.int64)
+    out = a.copy()
+    for lo, hi, d in ranges:
+        out = np.where((a >= lo) & (a < hi), a + d, out)
+    return out
+
+
+def _texture_sectors(trace, kernel, ranges, units_wanted=("tex", "ldg")):
+    """The texture / global-load sectors (or those of ``units_wanted``) one warp's trace reads, in
+    order, moved by ``ranges``."""
+    units = kernel.instructions
     out = []
-    sim = 0.0
-    backlog = (0.0, 0.0)  # L2 and DRAM work the previous round leaves queued, in cycles
-    for rnd in rounds:
-        n_rounds, ctas, active, first, wave = rnd
-        if _simulated_whole(rnd, sms, resident):
-            s, t = _whole_wave(kernel, block, grid, k, build, cfg, rnd, progress, backlog)
-            out.append((n_rounds, s))
-            sim += t
-            continue
-        ids = round_ctas(rnd, sms, gx)
-        factor = dram_factor(first, wave, sms, gx, footprint)
-        ks = (k,) if k <= k2 else (k1, k2)
-        cyc = []
-        loop = None
-        for kk in ks:
-            params, memory, textures = build(kk)
-            ms = MemorySystem(cfg, bandwidth_share=1.0 / active,
-                              l2_size_bytes=max(cfg.l2.size // active, cfg.l2.sector * cfg.l2.assoc),
-                              dram_traffic_factor=factor)
-            _queue_backlog(ms, backlog)
-            _, sm = simulate(kernel, grid, block, params, memory, textures, cfg=cfg, ctas=ids,
-                             memory_system=ms, hazards=None)
-            cyc.append(sm.stats.cycles)
-            end = sm.stats.cycles
-            left = (max(0.0, ms.l2_server.next_free - end), max(0.0, ms.dram_server.next_free - end))
-            loop = sm.loop_cycles_per_iteration()
-            sim += sm.stats.sim_seconds + sm.stats.functional_seconds
-            if progress is not None:
-                progress()
-        out.append((n_rounds, RoundSample(ctas, active, factor, ks, tuple(cyc), loop or 0.0)))
-        backlog = left
-    total = 0.0
-    for n_rounds, r in out:
-        if len(r.ks) == 1:
-            t = r.cycles[0]
-        else:
-            (ka, kb), (ta, tb) = r.ks, r.cycles
-            t = ta + (tb - ta) * (k - ka) / (kb - ka)
-        total += n_rounds * t
-    seconds = cfg.cycles_to_seconds(total) + cfg.gpu.launch_overhead_us * 1e-6
-    return Prediction(cycles=total, seconds=seconds, rounds=out,
-                      waves=gx * gy / (sms * resident), resident_ctas=resident, sim_seconds=sim)
+    for seg, row in trace.parts:
+        for pos in sorted(seg.mem):
+            if units[seg.pcs[pos]].unit in units_wanted:
+                out.append(_shift(seg.mem[pos][row], ranges))
+    return out
 
 
-def _simulated_whole(rnd, sms, resident):
-    """Whether a round is simulated whole: a launch smaller than one wave, or a tail of at most
-    one CTA per SM (few warps per SM: the SMs' timing depends on each other, see the module
-    docstring)."""
-    _, _, _, first, wave = rnd
-    return wave < sms * resident and (first == 0 or wave <= sms)
+class _History:
+    """What the L2 holds at a cycle of the launch: the reads of the CTAs that ran before it.
+
+    From the dispatcher model's schedule, each CTA reads its data for the ``k_step``-wide slice q of
+    K at ``start + (q + 1/2) / iterations x (end - start)``. Going back in time from the cycle asked
+    for, slices are collected until they name ``HISTORY_FILL`` times the L2's capacity in distinct
+    sectors (older ones would have been evicted), then replayed into the L2 oldest first. A CTA's
+    sectors for slice q are those it reads for slice 0 (traced once at K = k_step) moved by ``shift``;
+    a CTA that has ended also wrote its results at its end (dirty sectors, to be written back).
+    """
+
+    def __init__(self, kernel, grid, block, build, shift, cfg, k_step, iters, gx, batch):
+        self.batch = batch  # CTAs traced per functional launch
+        self.kernel, self.grid, self.block, self.build, self.shift = kernel, grid, block, build, shift
+        self.cfg, self.k_step, self.iters, self.gx = cfg, k_step, max(1, int(iters)), gx
+        self.base = {}  # CTA index -> its sectors for slice 0
+        self.stores = {}  # CTA index -> the sectors its epilogue stores
+        self.textures = None
+
+    def _trace(self, indices):
+        need = [i for i in indices if i not in self.base]
+        if not need:
+            return
+        params, memory, textures = self.build(self.k_step)
+        self.textures = textures
+        ids = [(i % self.gx, i // self.gx) for i in need]
+        _, traced = trace_ctas(self.kernel, self.grid, self.block, params, memory, textures, self.cfg, ids)
+        for i, (_, traces) in zip(need, traced):
+            arrays = [a for tr in traces for a in _texture_sectors(tr, self.kernel, [])]
+            self.base[i] = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
+            arrays = [a for tr in traces for a in _texture_sectors(tr, self.kernel, [], ("stg",))]
+            self.stores[i] = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
+
+    def warm(self, ms, schedule, t):
+        if self.shift is None:
+            return
+        started = [i for i, (_, s, _) in enumerate(schedule) if s < t]
+        if not started:
+            return
+        capacity = HISTORY_FILL * self.cfg.l2.size // self.cfg.l2.sector
+        iters = self.iters
+        heap = []
+        for i in started:
+            _, s, e = schedule[i]
+            if e <= t:  # ended: its stores are the most recent thing it did (slice -1)
+                heap.append((-e, i, -1))
+                continue
+            # the latest slice read before t
+            q = min(iters - 1, int((t - s) / (e - s) * iters - 0.5)) if e > s else iters - 1
+            if q >= 0:
+                heap.append((-(s + (q + 0.5) / iters * (e - s)), i, q))
+        heapq.heapify(heap)
+        picked = []
+        seen = set()
+        while heap and len(seen) < capacity:
+            negt, i, q = heapq.heappop(heap)
+            if i not in self.base:
+                # trace this CTA with the most recent others not yet traced (one functional launch)
+                batch = [x for _, x, _ in sorted(heap) if x not in self.base][:self.batch - 1]
+                self._trace(sorted(batch + [i]))
+            _, s, e = schedule[i]
+            if q < 0:
+                secs = self.stores[i]
+                q = iters
+            else:
+                secs = _shift(self.base[i], self.shift(self.textures, q * self.k_step))
+            picked.append((secs, q == iters))
+            seen.update(secs.tolist())
+            if q > 0:
+                heapq.heappush(heap, (-(s + (q - 0.5) / iters * (e - s)), i, q - 1))
+        for secs, dirty in reversed(picked):
+            ms.warm(secs, dirty)
+
+
+# ---- memory figures ------------------------------------------------------------------------------------
+
+def _memory_counters(ms, cycles, sms=()):
+    """Additive counters of one simulated piece: the memory system's, the SMs' L1/texture caches'
+    and resident warp-cycles (for the profiler metrics, :mod:`maxsim.report.metrics`), and its
+    ``cycles``."""
+    from ..report.metrics import resident_warp_counters
+    st = ms.stats()
+    out = {k: float(v) for k, v in st.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+           and not k.endswith(("rate", "utilisation", "utilization", "delay", "p95"))}
+    for key in ("l2_read_hits", "l2_read_misses", "dram_bytes_read", "dram_bytes_written"):
+        out[key] = float(getattr(ms, key))
+    for sm in sms:
+        l1 = sm.l1
+        out["tex_sector_hits"] = out.get("tex_sector_hits", 0.0) + l1.sector_hits
+        out["tex_sector_misses"] = out.get("tex_sector_misses", 0.0) + l1.sector_misses
+    if sms:
+        out.update({k: float(v) for k, v in resident_warp_counters(sms).items()})
+    out["cycles"] = float(cycles)
+    return out
+
+
+def _scale(mem, f):
+    return {k: v * f for k, v in mem.items()}
+
+
+def _add(a, b):
+    return {k: a.get(k, 0.0) + b.get(k, 0.0) for k in set(a) | set(b)}
+
+
+def _backlog(ms, end):
+    """(L2, DRAM) cycles of work queued past cycle ``end`` in memory system ``ms``."""
+    return (max(0.0, ms.l2_server.next_free - end), max(0.0, ms.dram_server.next_free - end))
 
 
 def _queue_backlog(ms, backlog):
     """Occupy the memory system's L2 and DRAM servers for the first ``backlog`` = (L2, DRAM)
-    cycles: work the previous round left queued when this one starts. The stores of a CTA's
-    epilogue are posted (the CTA ends when it has issued them), so a round ends with the L2 still
-    draining them, and the next round's first loads wait behind them. The backlog, in cycles,
-    is the same for one SM with its share of the bandwidth as for the whole GPU."""
+    cycles: work the previous wave left queued when this one starts (the stores of a CTA's epilogue
+    are posted: a wave ends with the L2 still draining them)."""
     l2, dram = backlog
     if l2 > 0:
         ms.l2_server.reserve(0, l2 * ms.l2_server.bytes_per_clk)
@@ -186,41 +551,19 @@ def _queue_backlog(ms, backlog):
         ms.dram_server.reserve(0, dram * ms.dram_server.bytes_per_clk)
 
 
-def _whole_wave(kernel, block, grid, k, build, cfg, rnd, progress, backlog=(0.0, 0.0)):
-    """Simulate a partial wave whole (its CTAs dealt to the SMs round-robin, one shared L2 and
-    DRAM, queued behind the previous round's ``backlog``) at ``WAVE_K_SAMPLES`` (or at ``k``
-    itself when no larger than the second): ``(RoundSample, simulator seconds)``."""
-    _, ctas, active, first, wave = rnd
-    gx, gy = grid
-    ids = [(i % gx, i // gx) for i in range(first, first + wave)]
-    k1, k2 = WAVE_K_SAMPLES
-    ks = (k,) if k <= k2 else (k1, k2)
-    cyc = []
-    loop = None
-    sim = 0.0
-    for kk in ks:
-        params, memory, textures = build(kk)
-        ms = MemorySystem(cfg)
-        _queue_backlog(ms, backlog)
-        r = simulate_gpu(kernel, grid, block, params, memory, textures, cfg=cfg, ctas=ids, hazards=None,
-                         memory_system=ms)
-        cyc.append(r.cycles)
-        busiest = max(r.sms, key=lambda sm: sm.now)
-        loop = busiest.loop_cycles_per_iteration()
-        sim += r.sim_seconds
-        if progress is not None:
-            progress()
-    return RoundSample(ctas, active, 1.0, ks, tuple(cyc), loop or 0.0), sim
-
-
-def samples_needed(grid, k, sms, resident, k_samples=(32, 64)):
+def samples_needed(grid, k, sms, resident):
     """How many short simulations :func:`predict` will run (for progress bars)."""
-    n = 0
-    for rnd in sm_rounds(grid[0] * grid[1], sms, resident):
-        top = WAVE_K_SAMPLES[1] if _simulated_whole(rnd, sms, resident) else k_samples[1]
-        n += 1 if k <= top else 2
-    return n
+    n = grid[0] * grid[1]
+    wave = sms * resident
+    per_whole = 1 if k <= WAVE_K_SAMPLES[1] else 2
+    full, left = divmod(n, wave)
+    count = per_whole
+    if n > wave and left:
+        count += per_whole
+    if full >= 2:
+        count += 1
+    return count
 
 
-__all__ = ["predict", "Prediction", "RoundSample", "sm_rounds", "round_ctas", "dram_factor", "samples_needed",
-           "WAVE_K_SAMPLES"]
+__all__ = ["predict", "Prediction", "Phase", "dispatch", "resident_at", "samples_needed", "WAVE_K_SAMPLES",
+           "STEADY_ITERATIONS", "STEADY_SKIP", "HISTORY_FILL"]

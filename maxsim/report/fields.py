@@ -4,11 +4,17 @@ Top-level ``register_bank_conflicts`` / ``reuse_hit_rate`` are the whole run's f
 static analysis weighted by execution counts (comparable with maxas's published figures); the timing
 model's own counts for the simulated SM, which also see warp switches and late memory reads, carry
 an ``sm_`` prefix.
+
+``profiler_metrics`` are nvprof's metrics of the timed SM (see :mod:`maxsim.report.metrics`): it
+runs alone against the whole L2 and DRAM, so its throughputs are one SM's, not the GPU's.
 """
 
 from __future__ import annotations
 
 from ..analysis import analyze_banks, executed_bank_figures
+from ..errors import SimulationError
+from ..timing.occupancy import occupancy
+from .metrics import profiler_metrics, sm_counters
 
 _SM_PREFIXED = ("register_bank_conflicts", "reuse_hits", "operand_reads", "reuse_hit_rate",
                 "warp_instructions", "opcode_counts")
@@ -26,7 +32,19 @@ def timing_fields(sm) -> dict:
     for key, value in sm.stats.to_dict().items():
         out[("sm_" + key) if key in _SM_PREFIXED else key] = value
     out["cycles_per_loop_iteration"] = sm.loop_cycles_per_iteration()
-    out["resident_ctas"] = sm.max_ctas
-    out["residency_limited_by"] = sm.limited_by
     out["hazard_messages"] = sm.stats.hazards[:20]
+    seconds = sm.stats.cycles / sm.cfg.clock_hz
+    out["profiler_metrics"] = profiler_metrics(sm_counters(sm), seconds, sm.cfg)
     return out
+
+
+def occupancy_fields(kernel, block, cfg) -> dict:
+    """Residency of the kernel on one SM: CTAs, warps per scheduler, registers per thread, the
+    limiting resource and the CTAs each resource alone allows (empty if not one CTA fits)."""
+    try:
+        occ = occupancy(kernel, block, cfg)
+    except SimulationError:
+        return {}
+    return {"registers_per_thread": occ.registers, "resident_ctas_per_sm": occ.ctas,
+            "warps_per_scheduler": occ.warps_per_scheduler, "theoretical_occupancy": occ.theoretical,
+            "occupancy_limited_by": occ.limited_by, "occupancy_limits": dict(occ.limits)}

@@ -17,11 +17,21 @@ _ORDER = (
     ("bank_conflict_cycles", "bank conflict cycles"), ("delayed_bank_conflicts", "delayed bank conflicts"),
     ("reuse_hit_rate", "reuse hit rate"), ("sm_register_bank_conflicts", "bank conflicts (timed SM)"),
     ("sm_reuse_hit_rate", "reuse hit rate (timed SM)"), ("sm_ctas", "CTAs on the timed SM"),
-    ("resident_ctas", "resident CTAs per SM"), ("residency_limited_by", "residency limited by"), ("shared_bank_conflicts", "shared bank conflicts (replays)"),
+    ("registers_per_thread", "registers per thread"), ("resident_ctas_per_sm", "resident CTAs per SM"),
+    ("warps_per_scheduler", "resident warps per scheduler"),
+    ("theoretical_occupancy", "theoretical occupancy"), ("occupancy_limited_by", "occupancy limited by"),
+    ("occupancy_limits", "CTAs per SM allowed by"),
+    ("shared_bank_conflicts", "shared bank conflicts (replays)"),
     ("texture_hit_rate", "texture hit rate"), ("l2_hit_rate", "L2 hit rate"), ("dram_bytes", "DRAM bytes"),
     ("hazards", "control-code hazards"), ("sim_seconds", "timing model wall time (s)"),
     ("warp_instructions_per_second", "simulated warp instructions / s"),
 )
+
+
+_METRIC_UNITS = {"l2_tex_read_hit_rate": "%", "tex_cache_hit_rate": "%", "dram_read_throughput": "GB/s",
+                 "dram_write_throughput": "GB/s", "l2_read_throughput": "GB/s", "tex_cache_throughput": "GB/s",
+                 "dram_utilization": "(0-10)", "dram_utilization_fraction": "of peak",
+                 "achieved_occupancy": "of max warps"}
 
 
 def _fmt(v):
@@ -35,6 +45,8 @@ def _fmt(v):
         return f"{v:,}"
     if isinstance(v, (list, tuple)):
         return " x ".join(str(x) for x in v)
+    if isinstance(v, dict):
+        return ", ".join(f"{k} {_fmt(x)}" for k, x in v.items())
     return str(v)
 
 
@@ -48,6 +60,10 @@ def format_run(out: dict) -> str:
         lines.append("stall reasons (warp-cycles):")
         for r, n in sorted(out["stall_reasons"].items(), key=lambda kv: -kv[1]):
             lines.append(f"  {r:32s} {n:>12,}  {100 * n / total:5.1f}%")
+    if out.get("profiler_metrics"):
+        lines.append("profiler metrics (nvprof names; the timed SM alone against the L2 and DRAM):")
+        for name, v in out["profiler_metrics"].items():
+            lines.append(f"  {name:32s} {_fmt(v):>12s} {_METRIC_UNITS.get(name, '')}".rstrip())
     if out.get("opcode_counts"):
         lines.append("warp instructions by opcode:")
         for op, n in list(out["opcode_counts"].items())[:16]:

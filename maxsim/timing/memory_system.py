@@ -388,6 +388,18 @@ class MemorySystem:
         self.l2_write_misses += n - hits
         return math.ceil(done)
 
+    def warm(self, sectors, dirty: bool = False) -> None:
+        """Make the given sectors (byte addresses) present in the L2, most recent last, without time
+        or statistics: the state an L2 is in after serving those reads (or, ``dirty``, stores)."""
+        l2, sec = self.l2, self.sector
+        for addr in np.asarray(sectors, dtype=np.int64).tolist():
+            blk = addr // sec
+            e = l2.lookup(blk)
+            if e is None:
+                l2.insert(blk, 0.0, dirty)
+            elif dirty:
+                e[1] = True
+
     def flush(self, now: int) -> int:
         """Write every dirty L2 sector back to DRAM; returns the cycle the last write ends."""
         end = float(now)

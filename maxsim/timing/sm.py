@@ -1,211 +1,181 @@
 """One Maxwell SM in time: four warp schedulers issuing from the functional trace.
 
 The functional model has already executed the kernel and recorded, per warp, the instructions it
-executed and a summary of each memory access. This model decides *when* each of them issues:
+executed and a summary of each memory access. The SM model decides *when* each of them issues:
+greedy-then-oldest warp selection with the yield flag, dual issue, control-code stall counts and
+dependency barriers, register banks with the operand collector's look-ahead and the late operand
+reads of memory instructions, reuse caches, the ALU and half-rate pipes, the memory issue interval
+and per-warp memory queues, the shared-memory bank pipeline, the texture path (throughput server
+and L1/texture cache), CTA barriers and the stall reasons. :mod:`maxsim.timing.reference` states
+the model in plain Python; read it for what each step does and why.
 
-* Warps are assigned to schedulers by warp slot mod 4. Each scheduler issues at most one warp per
-  cycle, and a second instruction of the same warp in the same cycle when the first has stall 0 and
-  the pair uses different units (math + memory/branch/barrier): dual issue.
-* Warp selection: *greedy then oldest*. The scheduler keeps issuing the warp it issued last while
-  that warp is ready and did not set the yield flag; otherwise it takes the ready warp that issued
-  least recently. Greedy issue is what lets the operand reuse caches work at all (a warp switch
-  empties them [jia18]) and what maxas's reuse figures for the SGEMM imply; "least recently issued"
-  keeps the other warps from starving.
-* A warp may issue when its previous instruction's stall count has elapsed and every dependency
-  barrier in the wait mask is clear. Write barriers clear when the variable-latency result is
-  written, read barriers when the memory instruction has read its source registers.
-* Register file: 4 banks per scheduler, one read per bank per cycle. An ALU instruction's operand
-  reads that are not served by the reuse caches are booked on the banks; the operand collector may
-  book them up to ``regfile.collector_lookahead`` cycles before the issue cycle on banks left idle
-  by earlier instructions (this is how a collector hides part of the conflicts), and dispatch waits
-  for the last read. Memory instructions book their register reads ``latency.mem_operand_read_*``
-  cycles after issue, where they collide with later ALU reads ("delayed" conflicts).
-* Shared memory (one port per SM), the texture path (L1/texture cache, then the L2/DRAM memory
-  system) and CTA barriers complete at times known at issue, so the loop fast-forwards over cycles
-  in which nothing can issue.
+:class:`SM` runs that model in the compiled core (:mod:`maxsim.timing.core`): the per-cycle and
+per-issue work happens in numba on numpy arrays, and the core comes back to Python only when a
+request must go to the L2/DRAM memory system (which stays Python and may be shared by many SMs),
+when a warp exits (to launch the next CTA), when its logs need draining and at the end of each
+simpy quantum. The numbers are identical to the reference core's (tests/test_core_parity.py).
+
+``SM(..., core="python")`` or the environment variable ``MAXSIM_CORE=python`` selects the
+reference core instead (for debugging the model); ``core="compiled"`` is the default.
 """
 
 from __future__ import annotations
 
-import heapq
-import math
+import os
 import time
 
 import numpy as np
 
 from ..errors import HazardError, SimulationError
-from .regfile import RegisterBanks
+from . import core as K
+from .reference import ReferenceSM, memory_keywords
 from .shared_memory import SharedMemoryTiming
-from .stats import Stats
+from .static import BAR, LDG, LDS, MEMORY, STG, STS, TEX, StaticInfo, residency
+from .stats import STALL_REASONS, Stats
 
-ALU, ALU_HALF, LDS, STS, TEX, LDG, STG, S2R, BAR, BRANCH, EXIT, NOP = range(12)
-_UNIT_CODE = {"alu": ALU, "alu_half": ALU_HALF, "lds": LDS, "sts": STS, "tex": TEX, "ldg": LDG,
-              "stg": STG, "s2r": S2R, "bar": BAR, "branch": BRANCH, "exit": EXIT, "nop": NOP}
-_MEMORY = frozenset((LDS, STS, TEX, LDG, STG))
-NEVER = 1 << 62
-_NO_REUSE = ((), (), ())  # empty reuse caches of the three operand slots
+__all__ = ["SM", "ReferenceSM", "residency", "StaticInfo", "core_name"]
 
-
-class StaticInfo:
-    """Per-instruction tables the timing loop reads (built once per kernel and config)."""
-
-    def __init__(self, kernel, cfg):
-        lat = cfg.latency
-        n = len(kernel.instructions)
-        banks = cfg.regfile.banks
-        self.unit = [0] * n
-        self.math = [False] * n
-        self.stall = [0] * n
-        self.yld = [False] * n
-        self.waits = [()] * n
-        self.rbar = [0] * n
-        self.wbar = [0] * n
-        self.srcs = [()] * n
-        self.dsts = [()] * n
-        self.psrcs = [()] * n
-        self.pdsts = [()] * n
-        self.reads = [()] * n  # ALU operand reads: (slot, reg, bank, flagged)
-        self.mem_reads = [()] * n  # banks read late by memory instructions
-        self.latency = [0] * n
-        self.is_ffma = [False] * n
-        self.back_branch = [False] * n
-        self.flops = [0] * n
-        for i in kernel.instructions:
-            k = i.index
-            u = _UNIT_CODE[i.unit]
-            self.unit[k] = u
-            self.math[k] = u in (ALU, ALU_HALF)
-            self.stall[k] = i.control.stall
-            self.yld[k] = i.control.yield_
-            self.waits[k] = tuple(b + 1 for b in range(6) if i.control.wait >> b & 1)
-            self.rbar[k] = i.control.read_bar
-            self.wbar[k] = i.control.write_bar
-            self.srcs[k] = tuple(i.src_regs)
-            self.dsts[k] = tuple(i.dst_regs)
-            ps = [o.reg for o in i.operands[_n_dst(i):] if o.kind == "pred" and o.reg != 7]
-            if i.pred != 7:
-                ps.append(i.pred)
-            self.psrcs[k] = tuple(ps)
-            self.pdsts[k] = tuple(i.dst_preds)
-            if u in (ALU, ALU_HALF):
-                seen = set()
-                reads = []
-                for slot, r in enumerate(i.slot_regs):
-                    if r < 0:
-                        continue
-                    reads.append((slot, r, r % banks, bool(i.reuse_mask >> slot & 1), r in seen))
-                    seen.add(r)
-                self.reads[k] = tuple(reads)
-                self.latency[k] = lat.predicate if i.dst_preds else (lat.alu if u == ALU else lat.alu_half)
-            elif u in _MEMORY:
-                self.mem_reads[k] = tuple(sorted({r % banks for r in i.src_regs}))
-            self.is_ffma[k] = i.opcode == "FFMA"
-            self.flops[k] = 64 if i.opcode == "FFMA" else (32 if i.opcode in ("FMUL", "FADD") else 0)
-            self.back_branch[k] = i.opcode == "BRA" and i.target <= k
+CORES = ("compiled", "python")
+LOG_ROWS = 4096  # rows of each log buffer the core fills between two returns to Python
+REGISTERS = 256  # register numbers an instruction can name (R0-R254, RZ is not tracked)
 
 
-def _n_dst(i):
-    from ..isa.opcodes import OPCODES
-    return OPCODES[i.opcode].n_dst
+def core_name(core=None):
+    """The SM core to run: ``core`` if given, else ``$MAXSIM_CORE``, else "compiled"."""
+    name = core if core is not None else (os.environ.get("MAXSIM_CORE") or "compiled")
+    if name not in CORES:
+        raise SimulationError(f"unknown SM core {name!r} (MAXSIM_CORE or core=): choose one of {', '.join(CORES)}")
+    return name
 
 
-class Warp:
-    __slots__ = ("slot", "sched", "cta", "label", "parts", "part", "pcs", "mem", "row", "pos",
-                 "pc", "ready_at", "stall_until", "dep_until", "last_issue", "bar_clear", "bar_set",
-                 "reg_ready", "reg_read", "pred_ready", "mem_out", "gmem_out", "done", "at_bar", "yielded",
-                 "blocked", "bar_wait", "stalls", "branch_times")
+class SchedulerView:
+    """A warp scheduler as reports see it: its index and its resident warps."""
 
-    def __init__(self, slot, sched, cta, label, parts, t, nregs):
+    __slots__ = ("index", "_sm")
+
+    def __init__(self, index, sm):
+        self.index = index
+        self._sm = sm
+
+    @property
+    def warps(self):
+        sm = self._sm
+        return [sm._slot_warp[x] for x in sm._SW[self.index, :sm._S[self.index, K.S_NW]].tolist()]
+
+
+class CtaView:
+    __slots__ = ("cid", "index", "start")
+
+    def __init__(self, cid, index, start):
+        self.cid = cid
+        self.index = index  # row of the core's CTA table
+        self.start = start  # the cycle its warps were placed
+
+
+class WarpView:
+    """A warp the SM ran: where it ran and its back-branch times (the loop progress measure)."""
+
+    __slots__ = ("wid", "slot", "sched", "cta", "label", "parts", "branch_times", "done", "_flat")
+
+    def __init__(self, wid, slot, sched, cta, label, parts):
+        self.wid = wid
         self.slot = slot
         self.sched = sched
         self.cta = cta
         self.label = label
         self.parts = parts
-        self.part = 0
-        seg, self.row = parts[0]
-        self.pcs = seg.pcs
-        self.mem = seg.mem
-        self.pos = 0
-        self.pc = self.pcs[0]
-        self.ready_at = t
-        self.stall_until = t
-        self.dep_until = t
-        self.last_issue = t - 1
-        self.bar_clear = [0] * 7
-        self.bar_set = [-NEVER] * 7
-        self.reg_ready = [0] * (nregs + 1)
-        self.reg_read = [0] * (nregs + 1)
-        self.pred_ready = [0] * 8
-        self.mem_out = []  # completion cycles of outstanding shared loads/stores (a min-heap)
-        self.gmem_out = []  # ... of outstanding global loads and texture fetches (a min-heap)
+        self.branch_times = []  # cycles at which it issued a backward branch
         self.done = False
-        self.at_bar = False
-        self.yielded = False
-        self.blocked = 0  # reason index when last seen ready but held by a unit
-        self.bar_wait = False  # the last issue was a BAR.SYNC: the wait until release is barrier_wait
-        self.stalls = [0] * 6
-        self.branch_times = []
+        self._flat = None
+
+    def flat_pcs(self):
+        if self._flat is None:
+            out = []
+            for seg, _ in self.parts:
+                out.extend(seg.pcs)
+            self._flat = out
+        return self._flat
 
 
-class Scheduler:
-    __slots__ = ("index", "warps", "last", "busy_until", "pipe_free", "mem_free", "rcs", "rc_warp",
-                 "banks")
+def flatten_trace(parts, unit):
+    """A warp's trace as arrays: pcs (int32), per position the memory summary (int64: shared
+    wavefronts, offset of the sector list in the third array, barrier arrival 0/1, or -1 for
+    none), and the sector lists (each: count, then the sorted sector byte addresses)."""
+    pcs = []
+    aux = []
+    sec = []
+    nsec = 0
+    for seg, row in parts:
+        spcs = seg.pcs
+        pcs.append(np.asarray(spcs, dtype=np.int32))
+        a = np.full(len(spcs), -1, dtype=np.int64)
+        for pos, summary in seg.mem.items():
+            u = unit[spcs[pos]]
+            if u == LDS or u == STS:
+                a[pos] = int(summary[row])
+            elif u == BAR:
+                a[pos] = 1 if summary[row] else 0
+            elif u in (TEX, LDG, STG):
+                s = np.asarray(summary[row], dtype=np.int64)
+                a[pos] = nsec
+                sec.append(np.array([s.size], dtype=np.int64))
+                sec.append(s)
+                nsec += 1 + s.size
+        aux.append(a)
+    if not pcs:
+        return np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return (np.concatenate(pcs), np.concatenate(aux),
+            np.concatenate(sec) if sec else np.zeros(0, np.int64))
 
-    def __init__(self, index):
-        self.index = index
-        self.warps = []
-        self.last = None
-        self.busy_until = 0
-        self.pipe_free = [0, 0]  # first cycle the ALU / half-rate pipe takes an instruction (by unit)
-        self.mem_free = 0
-        self.rcs = _NO_REUSE  # reuse caches: one tuple of registers per operand slot
-        self.rc_warp = None
-        self.banks = RegisterBanks()
 
+def _static_tables(static, kernel, cfg):
+    """StaticInfo as the core's arrays P (per pc), L (register lists), RD (operand reads)."""
+    n = len(kernel.instructions)
+    P = np.zeros((max(n, 1), K.P_SIZE), dtype=np.int64)
+    L = []
+    RD = []
 
-class Cta:
-    __slots__ = ("cid", "warps", "live", "arrived")
+    def put(pc, field, regs):
+        P[pc, field] = len(L)
+        P[pc, field + 1] = len(regs)
+        L.extend(regs)
 
-    def __init__(self, cid):
-        self.cid = cid
-        self.warps = []
-        self.live = 0
-        self.arrived = []
-
-
-def residency(kernel, block, cfg):
-    """CTAs of this kernel that fit on one SM at once, and the resource that limits them."""
-    sm = cfg.sm
-    wpc = (block + sm.warp_size - 1) // sm.warp_size
-    g = sm.reg_alloc_granularity
-    regs_per_warp = -(-max(kernel.reg_cnt, 1) * sm.warp_size // g) * g
-    limits = {
-        "warps": sm.max_warps // wpc,
-        "ctas": sm.max_ctas,
-        "registers": sm.registers // (regs_per_warp * wpc),
-    }
-    if kernel.shared_size:
-        sg = sm.shared_alloc_granularity
-        shared = -(-kernel.shared_size // sg) * sg
-        limits["shared memory"] = sm.shared_bytes // shared
-    if kernel.reg_cnt > sm.max_regs_per_thread:
-        raise SimulationError(f"kernel {kernel.name} uses {kernel.reg_cnt} registers per thread; the SM allows {sm.max_regs_per_thread}")
-    if kernel.shared_size > sm.max_shared_per_cta:
-        raise SimulationError(f"kernel {kernel.name} needs {kernel.shared_size} bytes of shared memory per CTA; the limit is {sm.max_shared_per_cta}")
-    if block > sm.max_threads_per_cta:
-        raise SimulationError(f"block of {block} threads exceeds the SM limit of {sm.max_threads_per_cta}")
-    n = min(limits.values())
-    if n < 1:
-        worst = min(limits, key=limits.get)
-        raise SimulationError(f"kernel {kernel.name} does not fit on one SM (limited by {worst})")
-    return n, min(limits, key=limits.get)
+    for pc in range(n):
+        P[pc, K.P_UNIT] = static.unit[pc]
+        P[pc, K.P_MATH] = static.math[pc]
+        P[pc, K.P_STALL] = static.stall[pc]
+        P[pc, K.P_YIELD] = static.yld[pc]
+        P[pc, K.P_WAITS] = sum(1 << b for b in static.waits[pc])
+        P[pc, K.P_RBAR] = static.rbar[pc]
+        P[pc, K.P_WBAR] = static.wbar[pc]
+        P[pc, K.P_LATENCY] = static.latency[pc]
+        P[pc, K.P_BACK] = static.back_branch[pc]
+        put(pc, K.P_SRC, static.srcs[pc])
+        put(pc, K.P_DST, static.dsts[pc])
+        put(pc, K.P_PSRC, static.psrcs[pc])
+        put(pc, K.P_PDST, static.pdsts[pc])
+        put(pc, K.P_MREADS, static.mem_reads[pc])
+        P[pc, K.P_READS] = len(RD)
+        P[pc, K.P_NREADS] = len(static.reads[pc])
+        for slot, r, bank, flagged, _dup in static.reads[pc]:
+            RD.append((slot, r, bank, int(flagged)))
+    L = np.array(L or [0], dtype=np.int64)
+    RD = np.array(RD or [(0, 0, 0, 0)], dtype=np.int64).reshape(-1, 4)
+    return P, L, RD
 
 
 class SM:
-    """One streaming multiprocessor running the CTAs handed to it."""
+    """One streaming multiprocessor running the CTAs handed to it (compiled core)."""
+
+    core = "compiled"
+
+    def __new__(cls, *args, core=None, **kw):
+        if cls is SM and core_name(core) == "python":
+            return ReferenceSM(*args, **kw)
+        return super().__new__(cls)
 
     def __init__(self, cfg, kernel, block, memory_system, l1=None, stats=None, hazards="warn",
-                 max_cycles=None, sm_id=0, log=False):
+                 max_cycles=None, sm_id=0, log=False, core=None):
         from .texture import TextureCache
 
         self.cfg = cfg
@@ -217,7 +187,8 @@ class SM:
         self.stats = stats if stats is not None else Stats()
         self.stats.clock_hz = cfg.clock_hz
         self.stats.schedulers = cfg.sm.schedulers
-        self.scheds = [Scheduler(s) for s in range(cfg.sm.schedulers)]
+        nsched = cfg.sm.schedulers
+        self.scheds = [SchedulerView(s, self) for s in range(nsched)]
         self.max_ctas, self.limited_by = residency(kernel, block, cfg)
         self.wpc = (block + 31) // 32
         self.free_slots = list(range(cfg.sm.max_warps))
@@ -228,51 +199,158 @@ class SM:
         self.peak_warps = 0
         self.resident = 0
         self.shared = SharedMemoryTiming(cfg)
-        self.tex_free = 0
         self.hazard_mode = hazards
         self.max_cycles = max_cycles
         self.sm_id = sm_id
         self.now = 0
-        self.counts = [0] * len(kernel.instructions)
-        self._reuse_memo = {}
-        self.bar_delay = cfg.latency.barrier_set_delay
         self.finished_ctas = 0
-        # optional issue log for tests, debugging and timelines (maxsim.report.timeline):
-        # issue_log: (cycle, warp label, pc) per issued instruction; issue_done: the cycle its result
-        # (or memory request) completes, same index; stall_log: (warp label, gap start, a, b, issue
-        # cycle, reason of [a, b), reason of [b, issue)) per gap between two issues of a warp, the
-        # cycles [gap start, a) being stall_count (reasons index stats.STALL_REASONS)
+        self.cta_log = []  # (cta id, start cycle, end cycle) per CTA run, in the order they finished
+        self.lat = cfg.latency
+        self.cta_launch = cfg.sm.cta_launch_cycles
+        # optional logs (see ReferenceSM): issue_log (cycle, warp label, pc), issue_done, stall_log
         self.issue_log = [] if log else None
         self.issue_done = [] if log else None
         self.stall_log = [] if log else None
-        # config values read in the hot loop
-        rf = cfg.regfile
-        self.lookahead = rf.collector_lookahead
-        self.reuse_entries = rf.reuse_entries_per_slot
-        self.switch_clears_reuse = rf.reuse_lost_on_warp_switch
-        self.conflict_penalty = rf.conflict_penalty
-        lat = cfg.latency
-        self.lat = lat
-        self.mem_interval = cfg.pipes.mem_issue_interval
-        # cycles each math pipe is busy per warp instruction, by unit (ALU, ALU_HALF)
-        self.pipe_interval = (cfg.pipes.alu_interval, int(round(cfg.pipes.alu_half_interval)))
-        self.reuse_slots = rf.reuse_slots
-        self.cta_launch = cfg.sm.cta_launch_cycles
-        self.shared_depth = cfg.pipes.shared_queue_depth
-        self.global_depth = cfg.pipes.global_queue_depth
-        self.tex_bytes_per_clk = cfg.l1tex.bytes_per_clk
-        self.sector = cfg.l1tex.sector
-        self.dual = cfg.pipes.dual_issue
+        self._mem_kw = memory_keywords(memory_system, sm_id)
+        self._slot_warp = [None] * cfg.sm.max_warps
+        self._ctas = [None] * self.max_ctas
+        self._build_state(log)
         self._check_control_stalls()
 
-    def _check_control_stalls(self):
-        """BAR, BRA, CAL, RET and EXIT need a minimum stall count [maxas-cc]; report shorter ones."""
-        need = {"bar": self.lat.barrier_sync, "branch": self.lat.branch, "exit": self.lat.exit}
-        for i in self.kernel.instructions:
-            n = need.get(i.unit)
-            if n is not None and i.control.stall < n and i.index + 1 < len(self.kernel.instructions):
-                self._hazard_text(f"{i.where}: hazard: {i.full_opcode} has stall {i.control.stall}; it needs "
-                                  f"a stall of at least {n} (the instruction after it may issue too early)")
+    _check_control_stalls = ReferenceSM._check_control_stalls
+    _hazard_text = ReferenceSM._hazard_text
+
+    # ---- state arrays ----------------------------------------------------------------------
+    def _build_state(self, log):
+        cfg = self.cfg
+        lat, rf, pipes, l1c = cfg.latency, cfg.regfile, cfg.pipes, cfg.l1tex
+        nsched, nwarps = cfg.sm.schedulers, cfg.sm.max_warps
+        G = np.zeros(K.G_SIZE, dtype=np.int64)
+        G[K.G_LIMIT] = -1 if self.max_cycles is None else self.max_cycles
+        G[K.G_NSCHED] = nsched
+        G[K.G_HAZARDS] = 0 if not self.hazard_mode else (2 if self.hazard_mode == "strict" else 1)
+        G[K.G_LOG] = 1 if log else 0
+        G[K.G_LOOKAHEAD] = rf.collector_lookahead
+        G[K.G_REUSE_ENTRIES] = rf.reuse_entries_per_slot
+        G[K.G_SWITCH_CLEARS] = rf.reuse_lost_on_warp_switch
+        G[K.G_PENALTY] = rf.conflict_penalty
+        G[K.G_MEM_INTERVAL] = pipes.mem_issue_interval
+        G[K.G_PIPE_INT0] = pipes.alu_interval
+        G[K.G_PIPE_INT1] = int(round(pipes.alu_half_interval))
+        G[K.G_REUSE_SLOTS] = rf.reuse_slots
+        G[K.G_SHARED_DEPTH] = pipes.shared_queue_depth
+        G[K.G_GLOBAL_DEPTH] = pipes.global_queue_depth
+        G[K.G_SECTOR] = l1c.sector
+        G[K.G_DUAL_ON] = pipes.dual_issue
+        G[K.G_BAR_DELAY] = lat.barrier_set_delay
+        G[K.G_LAT_S2R] = lat.s2r
+        G[K.G_READ_SHARED] = lat.mem_operand_read_shared
+        G[K.G_READ_TEX] = lat.mem_operand_read_tex
+        G[K.G_READ_GLOBAL] = lat.mem_operand_read_global
+        G[K.G_READ_BAR_RELEASE] = lat.read_barrier_release
+        G[K.G_TEX_L1_HIT] = lat.tex_l1_hit
+        G[K.G_BARRIER_SYNC] = lat.barrier_sync
+        G[K.G_LAT_LDS] = lat.lds
+        G[K.G_LAT_STS] = lat.sts
+        G[K.G_SHARED_FREE] = self.shared.next_free
+        F = np.zeros(K.F_SIZE, dtype=np.float64)
+        F[K.F_TEX_BPC] = l1c.bytes_per_clk
+        W = np.zeros((nwarps, K.W_SIZE), dtype=np.int64)
+        REGS = np.zeros((nwarps, 2, REGISTERS), dtype=np.int64)
+        Q = np.zeros((nwarps, pipes.shared_queue_depth + pipes.global_queue_depth), dtype=np.int64)
+        S = np.zeros((nsched, K.S_SIZE), dtype=np.int64)
+        S[:, K.S_LAST] = -1
+        S[:, K.S_RC_WARP] = -1
+        SW = np.zeros((nsched, nwarps), dtype=np.int64)
+        RC = np.zeros((nsched, 3, rf.reuse_entries_per_slot), dtype=np.int64)
+        BANKS = np.zeros((nsched, 2, K.RING), dtype=np.int64)
+        BANKS[:, 0, :] = -1
+        C = np.zeros((max(self.max_ctas, 1), K.C_SIZE), dtype=np.int64)
+        P, L, RD = _static_tables(self.static, self.kernel, cfg)
+        L1 = self._import_l1(G)
+        rows = LOG_ROWS if log else 1
+        ILOG = np.zeros((rows, K.ILOG_W), dtype=np.int64)
+        SLOG = np.zeros((rows, K.SLOG_W), dtype=np.int64)
+        BLOG = np.zeros((LOG_ROWS, 2), dtype=np.int64)
+        HLOG = np.zeros((LOG_ROWS, K.HLOG_W), dtype=np.int64)
+        REQ = np.zeros(64, dtype=np.int64)
+        CNT = np.zeros(len(P), dtype=np.int64)
+        self._G, self._F, self._W, self._REGS, self._Q, self._S, self._SW = G, F, W, REGS, Q, S, SW
+        self._C, self._L1, self._ILOG, self._SLOG, self._BLOG, self._HLOG = C, L1, ILOG, SLOG, BLOG, HLOG
+        self._CNT = CNT
+        self._TPC = np.zeros((nwarps, 1), dtype=np.int32)
+        self._TAUX = np.zeros((nwarps, 1), dtype=np.int64)
+        self._SEC = np.zeros((nwarps, 1), dtype=np.int64)
+        self._REQ = REQ
+        self._fixed = (RC, BANKS, C, P, L, RD)
+        self._pack()
+
+    def _pack(self):
+        RC, BANKS, C, P, L, RD = self._fixed
+        self._args = (self._G, self._F, self._W, self._REGS, self._Q, self._S, self._SW, RC, BANKS, C,
+                      P, L, RD, self._TPC, self._TAUX, self._SEC, self._L1, self._ILOG, self._SLOG,
+                      self._BLOG, self._HLOG, self._REQ, self._CNT)
+
+    def _import_l1(self, G):
+        """The L1/texture cache's tags as the core's array (in LRU order from its sets)."""
+        l1 = self.l1
+        G[K.G_L1_LINE] = l1.line
+        G[K.G_L1_SPL] = l1.sectors_per_line
+        G[K.G_L1_SETS] = l1.n_sets
+        G[K.G_L1_ASSOC] = l1.assoc
+        arr = np.full((l1.n_sets, l1.assoc, 2 + l1.sectors_per_line), K.NO_FILL, dtype=np.int64)
+        arr[:, :, 0] = -1
+        clock = 0
+        for si, s in enumerate(l1._sets):
+            for way, (ln, entry) in enumerate(s.items()):
+                clock += 1
+                arr[si, way, 0] = ln
+                arr[si, way, 1] = clock
+                arr[si, way, 2:] = [K.NO_FILL if r is None else r for r in entry]
+        G[K.G_L1_CLOCK] = clock
+        return arr
+
+    def _export_l1(self):
+        """Write the core's L1 tags and counters back to the TextureCache object."""
+        from collections import OrderedDict
+        l1, G, arr = self.l1, self._G, self._L1
+        for si in range(l1.n_sets):
+            ways = [w for w in range(l1.assoc) if arr[si, w, 0] >= 0]
+            ways.sort(key=lambda w: arr[si, w, 1])
+            l1._sets[si] = OrderedDict(
+                (int(arr[si, w, 0]), [None if r == K.NO_FILL else r for r in arr[si, w, 2:].tolist()])
+                for w in ways)
+        l1.sector_hits += int(G[K.G_L1_HITS])
+        l1.sector_misses += int(G[K.G_L1_MISSES])
+        l1.pending_hits += int(G[K.G_L1_PENDING])
+        l1.evictions += int(G[K.G_L1_EVICT])
+        for f in (K.G_L1_HITS, K.G_L1_MISSES, K.G_L1_PENDING, K.G_L1_EVICT):
+            G[f] = 0
+
+    def _load_trace(self, slot, parts):
+        pcs, aux, sec = flatten_trace(parts, self.static.unit)
+        if pcs.size > self._TPC.shape[1]:
+            self._TPC = _grow(self._TPC, pcs.size)
+            self._TAUX = _grow(self._TAUX, pcs.size)
+        if sec.size > self._SEC.shape[1]:
+            self._SEC = _grow(self._SEC, sec.size)
+        self._TPC[slot, :pcs.size] = pcs
+        self._TAUX[slot, :aux.size] = aux
+        self._SEC[slot, :sec.size] = sec
+        if sec.size:
+            # the largest request: sector counts sit at the offsets the aux column names
+            kinds = self._P_unit[pcs]
+            offs = aux[(aux >= 0) & ((kinds == TEX) | (kinds == LDG) | (kinds == STG))]
+            if offs.size:
+                most = int(sec[offs].max())
+                if most > self._REQ.size:
+                    self._REQ = np.zeros(most, dtype=np.int64)
+        self._pack()
+        return pcs
+
+    @property
+    def _P_unit(self):
+        return self._fixed[3][:, K.P_UNIT]
 
     # ---- CTAs ----------------------------------------------------------------------------
     def add_cta(self, cid, warp_traces):
@@ -280,6 +358,8 @@ class SM:
         self.pending.append((cid, warp_traces))
 
     def _launch_ready_ctas(self, t):
+        W, S, SW, C = self._W, self._S, self._SW, self._C
+        nsched = len(self.scheds)
         while self.resident < self.max_ctas:
             if self.pending:
                 cid, traces = self.pending.pop(0)
@@ -289,51 +369,55 @@ class SM:
                 self.dispatched.append((t, cid))
             else:
                 break
-            cta = Cta(cid)
+            c = self._ctas.index(None)
+            cta = CtaView(cid, c, t)
+            self._ctas[c] = cta
             self.free_slots.sort()
-            nregs = self.kernel.reg_cnt
             for w, tr in enumerate(traces):
                 slot = self.free_slots.pop(0)
-                sched = self.scheds[slot % len(self.scheds)]
-                warp = Warp(slot, sched, cta, f"cta{cid[0]},{cid[1]}.w{w}", tr.parts, t, nregs)
-                cta.warps.append(warp)
-                sched.warps.append(warp)
-                self.all_warps.append(warp)
-            cta.live = len(traces)
+                s = slot % nsched
+                wid = len(self.all_warps)
+                view = WarpView(wid, slot, self.scheds[s], cta, f"cta{cid[0]},{cid[1]}.w{w}", tr.parts)
+                pcs = self._load_trace(slot, tr.parts)
+                row = W[slot]
+                row[:] = 0
+                row[K.W_WID] = wid
+                row[K.W_CTA] = c
+                row[K.W_PC] = pcs[0] if pcs.size else 0
+                row[K.W_LEN] = pcs.size
+                row[K.W_READY] = row[K.W_STALL_UNTIL] = row[K.W_DEP_UNTIL] = t
+                row[K.W_LAST_ISSUE] = t - 1
+                row[K.W_BAR_SET:K.W_BAR_SET + 7] = -K.NEVER
+                self._REGS[slot] = 0
+                SW[s, S[s, K.S_NW]] = slot
+                S[s, K.S_NW] += 1
+                self._slot_warp[slot] = view
+                self.all_warps.append(view)
+            C[c, K.C_LIVE] = len(traces)
+            C[c, K.C_NARRIVED] = 0
             self.resident += 1
-            self.peak_warps = max(self.peak_warps, sum(len(x.warps) for x in self.scheds))
+            self.peak_warps = max(self.peak_warps, int(S[:, K.S_NW].sum()))
 
-    def _finish_warp(self, w, t):
-        w.done = True
-        w.sched.warps.remove(w)
-        if w.sched.last is w:
-            w.sched.last = None
-        self.free_slots.append(w.slot)
-        self._flush_stalls(w)
-        cta = w.cta
-        cta.live -= 1
-        if cta.live == 0:
+    def _warp_exited(self):
+        G, W, C = self._G, self._W, self._C
+        t = int(G[K.G_T])
+        slot = int(G[K.G_EXIT_SLOT])
+        view = self._slot_warp[slot]
+        view.done = True
+        self.free_slots.append(slot)
+        st = self.stats
+        d = st.warp_stalls.setdefault(view.label, {r: 0 for r in STALL_REASONS})
+        for i, r in enumerate(STALL_REASONS):
+            n = int(W[slot, K.W_STALLS + i])
+            d[r] += n
+            st.stall_reasons[r] += n
+        c = view.cta.index
+        if C[c, K.C_LIVE] == 0:
             self.resident -= 1
             self.finished_ctas += 1
+            self.cta_log.append((view.cta.cid, view.cta.start, t))
+            self._ctas[c] = None
             self._launch_ready_ctas(t + self.cta_launch)
-        elif cta.arrived and len(cta.arrived) == cta.live:
-            self._release(cta, t)
-
-    def _release(self, cta, t):
-        when = t + self.lat.barrier_sync
-        for x in cta.arrived:
-            x.at_bar = False
-            x.ready_at = max(x.ready_at, when)
-            x.dep_until = max(x.dep_until, when)
-        cta.arrived = []
-
-    def _flush_stalls(self, w):
-        st = self.stats
-        from .stats import STALL_REASONS
-        d = st.warp_stalls.setdefault(w.label, {r: 0 for r in STALL_REASONS})
-        for i, r in enumerate(STALL_REASONS):
-            d[r] += w.stalls[i]
-            st.stall_reasons[r] += w.stalls[i]
 
     # ---- the clock -----------------------------------------------------------------------
     def run(self, env=None, quantum=256):
@@ -346,46 +430,71 @@ class SM:
             return self.stats
         return env.process(self._simpy(env, gen))
 
-    def _simpy(self, env, gen):
-        for t in gen:
-            if t > env.now:
-                yield env.timeout(t - env.now)
+    _simpy = ReferenceSM._simpy
 
     def _run(self, quantum=256):
         wall = time.perf_counter()
         self._launch_ready_ctas(self.now)
-        t = self.now
-        scheds = self.scheds
-        next_yield = t + quantum
-        limit = self.max_cycles
-        while self.warps_alive():
-            issued = False
-            for s in scheds:
-                if s.busy_until <= t and s.warps:
-                    if self._schedule(s, t):
-                        issued = True
-            if issued:
-                t += 1
-            else:
-                nxt = self._next_time(t)
-                if nxt >= NEVER:
-                    self._deadlock(t)
-                t = max(t + 1, nxt)
-            if limit is not None and t > limit:
-                raise SimulationError(f"kernel {self.kernel.name} ran past the cycle limit of {limit} cycles on SM {self.sm_id}")
-            if t >= next_yield:
+        G = self._G
+        G[K.G_T] = self.now
+        G[K.G_SI] = 0
+        G[K.G_PHASE] = 0
+        G[K.G_NEXT_YIELD] = self.now + quantum
+        run = K.run
+        read_kw, write_kw = self._mem_kw
+        memsys = self.memsys
+        while True:
+            status = run(*self._args)
+            if G[K.G_NBLOG] or G[K.G_NHLOG] or G[K.G_NILOG] or G[K.G_NSLOG]:
+                self._drain()
+            if status == K.MEM:
+                n = int(G[K.G_REQ_N])
+                sectors = self._REQ[:n].tolist()
+                if G[K.G_REQ_KIND] == K.REQ_STG:
+                    memsys.write(int(G[K.G_REQ_NOW]), sectors, **write_kw)
+                else:
+                    G[K.G_MEM_RESULT] = memsys.read(int(G[K.G_REQ_NOW]), sectors, **read_kw)
+            elif status == K.YIELD:
+                t = int(G[K.G_T])
                 self.now = t
                 yield t
-                next_yield = t + quantum
+                G[K.G_NEXT_YIELD] = t + quantum
+            elif status == K.EXITED:
+                self._warp_exited()
+            elif status == K.DONE:
+                if self.warps_alive():
+                    raise SimulationError(f"SM {self.sm_id}: no warp can ever issue again at cycle {int(G[K.G_T])}")
+                break
+            elif status != K.DRAIN:
+                self._fail(status)
         # the kernel ends when the last warp has exited and its stores are posted
+        t = int(G[K.G_T])
         self.now = t
         st = self.stats
         st.cycles = max(st.cycles, t)
         st.sim_seconds += time.perf_counter() - wall
+        for name, f in (("dual_issues", K.G_DUAL), ("reuse_hits", K.G_REUSE_HITS),
+                        ("bank_conflicts", K.G_BANK_CONFLICTS), ("bank_conflict_cycles", K.G_BANK_CYCLES),
+                        ("delayed_conflicts", K.G_DELAYED), ("shared_requests", K.G_SHARED_REQ),
+                        ("shared_wavefronts", K.G_SHARED_WF), ("stores", K.G_STORES),
+                        ("tex_requests", K.G_TEX_REQ), ("tex_sectors", K.G_TEX_SECTORS),
+                        ("tex_hits", K.G_TEX_HITS)):
+            setattr(st, name, getattr(st, name) + int(G[f]))
+        sh = self.shared
+        sh.next_free = int(G[K.G_SHARED_FREE])
+        sh.requests += int(G[K.G_SHARED_REQ])
+        sh.total_wavefronts += int(G[K.G_SHARED_WF])
+        sh.busy_cycles += int(G[K.G_SHM_BUSY])
+        for f in (K.G_DUAL, K.G_REUSE_HITS, K.G_BANK_CONFLICTS, K.G_BANK_CYCLES, K.G_DELAYED,
+                  K.G_SHARED_REQ, K.G_SHARED_WF, K.G_STORES, K.G_TEX_REQ, K.G_TEX_SECTORS, K.G_TEX_HITS,
+                  K.G_SHM_BUSY):
+            G[f] = 0
+        self._export_l1()
         static = self.static
-        for pc, n in enumerate(self.counts):
+        instrs = self.kernel.instructions
+        for pc, n in enumerate(self._CNT.tolist()[:len(instrs)]):
             if n:
-                op = self.kernel.instructions[pc].full_opcode
+                op = instrs[pc].full_opcode
                 st.opcode_counts[op] = st.opcode_counts.get(op, 0) + n
                 st.warp_instructions += n
                 st.flops += n * static.flops[pc]
@@ -395,419 +504,110 @@ class SM:
         st.opcode_counts = dict(sorted(st.opcode_counts.items(), key=lambda kv: -kv[1]))
         yield t
 
-    def loop_cycles_per_iteration(self, skip=2):
-        """Steady-state scheduler cycles per main-loop iteration of one warp.
+    def _drain(self):
+        """Move what the core logged since the last return into Python lists."""
+        G = self._G
+        n = int(G[K.G_NBLOG])
+        if n:
+            warps = self.all_warps
+            for wid, t in self._BLOG[:n].tolist():
+                warps[wid].branch_times.append(t)
+            G[K.G_NBLOG] = 0
+        n = int(G[K.G_NILOG])
+        if n:
+            warps = self.all_warps
+            rows = self._ILOG[:n].tolist()
+            self.issue_log.extend((t, warps[wid].label, pc) for t, wid, pc, _ in rows)
+            self.issue_done.extend(r[3] for r in rows)
+            G[K.G_NILOG] = 0
+        n = int(G[K.G_NSLOG])
+        if n:
+            warps = self.all_warps
+            self.stall_log.extend((warps[wid].label, g, a, b, t, mid, end)
+                                  for wid, g, a, b, t, mid, end in self._SLOG[:n].tolist())
+            G[K.G_NSLOG] = 0
+        n = int(G[K.G_NHLOG])
+        if n:
+            G[K.G_NHLOG] = 0
+            for rec in self._HLOG[:n].tolist():
+                self._hazard(*rec)
 
-        Each warp's interval between consecutive back-branches is the wall time of one iteration
-        while it shares its scheduler with the other resident warps; dividing by the warps per
-        scheduler gives the issue cycles one iteration costs (520 for maxas's sgemm_64 by its own
-        accounting). The first ``skip`` iterations (pipeline fill) and the last are left out.
-        """
-        per_warp = []
-        for w in self.all_warps:
-            bt = w.branch_times
-            if len(bt) > skip + 2:
-                per_warp.append((bt[-2] - bt[skip]) / (len(bt) - 2 - skip))
-        if not per_warp:
-            return None
-        return float(np.mean(per_warp)) / (self.peak_warps / len(self.scheds))
+    # ---- messages ------------------------------------------------------------------------
+    def _hazard(self, kind, wid, pc, t, reg, a, b, pos):
+        st = self.static
+        w = self.all_warps[wid]
+        if kind == 0:
+            src = self._earlier(w, pos, lambda q: reg in st.dsts[q])
+            what = f"reads R{reg} at cycle {a}, {b - a} cycle(s) before the result of {src} is ready"
+        elif kind == 1:
+            src = self._earlier(w, pos, lambda q: reg in st.pdsts[q])
+            what = f"reads P{reg} {b - t} cycle(s) before the result of {src} is ready"
+        else:
+            src = self._earlier(w, pos, lambda q: st.unit[q] in MEMORY and reg in st.srcs[q])
+            what = f"overwrites R{reg} before {src} has read it (read at cycle {b})"
+        instr = self.kernel.instructions[pc]
+        self._hazard_text(f"{instr.where}: hazard in warp {w.label} at cycle {t}: {instr.full_opcode} {what}; "
+                          f"control codes do not cover it (real hardware would silently compute garbage)")
+
+    def _earlier(self, w, pos, match):
+        """``"OPCODE at file:line"`` of the latest instruction before position ``pos`` of the
+        warp's trace that satisfies ``match(pc)``."""
+        for q in reversed(w.flat_pcs()[:pos]):
+            if match(q):
+                i = self.kernel.instructions[q]
+                return f"{i.full_opcode} at {i.where}"
+        return "an earlier instruction"
+
+    def _fail(self, status):
+        G = self._G
+        if status == K.ERR_LIMIT:
+            raise SimulationError(f"kernel {self.kernel.name} ran past the cycle limit of {self.max_cycles} "
+                                  f"cycles on SM {self.sm_id}")
+        if status == K.ERR_TRACE_END:
+            instr = self.kernel.instructions[int(G[K.G_ERR_PC])]
+            w = self._slot_warp[int(G[K.G_ERR_SLOT])]
+            raise SimulationError(f"{instr.where}: trace of warp {w.label} ends without EXIT")
+        if status == K.ERR_DEADLOCK:
+            self._deadlock(int(G[K.G_T]))
+        raise HazardError("hazard in strict mode")  # strict hazards are raised while draining
+
+    def _deadlock(self, t):
+        W, S, SW, C = self._W, self._S, self._SW, self._C
+        for s in range(len(self.scheds)):
+            for slot in SW[s, :S[s, K.S_NW]].tolist():
+                if W[slot, K.W_AT_BAR]:
+                    w = self._slot_warp[slot]
+                    pos = int(W[slot, K.W_POS])
+                    # the reference names the instruction before the current one within the
+                    # current part of the trace, else the current one
+                    start = 0
+                    for seg, _ in w.parts:
+                        if pos < start + len(seg.pcs):
+                            break
+                        start += len(seg.pcs)
+                    pc = w.flat_pcs()[pos - 1] if pos > start else int(W[slot, K.W_PC])
+                    instr = self.kernel.instructions[pc]
+                    c = w.cta.index
+                    raise SimulationError(
+                        f"{instr.where}: BAR.SYNC can never complete (CTA ({w.cta.cid[0]},{w.cta.cid[1]}): "
+                        f"{int(C[c, K.C_NARRIVED])} of {int(C[c, K.C_LIVE])} live warps arrived) at cycle {t}")
+        raise SimulationError(f"SM {self.sm_id}: no warp can ever issue again at cycle {t}")
+
+    # ---- queries ---------------------------------------------------------------------------
+    loop_cycles_per_iteration = ReferenceSM.loop_cycles_per_iteration
 
     def issued(self):
         """Warp instructions issued so far (the statistics are summed when the run ends)."""
-        return sum(self.counts)
+        return int(self._CNT.sum())
 
     def warps_alive(self):
-        return any(s.warps for s in self.scheds) or bool(self.pending) or \
+        return bool(self._S[:, K.S_NW].any()) or bool(self.pending) or \
             (bool(self.dispatcher) and self.resident < self.max_ctas)
 
-    def _next_time(self, t):
-        nxt = NEVER
-        for s in self.scheds:
-            for w in s.warps:
-                if not w.at_bar:
-                    r = w.ready_at if w.ready_at > s.busy_until else s.busy_until
-                    if r < nxt:
-                        nxt = r
-        return nxt
 
-    def _deadlock(self, t):
-        stuck = [w for s in self.scheds for w in s.warps if w.at_bar]
-        if stuck:
-            w = stuck[0]
-            instr = self.kernel.instructions[w.pcs[w.pos - 1] if w.pos else w.pc]
-            raise SimulationError(f"{instr.where}: BAR.SYNC can never complete (CTA ({w.cta.cid[0]},{w.cta.cid[1]}): "
-                                  f"{len(w.cta.arrived)} of {w.cta.live} live warps arrived) at cycle {t}")
-        raise SimulationError(f"SM {self.sm_id}: no warp can ever issue again at cycle {t}")
-
-    # ---- issue ---------------------------------------------------------------------------
-    def _unit_ok(self, w, pc, t, s):
-        u = self.static.unit[pc]
-        if u <= ALU_HALF:
-            if s.pipe_free[u] > t:
-                w.blocked = 4
-                return False
-        elif u in _MEMORY:
-            if s.mem_free > t:
-                w.blocked = 3
-                return False
-            # separate per-warp queues for shared and global/texture [maxas-cc]; requests do not
-            # complete in issue order (a texture fetch outlives the shared loads behind it), so
-            # each queue is a min-heap of completion cycles
-            if u in (LDS, STS):
-                out, depth = w.mem_out, self.shared_depth
-            else:
-                out, depth = w.gmem_out, self.global_depth
-            if out:
-                while out and out[0] <= t:
-                    heapq.heappop(out)
-                if len(out) >= depth:
-                    w.blocked = 3
-                    return False
-        return True
-
-    def _schedule(self, s, t):
-        w = s.last
-        st = self.static
-        if w is not None and not w.done and not w.at_bar and w.ready_at <= t and not w.yielded \
-                and self._unit_ok(w, w.pc, t, s):
-            pick = w
-        else:
-            pick = None
-            best = NEVER
-            for x in s.warps:
-                if x.ready_at <= t and not x.at_bar and x.last_issue < best:
-                    if x is w and x.yielded and len(s.warps) > 1:
-                        continue
-                    if self._unit_ok(x, x.pc, t, s):
-                        pick = x
-                        best = x.last_issue
-            if pick is None:
-                if w is not None and w.yielded and w.ready_at <= t and not w.at_bar and self._unit_ok(w, w.pc, t, s):
-                    pick = w
-                else:
-                    return False
-        w = pick
-        if s.last is not w:
-            s.last = w
-            if self.switch_clears_reuse:
-                s.rc_warp = None
-        # stall accounting for the cycles since this warp last issued
-        gap_start = w.last_issue + 1
-        if t > gap_start:
-            a = min(w.stall_until, t)
-            b = min(max(w.dep_until, a), t)
-            stalls = w.stalls
-            dep_reason = 2 if w.bar_wait else 1
-            # (a unit seen busy after the release must not turn the barrier wait into a dependency)
-            if a > gap_start:
-                stalls[0] += a - gap_start
-            if b > a:
-                stalls[dep_reason] += b - a
-            if t > b:
-                stalls[w.blocked if w.blocked in (3, 4) else 5] += t - b
-            if self.stall_log is not None:
-                self.stall_log.append((w.label, gap_start, a, b, t, dep_reason,
-                                       w.blocked if w.blocked in (3, 4) else 5))
-        w.blocked = 0
-        w.bar_wait = False
-        pc = w.pc
-        self._issue(w, s, pc, t)
-        # dual issue: a stall-0 instruction and the next one of the same warp, different units
-        if st.stall[pc] == 0 and self.dual and not w.done and not w.at_bar:
-            nxt = w.pc
-            if st.math[pc] != st.math[nxt] and s.busy_until <= t + 1 \
-                    and all(w.bar_clear[b] <= t for b in st.waits[nxt]) and self._unit_ok(w, nxt, t, s):
-                self.stats.dual_issues += 1
-                self._issue(w, s, nxt, t)
-        return True
-
-    def _issue(self, w, s, pc, t):
-        st = self.static
-        lat = self.lat
-        self.counts[pc] += 1  # warp instructions, FFMAs and flops are summed from these at the end
-        u = st.unit[pc]
-        w.last_issue = t
-        delay = 0
-        done_at = t
-        if self.hazard_mode:
-            self._check_hazards(w, pc, t, u)
-        if u <= ALU_HALF:
-            # operand reads through the reuse caches and the banks
-            reads = st.reads[pc]
-            if reads:
-                delay = self._collect(w, s, pc, t, reads)
-            s.pipe_free[u] = t + self.pipe_interval[u]
-            done_at = t + delay + st.latency[pc]
-            if delay:
-                s.busy_until = t + 1 + delay
-        elif u in _MEMORY:
-            done_at = self._memory(w, s, pc, t, u)
-        elif u == S2R:
-            done_at = t + lat.s2r
-        elif u == BRANCH:
-            s.rc_warp = None  # a branch empties the reuse caches
-            if st.back_branch[pc]:
-                w.branch_times.append(t)
-        elif u == BAR:
-            # a guarded BAR.SYNC whose guard is false for this warp issues but does not arrive
-            # (the functional run records which warps arrive when some do not)
-            arrive = w.mem.get(w.pos)
-            arrives = arrive is None or arrive[w.row]
-        if self.issue_log is not None:
-            self.issue_log.append((t, w.label, pc))
-            self.issue_done.append(done_at)
-        # results and dependency barriers; a write by any unit invalidates reuse-cached copies
-        dsts = st.dsts[pc]
-        if dsts and u > ALU_HALF and s.rc_warp is w and s.rcs is not _NO_REUSE:
-            s.rcs = tuple(tuple(r for r in c if r not in dsts) for c in s.rcs)
-        for r in dsts:
-            w.reg_ready[r] = done_at
-        for p in st.pdsts[pc]:
-            w.pred_ready[p] = done_at
-        b = st.wbar[pc]
-        if b:
-            if w.bar_clear[b] < done_at:
-                w.bar_clear[b] = done_at
-            w.bar_set[b] = t
-        # advance along the trace
-        w.pos += 1
-        if w.pos >= len(w.pcs):
-            w.part += 1
-            if w.part >= len(w.parts):
-                if u != EXIT:
-                    instr = self.kernel.instructions[pc]
-                    raise SimulationError(f"{instr.where}: trace of warp {w.label} ends without EXIT")
-                self._finish_warp(w, t)
-                return
-            seg, w.row = w.parts[w.part]
-            w.pcs = seg.pcs
-            w.mem = seg.mem
-            w.pos = 0
-        nxt = w.pcs[w.pos]
-        w.pc = nxt
-        stall = st.stall[pc]
-        # a dispatch held back by bank conflicts shifts the warp's later instructions with it
-        ready = t + delay + (stall if stall > 0 else 1)
-        w.stall_until = ready
-        w.yielded = st.yld[pc]
-        dep = ready
-        for b in st.waits[nxt]:
-            c = w.bar_clear[b]
-            # a barrier set too recently is not yet visible to the wait (the hazard check reports
-            # what that lets through)
-            if c > dep and ready > w.bar_set[b] + self.bar_delay:
-                dep = c
-        w.dep_until = dep
-        w.ready_at = dep
-        if u == BAR and arrives:
-            cta = w.cta
-            cta.arrived.append(w)
-            w.at_bar = True
-            w.bar_wait = True
-            if len(cta.arrived) == cta.live:
-                self._release(cta, t)
-
-    def _reuse_step(self, pc, rcs):
-        """The reuse caches through one ALU instruction: (caches after, hits, reads, banks read).
-
-        ``rcs`` holds one tuple per operand slot, most recent last. A register in its slot's
-        cache is served from it (and kept only if flagged again); a flagged register not yet there
-        is inserted, evicting the least recently used beyond ``reuse_entries_per_slot``; a write
-        removes the destination from every slot; slots from ``regfile.reuse_slots`` on have no
-        cache. Pure: the SM memoizes it per (pc, caches).
-        """
-        rc = [list(c) for c in rcs]
-        banks = []
-        from_banks = set()  # registers this instruction already reads from a bank
-        hits = 0
-        entries = self.reuse_entries
-        nslots = self.reuse_slots
-        for slot, r, bank, flagged, _dup in self.static.reads[pc]:
-            if slot < nslots:  # a slot from reuse_slots on has no cache: always a bank read
-                cache = rc[slot]
-                if r in cache:
-                    hits += 1
-                    cache.remove(r)
-                    if flagged:
-                        cache.append(r)
-                    continue
-                if flagged:
-                    cache.append(r)
-                    if len(cache) > entries:
-                        del cache[0]
-            # a register named in two slots is read from its bank once, unless the other slot got
-            # it from that slot's reuse cache (a cache serves only its own slot)
-            if r not in from_banks:
-                from_banks.add(r)
-                banks.append(bank)
-        for r in self.static.dsts[pc]:
-            for cache in rc:
-                if r in cache:
-                    cache.remove(r)
-        banks = tuple(banks)
-        return (tuple(tuple(c) for c in rc), hits, len(self.static.reads[pc]), banks,
-                len(banks) - len(set(banks)))
-
-    def _collect(self, w, s, pc, t, reads):
-        """Reuse caches and bank booking for one ALU instruction; returns the dispatch delay."""
-        rcs = s.rcs if s.rc_warp is w else _NO_REUSE
-        key = (pc, rcs)
-        step = self._reuse_memo.get(key)
-        if step is None:
-            step = self._reuse_memo[key] = self._reuse_step(pc, rcs)
-        s.rcs, hits, nreads, banks, extra = step
-        s.rc_warp = w
-        stats = self.stats
-        if hits:
-            stats.reuse_hits += hits
-        if not banks:
-            return 0
-        if extra:
-            stats.bank_conflicts += extra
-        last = t
-        start = t - self.lookahead
-        book = s.banks.book
-        delayed = False
-        for bank in banks:
-            c, late = book(bank, start, t)
-            delayed |= late
-            if c > last:
-                last = c
-        delay = (last - t) * self.conflict_penalty
-        if delay:
-            stats.bank_conflict_cycles += delay
-            if delayed:
-                stats.delayed_conflicts += 1
-        return delay
-
-    def _book_late_reads(self, s, pc, when):
-        """A memory instruction reads its registers late: book those bank reads at ``when``."""
-        book = s.banks.book_late
-        for bank in self.static.mem_reads[pc]:
-            book(bank, when)
-
-    def _memory(self, w, s, pc, t, u):
-        st = self.static
-        lat = self.lat
-        stats = self.stats
-        s.mem_free = t + self.mem_interval
-        summary = w.mem.get(w.pos)
-        if u in (LDS, STS):
-            read_at = t + lat.mem_operand_read_shared
-            self._book_late_reads(s, pc, read_at)
-            wf = int(summary[w.row]) if summary is not None else 1
-            if wf == 0:
-                done = t + 1
-                release = t + 1
-            else:
-                stats.shared_requests += 1
-                stats.shared_wavefronts += wf
-                done = self.shared.issue(t, wf, store=(u == STS))
-                # the data registers are read while the banks take them in
-                release = max(self.shared.next_free + lat.mem_operand_read_shared, read_at + 1)
-            heapq.heappush(w.mem_out, done)
-            rb = st.rbar[pc]
-            if rb:
-                if w.bar_clear[rb] < release:
-                    w.bar_clear[rb] = release
-                w.bar_set[rb] = t
-            for r in st.srcs[pc]:
-                w.reg_read[r] = read_at
-            return done
-        sectors = summary[w.row] if summary is not None else ()
-        n = len(sectors)
-        if n == 0 and u != STG:
-            # every lane predicated off, or (texture) every active lane outside the texture: no
-            # sector is fetched, the instruction leaves the pipe at once (a border-only fetch is
-            # modelled as free; the trace does not tell it from a predicated-off one)
-            return t + 1
-        read_at = t + (lat.mem_operand_read_tex if u == TEX else lat.mem_operand_read_global)
-        self._book_late_reads(s, pc, read_at)
-        rb = st.rbar[pc]
-        if rb:
-            release = t + lat.read_barrier_release
-            if w.bar_clear[rb] < release:
-                w.bar_clear[rb] = release
-            w.bar_set[rb] = t
-        for r in st.srcs[pc]:
-            w.reg_read[r] = read_at
-        if u == STG:
-            stats.stores += 1
-            if n:
-                self.memsys.write(read_at, [int(x) for x in sectors])
-            return t + 1
-        if u == TEX:
-            stats.tex_requests += 1
-            stats.tex_sectors += n
-            start = self.tex_free if self.tex_free > read_at else read_at
-            self.tex_free = start + n * self.sector / self.tex_bytes_per_clk
-            start = math.ceil(start)
-            hits, misses = self.l1.access(start, [int(x) for x in sectors])
-            stats.tex_hits += hits
-            # the latencies (tex_l1_hit, l2_hit, dram) count from the instruction's issue, which
-            # includes the operand read: time the request from its issue-equivalent cycle
-            issued = start - (read_at - t)
-            done = issued + lat.tex_l1_hit
-            if self.l1.pending_ready > done:
-                done = self.l1.pending_ready
-            if misses:
-                mdone = self.memsys.read(issued, misses)
-                self.l1.fill(misses, mdone)
-                if mdone > done:
-                    done = mdone
-        else:  # LDG: through the L2
-            done = self.memsys.read(t, [int(x) for x in sectors])  # l2_hit / dram count from issue
-        heapq.heappush(w.gmem_out, done)
-        return done
-
-    def _check_hazards(self, w, pc, t, u):
-        st = self.static
-        lat = self.lat
-        read_t = t
-        if u in (LDS, STS):
-            read_t = t + lat.mem_operand_read_shared
-        elif u == TEX:
-            read_t = t + lat.mem_operand_read_tex
-        elif u in (LDG, STG):
-            read_t = t + lat.mem_operand_read_global
-        rr = w.reg_ready
-        for r in st.srcs[pc]:
-            if rr[r] > read_t:
-                src = self._earlier(w, lambda q: r in st.dsts[q])
-                self._hazard(w, pc, t, f"reads R{r} at cycle {read_t}, {rr[r] - read_t} cycle(s) before the result of "
-                                       f"{src} is ready")
-                break
-        for p in st.psrcs[pc]:
-            if w.pred_ready[p] > t:
-                src = self._earlier(w, lambda q: p in st.pdsts[q])
-                self._hazard(w, pc, t, f"reads P{p} {w.pred_ready[p] - t} cycle(s) before the result of {src} is ready")
-                break
-        lat_w = t + (st.latency[pc] if u <= ALU_HALF else 1)
-        for r in st.dsts[pc]:
-            if w.reg_read[r] > lat_w:
-                src = self._earlier(w, lambda q: st.unit[q] in _MEMORY and r in st.srcs[q])
-                self._hazard(w, pc, t, f"overwrites R{r} before {src} has read it (read at cycle {w.reg_read[r]})")
-                break
-
-    def _earlier(self, w, match):
-        """``"OPCODE at file:line"`` of the latest instruction before the current one in the warp's
-        trace that satisfies ``match(pc)`` (for hazard messages; only runs when one is found)."""
-        parts = [w.pcs[:w.pos]] + [seg.pcs for seg, _ in reversed(w.parts[:w.part])]
-        for pcs in parts:
-            for q in reversed(pcs):
-                if match(q):
-                    i = self.kernel.instructions[q]
-                    return f"{i.full_opcode} at {i.where}"
-        return "an earlier instruction"
-
-    def _hazard(self, w, pc, t, what):
-        instr = self.kernel.instructions[pc]
-        msg = (f"{instr.where}: hazard in warp {w.label} at cycle {t}: {instr.full_opcode} {what}; "
-               f"control codes do not cover it (real hardware would silently compute garbage)")
-        self._hazard_text(msg)
-
-    def _hazard_text(self, msg):
-        if self.hazard_mode == "strict":
-            raise HazardError(msg)
-        if self.hazard_mode and len(self.stats.hazards) < 1000:
-            self.stats.hazards.append(msg)
+def _grow(a, need):
+    """``a`` with at least ``need`` columns (doubling), its contents kept."""
+    cols = max(need, 2 * a.shape[1])
+    b = np.zeros((a.shape[0], cols), dtype=a.dtype)
+    b[:, :a.shape[1]] = a
+    return b

@@ -71,6 +71,7 @@ from maxsim.analysis.reuse import set_reuse_flags
 from maxsim.errors import LaunchError
 from maxsim.isa import instruction as ins
 from maxsim.sass import format_kernel, parse_text
+from maxsim.timing.occupancy import with_registers
 
 from .controls import Spec, assign_controls
 
@@ -399,8 +400,13 @@ def kernel_name(kernel: str, traversal: str, regmap: str, reuse: bool) -> str:
 
 @functools.lru_cache(maxsize=32)
 def generate_kernel(kernel: str = "sgemm_64", traversal: str = "swirl", regmap: str = "maxas",
-                    reuse: bool = True):
-    """The generated kernel, decoded (a :class:`maxsim.isa.instruction.Kernel`)."""
+                    reuse: bool = True, regs: int | None = None):
+    """The generated kernel, decoded (a :class:`maxsim.isa.instruction.Kernel`).
+
+    It declares the registers its code uses (``RegCnt``), or ``regs`` when given: more registers
+    per thread, same code, fewer resident CTAs (see :mod:`maxsim.timing.occupancy`)."""
+    if regs is not None:
+        return with_registers(generate_kernel(kernel, traversal, regmap, reuse), regs)
     g = KERNELS.get(kernel)
     if g is None:
         raise LaunchError(f"unknown SGEMM kernel {kernel!r}: expected one of {', '.join(KERNELS)}")
@@ -414,6 +420,6 @@ def generate_kernel(kernel: str = "sgemm_64", traversal: str = "swirl", regmap: 
 
 
 def generate(kernel: str = "sgemm_64", traversal: str = "swirl", regmap: str = "maxas",
-             reuse: bool = True) -> str:
-    """SASS text (maxas format) of the generated kernel."""
-    return format_kernel(generate_kernel(kernel, traversal, regmap, reuse))
+             reuse: bool = True, regs: int | None = None) -> str:
+    """SASS text (maxas format) of the generated kernel (declaring ``regs`` registers if given)."""
+    return format_kernel(generate_kernel(kernel, traversal, regmap, reuse, regs))

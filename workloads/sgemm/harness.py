@@ -33,6 +33,7 @@ from maxsim.errors import LaunchError
 from maxsim.functional import GlobalMemory, Texture1D, launch
 from maxsim.functional.memory import texture_index
 from maxsim.sass import parse_file
+from maxsim.timing.occupancy import with_registers
 
 from .generator import KERNELS, PARAM_BASE, PARAMS, TEX_A, TEX_B, generate_kernel
 
@@ -127,7 +128,7 @@ def _prepare(geo, m, n, k, lda, ldb, ldc, alpha, seed) -> _Problem:
     return _Problem(a, b, mem, textures, params, grid, geo.threads, c_ptr, ldc, sentinel)
 
 
-def _kernel(kernel_name, traversal, regmap, reuse, sass_path):
+def _kernel(kernel_name, traversal, regmap, reuse, sass_path, regs=None):
     if sass_path is not None:
         kernel = parse_file(sass_path)
         check_params(kernel, str(sass_path))
@@ -139,8 +140,8 @@ def _kernel(kernel_name, traversal, regmap, reuse, sass_path):
                 f"{sass_path}: kernel {kernel.name} declares SharedSize {kernel.shared_size}, but the "
                 f"{kernel_name} harness ({geo.threads} threads, {geo.tile}x{geo.tile} tile) needs {need}: "
                 f"is it the other SGEMM kernel?")
-        return kernel
-    return generate_kernel(kernel_name, traversal, regmap, reuse)
+        return kernel if regs is None else with_registers(kernel, regs)
+    return generate_kernel(kernel_name, traversal, regmap, reuse, regs)
 
 
 def _sizes(kernel_name, m, n, k, lda, ldb, ldc):
@@ -155,20 +156,22 @@ def _sizes(kernel_name, m, n, k, lda, ldb, ldc):
 
 
 def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, traversal="swirl",
-              regmap="maxas", reuse=True, sass_path=None, seed=0, progress=None) -> SgemmResult:
+              regmap="maxas", reuse=True, sass_path=None, seed=0, progress=None, regs=None) -> SgemmResult:
     """Run one SGEMM functionally over the whole grid and check it (see the module docstring).
 
     ``lda`` / ``ldb`` default to M / N rounded up to a multiple of 4 (a column must start on a float4
     texel), ``ldc`` to M. A and B are standard-normal draws from ``seed``; their padding rows are NaN.
 
     ``sass_path`` runs that kernel file (e.g. maxas's own ``sgemm_final_64.sass``) instead of the
-    generated kernel; its parameter table must be the 9-parameter maxas layout.
+    generated kernel; its parameter table must be the 9-parameter maxas layout. ``regs`` makes the
+    kernel declare that many registers per thread (its code unchanged; see
+    :mod:`maxsim.timing.occupancy`).
 
     ``progress`` (``progress(done, total, what, unit)``, see :mod:`maxsim.report.progress`) is told
     the CTAs done.
     """
     geo, lda, ldb, ldc = _sizes(kernel_name, m, n, k, lda, ldb, ldc)
-    kernel = _kernel(kernel_name, traversal, regmap, reuse, sass_path)
+    kernel = _kernel(kernel_name, traversal, regmap, reuse, sass_path, regs)
     p = _prepare(geo, m, n, k, lda, ldb, ldc, alpha, seed)
     # a generous bound on the work of a correct SGEMM: warps x (loop iterations x 600 + 2000)
     warps = p.grid[0] * p.grid[1] * ((p.block + 31) // 32)
@@ -222,27 +225,35 @@ def _check_work(name, m, n, k):
 
 def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regmap="maxas", reuse=True,
                  sass_path=None, timing=True, sm_ctas=None, hazards="warn", max_cycles=None,
-                 progress=None, timeline=None) -> dict:
+                 progress=None, timeline=None, occupancy=None) -> dict:
     """What ``maxsim run sgemm_64|sgemm_128`` reports: the checked functional run of the whole grid,
     then (``timing``) the timing model of one SM running the first ``sm_ctas`` CTAs (default: one
     full wave of resident CTAs). Sizes default to 256.
 
     ``progress``: a callback ``progress(done, total, what, unit)`` (see :mod:`maxsim.report.progress`)
     for both runs. ``timeline``: a callable that receives the timed SM, run with its issue log on
-    (e.g. :func:`maxsim.report.timeline.write_trace`)."""
+    (e.g. :func:`maxsim.report.timeline.write_trace`). ``occupancy``: the kernel's residency as a
+    user chose it, one of ``{"regs": N}``, ``{"warps_per_scheduler": W}``, ``{"ctas_per_sm": C}``
+    (:func:`maxsim.timing.occupancy.registers_for`), checked before anything runs."""
     from maxsim.arch.config import load_config
-    from maxsim.report.fields import functional_fields, timing_fields
+    from maxsim.report.fields import functional_fields, occupancy_fields, timing_fields
     cfg = cfg if cfg is not None else load_config()
     m, n, k = (256 if x is None else x for x in (m, n, k))
     _check_work(name, m, n, k)
+    regs = None
+    if occupancy:
+        from maxsim.timing.occupancy import registers_for
+        geo = _sizes(name, m, n, k, None, None, None)[0]
+        regs = registers_for(_kernel(name, traversal, regmap, reuse, sass_path), geo.threads, cfg, **occupancy)
     r = run_sgemm(name, m, n, k, traversal=traversal, regmap=regmap, reuse=reuse, sass_path=sass_path,
-                  progress=progress)
+                  progress=progress, regs=regs)
     kernel = r.launch.kernel
     out = {"workload": name, "kernel": kernel.name, "config": cfg.name, "m": m, "n": n, "k": k,
            "grid": list(r.grid), "block": r.block, "verified": r.verified,
            "max_abs_error": r.max_abs_error, "tolerance": r.max_bound,
            "max_error_over_tolerance": r.max_error_ratio}
     out.update(functional_fields(kernel, r.launch))
+    out.update(occupancy_fields(kernel, r.block, cfg))
     if not timing:
         return out
     from maxsim.timing.run import simulate

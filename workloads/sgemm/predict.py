@@ -12,6 +12,7 @@ from maxsim.functional import GlobalMemory, Texture1D
 from maxsim.functional.memory import texture_index
 from maxsim.gpu import simulate_gpu
 from maxsim.gpu.sampling import predict, samples_needed
+from maxsim.timing.occupancy import with_registers
 from maxsim.timing.sm import residency
 
 from .generator import KERNELS, TEX_A, TEX_B, generate_kernel
@@ -25,9 +26,18 @@ def gflops(n, seconds, m=None, k=None):
     return (2.0 * m * n * k + m * n) / seconds / 1e9
 
 
-def _builder(m, n, seed=0):
-    """The same M x N problem with any K: random A and B (timing does not depend on the values)."""
+TEXTURE_BASE = 1 << 36  # cache address of A; B follows it (as two consecutive device allocations)
+
+
+def _builder(m, n, k_full, seed=0):
+    """The same M x N problem with any K: random A and B (timing does not depend on the values).
+
+    A and B get fixed cache addresses laid out for the real K (``k_full``), A first, B after it on a
+    256-byte boundary, so that every K sample and every K position of a CTA (see ``_shift``) names
+    the sectors of the same problem."""
     lda, ldb = _round4(m), _round4(n)
+    a_addr = TEXTURE_BASE
+    b_addr = a_addr + -(-lda * k_full * 4 // 256) * 256
 
     def build(k):
         rng = np.random.default_rng(seed)
@@ -37,38 +47,53 @@ def _builder(m, n, seed=0):
         a[:m] = rng.standard_normal((m, k), dtype=np.float32)
         b = np.zeros((ldb, k), np.float32)
         b[:n] = rng.standard_normal((n, k), dtype=np.float32)
-        tex = {texture_index(TEX_A): Texture1D(a.ravel(order="F").reshape(-1, 4)),
-               texture_index(TEX_B): Texture1D(b.ravel(order="F").reshape(-1, 4))}
+        tex = {texture_index(TEX_A): Texture1D(a.ravel(order="F").reshape(-1, 4), address=a_addr),
+               texture_index(TEX_B): Texture1D(b.ravel(order="F").reshape(-1, 4), address=b_addr)}
         return [c_ptr, m, n, k, lda, ldb, m, np.float32(1.0), 0], mem, tex
     return build
 
 
-def footprint(cta):
-    """An SGEMM CTA (x, y) reads the A tile of row block x and the B tile of column block y."""
-    return (("A", cta[0]), ("B", cta[1]))
+def _shift(m, n):
+    """Where an SGEMM CTA's data lies further along K: A and B are stored K-major (row k of A^T at
+    k x lda floats from its start), so ``dk`` more of K moves every texel address by dk x ld x 4
+    bytes. ``textures`` are those ``build`` made (their cache addresses and sizes)."""
+    lda, ldb = _round4(m), _round4(n)
+
+    def shift(textures, dk):
+        a, b = textures[texture_index(TEX_A)], textures[texture_index(TEX_B)]
+        return [(a.address, a.address + a.size * 16, dk * lda * 4),
+                (b.address, b.address + b.size * 16, dk * ldb * 4)]
+    return shift
 
 
-def predict_sgemm(name, n, cfg, *, m=None, k=None, kernel=None, full=False, progress=None):
+def predict_sgemm(name, n, cfg, *, m=None, k=None, kernel=None, full=False, progress=None, regs=None):
     """Predicted seconds, GFLOPS and details of the SGEMM on the GPU of ``cfg``: square of size n
-    unless ``m`` (rows) and ``k`` are given (K is rounded up to a multiple of 8)."""
+    unless ``m`` (rows) and ``k`` are given (K is rounded up to a multiple of 8). ``regs``: the
+    kernel declares that many registers per thread (fewer resident CTAs; its code unchanged)."""
     geo = KERNELS[name]
     kernel = kernel if kernel is not None else generate_kernel(name)
+    if regs is not None:
+        kernel = with_registers(kernel, regs)
     m = n if m is None else m
     k = -(-(n if k is None else k) // 8) * 8
     grid = (-(-m // geo.tile), -(-n // geo.tile))
-    build = _builder(m, n)
+    build = _builder(m, n, k)
     if full:
         params, mem, tex = build(k)
         r = simulate_gpu(kernel, grid, geo.threads, params, mem, tex, cfg=cfg, hazards=None)
+        mem = {k: float(v) for k, v in r.memory.stats().items() if isinstance(v, (int, float))
+               and not k.endswith("rate")}
+        mem["cycles"] = float(r.cycles)
         return {"kernel": name, "n": n, "seconds": r.seconds, "gflops": gflops(n, r.seconds, m, k),
-                "cycles": r.cycles, "waves": r.waves, "method": "full"}
-    p = predict(kernel, geo.threads, grid, k, build, cfg, footprint=footprint, progress=progress)
+                "cycles": r.cycles, "waves": r.waves, "method": "full", "memory": mem}
+    p = predict(kernel, geo.threads, grid, k, build, cfg, k_step=8, shift=_shift(m, n), progress=progress)
+    steady = [ph for ph in p.phases if ph.name == "steady state"]
     return {"kernel": name, "n": n, "seconds": p.seconds, "gflops": gflops(n, p.seconds, m, k),
             "cycles": p.cycles, "waves": p.waves, "method": "sampled",
-            "loop_cycles": p.rounds[0][1].loop_cycles,
-            "rounds": [{"count": c, "ctas": r.ctas, "active_sms": r.active_sms,
-                        "dram_factor": r.dram_factor, "k_samples": list(r.ks), "cycles": list(r.cycles)}
-                       for c, r in p.rounds]}
+            "loop_cycles": (steady or p.phases)[0].loop_cycles,
+            "progress_skew_iterations": p.progress_skew, "memory": p.memory,
+            "phases": [{"name": ph.name, "ctas": ph.ctas, "k_samples": list(ph.ks), "cycles": list(ph.cycles),
+                        "loop_cycles": ph.loop_cycles, "memory": ph.memory} for ph in p.phases]}
 
 
 def sample_count(name, n, cfg, kernel=None):

@@ -1,0 +1,815 @@
+"""The compiled SM core: the per-cycle and per-issue work of the SM model, in numba.
+
+It runs exactly the model of :mod:`maxsim.timing.reference` (the specification; read that module
+for what each step means and why), on state held in numpy arrays instead of Python objects:
+
+* ``G`` (int64): SM-wide scalars - the clock, where a suspended cycle resumes, the request handed
+  to Python, counters, and the config values the loop reads (field names ``G_*`` below).
+* ``F`` (float64): the texture path's next free cycle (a fluid server, so not an integer).
+* ``W`` (int64, warp slot x field ``W_*``): one row per warp slot (its pc and trace position,
+  ready/stall/dependency cycles, flags, stall counters, dependency barriers, predicates).
+* ``REGS`` (warp slot x 2 x 256): cycle each register's result is ready (0) / is last read (1).
+* ``Q`` (warp slot x (shared depth + global depth)): completion cycles of outstanding shared and
+  global/texture requests (the per-warp memory queues; counts in ``W``).
+* ``S`` (scheduler x field ``S_*``), ``SW`` (scheduler x warp slots, in launch order), ``RC``
+  (scheduler x operand slot x reuse entries), ``BANKS`` (scheduler x 2 x ring: tag, busy bits).
+* ``C`` (CTA slot x field ``C_*``): live and arrived warps of each resident CTA.
+* ``P`` (pc x field ``P_*``), ``L`` (flat register lists of ``P``), ``RD`` (operand reads: slot,
+  register, bank, reuse flag): the kernel's static tables.
+* ``TPC``, ``TAUX`` (warp slot x position): each warp's flattened trace - pcs, and per position
+  the shared wavefronts / offset of the sector list in ``SEC`` / barrier arrival (-1: none).
+* ``L1`` (set x way x (2 + sectors per line)): the L1/texture cache's tags, LRU stamps and the
+  arrival cycle of each sector.
+* ``ILOG``, ``SLOG``, ``BLOG``, ``HLOG``: issue log, stall log, back-branch times and hazard
+  records, drained by Python whenever the core returns; ``REQ`` the sectors of a memory request.
+
+:func:`run` advances the SM until something needs Python and returns a status: a quantum ended
+(``YIELD``), the L2/DRAM memory system must serve a read or a store (``MEM``: Python writes the
+completion cycle into ``G[G_MEM_RESULT]`` and calls again; the core resumes inside the same issue),
+a warp exited (``EXIT``: Python flushes its statistics and launches CTAs into freed slots), the logs
+need draining (``DRAIN``), the SM is idle (``DONE``) or an error (``ERR_*``). A suspended cycle
+resumes at the scheduler where it stopped, so the order of events is that of the reference core.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .static import ALU_HALF, BAR, BRANCH, EXIT, LDG, LDS, NEVER, S2R, STG, STS, TEX
+
+# ---- statuses returned by run() ----
+OK, YIELD, DONE, MEM, EXITED, DRAIN, ERR_LIMIT, ERR_DEADLOCK, ERR_TRACE_END, ERR_HAZARD = range(10)
+_NONE = 10  # a scheduler found no warp to issue (internal)
+
+# ---- G: SM-wide scalars ----
+(G_T, G_SI, G_ISSUED, G_PHASE, G_CTX_SLOT, G_CTX_PC, G_CTX_DONE, G_REQ_KIND, G_REQ_NOW, G_REQ_N,
+ G_MEM_RESULT, G_EXIT_SLOT, G_ERR_SLOT, G_ERR_PC, G_NEXT_YIELD, G_LIMIT, G_SHARED_FREE, G_L1_CLOCK,
+ # counters (statistics)
+ G_DUAL, G_REUSE_HITS, G_BANK_CONFLICTS, G_BANK_CYCLES, G_DELAYED, G_SHARED_REQ, G_SHARED_WF,
+ G_STORES, G_TEX_REQ, G_TEX_SECTORS, G_TEX_HITS, G_L1_HITS, G_L1_MISSES, G_L1_PENDING, G_L1_EVICT,
+ G_SHM_BUSY,
+ # log fill levels
+ G_NILOG, G_NSLOG, G_NBLOG, G_NHLOG,
+ # config
+ G_NSCHED, G_HAZARDS, G_LOG, G_LOOKAHEAD, G_REUSE_ENTRIES, G_SWITCH_CLEARS, G_PENALTY,
+ G_MEM_INTERVAL, G_PIPE_INT0, G_PIPE_INT1, G_REUSE_SLOTS, G_SHARED_DEPTH, G_GLOBAL_DEPTH,
+ G_SECTOR, G_DUAL_ON, G_BAR_DELAY, G_LAT_S2R, G_READ_SHARED, G_READ_TEX, G_READ_GLOBAL,
+ G_READ_BAR_RELEASE, G_TEX_L1_HIT, G_BARRIER_SYNC, G_LAT_LDS, G_LAT_STS, G_L1_LINE, G_L1_SPL,
+ G_L1_SETS, G_L1_ASSOC, G_SIZE) = range(68)
+
+# request kinds (G_REQ_KIND)
+REQ_TEX, REQ_LDG, REQ_STG = range(3)
+
+# ---- F: float scalars ----
+F_TEX_FREE, F_TEX_BPC, F_SIZE = range(3)
+
+# ---- W: per warp slot ----
+(W_WID, W_CTA, W_PC, W_POS, W_LEN, W_READY, W_STALL_UNTIL, W_DEP_UNTIL, W_LAST_ISSUE, W_DONE,
+ W_AT_BAR, W_YIELDED, W_BLOCKED, W_BAR_WAIT, W_NQ0, W_NQ1) = range(16)
+W_STALLS = 16  # 6 stall counters (stats.STALL_REASONS order)
+W_BAR_CLEAR = 22  # 7 entries (barrier 0 unused)
+W_BAR_SET = 29  # 7 entries
+W_PRED = 36  # 8 predicates
+W_SIZE = 44
+
+# ---- S: per scheduler ----
+S_LAST, S_BUSY, S_PIPE0, S_PIPE1, S_MEM_FREE, S_RC_WARP, S_NW, S_RCN = range(8)  # S_RCN: 3 counts
+S_SIZE = 11
+
+# ---- C: per resident CTA ----
+C_LIVE, C_NARRIVED, C_SIZE = range(3)
+
+# ---- P: per instruction ----
+(P_UNIT, P_MATH, P_STALL, P_YIELD, P_WAITS, P_RBAR, P_WBAR, P_LATENCY, P_BACK, P_SRC, P_NSRC, P_DST,
+ P_NDST, P_PSRC, P_NPSRC, P_PDST, P_NPDST, P_READS, P_NREADS, P_MREADS, P_NMREADS, P_SIZE) = range(22)
+
+RING = 64  # register bank ring (cycles remembered), as regfile.RING
+LATE = 16  # bit offset of the late-read marks, as regfile.LATE
+NO_FILL = -(1 << 62)  # an L1 sector not present
+ILOG_W, SLOG_W, HLOG_W = 4, 7, 8  # columns of the issue, stall and hazard logs
+
+
+@njit(cache=True)
+def _book(BANKS, s, bank, cycle, collide_from):
+    """regfile.RegisterBanks.book: (cycle of the read, collided with a late read)."""
+    bit = 1 << bank
+    late = False
+    while True:
+        i = cycle & (RING - 1)
+        if BANKS[s, 0, i] != cycle:
+            BANKS[s, 0, i] = cycle
+            BANKS[s, 1, i] = bit
+            return cycle, late
+        b = BANKS[s, 1, i]
+        if not b & bit:
+            BANKS[s, 1, i] = b | bit
+            return cycle, late
+        if cycle >= collide_from and b & (bit << LATE):
+            late = True
+        cycle += 1
+
+
+@njit(cache=True)
+def _book_late_reads(BANKS, P, L, s, pc, when):
+    o = P[pc, P_MREADS]
+    for k in range(P[pc, P_NMREADS]):
+        bank = L[o + k]
+        c, _ = _book(BANKS, s, bank, when, when)
+        BANKS[s, 1, c & (RING - 1)] |= 1 << (bank + LATE)
+
+
+@njit(cache=True)
+def _unit_ok(G, W, Q, S, P, w, pc, t, s):
+    u = P[pc, P_UNIT]
+    if u <= ALU_HALF:
+        if S[s, S_PIPE0 + u] > t:
+            W[w, W_BLOCKED] = 4
+            return False
+    elif u >= LDS and u <= STG:
+        if S[s, S_MEM_FREE] > t:
+            W[w, W_BLOCKED] = 3
+            return False
+        if u == LDS or u == STS:
+            base, nf, depth = 0, W_NQ0, G[G_SHARED_DEPTH]
+        else:
+            base, nf, depth = G[G_SHARED_DEPTH], W_NQ1, G[G_GLOBAL_DEPTH]
+        n = W[w, nf]
+        if n:
+            m = 0
+            for k in range(n):  # drop the requests completed by now
+                c = Q[w, base + k]
+                if c > t:
+                    Q[w, base + m] = c
+                    m += 1
+            W[w, nf] = m
+            if m >= depth:
+                W[w, W_BLOCKED] = 3
+                return False
+    return True
+
+
+@njit(cache=True)
+def _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t):
+    """Reuse caches and bank booking for one ALU instruction; returns the dispatch delay."""
+    wid = W[w, W_WID]
+    if S[s, S_RC_WARP] != wid:  # another warp's caches are no use: start empty
+        for k in range(3):
+            S[s, S_RCN + k] = 0
+    entries = G[G_REUSE_ENTRIES]
+    nslots = G[G_REUSE_SLOTS]
+    banks = np.empty(3, np.int64)
+    regs = np.empty(3, np.int64)
+    nb = 0
+    hits = 0
+    o = P[pc, P_READS]
+    for k in range(P[pc, P_NREADS]):
+        slot = RD[o + k, 0]
+        r = RD[o + k, 1]
+        bank = RD[o + k, 2]
+        flagged = RD[o + k, 3]
+        if slot < nslots:
+            n = S[s, S_RCN + slot]
+            j = -1
+            for q in range(n):
+                if RC[s, slot, q] == r:
+                    j = q
+                    break
+            if j >= 0:
+                hits += 1
+                for q in range(j, n - 1):
+                    RC[s, slot, q] = RC[s, slot, q + 1]
+                n -= 1
+                if flagged:
+                    RC[s, slot, n] = r
+                    n += 1
+                S[s, S_RCN + slot] = n
+                continue
+            if flagged:
+                if n >= entries:  # evict the least recently used
+                    for q in range(n - 1):
+                        RC[s, slot, q] = RC[s, slot, q + 1]
+                    n -= 1
+                RC[s, slot, n] = r
+                S[s, S_RCN + slot] = n + 1
+        seen = False
+        for q in range(nb):
+            if regs[q] == r:
+                seen = True
+                break
+        if not seen:
+            regs[nb] = r
+            banks[nb] = bank
+            nb += 1
+    od = P[pc, P_DST]
+    for k in range(P[pc, P_NDST]):
+        _forget(S, RC, s, L[od + k])
+    S[s, S_RC_WARP] = wid
+    if hits:
+        G[G_REUSE_HITS] += hits
+    if nb == 0:
+        return 0
+    distinct = 0
+    for a in range(nb):
+        first = True
+        for q in range(a):
+            if banks[q] == banks[a]:
+                first = False
+                break
+        if first:
+            distinct += 1
+    if nb > distinct:
+        G[G_BANK_CONFLICTS] += nb - distinct
+    last = t
+    start = t - G[G_LOOKAHEAD]
+    delayed = False
+    for a in range(nb):
+        c, late = _book(BANKS, s, banks[a], start, t)
+        delayed |= late
+        if c > last:
+            last = c
+    delay = (last - t) * G[G_PENALTY]
+    if delay:
+        G[G_BANK_CYCLES] += delay
+        if delayed:
+            G[G_DELAYED] += 1
+    return delay
+
+
+@njit(cache=True)
+def _forget(S, RC, s, r):
+    """A write of register r removes it from every reuse cache of scheduler s."""
+    for slot in range(3):
+        n = S[s, S_RCN + slot]
+        for q in range(n):
+            if RC[s, slot, q] == r:
+                for j in range(q, n - 1):
+                    RC[s, slot, j] = RC[s, slot, j + 1]
+                S[s, S_RCN + slot] = n - 1
+                break
+
+
+@njit(cache=True)
+def _push(G, W, Q, w, queue, done):
+    if queue == 0:
+        Q[w, W[w, W_NQ0]] = done
+        W[w, W_NQ0] += 1
+    else:
+        Q[w, G[G_SHARED_DEPTH] + W[w, W_NQ1]] = done
+        W[w, W_NQ1] += 1
+
+
+@njit(cache=True)
+def _set_read_barrier(W, P, w, pc, t, release):
+    rb = P[pc, P_RBAR]
+    if rb:
+        if W[w, W_BAR_CLEAR + rb] < release:
+            W[w, W_BAR_CLEAR + rb] = release
+        W[w, W_BAR_SET + rb] = t
+
+
+@njit(cache=True)
+def _mark_reads(W, REGS, P, L, w, pc, when):
+    o = P[pc, P_SRC]
+    for k in range(P[pc, P_NSRC]):
+        REGS[w, 1, L[o + k]] = when
+
+
+@njit(cache=True)
+def _l1_access(G, L1, REQ, start, SEC, w, off, n):
+    """TextureCache.access: look up n sectors at cycle start; the misses go to REQ (allocated,
+    filled at start until _l1_fill). Returns (hits, misses, latest fill of a pending hit)."""
+    line_sz = G[G_L1_LINE]
+    sec_sz = G[G_SECTOR]
+    spl = G[G_L1_SPL]
+    n_sets = G[G_L1_SETS]
+    assoc = G[G_L1_ASSOC]
+    hits = 0
+    nmiss = 0
+    pending = 0
+    for k in range(n):
+        addr = SEC[w, off + k]
+        ln = addr // line_sz
+        st = ln % n_sets
+        way = -1
+        for a in range(assoc):
+            if L1[st, a, 0] == ln:
+                way = a
+                break
+        G[G_L1_CLOCK] += 1
+        if way < 0:
+            free = -1
+            used = 0
+            lru = -1
+            for a in range(assoc):
+                if L1[st, a, 0] < 0:
+                    if free < 0:
+                        free = a
+                else:
+                    used += 1
+                    if lru < 0 or L1[st, a, 1] < L1[st, lru, 1]:
+                        lru = a
+            if used >= assoc:
+                G[G_L1_EVICT] += 1
+                free = lru
+            way = free
+            L1[st, way, 0] = ln
+            for q in range(spl):
+                L1[st, way, 2 + q] = NO_FILL
+        L1[st, way, 1] = G[G_L1_CLOCK]
+        i = (addr // sec_sz) % spl
+        r = L1[st, way, 2 + i]
+        if r == NO_FILL:
+            L1[st, way, 2 + i] = start
+            REQ[nmiss] = addr
+            nmiss += 1
+        else:
+            hits += 1
+            if r > start:
+                G[G_L1_PENDING] += 1
+                if r > pending:
+                    pending = r
+    G[G_L1_HITS] += hits
+    G[G_L1_MISSES] += nmiss
+    return hits, nmiss, pending
+
+
+@njit(cache=True)
+def _l1_fill(G, L1, REQ, n, ready):
+    """TextureCache.fill: the missed sectors (still allocated) arrive at cycle ready."""
+    line_sz = G[G_L1_LINE]
+    spl = G[G_L1_SPL]
+    for k in range(n):
+        addr = REQ[k]
+        ln = addr // line_sz
+        st = ln % G[G_L1_SETS]
+        for a in range(G[G_L1_ASSOC]):
+            if L1[st, a, 0] == ln:
+                L1[st, a, 2 + (addr // G[G_SECTOR]) % spl] = ready
+                break
+
+
+@njit(cache=True)
+def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u):
+    """The memory part of an issue: (needs the memory system, completion cycle).
+
+    When the L2/DRAM memory system is needed, the request is left in G/REQ and the first value
+    is True; the issue completes in _memory_done once Python has served it."""
+    G_ = G
+    S[s, S_MEM_FREE] = t + G_[G_MEM_INTERVAL]
+    aux = TAUX[w, W[w, W_POS]]
+    if u == LDS or u == STS:
+        read_at = t + G_[G_READ_SHARED]
+        _book_late_reads(BANKS, P, L, s, pc, read_at)
+        wf = aux if aux >= 0 else 1
+        if wf == 0:
+            done = t + 1
+            release = t + 1
+        else:
+            G_[G_SHARED_REQ] += 1
+            G_[G_SHARED_WF] += wf
+            nf = G_[G_SHARED_FREE]
+            start = t if t > nf else nf
+            G_[G_SHARED_FREE] = start + wf
+            G_[G_SHM_BUSY] += wf
+            done = start + wf - 1 + (G_[G_LAT_STS] if u == STS else G_[G_LAT_LDS])
+            release = G_[G_SHARED_FREE] + G_[G_READ_SHARED]
+            if release < read_at + 1:
+                release = read_at + 1
+        _push(G_, W, Q, w, 0, done)
+        _set_read_barrier(W, P, w, pc, t, release)
+        _mark_reads(W, REGS, P, L, w, pc, read_at)
+        return False, done
+    n = SEC[w, aux] if aux >= 0 else 0
+    if n == 0 and u != STG:
+        return False, t + 1
+    read_at = t + (G_[G_READ_TEX] if u == TEX else G_[G_READ_GLOBAL])
+    _book_late_reads(BANKS, P, L, s, pc, read_at)
+    _set_read_barrier(W, P, w, pc, t, t + G_[G_READ_BAR_RELEASE])
+    _mark_reads(W, REGS, P, L, w, pc, read_at)
+    if u == STG:
+        G_[G_STORES] += 1
+        if n:
+            for k in range(n):
+                REQ[k] = SEC[w, aux + 1 + k]
+            G_[G_REQ_KIND] = REQ_STG
+            G_[G_REQ_NOW] = read_at
+            G_[G_REQ_N] = n
+            G_[G_CTX_DONE] = t + 1
+            return True, 0
+        return False, t + 1
+    if u == TEX:
+        G_[G_TEX_REQ] += 1
+        G_[G_TEX_SECTORS] += n
+        tf = F[F_TEX_FREE]
+        fstart = tf if tf > read_at else float(read_at)
+        F[F_TEX_FREE] = fstart + (n * G_[G_SECTOR]) / F[F_TEX_BPC]
+        start = int(np.ceil(fstart))
+        hits, nmiss, pending = _l1_access(G_, L1, REQ, start, SEC, w, aux + 1, n)
+        G_[G_TEX_HITS] += hits
+        issued = start - (read_at - t)
+        done = issued + G_[G_TEX_L1_HIT]
+        if pending > done:
+            done = pending
+        if nmiss:
+            G_[G_REQ_KIND] = REQ_TEX
+            G_[G_REQ_NOW] = issued
+            G_[G_REQ_N] = nmiss
+            G_[G_CTX_DONE] = done
+            return True, 0
+        _push(G_, W, Q, w, 1, done)
+        return False, done
+    # LDG: through the L2
+    for k in range(n):
+        REQ[k] = SEC[w, aux + 1 + k]
+    G_[G_REQ_KIND] = REQ_LDG
+    G_[G_REQ_NOW] = t
+    G_[G_REQ_N] = n
+    G_[G_CTX_DONE] = 0
+    return True, 0
+
+
+@njit(cache=True)
+def _memory_done(G, W, Q, L1, REQ, w):
+    """Complete a memory issue with the memory system's answer: its completion cycle."""
+    kind = G[G_REQ_KIND]
+    if kind == REQ_STG:
+        return G[G_CTX_DONE]
+    mdone = G[G_MEM_RESULT]
+    if kind == REQ_TEX:
+        _l1_fill(G, L1, REQ, G[G_REQ_N], mdone)
+        done = G[G_CTX_DONE]
+        if mdone > done:
+            done = mdone
+    else:
+        done = mdone
+    _push(G, W, Q, w, 1, done)
+    return done
+
+
+@njit(cache=True)
+def _hazard(G, W, HLOG, kind, w, pc, t, reg, a, b):
+    k = G[G_NHLOG]
+    HLOG[k, 0] = kind
+    HLOG[k, 1] = W[w, W_WID]
+    HLOG[k, 2] = pc
+    HLOG[k, 3] = t
+    HLOG[k, 4] = reg
+    HLOG[k, 5] = a
+    HLOG[k, 6] = b
+    HLOG[k, 7] = W[w, W_POS]
+    G[G_NHLOG] = k + 1
+
+
+@njit(cache=True)
+def _check_hazards(G, W, REGS, P, L, HLOG, w, pc, t, u):
+    """Record reads before results are ready and overwrites before reads (kinds 0, 1, 2);
+    True when one was found."""
+    read_t = t
+    if u == LDS or u == STS:
+        read_t = t + G[G_READ_SHARED]
+    elif u == TEX:
+        read_t = t + G[G_READ_TEX]
+    elif u == LDG or u == STG:
+        read_t = t + G[G_READ_GLOBAL]
+    found = False
+    o = P[pc, P_SRC]
+    for k in range(P[pc, P_NSRC]):
+        r = L[o + k]
+        if REGS[w, 0, r] > read_t:
+            _hazard(G, W, HLOG, 0, w, pc, t, r, read_t, REGS[w, 0, r])
+            found = True
+            break
+    if found and G[G_HAZARDS] == 2:
+        return True
+    o = P[pc, P_PSRC]
+    for k in range(P[pc, P_NPSRC]):
+        p = L[o + k]
+        if W[w, W_PRED + p] > t:
+            _hazard(G, W, HLOG, 1, w, pc, t, p, t, W[w, W_PRED + p])
+            found = True
+            break
+    if found and G[G_HAZARDS] == 2:
+        return True
+    lat_w = t + (P[pc, P_LATENCY] if u <= ALU_HALF else 1)
+    o = P[pc, P_DST]
+    for k in range(P[pc, P_NDST]):
+        r = L[o + k]
+        if REGS[w, 1, r] > lat_w:
+            _hazard(G, W, HLOG, 2, w, pc, t, r, lat_w, REGS[w, 1, r])
+            found = True
+            break
+    return found
+
+
+@njit(cache=True)
+def _release(G, W, S, SW, C, c, t):
+    """The last live warp of CTA slot c arrived at BAR.SYNC: release the waiting ones."""
+    when = t + G[G_BARRIER_SYNC]
+    for s in range(G[G_NSCHED]):
+        for k in range(S[s, S_NW]):
+            x = SW[s, k]
+            if W[x, W_CTA] == c and W[x, W_AT_BAR]:
+                W[x, W_AT_BAR] = 0
+                if W[x, W_READY] < when:
+                    W[x, W_READY] = when
+                if W[x, W_DEP_UNTIL] < when:
+                    W[x, W_DEP_UNTIL] = when
+    C[c, C_NARRIVED] = 0
+
+
+@njit(cache=True)
+def _finish_warp(G, W, S, SW, C, w, s, t):
+    W[w, W_DONE] = 1
+    n = S[s, S_NW]
+    for k in range(n):
+        if SW[s, k] == w:
+            for j in range(k, n - 1):
+                SW[s, j] = SW[s, j + 1]
+            break
+    S[s, S_NW] = n - 1
+    if S[s, S_LAST] == w:
+        S[s, S_LAST] = -1
+    c = W[w, W_CTA]
+    C[c, C_LIVE] -= 1
+    if C[c, C_LIVE] > 0 and C[c, C_NARRIVED] > 0 and C[c, C_NARRIVED] == C[c, C_LIVE]:
+        _release(G, W, S, SW, C, c, t)
+    G[G_EXIT_SLOT] = w
+
+
+@njit(cache=True)
+def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay, done_at, arrives):
+    """Everything of an issue after its unit's work: results, barriers, the next pc."""
+    if G[G_LOG]:
+        k = G[G_NILOG]
+        ILOG[k, 0] = t
+        ILOG[k, 1] = W[w, W_WID]
+        ILOG[k, 2] = pc
+        ILOG[k, 3] = done_at
+        G[G_NILOG] = k + 1
+    od = P[pc, P_DST]
+    nd = P[pc, P_NDST]
+    if nd and u > ALU_HALF and S[s, S_RC_WARP] == W[w, W_WID]:
+        for k in range(nd):
+            _forget(S, RC, s, L[od + k])
+    for k in range(nd):
+        REGS[w, 0, L[od + k]] = done_at
+    o = P[pc, P_PDST]
+    for k in range(P[pc, P_NPDST]):
+        W[w, W_PRED + L[o + k]] = done_at
+    b = P[pc, P_WBAR]
+    if b:
+        if W[w, W_BAR_CLEAR + b] < done_at:
+            W[w, W_BAR_CLEAR + b] = done_at
+        W[w, W_BAR_SET + b] = t
+    pos = W[w, W_POS] + 1
+    W[w, W_POS] = pos
+    if pos >= W[w, W_LEN]:
+        if u != EXIT:
+            G[G_ERR_SLOT] = w
+            G[G_ERR_PC] = pc
+            return ERR_TRACE_END
+        _finish_warp(G, W, S, SW, C, w, s, t)
+        return EXITED
+    nxt = TPC[w, pos]
+    W[w, W_PC] = nxt
+    stall = P[pc, P_STALL]
+    ready = t + delay + (stall if stall > 0 else 1)
+    W[w, W_STALL_UNTIL] = ready
+    W[w, W_YIELDED] = P[pc, P_YIELD]
+    dep = ready
+    waits = P[nxt, P_WAITS]
+    if waits:
+        for b in range(1, 7):
+            if waits >> b & 1:
+                c = W[w, W_BAR_CLEAR + b]
+                if c > dep and ready > W[w, W_BAR_SET + b] + G[G_BAR_DELAY]:
+                    dep = c
+    W[w, W_DEP_UNTIL] = dep
+    W[w, W_READY] = dep
+    if u == BAR and arrives:
+        c = W[w, W_CTA]
+        C[c, C_NARRIVED] += 1
+        W[w, W_AT_BAR] = 1
+        W[w, W_BAR_WAIT] = 1
+        if C[c, C_NARRIVED] == C[c, C_LIVE]:
+            _release(G, W, S, SW, C, c, t)
+    return OK
+
+
+@njit(cache=True)
+def _issue(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
+           REQ, CNT, w, s, pc, t, phase):
+    CNT[pc] += 1
+    u = P[pc, P_UNIT]
+    W[w, W_LAST_ISSUE] = t
+    delay = 0
+    done_at = t
+    arrives = True
+    if G[G_HAZARDS]:
+        if _check_hazards(G, W, REGS, P, L, HLOG, w, pc, t, u) and G[G_HAZARDS] == 2:
+            return ERR_HAZARD
+    if u <= ALU_HALF:
+        if P[pc, P_NREADS]:
+            delay = _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t)
+        S[s, S_PIPE0 + u] = t + (G[G_PIPE_INT0] if u == 0 else G[G_PIPE_INT1])
+        done_at = t + delay + P[pc, P_LATENCY]
+        if delay:
+            S[s, S_BUSY] = t + 1 + delay
+    elif u >= LDS and u <= STG:
+        need, done_at = _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u)
+        if need:
+            G[G_PHASE] = phase
+            G[G_CTX_SLOT] = w
+            G[G_CTX_PC] = pc
+            return MEM
+    elif u == S2R:
+        done_at = t + G[G_LAT_S2R]
+    elif u == BRANCH:
+        S[s, S_RC_WARP] = -1  # a branch empties the reuse caches
+        if P[pc, P_BACK]:
+            k = G[G_NBLOG]
+            BLOG[k, 0] = W[w, W_WID]
+            BLOG[k, 1] = t
+            G[G_NBLOG] = k + 1
+    elif u == BAR:
+        arrives = TAUX[w, W[w, W_POS]] != 0  # -1: no record, every warp arrives
+    return _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay, done_at,
+                       arrives)
+
+
+@njit(cache=True)
+def _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
+          REQ, CNT, w, s, pc, t):
+    """Dual issue: a stall-0 instruction and the next one of the same warp, different units."""
+    if P[pc, P_STALL] == 0 and G[G_DUAL_ON] and not W[w, W_DONE] and not W[w, W_AT_BAR]:
+        nxt = W[w, W_PC]
+        if P[pc, P_MATH] != P[nxt, P_MATH] and S[s, S_BUSY] <= t + 1:
+            waits = P[nxt, P_WAITS]
+            clear = True
+            for b in range(1, 7):
+                if waits >> b & 1 and W[w, W_BAR_CLEAR + b] > t:
+                    clear = False
+                    break
+            if clear and _unit_ok(G, W, Q, S, P, w, nxt, t, s):
+                G[G_DUAL] += 1
+                return _issue(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1,
+                              ILOG, BLOG, HLOG, REQ, CNT, w, s, nxt, t, 2)
+    return OK
+
+
+@njit(cache=True)
+def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, SLOG, BLOG,
+              HLOG, REQ, CNT, s, t):
+    """One scheduler's turn in cycle t: greedy-then-oldest selection, stall accounting, issue."""
+    w = S[s, S_LAST]
+    nw = S[s, S_NW]
+    if w >= 0 and not W[w, W_DONE] and not W[w, W_AT_BAR] and W[w, W_READY] <= t \
+            and not W[w, W_YIELDED] and _unit_ok(G, W, Q, S, P, w, W[w, W_PC], t, s):
+        pick = w
+    else:
+        pick = -1
+        best = NEVER
+        for k in range(nw):
+            x = SW[s, k]
+            if W[x, W_READY] <= t and not W[x, W_AT_BAR] and W[x, W_LAST_ISSUE] < best:
+                if x == w and W[x, W_YIELDED] and nw > 1:
+                    continue
+                if _unit_ok(G, W, Q, S, P, x, W[x, W_PC], t, s):
+                    pick = x
+                    best = W[x, W_LAST_ISSUE]
+        if pick < 0:
+            if w >= 0 and W[w, W_YIELDED] and W[w, W_READY] <= t and not W[w, W_AT_BAR] \
+                    and _unit_ok(G, W, Q, S, P, w, W[w, W_PC], t, s):
+                pick = w
+            else:
+                return _NONE
+    w = pick
+    if S[s, S_LAST] != w:
+        S[s, S_LAST] = w
+        if G[G_SWITCH_CLEARS]:
+            S[s, S_RC_WARP] = -1
+    # stall accounting for the cycles since this warp last issued
+    gap_start = W[w, W_LAST_ISSUE] + 1
+    if t > gap_start:
+        a = W[w, W_STALL_UNTIL]
+        if a > t:
+            a = t
+        b = W[w, W_DEP_UNTIL]
+        if b < a:
+            b = a
+        if b > t:
+            b = t
+        dep_reason = 2 if W[w, W_BAR_WAIT] else 1
+        blocked = W[w, W_BLOCKED]
+        end_reason = blocked if blocked == 3 or blocked == 4 else 5
+        if a > gap_start:
+            W[w, W_STALLS] += a - gap_start
+        if b > a:
+            W[w, W_STALLS + dep_reason] += b - a
+        if t > b:
+            W[w, W_STALLS + end_reason] += t - b
+        if G[G_LOG]:
+            k = G[G_NSLOG]
+            SLOG[k, 0] = W[w, W_WID]
+            SLOG[k, 1] = gap_start
+            SLOG[k, 2] = a
+            SLOG[k, 3] = b
+            SLOG[k, 4] = t
+            SLOG[k, 5] = dep_reason
+            SLOG[k, 6] = end_reason
+            G[G_NSLOG] = k + 1
+    W[w, W_BLOCKED] = 0
+    W[w, W_BAR_WAIT] = 0
+    pc = W[w, W_PC]
+    st = _issue(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
+                REQ, CNT, w, s, pc, t, 1)
+    if st != OK:
+        return st
+    return _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
+                 REQ, CNT, w, s, pc, t)
+
+
+@njit(cache=True)
+def _next_time(G, W, S, SW):
+    nxt = NEVER
+    for s in range(G[G_NSCHED]):
+        busy = S[s, S_BUSY]
+        for k in range(S[s, S_NW]):
+            x = SW[s, k]
+            if not W[x, W_AT_BAR]:
+                r = W[x, W_READY]
+                if r < busy:
+                    r = busy
+                if r < nxt:
+                    nxt = r
+    return nxt
+
+
+@njit(cache=True)
+def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, SLOG, BLOG, HLOG,
+        REQ, CNT):
+    """Advance the SM from G[G_T] until Python is needed; returns a status (module docstring)."""
+    nsched = G[G_NSCHED]
+    t = G[G_T]
+    phase = G[G_PHASE]
+    if phase:
+        # resume inside an issue that waited for the memory system
+        G[G_PHASE] = 0
+        s = G[G_SI]
+        w = G[G_CTX_SLOT]
+        pc = G[G_CTX_PC]
+        done = _memory_done(G, W, Q, L1, REQ, w)
+        st = _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, P[pc, P_UNIT], 0,
+                         done, True)
+        if st == OK and phase == 1:
+            st = _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG,
+                       HLOG, REQ, CNT, w, s, pc, t)
+        if st == EXITED:
+            G[G_SI] = s + 1
+            return st
+        if st != OK:
+            return st
+        G[G_SI] = s + 1
+    ilog_cap = ILOG.shape[0] - 2 * nsched
+    slog_cap = SLOG.shape[0] - nsched
+    blog_cap = BLOG.shape[0] - 2 * nsched
+    hlog_cap = HLOG.shape[0] - 6 * nsched
+    while True:
+        s = G[G_SI]
+        if s == 0:
+            # a new cycle
+            alive = False
+            for q in range(nsched):
+                if S[q, S_NW]:
+                    alive = True
+                    break
+            if not alive:
+                return DONE
+            if G[G_NBLOG] > blog_cap or G[G_NHLOG] > hlog_cap or \
+                    (G[G_LOG] and (G[G_NILOG] > ilog_cap or G[G_NSLOG] > slog_cap)):
+                return DRAIN
+            G[G_ISSUED] = 0
+        while s < nsched:
+            if S[s, S_BUSY] <= t and S[s, S_NW]:
+                st = _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG,
+                               SLOG, BLOG, HLOG, REQ, CNT, s, t)
+                if st != _NONE:
+                    G[G_ISSUED] = 1
+                    if st != OK:
+                        G[G_SI] = s + 1 if st == EXITED else s
+                        return st
+            s += 1
+        G[G_SI] = 0
+        if G[G_ISSUED]:
+            t += 1
+        else:
+            nxt = _next_time(G, W, S, SW)
+            if nxt >= NEVER:
+                return ERR_DEADLOCK
+            t = nxt if nxt > t + 1 else t + 1
+        G[G_T] = t
+        if G[G_LIMIT] >= 0 and t > G[G_LIMIT]:
+            return ERR_LIMIT
+        if t >= G[G_NEXT_YIELD]:
+            return YIELD

@@ -1,0 +1,85 @@
+"""What the SM timing model knows of a kernel before it runs: unit codes, per-instruction
+tables and how many CTAs fit on one SM. Shared by the compiled core and the reference core."""
+
+from __future__ import annotations
+
+from ..errors import SimulationError
+
+ALU, ALU_HALF, LDS, STS, TEX, LDG, STG, S2R, BAR, BRANCH, EXIT, NOP = range(12)
+UNIT_CODE = {"alu": ALU, "alu_half": ALU_HALF, "lds": LDS, "sts": STS, "tex": TEX, "ldg": LDG,
+             "stg": STG, "s2r": S2R, "bar": BAR, "branch": BRANCH, "exit": EXIT, "nop": NOP}
+MEMORY = frozenset((LDS, STS, TEX, LDG, STG))
+NEVER = 1 << 62
+
+
+class StaticInfo:
+    """Per-instruction tables the timing loop reads (built once per kernel and config)."""
+
+    def __init__(self, kernel, cfg):
+        lat = cfg.latency
+        n = len(kernel.instructions)
+        banks = cfg.regfile.banks
+        self.unit = [0] * n
+        self.math = [False] * n
+        self.stall = [0] * n
+        self.yld = [False] * n
+        self.waits = [()] * n
+        self.rbar = [0] * n
+        self.wbar = [0] * n
+        self.srcs = [()] * n
+        self.dsts = [()] * n
+        self.psrcs = [()] * n
+        self.pdsts = [()] * n
+        self.reads = [()] * n  # ALU operand reads: (slot, reg, bank, flagged)
+        self.mem_reads = [()] * n  # banks read late by memory instructions
+        self.latency = [0] * n
+        self.is_ffma = [False] * n
+        self.back_branch = [False] * n
+        self.flops = [0] * n
+        for i in kernel.instructions:
+            k = i.index
+            u = UNIT_CODE[i.unit]
+            self.unit[k] = u
+            self.math[k] = u in (ALU, ALU_HALF)
+            self.stall[k] = i.control.stall
+            self.yld[k] = i.control.yield_
+            self.waits[k] = tuple(b + 1 for b in range(6) if i.control.wait >> b & 1)
+            self.rbar[k] = i.control.read_bar
+            self.wbar[k] = i.control.write_bar
+            self.srcs[k] = tuple(i.src_regs)
+            self.dsts[k] = tuple(i.dst_regs)
+            ps = [o.reg for o in i.operands[_n_dst(i):] if o.kind == "pred" and o.reg != 7]
+            if i.pred != 7:
+                ps.append(i.pred)
+            self.psrcs[k] = tuple(ps)
+            self.pdsts[k] = tuple(i.dst_preds)
+            if u in (ALU, ALU_HALF):
+                seen = set()
+                reads = []
+                for slot, r in enumerate(i.slot_regs):
+                    if r < 0:
+                        continue
+                    reads.append((slot, r, r % banks, bool(i.reuse_mask >> slot & 1), r in seen))
+                    seen.add(r)
+                self.reads[k] = tuple(reads)
+                self.latency[k] = lat.predicate if i.dst_preds else (lat.alu if u == ALU else lat.alu_half)
+            elif u in MEMORY:
+                self.mem_reads[k] = tuple(sorted({r % banks for r in i.src_regs}))
+            self.is_ffma[k] = i.opcode == "FFMA"
+            self.flops[k] = 64 if i.opcode == "FFMA" else (32 if i.opcode in ("FMUL", "FADD") else 0)
+            self.back_branch[k] = i.opcode == "BRA" and i.target <= k
+
+
+def _n_dst(i):
+    from ..isa.opcodes import OPCODES
+    return OPCODES[i.opcode].n_dst
+
+
+def residency(kernel, block, cfg):
+    """CTAs of this kernel that fit on one SM at once, and the resource that limits them (the
+    rules: :mod:`maxsim.timing.occupancy`)."""
+    from .occupancy import occupancy
+    occ = occupancy(kernel, block, cfg)
+    return occ.ctas, occ.limited_by
+
+

@@ -1,0 +1,189 @@
+"""The compiled SM core gives exactly the reference core's numbers.
+
+The reference core (maxsim/timing/reference.py, plain Python) is the specification of the SM model;
+the compiled core (maxsim/timing/core.py, numba) must match it event for event. Every micro-kernel
+test of test_timing_micro.py runs here again with ``simulate`` replaced by a twin that runs both
+cores (the reference on deep copies of the memory objects) and asserts identical cycles, stall
+totals and per-warp stalls, bank-conflict, delayed-conflict and reuse counts, dual issues,
+texture and shared-memory counters, hazards, issue and stall logs, CTA logs and back-branch times;
+then the same comparison runs for a hazard case, a multi-SM GPU and both SGEMM kernels.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+
+import pytest
+
+import test_timing_micro as micro
+from maxsim.arch.config import load_config, override
+from maxsim.errors import MaxsimError
+from maxsim.functional import GlobalMemory
+from maxsim.gpu import simulate_gpu
+from maxsim.timing import run as timing_run
+from maxsim.timing.memory_system import MemorySystem
+from maxsim.timing.sm import SM, ReferenceSM
+from workloads.sgemm.harness import _kernel, _prepare, _sizes
+
+# every micro-kernel test, collected again in this module (run with the twin below)
+from test_timing_micro import *  # noqa: F401,F403
+
+_simulate = timing_run.simulate
+
+
+@contextlib.contextmanager
+def core(name):
+    old = os.environ.get("MAXSIM_CORE")
+    os.environ["MAXSIM_CORE"] = name
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["MAXSIM_CORE"]
+        else:
+            os.environ["MAXSIM_CORE"] = old
+
+
+def figures(sm):
+    """Everything the two cores must agree on, from one SM after its run."""
+    st = sm.stats
+    d = st.to_dict()
+    for k in ("sim_seconds", "warp_instructions_per_second"):
+        d.pop(k)
+    return {
+        "stats": d,
+        "opcode_order": list(st.opcode_counts),
+        "warp_stalls": list(st.warp_stalls.items()),  # in the order the warps exited
+        "hazards": list(st.hazards),
+        "issue_log": sm.issue_log, "issue_done": sm.issue_done, "stall_log": sm.stall_log,
+        "cta_log": sm.cta_log, "dispatched": sm.dispatched, "now": sm.now,
+        "peak_warps": sm.peak_warps, "max_ctas": (sm.max_ctas, sm.limited_by),
+        "warps": [(w.label, w.slot, w.sched.index, w.branch_times) for w in sm.all_warps],
+        "loop": sm.loop_cycles_per_iteration(), "issued": sm.issued(),
+        "l1": sm.l1.stats(), "l1_tags": [list(s.items()) for s in sm.l1._sets],
+        "shared": sm.shared.stats(),
+    }
+
+
+def assert_same(ref, new):
+    assert type(ref) is ReferenceSM and type(new) is SM
+    a, b = figures(ref), figures(new)
+    for key in a:
+        assert a[key] == b[key], key
+
+
+def _outcome(fn):
+    try:
+        return fn(), None
+    except MaxsimError as e:
+        return None, e
+
+
+def twin_simulate(kernel, grid, block, params=(), memory=None, textures=None, **kw):
+    """simulate() with both cores: the reference on deep copies, the compiled one on the
+    caller's objects; asserts identical results (or identical errors) and returns the latter."""
+    ref_params, ref_memory, ref_textures, ref_ms = copy.deepcopy(
+        (params, memory, textures, kw.get("memory_system")))
+    ref_kw = dict(kw, memory_system=ref_ms)
+    with core("python"):
+        ref, ref_err = _outcome(lambda: _simulate(kernel, grid, block, ref_params, ref_memory, ref_textures,
+                                                  **ref_kw))
+    with core("compiled"):
+        new, new_err = _outcome(lambda: _simulate(kernel, grid, block, params, memory, textures, **kw))
+    assert (type(ref_err), str(ref_err)) == (type(new_err), str(new_err))
+    if new_err is not None:
+        raise new_err
+    assert_same(ref[1], new[1])
+    if ref_ms is not None:
+        assert ref_ms.stats() == kw["memory_system"].stats()
+    return new
+
+
+@pytest.fixture(autouse=True)
+def _twin(monkeypatch):
+    monkeypatch.setattr(micro, "simulate", twin_simulate)
+
+
+# ---- beyond the micro-kernels ------------------------------------------------------------------
+
+def test_the_twin_really_runs_both_cores(monkeypatch):
+    built = []
+    real_init = ReferenceSM.__init__
+
+    def spy(self, *a, **kw):
+        built.append(type(self))
+        real_init(self, *a, **kw)
+    monkeypatch.setattr(ReferenceSM, "__init__", spy)
+    sm, _ = micro.run(micro.kernel(f"""
+        --:-:-:-:{micro.s(6)}  FFMA R0, R1, R2, R3;
+        {micro.exit_line()}"""))
+    assert built == [ReferenceSM] and type(sm) is SM
+
+
+def test_hazard_case_warn_and_strict():
+    # one hazard of each kind: a predicate read too early, a register overwritten before a global
+    # load has read it, a register read before its result is ready
+    mem = GlobalMemory()
+    base = mem.alloc(1024)
+    k = micro.kernel(f"""
+        --:-:-:-:{micro.s(6)}  MOV32I R9, {base:#x};
+        --:-:-:-:1  ISETP.LT.AND P0, PT, R1, R2, PT;
+        --:-:-:-:1  @P0 FADD R4, R1, R2;
+        --:-:1:-:1  LDG R8, [R9];
+        --:-:-:-:1  S2R R9, SR_TID.X;
+        --:-:-:-:{micro.s(6)}  FFMA R12, R4, R5, R6;
+        01:-:-:-:{micro.s(6)}  FFMA R13, R8, R5, R6;
+        {micro.exit_line()}""", shared=1024)
+    sm, d = micro.run(k, block=64, memory=mem)  # the twin compares the hazard messages
+    text = " ".join(sm.stats.hazards)
+    assert d["hazards"] == 6  # three per warp
+    assert "reads P0" in text and "overwrites R9 before LDG" in text and "reads R4 at cycle" in text
+    with pytest.raises(MaxsimError, match="hazard in warp cta0,0.w0 at cycle 7: FADD reads P0"):
+        micro.run(k, block=64, memory=mem, hazards="strict")
+
+
+def _problem(name, m, n, k):
+    geo, lda, ldb, ldc = _sizes(name, m, n, k, None, None, None)
+    return _kernel(name, "swirl", "maxas", True, None), _prepare(geo, m, n, k, lda, ldb, ldc, 1.0, 0)
+
+
+@pytest.mark.parametrize("name,tile,ctas", [("sgemm_64", 64, 8), ("sgemm_128", 128, 2)])
+def test_sgemm_one_full_wave(name, tile, ctas):
+    # one SM holding one full wave of resident CTAs (4 warps per scheduler), K = 64
+    cfg = load_config()
+    kernel, p = _problem(name, tile * ctas, tile, 64)
+    sm_new = twin_simulate(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg, log=True)[1]
+    assert sm_new.stats.warp_instructions > 10000 and sm_new.stats.tex_requests > 0
+    assert len(sm_new.cta_log) == ctas and sm_new.stats.dual_issues > 0
+
+
+def test_multi_sm_gpu():
+    # 8 CTAs of sgemm_128 on 3 SMs holding 2 each: a first wave of 6, then 2 CTAs taken from the
+    # shared dispatcher by the SMs whose slots free first; one L2/DRAM shared by the SMs
+    cfg = override(load_config("gtx980_oc"), {"gpu.sms": 3})
+    kernel, problem = _problem("sgemm_128", 512, 256, 32)
+    out = {}
+    for name in ("python", "compiled"):
+        p = copy.deepcopy(problem)  # same texture addresses for both
+        with core(name):
+            out[name] = simulate_gpu(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg)
+    ref, new = out["python"], out["compiled"]
+    assert ref.cycles == new.cycles and ref.l2_hit_rate == new.l2_hit_rate and ref.dram_bytes == new.dram_bytes
+    assert len(ref.sms) == len(new.sms) == 3
+    for a, b in zip(ref.sms, new.sms):
+        assert_same(a, b)
+    assert sum(len(sm.dispatched) for sm in new.sms) > 0  # CTAs came from the shared dispatcher
+
+
+def test_core_selection():
+    cfg = load_config()
+    k = micro.kernel(f"--:-:-:-:{micro.s(6)}  FFMA R0, R1, R2, R3;\n{micro.exit_line()}")
+    ms = MemorySystem(cfg)
+    assert type(SM(cfg, k, 32, ms, core="python")) is ReferenceSM
+    assert type(SM(cfg, k, 32, ms, core="compiled")) is SM
+    with core("python"):
+        assert type(SM(cfg, k, 32, ms)) is ReferenceSM
+    with pytest.raises(MaxsimError, match="unknown SM core 'fast'"):
+        SM(cfg, k, 32, ms, core="fast")

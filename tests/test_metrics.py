@@ -1,0 +1,71 @@
+"""Profiler metrics with nvprof's names: hand-computed values from given counters, metrics left
+out when their counters are absent, and agreement with the counters of a real run."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from maxsim.arch.config import load_config
+from maxsim.report.metrics import METRICS, profiler_metrics, resident_warp_counters
+
+CFG = load_config("gm204")  # 32-byte L2 and L1 sectors, 224 GB/s peak DRAM, 64 warps per SM
+
+
+def test_hand_computed_metrics():
+    counters = {"l2_read_hits": 300, "l2_read_misses": 100, "tex_sector_hits": 50, "tex_sector_misses": 450,
+                "dram_bytes_read": 3_200_000, "dram_bytes_written": 800_000,
+                "resident_warp_cycles": 12_000, "active_cycles": 1_000}
+    m = profiler_metrics(counters, 1e-4, CFG)
+    assert list(m) == list(METRICS)  # every metric, in the documented order
+    assert m["l2_tex_read_hit_rate"] == pytest.approx(75.0)  # 300 / 400, percent
+    assert m["tex_cache_hit_rate"] == pytest.approx(10.0)  # 50 / 500
+    assert m["dram_read_throughput"] == pytest.approx(32.0)  # 3.2 MB / 100 us = 32 GB/s
+    assert m["dram_write_throughput"] == pytest.approx(8.0)
+    assert m["l2_read_throughput"] == pytest.approx(400 * 32 / 1e-4 / 1e9)  # 128 GB/s
+    assert m["tex_cache_throughput"] == pytest.approx(500 * 32 / 1e-4 / 1e9)  # 160 GB/s
+    assert m["dram_utilization_fraction"] == pytest.approx(40.0 / 224.0)  # of the peak 224 GB/s
+    assert m["dram_utilization"] == 2  # round(10 x 0.179)
+    assert m["achieved_occupancy"] == pytest.approx(12 / 64)  # 12 warps per active cycle of 64
+
+
+def test_saturated_dram_reads_ten_and_empty_counters_read_zero():
+    m = profiler_metrics({"dram_bytes_read": 224_000, "dram_bytes_written": 0}, 1e-6, CFG)
+    assert m["dram_utilization_fraction"] == pytest.approx(1.0) and m["dram_utilization"] == 10
+    m = profiler_metrics({"l2_read_hits": 0, "l2_read_misses": 0, "tex_sector_hits": 0, "tex_sector_misses": 0},
+                         1e-6, CFG)
+    assert m["l2_tex_read_hit_rate"] == 0.0 and m["tex_cache_hit_rate"] == 0.0
+
+
+def test_metrics_without_their_counters_are_left_out():
+    assert profiler_metrics({}, 1e-3, CFG) == {}
+    m = profiler_metrics({"l2_read_hits": 3, "l2_read_misses": 1}, None, CFG)
+    assert m == {"l2_tex_read_hit_rate": 75.0}  # no time: no throughputs
+    m = profiler_metrics({"dram_bytes_read": 1000}, 1e-6, CFG)
+    assert set(m) == {"dram_read_throughput"}  # utilisation needs the written bytes too
+    assert "achieved_occupancy" not in profiler_metrics({"resident_warp_cycles": 5, "active_cycles": 0}, 1.0, CFG)
+
+
+def test_achieved_occupancy_from_a_cta_log():
+    # two SMs with CTAs of 2 warps: SM a holds CTAs over [0, 100) and [50, 150) -> 2 x 200 warp-cycles,
+    # active 150 cycles; SM b one CTA over [10, 60) -> 100 warp-cycles, active 50 cycles
+    a = types.SimpleNamespace(cta_log=[((0, 0), 0, 100), ((1, 0), 50, 150)], wpc=2)
+    b = types.SimpleNamespace(cta_log=[((2, 0), 10, 60)], wpc=2)
+    c = resident_warp_counters([a, b])
+    assert c == {"resident_warp_cycles": 500, "active_cycles": 200}
+    assert profiler_metrics(c, 1.0, CFG)["achieved_occupancy"] == pytest.approx(500 / 200 / 64)
+
+
+def test_run_metrics_agree_with_the_run_counters():
+    from workloads.sgemm.harness import run_workload
+    out = run_workload("sgemm_64", cfg=CFG, m=256, n=256, k=64)
+    m = out["profiler_metrics"]
+    seconds = out["cycles"] / CFG.clock_hz
+    assert m["l2_tex_read_hit_rate"] == pytest.approx(100 * out["l2_hit_rate"])
+    assert m["tex_cache_hit_rate"] == pytest.approx(100 * out["texture_hit_rate"])
+    total = (m["dram_read_throughput"] + m["dram_write_throughput"]) * 1e9 * seconds
+    assert total == pytest.approx(out["dram_bytes"])
+    # 8 CTAs of 2 warps resident for all but the last cycles of the run: just under 16 / 64
+    assert 0.9 * 16 / 64 < m["achieved_occupancy"] <= 16 / 64
+    assert 0 <= m["dram_utilization_fraction"] < CFG.dram.efficiency + 1e-9
