@@ -454,3 +454,16 @@ def test_numpy_sector_arrays_are_accepted():
     assert ms.read(1000, arr) == 1000 + L2_LAT
     assert ms.write(2000, arr) == 2000 + L2_LAT
     assert ms.read(3000, np.array([], dtype=np.int64)) == 3000
+
+
+def test_warm_installs_sectors_without_time_or_counters():
+    cfg, ms = _one_set_per_slice()
+    ms.warm(np.array([0, 32], dtype=np.int64), dirty=True)  # line 0 of slice 0, two dirty sectors
+    ms.warm([k * 2048 for k in range(1, 16)])  # 15 more lines fill slice 0's one set
+    assert ms.l2.is_dirty(0) and ms.l2.is_dirty(32) and not ms.l2.contains(64)
+    st_ = ms.stats(1)
+    assert st_["l2_read_sectors"] == st_["l2_write_sectors"] == st_["l2_busy_cycles"] == 0
+    assert ms.read(100, [0, 32]) == 100 + L2_LAT  # valid from cycle 0: hits at once
+    ms.warm([16 * 2048])  # evicts the LRU line (line 1 x 2048) silently
+    assert not ms.l2.contains(2048) and ms.dram_bytes_written == 0
+    assert ms.flush(1000) == math.ceil(1000 + 64 / CHAN_BPC)  # the two warmed dirty sectors

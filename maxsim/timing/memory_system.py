@@ -389,16 +389,33 @@ class MemorySystem:
         return math.ceil(done)
 
     def warm(self, sectors, dirty: bool = False) -> None:
-        """Make the given sectors (byte addresses) present in the L2, most recent last, without time
-        or statistics: the state an L2 is in after serving those reads (or, ``dirty``, stores)."""
-        l2, sec = self.l2, self.sector
-        for addr in np.asarray(sectors, dtype=np.int64).tolist():
-            blk = addr // sec
-            e = l2.lookup(blk)
+        """Make the given sectors (byte addresses) valid in the L2, most recent last, without time
+        or statistics: the state the L2 is in after serving those reads (or, ``dirty``, stores).
+        A sector already valid keeps its arrival cycle; a line that does not fit evicts its set's
+        LRU line, whose dirty data is dropped (nothing is timed)."""
+        if isinstance(sectors, np.ndarray):
+            sectors = sectors.tolist()
+        l2 = self.l2
+        ls, ss = l2._line_shift, self._sector_shift
+        smask = l2.sectors_per_line - 1
+        assoc, spl = l2.assoc, l2.sectors_per_line
+        memo = l2._memo
+        for a in sectors:
+            ln = a >> ls
+            loc = memo.get(ln)
+            st = (loc if loc is not None else l2.locate(ln))[1]
+            e = st.get(ln)
             if e is None:
-                l2.insert(blk, 0.0, dirty)
-            elif dirty:
-                e[1] = True
+                if len(st) >= assoc:
+                    st.popitem(last=False)
+                e = st[ln] = [None] * spl + [0]
+            else:
+                st.move_to_end(ln)
+            i = (a >> ss) & smask
+            if e[i] is None:
+                e[i] = 0.0
+            if dirty:
+                e[-1] |= 1 << i
 
     def flush(self, now: int) -> int:
         """Write every dirty L2 sector back to DRAM; returns the cycle the last write ends."""

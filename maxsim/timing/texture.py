@@ -53,7 +53,6 @@ class TextureCache:
         self.sector_misses = 0
         self.pending_hits = 0
         self.evictions = 0
-        self.bytes = 0
 
     # ---- tags ----------------------------------------------------------------------------------
     def access(self, now: int, sector_addresses):
@@ -93,7 +92,6 @@ class TextureCache:
                         pending = r
         self.pending_ready = pending
         self.requests += 1
-        self.bytes += (hits + len(misses)) * sec_sz
         self.sector_hits += hits
         self.sector_misses += len(misses)
         return hits, misses
@@ -140,6 +138,11 @@ class TextureCache:
     def hit_rate(self) -> float:
         total = self.sector_hits + self.sector_misses
         return self.sector_hits / total if total else 0.0
+
+    @property
+    def bytes(self) -> int:
+        """Bytes looked up: every sector hit or missed (the compiled SM core keeps only those two)."""
+        return (self.sector_hits + self.sector_misses) * self.sector
 
     def stats(self, elapsed_cycles: float | None = None) -> dict:
         """The counters of :meth:`reset_stats` as ``tex_*`` keys; ``tex_utilisation`` = busy cycles
