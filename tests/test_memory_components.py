@@ -467,3 +467,40 @@ def test_warm_installs_sectors_without_time_or_counters():
     ms.warm([16 * 2048])  # evicts the LRU line (line 1 x 2048) silently
     assert not ms.l2.contains(2048) and ms.dram_bytes_written == 0
     assert ms.flush(1000) == math.ceil(1000 + 64 / CHAN_BPC)  # the two warmed dirty sectors
+
+
+@pytest.mark.parametrize("core", ["compiled", "python"])
+def test_texture_counters_filled_by_both_sm_cores(core, monkeypatch):
+    # two TLDs of texel 0 (one sector) by one warp, the second after the first's data arrived:
+    # 2 requests, 1 sector miss, 1 hit, 64 bytes looked up; the L2 sees the one miss
+    from maxsim.functional.memory import Texture1D
+    from maxsim.sass import parse_text
+    from maxsim.timing.run import simulate
+    monkeypatch.setenv("MAXSIM_CORE", core)
+    text = """# Kernel: tld2
+# Arch: sm_52
+# InsCnt: 6
+# RegCnt: 32
+# SharedSize: 0
+# BarCnt: 0
+# Params(0):
+#\tord:addr:size:align
+#
+# Instructions:
+
+--:-:-:-:1 MOV32I R8, 0x80000000;
+--:-:-:-:6 MOV R0, RZ;
+--:-:1:-:2 TLD.B.LZ.P R4, R0, R8, 0x0, 1D, 0xf;
+01:-:2:-:2 TLD.B.LZ.P R12, R0, R8, 0x0, 1D, 0xf;
+02:-:-:-:1 FADD R3, R12, R4;
+--:-:-:Y:5 EXIT;
+"""
+    tex = Texture1D(np.arange(64 * 4, dtype=np.float32).reshape(-1, 4), address=1 << 20)
+    ms = MemorySystem(CFG)
+    _, sm = simulate(parse_text(text), 1, 32, cfg=CFG, textures={0: tex}, memory_system=ms)
+    el = sm.stats.cycles
+    st_ = ms.stats(el, l1=[sm.l1])
+    assert (st_["tex_requests"], st_["tex_sector_misses"], st_["tex_sector_hits"]) == (2, 1, 1)
+    assert st_["tex_bytes"] == 64 and st_["tex_busy_cycles"] == pytest.approx(64 / CFG.l1tex.bytes_per_clk)
+    assert st_["tex_utilisation"] == pytest.approx(64 / CFG.l1tex.bytes_per_clk / el)
+    assert (st_["l2_read_misses"], st_["dram_bytes_read"]) == (1, 32)
