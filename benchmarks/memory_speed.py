@@ -69,7 +69,7 @@ def main():
         print(f"{kind:13s}: {n} sectors in {dt:.2f} s = {n / dt / 1e6:.2f} M sectors/s "
               f"({len(reqs) / dt / 1e3:.0f} k requests/s); L2 hit rate {st['l2_hit_rate']:.3f}, "
               f"DRAM utilisation {st['dram_utilisation']:.2f}, queue delay mean "
-              f"{st['dram_queue_delay_mean']:.1f} / p95 {st['dram_queue_delay_p95']:.1f} cycles", flush=True)
+              f"{st['dram_mean_queue_delay']:.1f} / p95 {st['dram_p95_queue_delay']:.1f} cycles", flush=True)
     per_2000 = 16 * 1000
     print(f"at that rate, one whole-GPU step of 2,000 cycles ({per_2000} sectors) costs "
           f"{per_2000 / (n / dt) * 1e3:.1f} ms in the memory system")

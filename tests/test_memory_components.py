@@ -363,7 +363,7 @@ def test_dram_queue_delay_grows_with_load():
     for j in range(20):
         assert ms.read(100 * j, [lines[j] + 32 * i for i in range(4)]) == 100 * j + DRAM_LAT
     light = ms.stats(2000)
-    assert light["dram_queue_delay_mean"] == 0 and light["dram_queue_delay_p95"] == 0
+    assert light["dram_mean_queue_delay"] == 0 and light["dram_p95_queue_delay"] == 0
     # heavy load: 20 misses of 128 B at the same cycle. Piece j reaches the channel when the
     # slice has passed j pieces (j x 128 / 47.375) and starts when the channel has passed j
     # pieces (j x 128 / 18.19): it waits j x (128 / 18.19 - 128 / 47.375) = 4.33 j cycles
@@ -373,8 +373,12 @@ def test_dram_queue_delay_grows_with_load():
     step = 128 / CHAN_BPC - 128 / SLICE_BPC
     st_ = ms.stats(t0 + 1000)
     assert st_["dram_read_requests"] == 20
-    assert st_["dram_queue_delay_mean"] == pytest.approx(step * 9.5)
-    assert st_["dram_queue_delay_p95"] == pytest.approx(step * 0.95 * 19)  # numpy's linear p95
+    assert st_["dram_mean_queue_delay"] == pytest.approx(step * 9.5)
+    assert st_["dram_queue_delay_cycles"] == pytest.approx(step * 190)
+    # the slice: piece j waits j x 128 / 47.375 cycles
+    assert st_["l2_slice_requests"] == 20
+    assert st_["l2_mean_queue_delay"] == pytest.approx(128 / SLICE_BPC * 9.5)
+    assert st_["dram_p95_queue_delay"] == pytest.approx(step * 0.95 * 19)  # numpy's linear p95
     assert done[-1] == math.ceil(t0 + 19 * 128 / CHAN_BPC + DRAM_LAT)
     assert all(b > a for a, b in zip(done, done[1:]))
 
@@ -389,7 +393,10 @@ def test_utilisation_figures():
     assert st_["l2_slice0_utilisation"] == pytest.approx(320 / SLICE_BPC / 1000)
     assert st_["l2_busy_cycles"] == pytest.approx((2048 + 64) / 8 / SLICE_BPC)
     assert st_["l2_utilisation"] == pytest.approx((2048 + 64) / 8 / SLICE_BPC / 1000)
-    assert st_["l2_utilisation_max"] == pytest.approx(320 / SLICE_BPC / 1000)
+    assert st_["l2_max_slice_utilisation"] == pytest.approx(320 / SLICE_BPC / 1000)
+    assert st_["dram_max_channel_utilisation"] == pytest.approx(256 / CHAN_BPC / 1000)
+    # ratios, means and percentiles end in rate / utilisation / delay; the rest are counts
+    assert all(isinstance(v, (int, float)) for v in st_.values())
     assert st_["dram_utilisation"] == pytest.approx(256 / CHAN_BPC / 1000)
     assert st_["dram_channel3_busy_cycles"] == pytest.approx(256 / CHAN_BPC)
     assert (st_["l2_read_sectors"], st_["l2_read_misses"], st_["l2_write_hits"]) == (64, 64, 2)

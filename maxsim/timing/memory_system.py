@@ -457,19 +457,24 @@ class MemorySystem:
           without fetch); ``l2_write_hit_rate``; ``l2_evictions`` (lines).
         * ``l2_bytes_read``, ``l2_bytes_written``: bytes the slices passed for reads and stores.
         * ``l2_busy_cycles``: mean over the slices of the cycles each was passing data;
-          ``l2_utilisation`` = that / elapsed, ``l2_utilisation_max`` the busiest slice's;
+          ``l2_utilisation`` = that / elapsed, ``l2_max_slice_utilisation`` the busiest slice's;
           ``l2_slice<i>_busy_cycles``, ``l2_slice<i>_utilisation`` per slice;
-          ``l2_queue_delay_mean``: mean cycles a request's piece waited for its slice.
+          ``l2_slice_requests`` (a request's sectors in one slice are one piece of work),
+          ``l2_queue_delay_cycles`` (their total wait for the slice), ``l2_mean_queue_delay``.
         * ``dram_bytes_read`` (missed sectors x 32), ``dram_bytes_written`` (write-backs);
-          ``dram_traffic_factor`` (the fraction of the read bytes queued in the channels, 1 unless
-          one SM stands for a GPU); ``dram_read_requests`` (pieces queued in a channel);
+          ``dram_read_requests`` (a slice's misses of one request are one piece in its channel);
           ``dram_busy_cycles`` (mean over channels), ``dram_utilisation``,
-          ``dram_utilisation_max``, ``dram_channel<i>_busy_cycles``,
-          ``dram_channel<i>_utilisation``; ``dram_queue_delay_mean``, ``dram_queue_delay_p95``:
-          cycles a read piece waited in its channel for the bytes queued before it.
+          ``dram_max_channel_utilisation``, ``dram_channel<i>_busy_cycles``,
+          ``dram_channel<i>_utilisation``; ``dram_queue_delay_cycles`` (total),
+          ``dram_mean_queue_delay``, ``dram_p95_queue_delay``: cycles a read piece waited in its
+          channel for the bytes queued before it.
         * ``elapsed_cycles``; with ``l1``: ``tex_requests``, ``tex_sector_hits``,
           ``tex_sector_misses``, ``tex_pending_hits``, ``tex_hit_rate``, ``tex_bytes``,
           ``tex_busy_cycles``, ``tex_utilisation``.
+
+        Keys ending in ``rate``, ``utilisation`` or ``delay`` are ratios, means or percentiles;
+        every other key is a count that adds up over pieces of a run (the sampled prediction sums
+        and scales those, :mod:`maxsim.gpu.sampling`).
         """
         el = float(elapsed_cycles if elapsed_cycles is not None else self.last_request)
         util = (lambda busy: busy / el) if el > 0 else (lambda busy: 0.0)
@@ -486,17 +491,18 @@ class MemorySystem:
             "l2_evictions": self.l2.evictions,
             "l2_bytes_read": reads * sec, "l2_bytes_written": self.l2_write_sectors * sec,
             "l2_busy_cycles": self.l2_server.busy, "l2_utilisation": util(self.l2_server.busy),
-            "l2_utilisation_max": util(max(s.busy for s in self.slices)),
-            "l2_queue_delay_mean": self._l2_delay_sum / self._l2_pieces if self._l2_pieces else 0.0,
+            "l2_max_slice_utilisation": util(max(s.busy for s in self.slices)),
+            "l2_slice_requests": self._l2_pieces, "l2_queue_delay_cycles": self._l2_delay_sum,
+            "l2_mean_queue_delay": self._l2_delay_sum / self._l2_pieces if self._l2_pieces else 0.0,
             "dram_bytes_read": self.dram_bytes_read, "dram_bytes_written": self.dram_bytes_written,
-            "dram_traffic_factor": self.dram_factor,
             "dram_read_requests": len(self._dram_delays),
             "dram_busy_cycles": self.dram_server.busy, "dram_utilisation": util(self.dram_server.busy),
-            "dram_utilisation_max": util(max(c.busy for c in self.channels)),
+            "dram_max_channel_utilisation": util(max(c.busy for c in self.channels)),
         }
         delays = np.frombuffer(self._dram_delays, dtype=np.float64) if len(self._dram_delays) else None
-        d["dram_queue_delay_mean"] = float(delays.mean()) if delays is not None else 0.0
-        d["dram_queue_delay_p95"] = float(np.percentile(delays, 95)) if delays is not None else 0.0
+        d["dram_queue_delay_cycles"] = float(delays.sum()) if delays is not None else 0.0
+        d["dram_mean_queue_delay"] = float(delays.mean()) if delays is not None else 0.0
+        d["dram_p95_queue_delay"] = float(np.percentile(delays, 95)) if delays is not None else 0.0
         for i, s in enumerate(self.slices):
             d[f"l2_slice{i}_busy_cycles"] = s.busy
             d[f"l2_slice{i}_utilisation"] = util(s.busy)
