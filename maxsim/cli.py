@@ -14,6 +14,7 @@ import sys
 from .errors import MaxsimError
 
 WORKLOADS = ("sgemm_64", "sgemm_128")
+PROGRESS_DELAY = 2.0  # seconds before a run draws its progress line (a short run prints none)
 
 
 class UsageError(MaxsimError):
@@ -36,7 +37,9 @@ EXAMPLES = """examples:
   maxsim compare --workload sgemm_64 --warps-per-scheduler 3 --json
   maxsim analyze sgemm_64 --traversal zigzag        static register-bank / reuse analysis
   maxsim plot conflicts -o conflicts.png            bank conflicts and reuse of every variant
+  maxsim validate --quick -o report.html           model against hardware: table and HTML report
   maxsim configs                                    the shipped architecture configs
+  maxsim asm kernel.sass -o kernel_final.sass       assemble the maxas source language
 
 Run `maxsim COMMAND --help` for the options of a command. Errors are one line on stderr, exit status 2.
 """
@@ -97,15 +100,23 @@ def _parser():
                    help="architecture config: a shipped name (see `maxsim configs`) or a TOML file "
                         "(default gm204)")
     r.add_argument("--functional", action="store_true", help="functional run only (no timing)")
+    r.add_argument("--check", choices=("auto", "all", "sampled"), default=None,
+                   help="SGEMM result check: 'all' runs the whole grid functionally and checks all of C "
+                        "(its time estimate is printed); 'sampled' runs the timed SM's CTAs and the last "
+                        "CTA and checks their C tiles (the GPU prediction is sampled); 'auto' (default): "
+                        "'all' up to 8 million warp instructions, else 'sampled'")
     r.add_argument("--sm-ctas", type=_size, default=None, metavar="N",
                    help="CTAs the timed SM runs (default: one full wave of resident CTAs)")
     _occupancy_options(r)
     r.add_argument("--strict", action="store_true", help="control-code hazards are errors, not warnings")
     r.add_argument("--max-cycles", type=_size, default=None, metavar="N",
-                   help="stop with an error past this many cycles")
+                   help="stop the timing run with an error past this many cycles (default 100,000 + "
+                        "2,000 per warp instruction of its trace)")
     r.add_argument("--max-instructions", type=_size, default=None, metavar="N",
-                   help="for a .sass file: stop with an error past this many warp instructions "
-                        "(default 50M; the SGEMM harness sets a limit from the problem size)")
+                   help="for a .sass file: stop with an error past this many warp instructions in the "
+                        "launch (default 400,000 per warp; the SGEMM harness sets a limit from the "
+                        "problem size). A loop without effect (same registers, predicates and memory "
+                        "on two passes) is stopped at once")
     r.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     r.add_argument("--trace", metavar="FILE", default=None,
                    help="write a timeline of the timed SM to FILE: Chrome trace-event JSON (open it in "
@@ -144,6 +155,8 @@ def _parser():
                    help="architecture config whose latencies the control-code check uses: a shipped name "
                         "(see `maxsim configs`) or a TOML file (default gm204)")
 
+    _asm_parser(sub)
+
     c = sub.add_parser("configs", help="list the shipped architecture configs",
                        description="List the architecture configs shipped with maxsim (give a name to "
                                    "`maxsim run --gpu`, or the path of your own TOML file that "
@@ -178,6 +191,8 @@ def _parser():
     cm.add_argument("--quiet", action="store_true", help="no progress bar")
     cm.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
 
+    _validate_parser(sub)
+
     pl = sub.add_parser("plot", help="draw figures (PNG, SVG or PDF)",
                         description="Draw a figure to a file; the format follows the file extension "
                                     "(.png, .svg, .pdf).")
@@ -194,6 +209,91 @@ def _parser():
                     help="which generated SGEMM to analyze (default sgemm_64)")
     pc.add_argument("--dpi", type=_size, default=100, help="resolution of a PNG (default 100)")
     return p
+
+
+def _validate_parser(sub):
+    v = sub.add_parser("validate", help="every correlation of the model with hardware, as one table",
+                       description="Run every correlation maxsim has with measured hardware and print one "
+                                   "table, a row per figure: the micro-benchmarks of the timing model "
+                                   "(latencies, issue rates, dual issue, register and shared-memory bank "
+                                   "conflicts, L1/L2/DRAM latency by pointer chasing, texture and DRAM "
+                                   "throughput, BAR.SYNC), run as kernels through the simulator; the "
+                                   "static SGEMM figures (bank conflicts, reuse); the SGEMM main-loop "
+                                   "cycles; and the SGEMM GFLOPS against the measured curves (MAPE per "
+                                   "kernel). Each row: simulated, published, unit, source, deviation and "
+                                   "pass/deviation within the tolerance of its kind.")
+    v.add_argument("--gpu", "--config", dest="config", default="gtx980_oc", metavar="CONFIG",
+                   help="architecture config: a shipped name (see `maxsim configs`) or a TOML file "
+                        "(default gtx980_oc, the setup of the measured SGEMM curves)")
+    v.add_argument("-o", "--output", metavar="FILE.html", default=None,
+                   help="also write a self-contained HTML report: the table, the correlation plot, the "
+                        "GFLOPS-against-N plot, the config and the sources")
+    v.add_argument("--json", action="store_true", help="print the rows as a JSON list of objects")
+    from .validate.sgemm import LOOP_PROBLEM, QUICK_SIZES
+    sizes = "; ".join(f"{k} N = {', '.join(map(str, v))}" for k, v in QUICK_SIZES.items())
+    v.add_argument("--quick", action="store_true",
+                   help=f"a short run (about 20 s of CPU): SGEMM GFLOPS at {sizes} only, main-loop cycles at "
+                        f"K = {LOOP_PROBLEM['quick'][1]}, DRAM latency on cold data. The full run (minutes): "
+                        f"every measured size, K = {LOOP_PROBLEM['full'][1]}, a chase after a pass over "
+                        f"twice the L2")
+    v.add_argument("--jobs", metavar="N", type=_size, default=None,
+                   help="worker processes for the GFLOPS predictions (default: the number of CPUs)")
+    v.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _asm_parser(sub):
+    s = sub.add_parser("asm", help="assemble a kernel written in the maxas source language",
+                       description="Assemble a kernel written in the maxas source language (named "
+                                   "registers and constants, ~ registers allocated avoiding bank "
+                                   "conflicts, [+ EXPR +] and Nx<EXPR> constant expressions, "
+                                   "SCHEDULE_BLOCK sections reordered by the list scheduler, control "
+                                   "codes left out filled by the rules of the control-code check) into "
+                                   "maxas's final text form, which `maxsim run` and `maxsim analyze` "
+                                   "read (they also accept the source form directly). Control codes "
+                                   "written in the source are kept; the hazards they leave open are "
+                                   "printed as warnings. Perl <CODE> blocks are refused: expand them "
+                                   "with `maxas.pl -p` first.")
+    s.add_argument("input", help="the source file (.sass)")
+    s.add_argument("-o", "--output", metavar="FILE", default=None,
+                   help="write the final form to FILE (default: standard output)")
+    s.add_argument("--gpu", "--config", dest="config", default="gm204", metavar="CONFIG",
+                   help="architecture config whose latencies the scheduler and the control codes use "
+                        "(default gm204)")
+    s.add_argument("--registers", action="store_true",
+                   help="also list on stderr the register each ~ name was given")
+    s.add_argument("--strict", action="store_true",
+                   help="a control-code hazard left open by control codes written in the source is an "
+                        "error (exit status 2), not a warning")
+
+
+def cmd_asm(args):
+    from .arch.config import load_config
+    from .asm import assemble_file
+    cfg = load_config(args.config)
+    result = assemble_file(args.input, cfg=cfg)
+    k = result.kernel
+    if args.strict and result.hazards:
+        h = result.hazards[0]
+        more = f" (and {len(result.hazards) - 1} more)" if len(result.hazards) > 1 else ""
+        raise UsageError(f"{k.filename}:{h.line}: {h.kind}: {h.message}{more}")
+    if args.output:
+        try:
+            with open(args.output, "w") as f:
+                f.write(result.text)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror or e}") from None
+    else:
+        sys.stdout.write(result.text)
+    for h in result.hazards:
+        print(f"maxsim: warning: {k.filename}:{h.line}: {h.kind}: {h.message}", file=sys.stderr)
+    if args.registers:
+        for name, reg in sorted(result.allocated.items(), key=lambda x: (x[1], x[0])):
+            print(f"maxsim: {name} = R{reg}", file=sys.stderr)
+    if args.output:
+        print(f"maxsim: wrote {args.output}: {len(k.instructions)} instructions, RegCnt {k.reg_cnt}, "
+              f"{len(result.allocated)} allocated register(s), {len(result.hazards)} control-code "
+              f"hazard(s)", file=sys.stderr)
+    return 0
 
 
 def _occupancy_options(p, compare=False):
@@ -249,7 +349,7 @@ def cmd_compare(args):
     if args.output:
         from .report.plots import check_output_path
         check_output_path(args.output)  # before the work
-    bar = Progress(quiet=args.quiet)
+    bar = Progress(quiet=args.quiet or args.json, delay=PROGRESS_DELAY)
     try:
         jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
         result = compare(cfg, names, sizes=args.sizes, extra_sizes=extra, jobs=jobs, occupancy=choice,
@@ -265,8 +365,8 @@ def cmd_compare(args):
         plot_comparison(result, args.output)
         result["plot"] = args.output
         if not has_memory(result):
-            print("maxsim: the plot has no memory panels: the predictions carry no memory counters",
-                  file=sys.stderr)
+            print(f"maxsim: {args.output}: the plot has no memory panels: the predictions carry no "
+                  f"memory counters", file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=1))
     else:
@@ -276,14 +376,44 @@ def cmd_compare(args):
     return 0
 
 
+def cmd_validate(args):
+    from .arch.config import load_config
+    from .report.progress import Progress
+    from .validate import format_table, validate
+    if args.output is not None and not args.output.lower().endswith((".html", ".htm")):
+        raise UsageError(f"-o {args.output}: the report is HTML, give a file name ending in .html")
+    if args.output is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
+        raise UsageError(f"-o {args.output}: the folder {os.path.dirname(os.path.abspath(args.output))} "
+                         f"does not exist")
+    cfg = load_config(args.config)
+    bar = Progress(quiet=args.quiet)
+    try:
+        jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
+        result = validate(cfg, quick=args.quick, progress=bar, jobs=jobs)
+    finally:
+        bar.close()
+    if args.output is not None:
+        from .validate.html import config_text, write_report
+        write_report(result, args.output, config_text(cfg))
+    if args.json:
+        print(json.dumps(result.to_list(), indent=1))
+    else:
+        print(format_table(result))
+        if args.output is not None:
+            print(f"report written to {args.output}")
+    return 0
+
+
 def _kernel_for(target, args):
-    from .sass import parse_file, parse_text
+    from .asm import load_kernel
+    from .arch.config import load_config
+    from .sass import parse_text
     if target in WORKLOADS:
         from workloads.sgemm.generator import generate
         text = generate(target, traversal=args.traversal, regmap=args.regmap, reuse=not args.no_reuse)
         return parse_text(text, filename=f"<{target}>")
     if target.endswith(".sass") or "/" in target:
-        return parse_file(target)
+        return load_kernel(target, cfg=load_config(args.config))
     raise UsageError(f"unknown workload {target!r}: expected one of {', '.join(WORKLOADS)} or a .sass file")
 
 
@@ -292,6 +422,8 @@ def cmd_analyze(args):
     from .arch.config import load_config
     cfg = load_config(args.config)
     kernel = _kernel_for(args.target, args)
+    if not kernel.instructions:
+        raise UsageError(f"{args.target}: no instructions to analyze (an empty kernel file?)")
     rep = analyze_banks(kernel)
     hazards = check_controls(kernel, cfg)
     if args.json:
@@ -331,7 +463,7 @@ def cmd_run(args):
     wrong = [opt for opt, val, file_only in (
         ("--m", args.m, False), ("--n", args.n, False), ("--k", args.k, False), ("--sass", args.sass, False),
         ("--sm-ctas", args.sm_ctas, False), ("--grid", args.grid, True), ("--block", args.block, True),
-        ("--max-instructions", args.max_instructions, True))
+        ("--max-instructions", args.max_instructions, True), ("--check", args.check, False))
         if val is not None and file_only != is_file]
     if wrong and (is_file or args.target in WORKLOADS):
         what = "a .sass file" if is_file else f"the {args.target} workload"
@@ -342,11 +474,16 @@ def cmd_run(args):
     flag, choice = _occupancy_choice(args)
     from .report.progress import Progress
     from .timing.occupancy import OccupancyError
-    bar = Progress(quiet=args.quiet)
+    bar = Progress(quiet=args.quiet or args.json, delay=PROGRESS_DELAY)
     try:
         if args.target in WORKLOADS:
-            from workloads.sgemm.harness import run_workload
-            out = run_workload(args.target, cfg=cfg, m=args.m, n=args.n, k=args.k,
+            from workloads.sgemm.harness import functional_work, run_workload
+            if args.check == "all":
+                est = functional_work(args.target, *(256 if v is None else v for v in (args.m, args.n, args.k)))
+                if est is not None:
+                    print(f"maxsim: checking the whole grid: about {est[0]:.3g} warp instructions, "
+                          f"about {_duration(est[1])} of functional run", file=sys.stderr)
+            out = run_workload(args.target, check=args.check or "auto", cfg=cfg, m=args.m, n=args.n, k=args.k,
                                traversal=args.traversal, regmap=args.regmap, reuse=not args.no_reuse,
                                sass_path=args.sass, timing=not args.functional, sm_ctas=args.sm_ctas,
                                hazards="strict" if args.strict else "warn", max_cycles=args.max_cycles,
@@ -363,15 +500,30 @@ def cmd_run(args):
     except OccupancyError as e:
         if flag is None:
             raise
-        raise UsageError(f"{flag}: {e}") from None
+        raise UsageError(f"{_subject(args)}: {flag}: {e}") from None
     finally:
         bar.close()
+    from .report.text import format_run, summarise
+    reference = None
+    if args.target in WORKLOADS:
+        from workloads.sgemm.published import MAIN_LOOP_CYCLES, WARPS_PER_SCHEDULER
+        reference = MAIN_LOOP_CYCLES[args.target]
+    out["summary"] = summarise(out, cfg.peak_gflops, cfg.gpu.sms, reference,
+                               reference_warps_per_scheduler=reference and WARPS_PER_SCHEDULER)
     if args.json:
         print(json.dumps(out, indent=1, default=float))
     else:
-        from .report.text import format_run
         print(format_run(out))
     return 0
+
+
+def _duration(seconds):
+    """A rough duration for people: 40 s, 12 min, 3.5 h."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _trace_writer(args):
@@ -408,8 +560,8 @@ def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn",
     that receives the timed SM, run with its issue log on; ``occupancy``: ``{"regs": N}``,
     ``{"warps_per_scheduler": W}`` or ``{"ctas_per_sm": C}``, the residency the kernel runs at
     (it declares the registers that give it; :func:`maxsim.timing.occupancy.registers_for`)."""
-    from .sass import parse_file
-    kernel = parse_file(path)
+    from .asm import load_kernel
+    kernel = load_kernel(path, cfg=cfg)
     if kernel.params:
         n = len(kernel.params)
         raise UsageError(f"{path}: the kernel takes {n} parameter{'s' if n != 1 else ''}; `maxsim run FILE.sass` "
@@ -435,24 +587,75 @@ def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn",
     return out
 
 
-def main(argv=None):
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 2
+def _small_pages():
+    """Ask numpy not to back large arrays with transparent huge pages. The SM timing core keeps
+    trace arrays with a row per warp slot of which a run touches a few; with huge pages each touched
+    row commits a whole 2 MB page (peak memory of ``maxsim run sgemm_64``: 400 MB instead of 250)."""
+    import numpy as np
+    setter = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "_set_madvise_hugepage", None)
+    if setter is not None:
+        setter(False)
+
+
+def _subject(args):
+    """The file a command is about, as its errors name it: the kernel file or workload of
+    ``run`` / ``analyze``, or None."""
+    target = getattr(args, "target", None)
+    if target is None:
+        return None
+    return getattr(args, "sass", None) or target
+
+
+def _name_the_file(e, subject):
+    """The one-line message of error ``e``, starting with the file it is about when the message
+    does not name one itself (launch, occupancy and timing errors speak of the kernel only)."""
+    from .errors import ConfigError, SassParseError
+    msg = str(e)
+    if subject is None or isinstance(e, (UsageError, ConfigError, SassParseError)) or subject in msg:
+        return msg
+    return f"{subject}: {msg}"
+
+
+def _quiet_stdout():
+    """Send what is left of stdout to /dev/null: its reader (``head``) has gone, and Python would
+    otherwise complain while flushing it at exit."""
     try:
-        return {"run": cmd_run, "analyze": cmd_analyze, "configs": cmd_configs,
-                "plot": cmd_plot, "compare": cmd_compare}[args.command](args)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError:
+        pass
+
+
+def _unrecognized(parser, argv, extra):
+    """Arguments no option takes: a file name after --json gets its own advice."""
+    for i, a in enumerate(argv[:-1]):
+        if a == "--json" and argv[i + 1] == extra[0]:
+            parser.error(f"--json takes no file name (got {extra[0]!r}): it prints the JSON object; "
+                         f"redirect it to write a file, e.g. `... --json > {extra[0]}`")
+    parser.error(f"unrecognized arguments: {' '.join(extra)}")
+
+
+def main(argv=None):
+    args = None
+    try:
+        _small_pages()
+        parser = _parser()
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            _unrecognized(parser, sys.argv[1:] if argv is None else list(argv), extra)
+        if args.command is None:
+            parser.print_help()
+            return 2
+        return {"run": cmd_run, "analyze": cmd_analyze, "asm": cmd_asm, "configs": cmd_configs,
+                "plot": cmd_plot, "compare": cmd_compare,
+                "validate": cmd_validate}[args.command](args)
     except MaxsimError as e:
-        print(f"maxsim: error: {e}", file=sys.stderr)
+        print(f"maxsim: error: {_name_the_file(e, _subject(args))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("maxsim: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly
-        import os
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()
         return 1
 
 

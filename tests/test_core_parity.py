@@ -6,7 +6,8 @@ test of test_timing_micro.py runs here again with ``simulate`` replaced by a twi
 cores (the reference on deep copies of the memory objects) and asserts identical cycles, stall
 totals and per-warp stalls, bank-conflict, delayed-conflict and reuse counts, dual issues,
 texture and shared-memory counters, hazards, issue and stall logs, CTA logs and back-branch times;
-then the same comparison runs for a hazard case, a multi-SM GPU and both SGEMM kernels.
+then the same comparison runs for a hazard case, a multi-SM GPU and both SGEMM kernels (one
+wave, and more CTAs than fit on one SM).
 """
 
 from __future__ import annotations
@@ -157,6 +158,23 @@ def test_sgemm_one_full_wave(name, tile, ctas):
     sm_new = twin_simulate(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg, log=True)[1]
     assert sm_new.stats.warp_instructions > 10000 and sm_new.stats.tex_requests > 0
     assert len(sm_new.cta_log) == ctas and sm_new.stats.dual_issues > 0
+
+
+def test_sgemm_later_ctas_reuse_trace_buffers(monkeypatch):
+    # one SM running 12 CTAs of sgemm_64 where 8 fit: the later CTAs' traces go into buffers that
+    # still hold live warps' traces and sector lists, which must move intact when compacted
+    cfg = load_config()
+    moved = []
+    compact = SM._compact
+
+    def spy(self, more, more_sec):
+        moved.append(len(self._slot_trace))
+        compact(self, more, more_sec)
+    monkeypatch.setattr(SM, "_compact", spy)
+    kernel, p = _problem("sgemm_64", 64 * 12, 64, 16)
+    sm_new = twin_simulate(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg)[1]
+    assert len(sm_new.cta_log) == 12 and sm_new.peak_warps == 16
+    assert max(moved) > 0  # a compaction moved the traces of resident warps
 
 
 def test_multi_sm_gpu():

@@ -111,8 +111,73 @@ def test_the_other_kernel_file_is_refused(tmp_path):
         run_sgemm("sgemm_64", 64, 64, 8, sass_path=str(f))
 
 
-def test_a_problem_too_large_to_check_is_refused_with_advice():
-    from maxsim.errors import LaunchError
-    from workloads.sgemm.harness import run_workload
-    with pytest.raises(LaunchError, match="maxsim compare --workload sgemm_128 --sizes 8192"):
-        run_workload("sgemm_128", m=8192, n=8192, k=8192)
+def test_a_large_problem_checks_the_sampled_tiles():
+    """2048 x 2048 x 64 on sgemm_64 (1,024 CTAs, ~9.8 million warp instructions) is above the
+    whole-grid limit: the timed SM's CTAs and the last one run and their tiles are checked."""
+    from workloads.sgemm.harness import WHOLE_CHECK_WORK, functional_work
+    assert functional_work("sgemm_64", 2048, 2048, 64)[0] > WHOLE_CHECK_WORK
+    out = run_workload("sgemm_64", m=2048, n=2048, k=64, timing=False)
+    assert out["verified"] and out["tiles_checked"] == 9  # 8 resident CTAs + the last
+    assert out["result_checked"].startswith("9 of 1024 C tiles")
+    from workloads.sgemm.generator import generate_kernel
+    from workloads.sgemm.harness import _warp_instructions
+    # 9 CTAs of 2 warps ran, nothing else
+    assert out["functional_warp_instructions"] == 9 * 2 * _warp_instructions(generate_kernel("sgemm_64"), 64)
+    assert 0 < out["max_error_over_tolerance"] <= 1
+
+
+def test_a_corrupted_element_of_a_sampled_tile_is_detected(monkeypatch):
+    import workloads.sgemm.harness as h
+    real = h.launch
+
+    def corrupt(kernel, *a, **kw):
+        res = real(kernel, *a, **kw)
+        mem, params = kw["memory"], kw["params"]
+        c_ptr, ldc = params[0], params[6]
+        # row 2047, column 2047 of C: the last CTA's tile
+        addr = c_ptr + 4 * (2047 * ldc + 2047)
+        v = mem.read(addr, 1)
+        mem.write(addr, v + np.float32(0.01))
+        return res
+    monkeypatch.setattr(h, "launch", corrupt)
+    out = run_workload("sgemm_64", m=2048, n=2048, k=64, timing=False)
+    assert not out["verified"] and out["max_error_over_tolerance"] > 1
+
+
+def test_check_all_runs_the_whole_grid_and_sampled_can_be_asked_for_a_small_one():
+    out = run_workload("sgemm_64", m=128, n=192, k=16, timing=False, check="sampled")
+    assert out["verified"] and out["tiles_checked"] == 6  # 6 CTAs: all are the timed SM's
+    out = run_workload("sgemm_64", m=128, n=192, k=16, timing=False, check="all")
+    assert out["verified"] and out["result_checked"] == "whole C"
+    with pytest.raises(LaunchError, match="unknown check"):
+        run_workload("sgemm_64", m=64, n=64, k=8, check="some")
+def test_run_workload_times_the_checked_run_as_separate_runs_would():
+    """The timed SM and the GPU prediction reuse the whole-grid run's trace: the figures equal
+    those of a fresh traced run of the SM's CTAs and of the prediction's own functional runs."""
+    from maxsim.arch.config import load_config
+    from maxsim.timing.run import simulate
+    from workloads.sgemm.harness import _prepare, _sizes
+    from workloads.sgemm.predict import predict_sgemm
+    cfg = load_config()
+    for name, m, n, k in (("sgemm_64", 192, 128, 64), ("sgemm_128", 128, 128, 32)):
+        out = run_workload(name, cfg=cfg, m=m, n=n, k=k)
+        geo, lda, ldb, ldc = _sizes(name, m, n, k, None, None, None)
+        p = _prepare(geo, m, n, k, lda, ldb, ldc, 1.0, 0)
+        every = [(x, y) for y in range(p.grid[1]) for x in range(p.grid[0])]
+        _, sm = simulate(r_kernel(name), p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg,
+                         ctas=every[:out["sm_ctas"]])
+        assert out["cycles"] == sm.stats.cycles
+        assert out["sm_warp_instructions"] == sm.stats.warp_instructions
+        r = run_sgemm(name, m, n, k, trace_cfg=cfg)
+        _, again = simulate(r.launch.kernel, r.grid, r.block, cfg=cfg, ctas=every[:out["sm_ctas"]],
+                            launched=r.launch)
+        assert again.stats.cycles == sm.stats.cycles
+        assert again.stats.thread_instructions == sm.stats.thread_instructions > 0
+        g = predict_sgemm(name, n, cfg, m=m, k=k)  # K <= 128: simulated at K itself, own functional run
+        assert out["gpu_predicted_seconds"] == g["seconds"]
+        assert out["gpu_waves"] == g["waves"]
+
+
+def r_kernel(name):
+    from workloads.sgemm.generator import generate_kernel
+    return generate_kernel(name)

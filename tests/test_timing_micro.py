@@ -18,74 +18,34 @@ Conventions of the model these derivations rely on (see maxsim/timing/sm.py):
 from __future__ import annotations
 
 import math
-import re
 
-import numpy as np
 import pytest
 
 from maxsim.arch.config import load_config, override
 from maxsim.errors import HazardError
-from maxsim.functional.memory import Texture1D
-from maxsim.sass import parse_text
 from maxsim.timing.memory_system import MemorySystem
 from maxsim.timing.run import simulate
+from maxsim.validate import kernels as K
+from maxsim.validate.kernels import FILL, first_issue, issues, kernel, s
+
+# The kernels are those of `maxsim validate` (maxsim/validate/kernels.py), built here with the
+# stall counts of the loaded config so the derivations below hold for any config.
 
 CFG = load_config()
 LAT = CFG.latency
 
-_CTRL = re.compile(r"^([0-9a-fA-F-]{2}:[1-6-]:[1-6-]:[yY-]:[0-9a-fA-F])\s+(.*)$")
-_GUARD = re.compile(r"^(@!?P[0-6T])\s+(.*)$")
-
-
-def _line(text):
-    """One maxas instruction line from ``"CTRL [@P] INSTR"`` (or a label ``NAME:``)."""
-    text = text.strip()
-    if text.endswith(":"):
-        return text
-    ctrl, rest = _CTRL.match(text).groups()
-    pred = ""
-    m = _GUARD.match(rest)
-    if m:
-        pred, rest = m.groups()
-    return f"{ctrl} {pred:>5} {rest.rstrip(';')};"
-
-
-def kernel(body, *, name="micro", regs=32, shared=0, bar=0):
-    """A kernel in maxas text format from instruction lines ``"CTRL [@P] INSTR"``."""
-    lines = [_line(x) for x in body.strip().splitlines() if x.strip()]
-    n = sum(1 for x in lines if not x.endswith(":"))
-    head = (f"# Kernel: {name}\n# Arch: sm_52\n# InsCnt: {n - 1}\n# RegCnt: {regs}\n"
-            f"# SharedSize: {shared}\n# BarCnt: {bar}\n# Params(0):\n#\tord:addr:size:align\n#\n"
-            f"# Instructions:\n\n")
-    return parse_text(head + "\n".join(lines) + "\n", filename=f"{name}.sass")
-
-
-def s(n):
-    """A stall count as the control field's hex digit."""
-    assert 0 <= n <= CFG.sm.max_stall
-    return f"{n:x}"
-
 
 def run(k, block=32, cfg=CFG, **kw):
+    # this module's `simulate` (tests/test_core_parity.py replaces it to run both SM cores)
     res, sm = simulate(k, 1, block, cfg=cfg, log=True, **kw)
     return sm, sm.stats.to_dict()
 
 
-def issues(sm, warp=None):
-    """[(cycle, pc)] of one warp (label suffix ``.w<n>``), or of all warps."""
-    return [(t, pc) for t, lab, pc in sm.issue_log if warp is None or lab.endswith(f".w{warp}")]
-
-
-def first_issue(sm, pc, warp=0):
-    return next(t for t, p in issues(sm, warp) if p == pc)
-
-
 def exit_line():
-    return f"--:-:-:-:{s(LAT.exit)} EXIT;"
+    return K.exit_line(LAT.exit)
 
 
-# an independent FFMA reading banks 1, 2, 3 (R5, R6, R7): no conflict, leaves bank 0 idle
-FILL = "--:-:-:-:1 FFMA R20, R5, R6, R7;"
+# FILL: an independent FFMA reading banks 1, 2, 3 (R5, R6, R7): no conflict, leaves bank 0 idle
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,7 +55,7 @@ FILL = "--:-:-:-:1 FFMA R20, R5, R6, R7;"
 def test_dependent_ffma_chain():
     n = 8
     a = LAT.alu  # ALU result readable `alu` cycles after issue: the assembler writes stall = alu
-    k = kernel("\n".join([f"--:-:-:-:{s(a)} FFMA R0, R1, R2, R0;"] * n + [exit_line()]))
+    k = K.dependent_chain(n, a, exit_stall=LAT.exit)
     sm, d = run(k)
     # FFMA i issues at i * alu; the EXIT at n * alu; cycles = last issue + 1
     assert [t for t, _ in issues(sm)] == [i * a for i in range(n + 1)]
@@ -106,7 +66,7 @@ def test_dependent_ffma_chain():
 def test_ffma_chain_one_cycle_short_is_a_hazard():
     # the same chain with stall alu - 1: every FFMA reads R0 one cycle before it is written
     n = 4
-    k = kernel("\n".join([f"--:-:-:-:{s(LAT.alu - 1)} FFMA R0, R1, R2, R0;"] * n + [exit_line()]))
+    k = K.dependent_chain(n, LAT.alu - 1, exit_stall=LAT.exit)
     sm, d = run(k)
     assert d["cycles"] == n * (LAT.alu - 1) + 1
     assert d["hazards"] == n - 1
@@ -117,13 +77,12 @@ def test_ffma_chain_one_cycle_short_is_a_hazard():
 
 N_INDEP = 16
 # banks 1, 2, 3 (no register-bank conflict); destinations never read
-INDEP = "\n".join([f"--:-:-:-:1 FFMA R{4 + 4 * (i % 4)}, R1, R2, R3;" for i in range(N_INDEP)]
-                  + [exit_line()])
+INDEP = K.independent_ffma(N_INDEP, exit_stall=LAT.exit)
 
 
 def test_independent_ffma_one_per_cycle():
     assert CFG.pipes.alu == 1.0
-    sm, d = run(kernel(INDEP), block=32)
+    sm, d = run(INDEP, block=32)
     # stall 1: FFMA i at cycle i, EXIT at N; cycles N + 1
     assert [t for t, _ in issues(sm)] == list(range(N_INDEP + 1))
     assert d["cycles"] == N_INDEP + 1  # 17
@@ -135,7 +94,7 @@ def test_alu_pipe_rate_from_config(alu):
     # pipes.alu warp instructions per cycle per scheduler: independent FFMAs issue every 1 / alu
     # cycles, the gaps counted as pipe_busy
     gap = int(1 / alu)
-    sm, d = run(kernel(INDEP), cfg=override(CFG, {"pipes.alu": alu}))
+    sm, d = run(INDEP, cfg=override(CFG, {"pipes.alu": alu}))
     times = [t for t, _ in issues(sm)]
     assert times[:N_INDEP] == [gap * i for i in range(N_INDEP)]
     assert d["stall_reasons"]["pipe_busy"] == (N_INDEP - 1) * (gap - 1)
@@ -144,7 +103,7 @@ def test_alu_pipe_rate_from_config(alu):
 def test_four_warps_on_four_schedulers_run_in_parallel():
     # block 128: warps 0-3 take schedulers 0-3 (warp slot mod 4) and issue side by side
     nsch = CFG.sm.schedulers
-    sm, d = run(kernel(INDEP), block=32 * nsch)
+    sm, d = run(INDEP, block=32 * nsch)
     for w in range(nsch):
         assert [t for t, _ in issues(sm, w)] == list(range(N_INDEP + 1))
     assert d["cycles"] == N_INDEP + 1  # same as one warp: 17
@@ -155,7 +114,7 @@ def test_two_warps_on_one_scheduler_share_it():
     # block 160 = 5 warps: warps 0 and 4 share scheduler 0 (slot mod 4). Greedy-then-oldest: warp
     # 0 issues every cycle until its EXIT (cycles 0..N), then warp 4 (cycles N+1 .. 2N+1)
     nsch = CFG.sm.schedulers
-    sm, d = run(kernel(INDEP), block=32 * (nsch + 1))
+    sm, d = run(INDEP, block=32 * (nsch + 1))
     assert [t for t, _ in issues(sm, 0)] == list(range(N_INDEP + 1))
     assert [t for t, _ in issues(sm, nsch)] == list(range(N_INDEP + 1, 2 * N_INDEP + 2))
     for w in range(1, nsch):
@@ -184,7 +143,7 @@ def test_half_rate_pipe_and_memory_issue_interval():
 # instead of the second bank-0 register.
 
 def _bank_kernel(mid):
-    return kernel("\n".join([FILL] * 4 + mid + [FILL] * 4 + [exit_line()]))
+    return K.bank_kernel(mid, exit_stall=LAT.exit)
 
 
 def _cfg(**kv):
@@ -329,13 +288,7 @@ def test_delayed_conflict_with_memory_operand_read():
 
 def _lds_kernel(shift, lds_stall=2):
     # R1 = tid << shift: word stride 2^(shift-2); the dependent FADD waits on the LDS's barrier 2
-    return kernel(f"""
---:-:1:-:2 S2R R0, SR_TID.X;
-01:-:-:-:{s(LAT.alu_half)} SHL R1, R0, {hex(shift)};
---:-:2:-:{s(lds_stall)} LDS R2, [R1];
-02:-:-:-:1 FADD R3, R2, R2;
-{exit_line()}
-""", shared=32 * 32 * 4)
+    return K.lds_kernel(shift, lds_stall, s2r_stall=2, half_stall=LAT.alu_half, exit_stall=LAT.exit)
 
 
 @pytest.mark.parametrize("cfg", [CFG, override(CFG, {"latency.lds": 30})], ids=["lds24", "lds30"])
@@ -382,18 +335,11 @@ def test_barrier_needs_stall_2():
 def _tld_kernel():
     # all 32 lanes fetch texel 0 of texture 0 (one 32-byte sector); the second TLD waits for the
     # first (barrier 1) so it finds the sector in the L1/texture cache
-    return kernel(f"""
---:-:-:-:1 MOV32I R8, 0x80000000;
---:-:-:-:{s(LAT.alu)} MOV R0, RZ;
---:-:1:-:2 TLD.B.LZ.P R4, R0, R8, 0x0, 1D, 0xf;
-01:-:2:-:2 TLD.B.LZ.P R12, R0, R8, 0x0, 1D, 0xf;
-02:-:-:-:1 FADD R3, R12, R4;
-{exit_line()}
-""")
+    return K.tld_kernel(LAT.alu, LAT.exit)
 
 
 def _texture():
-    return Texture1D(np.arange(64 * 4, dtype=np.float32).reshape(-1, 4), address=1 << 20)
+    return K.texture()
 
 
 def test_tld_miss_then_hit():
@@ -475,18 +421,8 @@ N_CHAIN = 10
 
 
 def _bar_kernel():
-    chain = "\n".join([f"--:-:-:-:{s(LAT.alu)} FFMA R4, R5, R6, R4;"] * N_CHAIN)
     # warp 0 (tid < 32) branches straight to the barrier; warp 1 runs a dependent chain first
-    return kernel(f"""
---:-:1:-:2 S2R R0, SR_TID.X;
-01:-:-:-:{s(LAT.predicate)} ISETP.LT.AND P0, PT, R0, 0x20, PT;
---:-:-:-:{s(LAT.branch)} @P0 BRA SYNC;
-{chain}
-SYNC:
---:-:-:-:{s(LAT.barrier_sync)} BAR.SYNC 0x0;
---:-:-:-:1 FADD R7, R4, R4;
-{exit_line()}
-""", bar=1)
+    return K.bar_kernel(N_CHAIN, LAT.alu, 2, LAT.predicate, LAT.branch, LAT.barrier_sync, LAT.exit)
 
 
 @pytest.mark.parametrize("bar_lat", [LAT.barrier_sync, 20])
@@ -575,11 +511,7 @@ SYNC:
 # different units
 
 def _pair(first_stall, second):
-    return kernel(f"""
---:-:-:-:{first_stall} FFMA R5, R1, R2, R3;
-{second}
-{exit_line()}
-""", shared=128)
+    return K.pair(first_stall, second, LAT.exit)
 
 
 def test_dual_issue_ffma_lds():
@@ -643,18 +575,7 @@ def _tld_pair_kernel():
     # lanes fetch texels tid and tid + 32: 32 distinct float4 = 512 bytes = 16 sectors per TLD.
     # Both sets are fetched once and waited for (barriers 1, 2), then fetched again: two L1 hits
     # (pc 6, 7) that issue mem_issue_interval cycles apart and queue on the texture path
-    return kernel(f"""
---:-:1:-:1 S2R R0, SR_TID.X;
---:-:-:-:1 MOV32I R8, 0x80000000;
-01:-:-:-:{s(LAT.alu)} IADD R1, R0, 0x20;
---:-:1:-:2 TLD.B.LZ.P R4, R0, R8, 0x0, 1D, 0xf;
---:-:2:-:2 TLD.B.LZ.P R12, R1, R8, 0x0, 1D, 0xf;
-03:-:-:-:1 MOV R2, RZ;
---:-:3:-:2 TLD.B.LZ.P R16, R0, R8, 0x0, 1D, 0xf;
---:-:4:-:2 TLD.B.LZ.P R20, R1, R8, 0x0, 1D, 0xf;
-0c:-:-:-:1 FADD R3, R16, R20;
-{exit_line()}
-""")
+    return K.tld_pair_kernel(LAT.alu, LAT.exit)
 
 
 @pytest.mark.parametrize("units", [1, 2])
@@ -684,7 +605,7 @@ def test_next_cta_starts_cta_launch_cycles_after_the_last_ends(gap):
     # when its EXIT issues (cycle N_INDEP); the second CTA's first instruction issues gap cycles
     # later
     cfg = override(CFG, {"sm.cta_launch_cycles": gap, "sm.shared_bytes": 49152})
-    k = kernel(INDEP, shared=32768)
+    k = K.independent_ffma(N_INDEP, exit_stall=LAT.exit, shared=32768)
     res, sm = simulate(k, 2, 32, cfg=cfg, log=True)
     firsts = [t for t, lab, pc in sm.issue_log if pc == 0]
     assert sm.max_ctas == 1 and len(firsts) == 2

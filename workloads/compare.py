@@ -27,19 +27,27 @@ REFERENCE_COLUMNS = ("cublas_128x64", "cublas_128x128")
 
 def load_measurements(name=MEASURED):
     """{column: {N: GFLOPS}} from a traces CSV; a size given on two charts keeps the first value."""
+    path = trace_path(name)
     try:
-        text = trace_path(name).read_text()
-    except OSError as e:
-        raise MaxsimError(f"cannot read measured data {name}: {e.strerror}") from None
-    rows = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
-    reader = csv.DictReader(rows)
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise MaxsimError(f"{path}: cannot read measured data: {getattr(e, 'strerror', None) or e}") from None
+    numbered = [(i, line) for i, line in enumerate(text.splitlines(), 1)
+                if line.strip() and not line.startswith("#")]
+    reader = csv.DictReader([line for _, line in numbered])
+    if reader.fieldnames is None or "N" not in reader.fieldnames:
+        where = f"{path}:{numbered[0][0]}" if numbered else str(path)
+        raise MaxsimError(f"{where}: the header row of measured data must name a column N")
     out = {}
-    for row in reader:
-        n = int(row["N"])
-        for col, val in row.items():
-            if col in ("chart", "N") or not val:
-                continue
-            out.setdefault(col, {}).setdefault(n, float(val))
+    for (lineno, _), row in zip(numbered[1:], reader):
+        try:
+            n = int(row["N"])
+            for col, val in row.items():
+                if col in ("chart", "N") or not val:
+                    continue
+                out.setdefault(col, {}).setdefault(n, float(val))
+        except (TypeError, ValueError) as e:
+            raise MaxsimError(f"{path}:{lineno}: bad measured value ({e})") from None
     return out
 
 
@@ -123,6 +131,12 @@ def _predict_point(cfg, name, regs, n):
     return predict_sgemm(name, n, cfg, kernel=kernel)
 
 
+def _worker_signals():
+    """A worker process dies silently on Ctrl-C (the parent reports the interruption once)."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _predict_all(cfg, tasks, jobs, progress):
     """{(name, regs, n): prediction} for every task, in ``jobs`` processes; ``progress(done, total)``."""
     out = {}
@@ -134,7 +148,7 @@ def _predict_all(cfg, tasks, jobs, progress):
                 progress(len(out), total)
         return out
     from concurrent.futures import ProcessPoolExecutor, as_completed
-    with ProcessPoolExecutor(max_workers=min(jobs, total)) as pool:
+    with ProcessPoolExecutor(max_workers=min(jobs, total), initializer=_worker_signals) as pool:
         # the largest sizes first: the costliest predictions start early, the small ones fill in
         futures = {pool.submit(_predict_point, cfg, *task): task for task in sorted(tasks, key=lambda t: -t[2])}
         for f in as_completed(futures):

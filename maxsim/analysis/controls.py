@@ -8,7 +8,7 @@ each place where the control codes do not cover a dependency under the rules bel
 :class:`Hazard` records. It does not raise: a kernel with hazards still gets a full report.
 
 The same rule engine (:class:`ControlState`) drives the control-code *scheduler* of the SGEMM
-generator (``workloads/sgemm/controls.py``), which fills open fields with the least that satisfies
+generator and of the assembler (``maxsim/asm/controls.py``), which fills open fields with the least that satisfies
 these rules and raises on a hazard in fixed fields; so a generated kernel checks clean by
 construction, and a rule changed here changes both.
 

@@ -380,6 +380,8 @@ def _read_file(ref, base_dir, chain):
     if not path.is_file():
         shipped = ", ".join(_shipped_names())
         who = f"{chain[-1]}: " if chain else ""
+        if os.sep in str(ref) or str(ref).endswith(".toml"):
+            raise ConfigError(f"{who}{path}: no such config file (or give a shipped config: {shipped})")
         raise ConfigError(f"{who}no config named {str(ref)!r} (shipped: {shipped}; or give the path "
                           f"of a .toml file)")
     try:

@@ -5,8 +5,14 @@ operation over all lanes of the group, however many warps and CTAs it spans. A g
 its warps take a branch differently (each warp's branch must be uniform: reconvergence of a
 divergent warp is not modelled) and groups merge again at CTA barriers.
 
-Each instruction is compiled once, per launch, into a small closure (``_Compiled``) that reads its
-operands straight from the group's register arrays; text is never looked at again.
+Each instruction is compiled once, per launch, into a small closure that reads its operands
+straight from the group's register arrays; text is never looked at again. FFMA, FMUL and FADD
+become rows of a table run by the compiled kernel of :mod:`maxsim.functional.fp32` (the launch
+runs a straight sequence of them as one call).
+
+``values=False`` compiles the part of an instruction a timing-only run needs (see
+:mod:`maxsim.functional.slicing`): nothing for an ALU instruction, the address check and the trace
+record without the data movement for a memory instruction.
 """
 
 from __future__ import annotations
@@ -25,8 +31,19 @@ U32 = np.uint32
 class Group:
     """Warps executing in lockstep at one pc. Arrays are per lane, warp-major (32 lanes a warp)."""
 
-    __slots__ = ("regs", "preds", "cc", "active", "full", "pc", "stack", "warps", "tid", "ctaid_x",
-                 "ctaid_y", "cta", "shbase", "laneid", "segment", "bar_id")
+    __slots__ = ("regs", "fregs", "preds", "cc", "active", "full", "pc", "stack", "warps", "tid", "ctaid_x",
+                 "ctaid_y", "cta", "shbase", "laneid", "segment", "bar_id", "pos", "thr_n", "thr_lanes")
+
+    def init_counters(self):
+        """Fresh per-group bookkeeping: float view of the registers, trace position, thread counts
+        not yet added to the warps (``thr_n`` instructions over every active lane, plus the per-lane
+        counts ``thr_lanes`` of guarded ones)."""
+        self.fregs = self.regs.view(np.float32)
+        self.segment = None
+        self.bar_id = -1
+        self.pos = 0
+        self.thr_n = 0
+        self.thr_lanes = None
 
     @property
     def nwarps(self):
@@ -46,8 +63,7 @@ class Group:
         g.warps = self.warps[rows]
         for name in ("tid", "ctaid_x", "ctaid_y", "cta", "shbase", "laneid"):
             setattr(g, name, getattr(self, name)[lanes])
-        g.segment = None
-        g.bar_id = -1
+        g.init_counters()
         return g
 
     @staticmethod
@@ -64,8 +80,7 @@ class Group:
         g.warps = np.concatenate([x.warps for x in groups])
         for name in ("tid", "ctaid_x", "ctaid_y", "cta", "shbase", "laneid"):
             setattr(g, name, np.concatenate([getattr(x, name) for x in groups]))
-        g.segment = None
-        g.bar_id = -1
+        g.init_counters()
         return g
 
 
@@ -82,6 +97,7 @@ class Context:
         self.block = block
         self.grid = grid
         self.recorder = None
+        self.watchdog = None  # maxsim.functional.watchdog.Watchdog: instruction limit, loops without effect
 
     def where(self, instr, g, lane_pos):
         """Name the CTA, warp and lane of group lane ``lane_pos`` for an error message."""
@@ -184,62 +200,104 @@ def _fwriter(dst, zrow):
 # compiling one instruction
 
 CONTROL = ("BRA", "CAL", "RET", "EXIT", "BAR")
+FLOAT_OPS = ("FFMA", "FMUL", "FADD")
 
 
-def compile_instruction(ctx, instr):
-    """Return ``fn(g, m)`` executing ``instr`` on group g for lanes m (None: all)."""
+def compile_instruction(ctx, instr, values=True):
+    """Return ``fn(g, m)`` executing ``instr`` on group g for lanes m (None: all), or None when
+    there is nothing to run (an ALU instruction with ``values=False``).
+
+    With ``values=False`` a memory instruction checks its addresses and records them in the trace
+    but moves no data (see :mod:`maxsim.functional.slicing`)."""
     k = ctx.kernel
     zrow = k.reg_cnt  # the always-zero row standing for RZ
     op = instr.opcode
     mods = instr.mods
     ops = instr.operands
+    if op in ("LDS", "STS", "LDG", "STG"):
+        return _memory(ctx, instr, ops, mods, zrow, values)
+    if op == "TLD":
+        return _tld(ctx, instr, ops, mods, zrow, values)
+    if op in FLOAT_OPS:
+        row, consts = float_row(ctx, instr, zrow)
+        if not values:
+            return None
+        return _float_single(row, consts)
     fast = _ALU.get(op)
     if fast is not None:
-        return fast(ctx, instr, ops, mods, zrow)
-    if op in ("LDS", "STS", "LDG", "STG"):
-        return _memory(ctx, instr, ops, mods, zrow)
-    if op == "TLD":
-        return _tld(ctx, instr, ops, mods, zrow)
+        fn = fast(ctx, instr, ops, mods, zrow)
+        return fn if values else None
     if op == "S2R":
-        return _s2r(ctx, instr, ops, zrow)
+        fn = _s2r(ctx, instr, ops, zrow)
+        return fn if values else None
     if op == "NOP":
         return lambda g, m: None
     raise SimulationError(f"{instr.where}: opcode {instr.full_opcode} has no functional model")
 
 
-def _fp(ctx, instr, ops, mods, zrow):
-    op = instr.opcode
-    for m in mods:
+def float_row(ctx, instr, zrow):
+    """The row of an fp32 instruction in a :mod:`fp32` table, and the constants its sources
+    read: ``(row, consts)``; a constant source is ``-1 - n`` for the n-th constant (each table
+    renumbers them when it concatenates rows). A write to RZ gives ``None``: nothing to do."""
+    from . import fp32
+    for m in instr.mods:
         if m in ("RM", "RP", "RZ"):
             raise SimulationError(f"{instr.where}: rounding mode .{m} is not modelled (only round-to-nearest)")
-    do_ftz = "FTZ" in mods
-    do_sat = "SAT" in mods
-    srcs = [_reader_f32(ctx, instr, o, zrow) for o in ops[1:]]
-    write = _fwriter(ops[0].reg, zrow)
-    if op == "FFMA":
-        a, b, c = srcs
-        if do_ftz or do_sat:
-            def run(g, m):
-                x = alu.fma32(alu.ftz(a(g)), alu.ftz(b(g)), alu.ftz(c(g)))
-                x = alu.ftz(x) if do_ftz else x
-                write(g, alu.saturate(x) if do_sat else x, m)
-            return run
+    ops = instr.operands
+    flags = (fp32.FTZ if "FTZ" in instr.mods else 0) | (fp32.SAT if "SAT" in instr.mods else 0)
+    srcs = []
+    consts = []
+    for n, o in enumerate(ops[1:]):
+        if o.kind == ins.REG:
+            srcs.append(zrow if o.reg == ins.RZ else o.reg)
+            flags |= (fp32.NEG[n] if o.neg else 0) | (fp32.ABS[n] if o.abs else 0)
+        else:
+            consts.append(_reader_f32(ctx, instr, o, zrow)(None))
+            srcs.append(-len(consts))
+    while len(srcs) < 3:
+        srcs.append(zrow)
+    if ops[0].reg == ins.RZ:
+        return None, consts
+    return [fp32.OPCODES[instr.opcode], ops[0].reg, srcs[0], srcs[1], srcs[2], flags], consts
 
-        def run(g, m):
-            write(g, alu.fma32(a(g), b(g), c(g)), m)
-        return run
-    a, b = srcs
-    f = np.multiply if op == "FMUL" else np.add
+
+def float_table(rows):
+    """One :mod:`fp32` table from ``(row, consts)`` pairs: ``(int64 table, float32 constants)``."""
+    table, consts = [], []
+    for row, cs in rows:
+        if row is None:
+            continue
+        r = list(row)
+        for n in (2, 3, 4):
+            if r[n] < 0:
+                r[n] = -1 - (len(consts) + (-1 - r[n]))
+        consts.extend(cs)
+        table.append(r)
+    from . import fp32
+    return (np.array(table, dtype=np.int64).reshape(-1, fp32.COLUMNS),
+            np.array(consts or [0.0], dtype=np.float32))
+
+
+_NO_MASK = np.zeros(1, dtype=bool)
+
+
+def run_floats(table, consts):
+    """``fn(g, m)`` running an :mod:`fp32` table on group g for lanes m (None: all)."""
+    from . import fp32
+    kernel = fp32.run
+    if not len(table):
+        return lambda g, m: None
 
     def run(g, m):
-        x, y = a(g), b(g)
-        if do_ftz:
-            x, y = alu.ftz(x), alu.ftz(y)
-        r = np.asarray(f(x, y), dtype=np.float32)
-        if do_ftz:
-            r = alu.ftz(r)
-        write(g, alu.saturate(r) if do_sat else r, m)
+        if m is None:
+            kernel(g.fregs, table, consts, _NO_MASK, False)
+        else:
+            kernel(g.fregs, table, consts, m, True)
     return run
+
+
+def _float_single(row, consts):
+    return run_floats(*float_table([(row, consts)]))
 
 
 def _iadd(ctx, instr, ops, mods, zrow):
@@ -370,7 +428,7 @@ def _isetp(ctx, instr, ops, mods, zrow):
 
 
 _ALU = {
-    "FFMA": _fp, "FMUL": _fp, "FADD": _fp, "IADD": _iadd, "IADD3": _iadd3, "ISCADD": _iscadd,
+    "IADD": _iadd, "IADD3": _iadd3, "ISCADD": _iscadd,
     "XMAD": _xmad, "LOP": _lop, "MOV": _mov, "MOV32I": _mov, "SHL": _shift, "SHR": _shift,
     "BFE": _bfe, "SEL": _sel, "ISETP": _isetp,
 }
@@ -402,7 +460,7 @@ def _address(ctx, instr, op, zrow):
     return lambda g: g.regs[base] + off
 
 
-def _memory(ctx, instr, ops, mods, zrow):
+def _memory(ctx, instr, ops, mods, zrow, values=True):
     op = instr.opcode
     width = 1
     for m in mods:
@@ -425,8 +483,11 @@ def _memory(ctx, instr, ops, mods, zrow):
             limit_lo, limit_hi = 0, ctx.kernel.shared_size
         else:
             limit_lo, limit_hi = GLOBAL_BASE, ctx.memory.top
-        a64 = addr.astype(np.int64)
-        bad = ((a64 % nbytes) != 0) | (a64 < limit_lo) | (a64 + nbytes > limit_hi)
+        if limit_hi - nbytes < limit_lo:
+            bad = np.ones(addr.shape, dtype=bool)
+        else:
+            # uint32 compares: aligned and within [lo, hi - nbytes] (nbytes is a power of two)
+            bad = ((addr & U32(nbytes - 1)) != 0) | (addr < U32(limit_lo)) | (addr > U32(limit_hi - nbytes))
         if m is not None:
             bad &= m
         elif not g.full:
@@ -449,15 +510,33 @@ def _memory(ctx, instr, ops, mods, zrow):
         return idx, sel
 
     limit_safe = 0 if shared else GLOBAL_BASE
+    if not values:
+        def run(g, m):
+            addr = addr_of(g)
+            check(g, m, addr)
+            if ctx.recorder is not None:
+                sel = m if m is not None else (None if g.full else g.active)
+                ctx.recorder.memory(recorder_kind, g, addr, sel, nbytes)
+        return run
+
     if load:
         dst = data_op.reg
         writes = [_writer(dst + j if dst != ins.RZ else ins.RZ, zrow) for j in range(width)]
+        rows = dst != ins.RZ and dst + width <= zrow  # destination rows written in one assignment
 
         def run(g, m):
             addr = addr_of(g)
             check(g, m, addr)
             idx, sel = word_index(g, m, addr)
             store = ctx.shared if shared else ctx.memory.words
+            if sel is None and rows:
+                if width == 1:
+                    g.regs[dst] = store[idx]
+                else:
+                    g.regs[dst:dst + width] = store[idx + offsets[:, None]]
+                if ctx.recorder is not None:
+                    ctx.recorder.memory(recorder_kind, g, addr, sel, nbytes)
+                return
             if sel is None:
                 vals = store[idx[:, None] + offsets] if width > 1 else store[idx][:, None]
             else:
@@ -468,7 +547,7 @@ def _memory(ctx, instr, ops, mods, zrow):
             for j in range(width):
                 writes[j](g, vals[:, j], m)
             if ctx.recorder is not None:
-                ctx.recorder.memory(recorder_kind, instr, g, addr, sel, nbytes)
+                ctx.recorder.memory(recorder_kind, g, addr, sel, nbytes)
         return run
 
     src = data_op.reg
@@ -489,11 +568,11 @@ def _memory(ctx, instr, ops, mods, zrow):
             for j in range(width):
                 store[idx[sel] + j] = vals[j][sel]
         if ctx.recorder is not None:
-            ctx.recorder.memory(recorder_kind, instr, g, addr, sel, nbytes)
+            ctx.recorder.memory(recorder_kind, g, addr, sel, nbytes)
     return run
 
 
-def _tld(ctx, instr, ops, mods, zrow):
+def _tld(ctx, instr, ops, mods, zrow, values=True):
     dst = ops[0].reg
     coord_r = zrow if ops[1].reg == ins.RZ else ops[1].reg
     handle_r = zrow if ops[2].reg == ins.RZ else ops[2].reg
@@ -517,14 +596,20 @@ def _tld(ctx, instr, ops, mods, zrow):
                     bad &= sel
                 bound = sorted(ctx.textures)
                 ctx.fail(instr, g, bad, lambda pos: f"texture handle 0x{int(h):x} is not bound (bound textures: {bound})")
+            if len(hs) == 1:
+                sizes[:] = tex.size
+                bases[:] = tex.address
+                if values:
+                    vals = tex.fetch(coords)
+                continue
             lanes = handles == h
-            c = coords[lanes]
-            c = np.where((c < 0) | (c >= tex.size), tex.size, c)
-            vals[lanes] = tex.texels[c]
             sizes[lanes] = tex.size
             bases[lanes] = tex.address
-        for j, ch in enumerate(channels):
-            writes[j](g, vals[:, ch], m)
+            if values:
+                vals[lanes] = tex.fetch(coords[lanes])
+        if values:
+            for j, ch in enumerate(channels):
+                writes[j](g, vals[:, ch], m)
         if ctx.recorder is not None:
-            ctx.recorder.texture(instr, g, coords, bases, sel, sizes)
+            ctx.recorder.texture(g, coords, bases, sel, sizes)
     return run

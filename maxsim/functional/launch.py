@@ -9,13 +9,11 @@ import numpy as np
 
 from ..errors import LaunchError, SimulationError
 from ..isa import instruction as ins
-from .executor import CONTROL, Context, Group, compile_instruction
+from .executor import CONTROL, FLOAT_OPS, Context, Group, compile_instruction, float_row, float_table, run_floats
+from .watchdog import Watchdog, instruction_limit
 
 PARAM_BASE = 0x140
 CONST_BANK_SIZE = 0x10000
-# Default guard against kernels that never end: at the functional model's speed this is reached in
-# well under a minute. Workload harnesses that know their size pass a limit of their own.
-DEFAULT_INSTRUCTION_LIMIT = 50_000_000
 MAX_THREADS_PER_CTA = 1024
 BATCH_LANES = 1 << 16  # lanes executed together; bounds the register arrays to a few tens of MB
 
@@ -29,6 +27,15 @@ class LaunchResult:
     thread_instructions: int
     per_instruction: np.ndarray  # warp-level executions of each static instruction
     trace: object = None
+    timing_only: bool = False  # values were not computed: memory holds no valid results
+    warp_threads: np.ndarray = None  # thread instructions of each warp (CTA i's warp w at i * wpc + w)
+    ctas: tuple = ()  # the CTAs run, in the order of the warp numbering
+    trace_key: object = None  # the trace summariser's parameters (see TraceRecorder)
+
+    def cta_threads(self, first, count):
+        """Thread instructions of the CTAs ``first .. first + count - 1`` (in ``ctas`` order)."""
+        wpc = (self.block + 31) // 32
+        return int(self.warp_threads[first * wpc:(first + count) * wpc].sum())
 
     @property
     def opcode_counts(self) -> dict:
@@ -74,11 +81,17 @@ def _geometry_words(bank: bytes, block: int, grid) -> bytes:
 
 
 def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_instructions=None,
-           recorder=None, ctas=None, progress=None, expected_instructions=None) -> LaunchResult:
+           recorder=None, ctas=None, progress=None, expected_instructions=None,
+           timing_only=False) -> LaunchResult:
     """Execute ``kernel`` over ``grid`` (x, y) CTAs of ``block`` threads.
 
     ``ctas`` optionally restricts execution to a list of (x, y) CTA ids (the timing model uses this
     to run the CTAs of one SM); ``recorder`` collects the per-warp dynamic trace.
+
+    ``timing_only`` computes only what the trace depends on (the backward slice of
+    :mod:`maxsim.functional.slicing`): the trace is the same as a full run's, but memory results
+    are not. The result then says so (``timing_only``) and carries no memory to read; ``memory``
+    is left holding partial results and must not be checked.
 
     ``progress`` (a callback ``progress(done, total, what, unit)``, see
     :mod:`maxsim.report.progress`) is told the CTAs done: after each batch of CTAs, and within a
@@ -97,31 +110,102 @@ def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_in
     for key, tex in textures.items():
         if not isinstance(tex, Texture1D):
             raise LaunchError(f"texture {key!r} must be a maxsim.functional.Texture1D, got {type(tex).__name__}")
-    limit = DEFAULT_INSTRUCTION_LIMIT if max_instructions is None else int(max_instructions)
     const_bank = _geometry_words(pack_params(kernel, params), block, (gx, gy))
     if not kernel.instructions:
-        raise LaunchError(f"kernel {kernel.name} has no instructions")
+        raise LaunchError(f"{kernel.filename}: no instructions to run (kernel {kernel.name})")
 
     wpc = (block + 31) // 32  # warps per CTA
     cta_list = [(x, y) for y in range(gy) for x in range(gx)] if ctas is None else [tuple(c) for c in ctas]
+    limit = instruction_limit(len(cta_list) * wpc, max_instructions)
     per_batch = max(1, BATCH_LANES // (wpc * 32))
     shared_words = (kernel.shared_size + 3) // 4
     counts = np.zeros(len(kernel.instructions), dtype=np.int64)
-    state = {"total": 0, "threads": 0}
+    state = {"total": 0}
+    warp_threads = np.zeros(len(cta_list) * wpc, dtype=np.int64)
+    ctx = Context(kernel, const_bank, shared_words, 0, memory, textures, block, (gx, gy))
+    ctx.recorder = recorder
+    ctx.watchdog = Watchdog(kernel, counts, limit, len(cta_list) * wpc, given=max_instructions is not None)
+    if timing_only:
+        from .slicing import timing_slice
+        computed = timing_slice(kernel).computed
+        memory.invalid = (f"a timing-only launch of {kernel.name} computed addresses, not values "
+                          f"(run it without timing_only to get results)")
+    else:
+        computed = (True,) * len(kernel.instructions)
+    program = Program(ctx, computed)
     for start in range(0, len(cta_list), per_batch):
         batch = cta_list[start:start + per_batch]
-        ctx = Context(kernel, const_bank, shared_words, len(batch), memory, textures, block, (gx, gy))
-        ctx.recorder = recorder
-        compiled = [None if i.opcode in CONTROL else compile_instruction(ctx, i) for i in kernel.instructions]
+        ctx.shared = np.zeros(max(1, len(batch) * shared_words), dtype=np.uint32)
+        ctx.watchdog.reset()
         # fp32 overflow and NaN (inf * 0, inf - inf) are ordinary GPU results, not numpy warnings
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-            _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder, start,
+            _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, start, warp_threads,
                        None if progress is None else
                        _ticker(progress, state, start, len(batch), len(cta_list), expected_instructions))
     if progress is not None:
         progress(len(cta_list), len(cta_list), "functional run", "CTAs")
-    return LaunchResult(kernel, (gx, gy), block, state["total"], state["threads"], counts,
-                        recorder.finish() if recorder is not None else None)
+    return LaunchResult(kernel, (gx, gy), block, state["total"], int(warp_threads.sum()), counts,
+                        recorder.finish() if recorder is not None else None, timing_only,
+                        warp_threads, tuple(cta_list), recorder.key if recorder is not None else None)
+
+
+MAX_BLOCK = 256  # instructions one straight-line step may run
+
+
+class Program:
+    """The kernel compiled for one launch: per pc, the straight-line block that starts there.
+
+    A block is the longest run of instructions from a pc that contains no control instruction;
+    it runs as one step of the launch loop (its pcs appended to the trace together, its counts
+    added together). Consecutive unguarded FFMA/FMUL/FADD of a block become one table of
+    :mod:`maxsim.functional.fp32` run in one call. ``computed[i]`` false (a timing-only launch)
+    leaves instruction i's values uncomputed (see :mod:`maxsim.functional.slicing`)."""
+
+    def __init__(self, ctx, computed):
+        self.ctx = ctx
+        self.instrs = ctx.kernel.instructions
+        self.computed = computed
+        self.single = [None] * len(self.instrs)
+        self.blocks = {}
+        for i, instr in enumerate(self.instrs):
+            if instr.opcode not in CONTROL:
+                self.single[i] = compile_instruction(ctx, instr, computed[i])
+
+    def block(self, pc):
+        """``(length, steps, guarded)`` of the block at pc: steps are ``(offset, fn, guard)``
+        with guard None (unguarded) or ``(pred, negated)``; ``guarded`` counts guarded steps."""
+        b = self.blocks.get(pc)
+        if b is not None:
+            return b
+        instrs = self.instrs
+        end = pc
+        while end < len(instrs) and end - pc < MAX_BLOCK and instrs[end].opcode not in CONTROL:
+            end += 1
+        steps = []
+        floats = []  # (offset, row, consts) of the pending run of unguarded fp32 instructions
+        zrow = self.ctx.kernel.reg_cnt
+
+        def flush():
+            if floats:
+                fn = run_floats(*float_table([(r, c) for _, r, c in floats]))
+                steps.append((floats[0][0], fn, None))
+                floats.clear()
+        for i in range(pc, end):
+            instr = instrs[i]
+            guard = None if instr.pred == ins.PT and not instr.pred_neg else (instr.pred, instr.pred_neg)
+            if instr.opcode in FLOAT_OPS and guard is None:
+                if self.computed[i]:
+                    row, consts = float_row(self.ctx, instr, zrow)
+                    floats.append((i - pc, row, consts))
+                continue
+            flush()
+            fn = self.single[i]
+            if fn is not None or guard is not None:
+                steps.append((i - pc, fn, guard))
+        flush()
+        b = (end - pc, tuple(steps), sum(1 for s in steps if s[2] is not None))
+        self.blocks[pc] = b
+        return b
 
 
 def _ticker(progress, state, start, n, total, expected):
@@ -158,8 +242,7 @@ def _initial_group(kernel, batch, wpc, block, shared_words, warp_base):
     g.cta = np.repeat(np.arange(nc, dtype=np.int64), wpc * 32)
     g.shbase = g.cta * shared_words
     g.laneid = tid % 32
-    g.segment = None
-    g.bar_id = -1
+    g.init_counters()
     return g
 
 
@@ -179,7 +262,33 @@ def _warp_ok(instr, g, taken, ctx):
     return any_t
 
 
-def _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder, warp_base, tick=None):
+def _guard_mask(g, pred, neg):
+    """Lanes of group g whose guard predicate holds, among the active ones (None: every lane)."""
+    p = g.preds[pred]
+    # copy: a view would change under an instruction that writes its own guard
+    # (@P0 ISETP ... P0, P1, ...) and mask its second destination wrongly
+    m = ~p if neg else p.copy()
+    if not g.full:
+        m &= g.active
+    if m.all():
+        return None
+    return m
+
+
+def _flush_threads(g, warp_threads):
+    """Add group g's pending thread-instruction counts to its warps (before its active lanes
+    change or it ends)."""
+    lanes = g.thr_lanes
+    if g.thr_n:
+        lanes = g.active * g.thr_n if lanes is None else lanes + g.active * g.thr_n
+    if lanes is not None:
+        warp_threads[g.warps] += lanes.reshape(-1, 32).sum(axis=1)
+    g.thr_n = 0
+    g.thr_lanes = None
+
+
+def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, warp_base, warp_threads,
+               tick=None):
     kernel = ctx.kernel
     instrs = kernel.instructions
     n_instr = len(instrs)
@@ -203,36 +312,53 @@ def _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder,
                     "execution ran past the last instruction (missing EXIT?)"))
             instr = instrs[pc]
             nw = g.warps.size
+            seg = g.segment
+            if instr.opcode not in CONTROL:
+                length, steps, nguarded = program.block(pc)
+                counts[pc:pc + length] += nw
+                state["total"] += length * nw
+                if state["total"] > limit:
+                    raise ctx.watchdog.limit_error(ctx, instr, g)
+                base = 0
+                if seg is not None:
+                    base = len(seg.pcs)
+                    seg.pcs.extend(range(pc, pc + length))
+                every = None if g.full else g.active
+                g.thr_n += length - nguarded
+                for off, fn, guard in steps:
+                    if guard is None:
+                        m = every
+                    else:
+                        m = _guard_mask(g, guard[0], guard[1])
+                        if m is None:
+                            g.thr_n += 1
+                        elif g.thr_lanes is None:
+                            g.thr_lanes = m.astype(np.int64)
+                        else:
+                            g.thr_lanes += m
+                    if fn is not None:
+                        g.pos = base + off
+                        fn(g, m)
+                g.pc = pc + length
+                continue
             counts[pc] += nw
             state["total"] += nw
             if state["total"] > limit:
-                raise SimulationError(ctx.where(instr, g, 0).format(
-                    f"kernel ran past the instruction limit of {limit} warp instructions (a loop that never ends?)"))
-            if recorder is not None:
-                recorder.step(g, pc)
+                raise ctx.watchdog.limit_error(ctx, instr, g)
+            if seg is not None:
+                g.pos = len(seg.pcs)
+                seg.pcs.append(pc)
             # execution mask: active lanes whose guard predicate holds (None: all lanes)
             if instr.pred == ins.PT and not instr.pred_neg:
                 m = None if g.full else g.active
             else:
-                p = g.preds[instr.pred]
-                # copy: a view would change under an instruction that writes its own guard
-                # (@P0 ISETP ... P0, P1, ...) and mask its second destination wrongly
-                m = ~p if instr.pred_neg else p.copy()
-                if not g.full:
-                    m = m & g.active
-                if m.all():
-                    m = None
-            fn = compiled[pc]
-            if fn is not None:
-                fn(g, m)
-                state["threads"] += int(g.active.sum()) if m is None else int(m.sum())
-                g.pc = pc + 1
-                continue
+                m = _guard_mask(g, instr.pred, instr.pred_neg)
             op = instr.opcode
             if op == "EXIT":
                 done = g.active.copy() if m is None else (m & g.active)
+                _flush_threads(g, warp_threads)
+                warp_threads[g.warps] += done.reshape(-1, 32).sum(axis=1)
                 g.active &= ~done
-                state["threads"] += int(done.sum())
                 alive = g.active.reshape(-1, 32).any(axis=1)
                 if not alive.all():
                     gone = g.warps[~alive]
@@ -252,6 +378,7 @@ def _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder,
                 bar = instr.operands[0].value
                 if not 0 <= bar <= 15:
                     raise SimulationError(ctx.where(instr, g, 0).format(f"barrier {bar} is out of range 0..15"))
+                _flush_threads(g, warp_threads)
                 if m is not None:
                     # a guarded BAR: a warp arrives when any of its active lanes executes it (the
                     # pre-Volta per-warp barrier rule); warps whose guard is false go on
@@ -292,12 +419,15 @@ def _run_batch(ctx, compiled, batch, wpc, block, counts, state, limit, recorder,
                 elif op == "RET":
                     g.stack.pop()
                 g.pc = dest
-                if tick is not None and dest <= pc:
-                    tick()
+                if dest <= pc:
+                    ctx.watchdog.back_edge(g, pc)
+                    if tick is not None:
+                        tick()
                 continue
             if not taken.any():
                 g.pc = pc + 1
                 continue
+            _flush_threads(g, warp_threads)
             yes = g.take(np.flatnonzero(taken))
             no = g.take(np.flatnonzero(~taken))
             if op == "CAL":

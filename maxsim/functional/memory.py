@@ -21,6 +21,7 @@ class GlobalMemory:
         self.words = np.zeros(0, dtype=np.uint32)
         self.top = GLOBAL_BASE
         self.allocations = []  # (base, nbytes)
+        self.invalid = None  # why the contents are not results (a timing-only launch wrote them)
 
     def alloc(self, nbytes: int) -> int:
         if nbytes <= 0:
@@ -51,6 +52,8 @@ class GlobalMemory:
         self.words[addr // 4: addr // 4 + raw.size // 4] = raw.view(np.uint32)
 
     def read(self, addr: int, count: int, dtype=np.float32) -> np.ndarray:
+        if self.invalid:
+            raise LaunchError(f"global memory holds no results: {self.invalid}")
         dtype = np.dtype(dtype)
         nbytes = count * dtype.itemsize
         self._check(addr, (nbytes + 3) // 4 * 4)
@@ -71,8 +74,8 @@ class Texture1D:
             data = data.reshape(-1, 4)
         if data.ndim != 2 or data.shape[1] != 4:
             raise LaunchError(f"a float4 texture needs shape (n, 4), got {data.shape}")
-        # one zero texel past the end serves every out-of-range coordinate (border colour 0)
-        self.texels = np.vstack([data, np.zeros((1, 4), np.float32)]).view(np.uint32)
+        # the caller's array itself (no copy: a large, sparsely drawn texture stays unmapped)
+        self.texels = data.view(np.uint32)
         self.size = data.shape[0]
         if address is None:
             Texture1D._private += 1
@@ -80,6 +83,17 @@ class Texture1D:
         self.address = int(address)
 
     _private = 0
+
+    def fetch(self, coords):
+        """The texels (uint32 words, shape (lanes, 4)) at ``coords``; zero outside [0, size)."""
+        out = (coords < 0) | (coords >= self.size)
+        if not out.any():
+            return self.texels[coords]
+        if self.size == 0:
+            return np.zeros((coords.size, 4), np.uint32)
+        vals = self.texels[np.where(out, 0, coords)]
+        vals[out] = 0
+        return vals
 
 
 def texture_index(handle: int) -> int:

@@ -8,6 +8,8 @@ trace is the chain of segments it belonged to, in order.
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 
 
@@ -16,7 +18,7 @@ class Segment:
 
     def __init__(self, warps):
         self.warps = warps  # batch-global warp ids, row order
-        self.pcs = []  # instruction indices executed, in order
+        self.pcs = array("i")  # instruction indices executed, in order (4 bytes each)
         self.mem = {}  # position in pcs -> per-warp summaries (sequence indexed by row)
 
 
@@ -38,47 +40,61 @@ class WarpTrace:
             out.extend(seg.pcs)
         return out
 
+    def records(self):
+        """This warp's memory and barrier records: ``{position in pcs(): its entry}`` (a memory
+        summary, or whether it arrives at a guarded barrier)."""
+        out = {}
+        start = 0
+        for seg, row in self.parts:
+            for pos, per_warp in seg.mem.items():
+                out[start + pos] = per_warp[row]
+            start += len(seg.pcs)
+        return out
+
 
 class TraceRecorder:
     """Collects segments during a launch.
 
     ``summarise(kind, addr_lanes, active_lanes, nbytes) -> sequence per warp`` turns the addresses
     of one warp-group memory instruction into what the timing model needs; kind is one of
-    "lds", "sts", "ldg", "stg", "tex". Addresses come as arrays of shape (warps, 32); for "tex" they
-    are the texels' byte addresses, -1 for a lane outside the texture (border texels are not
-    fetched).
+    "lds", "sts", "ldg", "stg", "tex". Addresses come as arrays of shape (warps, 32): uint32 byte
+    addresses, or for "tex" the texels' int64 byte addresses, -1 for a lane outside the texture
+    (border texels are not fetched). A summariser may carry a ``key`` attribute naming the
+    parameters its summaries depend on; the launch result keeps it (``trace_key``) so that a
+    trace is not timed under another configuration.
     """
 
     def __init__(self, summarise):
         self.summarise = summarise
+        self.key = getattr(summarise, "key", None)
         self.segments = []
         self.warp_parts = {}
 
     def start(self, g):
+        """A new segment for group g (the launch appends the pcs the group executes to
+        ``g.segment.pcs``, a block of instructions at a time)."""
         seg = Segment(g.warps.copy())
         g.segment = seg
         self.segments.append(seg)
         for row, w in enumerate(seg.warps.tolist()):
             self.warp_parts.setdefault(w, []).append((seg, row))
 
-    def step(self, g, pc):
-        g.segment.pcs.append(pc)
-
     def _lanes(self, g, sel):
         nw = g.warps.size
         act = g.active if sel is None else sel
         return act.reshape(nw, 32)
 
-    def memory(self, kind, instr, g, addr, sel, nbytes):
+    def memory(self, kind, g, addr, sel, nbytes):
+        """The memory instruction at position ``g.pos`` of the group's segment: ``addr`` the
+        lanes' byte addresses (uint32), ``sel`` the lanes that access (None: the active ones)."""
         nw = g.warps.size
-        g.segment.mem[len(g.segment.pcs) - 1] = self.summarise(
-            kind, addr.reshape(nw, 32).astype(np.int64), self._lanes(g, sel), nbytes)
+        g.segment.mem[g.pos] = self.summarise(kind, addr.reshape(nw, 32), self._lanes(g, sel), nbytes)
 
-    def texture(self, instr, g, coords, bases, sel, sizes):
+    def texture(self, g, coords, bases, sel, sizes):
         nw = g.warps.size
         inside = (coords >= 0) & (coords < sizes)
         addr = np.where(inside, bases + coords * 16, -1)
-        g.segment.mem[len(g.segment.pcs) - 1] = self.summarise(
+        g.segment.mem[g.pos] = self.summarise(
             "tex", addr.reshape(nw, 32), self._lanes(g, sel) & inside.reshape(nw, 32), 16)
 
     def barrier(self, g, arrive):

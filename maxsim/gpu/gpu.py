@@ -44,12 +44,14 @@ class GpuResult:
 
 
 def trace_ctas(kernel, grid, block, params, memory, textures, cfg, ctas=None, max_instructions=None,
-               progress=None):
+               progress=None, timing_only=False):
     """Functional run of ``ctas`` (default: the whole grid) with the trace the timing model reads:
-    ``(launch result, [(cta id, [warp traces])])`` in the order of ``ctas``."""
+    ``(launch result, [(cta id, [warp traces])])`` in the order of ``ctas``. ``timing_only``:
+    compute only what the trace needs (memory results then not valid; see
+    :mod:`maxsim.functional.slicing`)."""
     rec = TraceRecorder(make_summariser(cfg))
     res = launch(kernel, grid, block, params, memory, textures, recorder=rec, ctas=ctas,
-                 max_instructions=max_instructions, progress=progress)
+                 max_instructions=max_instructions, progress=progress, timing_only=timing_only)
     gx, gy = (grid, 1) if isinstance(grid, int) else (tuple(grid) + (1,))[:2]
     cta_list = [(x, y) for y in range(gy) for x in range(gx)] if ctas is None else [tuple(c) for c in ctas]
     wpc = (block + 31) // 32

@@ -26,6 +26,14 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   steady cost per iteration; a slot's steady CTA duration is its first-wave fixed cost plus K
   iterations at that cost. The dispatcher model is run again with the steady durations (for the
   population and for the launch's length).
+* **The L2 filling up.** A launch whose first waves fit in the L2 leaves their results (dirty
+  sectors) there; write-backs to DRAM start only when the L2 is full and each new line evicts a
+  result. Where that happens after the first wave (:meth:`_History.writeback_time`: the launch's
+  reads and stores replayed in time order through an LRU of the L2's capacity), the steady state
+  is sampled twice, before and after: the CTAs that start before the write-backs begin (in the
+  dispatcher model at the first wave's pace) run at the first window's pace, the others at the
+  second's. The write-backs ramp up over about a wave in reality (the
+  first evictions free the overflow only); the switch is sharp here.
 * **Tail.** The last ``T`` CTAs are simulated whole like a first wave (dealt round-robin, each
   slot's first free slot taking one), with the L2 warmed by the launch's history up to the tail's
   start and behind the L2/DRAM work the previous wave left queued (the posted stores of its
@@ -79,17 +87,23 @@ class Prediction:
     sim_seconds: float = 0.0
 
 
-def dispatch(n_ctas, slots, duration, hold=None):
+def dispatch(n_ctas, slots, duration, hold=None, timed=False):
     """CTA-level model of the block dispatcher.
 
     ``slots`` CTA slots (SM i mod S, as the first wave is dealt round-robin: slot j holds CTA j of
-    the first wave); ``duration(slot, cta index)`` gives a CTA's cycles on a slot. Returns
-    ``(slot, start, end)`` per CTA, in CTA order: the first ``slots`` start at 0, each later CTA on
-    the slot that frees first (ties: the lower slot)."""
+    the first wave); ``duration(slot, cta index)`` gives a CTA's cycles on a slot (``timed``:
+    ``duration(slot, cta index, start cycle)``). Returns ``(slot, start, end)`` per CTA, in CTA order:
+    the first ``slots`` start at 0, each later CTA on the slot that frees first (ties: the lower
+    slot). ``hold``: the CTAs from this index on wait until every CTA before it has ended."""
+    if not timed:
+        untimed = duration
+
+        def duration(j, i, t):
+            return untimed(j, i)
     out = []
     heap = []
     for j in range(min(slots, n_ctas)):
-        d = duration(j, j)
+        d = duration(j, j, 0.0)
         out.append((j, 0.0, d))
         heap.append((d, j))
     heapq.heapify(heap)
@@ -100,7 +114,7 @@ def dispatch(n_ctas, slots, duration, hold=None):
             if held is None:
                 held = max(e for _, _, e in out[:hold])
             t = max(t, held)
-        d = duration(j, i)
+        d = duration(j, i, t)
         out.append((j, t, t + d))
         heapq.heappush(heap, (t + d, j))
     return out
@@ -115,7 +129,7 @@ def resident_at(schedule, t):
     return res
 
 
-def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progress=None):
+def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progress=None, traced=None):
     """Predict the launch of ``kernel`` over ``grid`` with inner dimension ``k``.
 
     ``build(k_value) -> (params, memory, textures)`` makes the same problem with another K (the
@@ -123,6 +137,9 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     ``shift(textures, dk) -> [(lo, hi, delta)]``: the byte ranges of the data whose addresses move by
     ``delta`` when a CTA is ``dk`` further along K (None: addresses do not depend on K; the steady
     state then simulates every CTA at the start of K). ``progress()`` is called after each sample.
+    ``traced``: ``{cta id: warp traces}`` from a traced run of the whole launch at ``k`` (the run
+    that checked its results): a launch of at most one wave is then timed from those traces at
+    ``k`` itself, with no functional run of its own.
     """
     t_wall = time.perf_counter()
     gx, gy = grid
@@ -137,7 +154,7 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     # the first wave (or the whole launch when it is at most one wave)
     first_ids = [(i % gx, i // gx) for i in range(min(n, wave))]
     first, ms_first = _whole(kernel, block, grid, k, k_step, build, cfg, first_ids, progress,
-                             "first wave" if full else "launch")
+                             "first wave" if full else "launch", traced=traced if n <= wave else None)
     phases.append(first.phase)
     if n <= wave:
         cycles = first.predicted
@@ -148,33 +165,40 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     fixed = first.fixed  # per slot: cycles a CTA costs besides its main-loop iterations
     per_iter = first.per_iter  # per slot: cycles per main-loop iteration in the first wave
     skew = 0.0
-    steady = None
-    steady_whole = {}
-    steady_memory = None
     tail = None
     history = _History(kernel, grid, block, build, shift, cfg, k_step, iters, gx, wave)
 
-    def duration(j, i):
+    windows = []  # the steady-state windows: one, or one before and one after `switch` (below)
+    switch = [n]  # two windows: the first CTA that starts after the L2 began writing results back
+
+    def steady(window, j):
+        if j in window.durations:
+            return window.durations[j]
+        return fixed[j] + iters * window.per_iter.get(j, per_iter[j])
+
+    def duration(j, i, t):
         if i >= full * wave:  # a tail CTA: from the tail's own simulation (its CTAs in dispatch order)
             return tail.duration[i - full * wave] if tail is not None else fixed[j] + iters * per_iter[j]
-        if i < wave or steady is None:
+        if i < wave or not windows:
             return fixed[j] + iters * per_iter[j]
-        if j in steady_whole:
-            return steady_whole[j]
-        return fixed[j] + iters * steady[j]
+        if len(windows) == 1:
+            return steady(windows[0], j)
+        # the CTAs before the switch at the first window's pace, the others at the second's
+        return steady(windows[0] if i < switch[0] else windows[1], j)
 
     hold = full * wave if left else None  # see the tail below
-    schedule = dispatch(n, slots, duration, hold)
+    schedule = dispatch(n, slots, duration, hold, timed=True)
     if full >= 2:
-        mid = _steady_midpoint(schedule, wave, full)
-        window = _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, mid, resident,
-                               gx, progress, history)
-        phases.append(window.phase)
-        skew = window.skew
-        steady = [window.per_iter.get(j, per_iter[j]) for j in range(slots)]
-        steady_whole = window.durations
-        steady_memory = window.phase.memory
-        schedule = dispatch(n, slots, duration, hold)
+        found = []
+        times, switch[0] = _window_times(schedule, wave, full, history)
+        for at in times:
+            window = _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, at, resident,
+                                   gx, progress, history)
+            phases.append(window.phase)
+            found.append(window)
+        windows.extend(found)
+        skew = windows[-1].skew
+        schedule = dispatch(n, slots, duration, hold, timed=True)
     if left:
         # the tail's CTAs in the order the dispatcher hands them out, each on the slot that takes it.
         # They start when the last full wave has ended: the epilogue stores of that wave are posted
@@ -186,7 +210,7 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
         tail, _ = _whole(kernel, block, grid, k, k_step, build, cfg, tail_ids, progress, "tail",
                          backlog=backlog, warm=lambda ms: history.warm(ms, schedule, t0))
         phases.append(tail.phase)
-        schedule = dispatch(n, slots, duration, hold)
+        schedule = dispatch(n, slots, duration, hold, timed=True)
     cycles = max(e for _, _, e in schedule)
 
     # launch memory figures: the first wave's, the steady window's per cycle over the steady part,
@@ -194,10 +218,13 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     t_first = max(e for _, _, e in schedule[:wave])
     t_tail = tail.predicted if tail is not None else 0.0
     memory = _scale(first.phase.memory, t_first / max(first.phase.memory["cycles"], 1))
-    middle = max(cycles - t_first - t_tail, 0.0)
-    if middle:
-        src = steady_memory if steady_memory is not None else first.phase.memory
-        memory = _add(memory, _scale(src, middle / max(src["cycles"], 1)))
+    middle = (t_first, max(cycles - t_tail, t_first))
+    starts = [0.0] + ([schedule[switch[0]][1]] if switch[0] < n else [])
+    parts = list(zip(starts, [w.phase.memory for w in windows])) or [(0.0, first.phase.memory)]
+    for (start, src), nxt in zip(parts, [p[0] for p in parts[1:]] + [float("inf")]):
+        span = max(0.0, min(nxt, middle[1]) - max(start, middle[0]))
+        if span:
+            memory = _add(memory, _scale(src, span / max(src["cycles"], 1)))
     if tail is not None:
         memory = _add(memory, _scale(tail.phase.memory, t_tail / max(tail.phase.memory["cycles"], 1)))
     return _done(cfg, cycles, phases, n / wave, resident, skew, memory, t_wall)
@@ -222,12 +249,14 @@ class _Whole:
     duration: list  # per slot / CTA: cycles at the real K
 
 
-def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, backlog=(0.0, 0.0), warm=None):
+def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, backlog=(0.0, 0.0), warm=None,
+           traced=None):
     """Simulate the CTAs ``ids`` dealt round-robin over the SMs from cycle 0 at ``WAVE_K_SAMPLES`` (or
     at ``k``), behind ``backlog``, after ``warm(memory system)``; per slot (slot j = the j-th CTA of ``ids``) the duration is affine
-    in K. Returns the :class:`_Whole` and the memory system of the last sample."""
+    in K. ``traced``: the CTAs' traces at ``k`` (``{cta id: warp traces}``), timed at ``k`` instead of
+    functional runs. Returns the :class:`_Whole` and the memory system of the last sample."""
     k1, k2 = WAVE_K_SAMPLES
-    ks = (k,) if k <= k2 else (k1, k2)
+    ks = (k,) if k <= k2 or traced is not None else (k1, k2)
     sms = cfg.gpu.sms
     per_sm = residency(kernel, block, cfg)[0]
     durations = []
@@ -235,13 +264,16 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
     ms = None
     loop = 0.0
     for kk in ks:
-        params, memory, textures = build(kk)
-        _, traced = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids)
+        if traced is not None:
+            ctas = [(cid, traced[cid]) for cid in ids]
+        else:
+            params, memory, textures = build(kk)
+            _, ctas = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids, timing_only=True)
         ms = MemorySystem(cfg)
         if warm is not None:
             warm(ms)
         _queue_backlog(ms, backlog)
-        placement, queue = round_robin(traced, sms, per_sm)
+        placement, queue = round_robin(ctas, sms, per_sm)
         used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=None)
         end = {cid: (s, e) for sm in used for cid, s, e in sm.cta_log}
         durations.append([end[cid][1] - end[cid][0] for cid in ids])
@@ -302,13 +334,23 @@ class _Steady:
     durations: dict  # slot -> steady cycles of a whole CTA, where the window ran one whole
 
 
-def _steady_midpoint(schedule, wave, full):
-    """A cycle in the middle of the full waves after the first: halfway between the mean end of the
-    first wave and the mean end of the last full wave."""
+def _window_times(schedule, wave, full, history):
+    """The cycles of ``schedule`` at which the steady state is sampled, and the index of the first
+    CTA that the second window (if any) stands for.
+
+    One window in the middle of the full waves after the first, unless the L2 is still taking the
+    results in then: a launch whose first waves fit in the L2 stores its results there without
+    writing anything back, and only once it is full does each new line cost the eviction, and
+    write-back, of a result. When that starts (:meth:`_History.writeback_time`) after the first
+    wave, the launch is sampled twice: in the middle of the part before, and of the part after."""
     ends = [e for _, _, e in schedule]
     a = float(np.mean(ends[:wave]))
     b = float(np.mean(ends[(full - 1) * wave: full * wave]))
-    return (a + b) / 2
+    t = history.writeback_time(schedule, b)
+    if t is None or t <= a:
+        return [(a + b) / 2], len(schedule)
+    after = min((i for i, (_, s, _) in enumerate(schedule) if s >= t), default=len(schedule))
+    return [(a + t) / 2, (t + b) / 2], after
 
 
 def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, mid, resident, gx, progress,
@@ -333,7 +375,7 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
     for run in sorted({r for *_, r in pop}):
         ids = [cid for _, cid, _, r in pop if r == run]
         params, memory, textures = build(run * k_step)
-        _, tr = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids)
+        _, tr = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids, timing_only=True)
         for cid, traces in tr:
             traced[cid] = traces
             textures_of[cid] = textures
@@ -348,7 +390,7 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
         params, memory, textures = build(run * k_step)
         ids = [(i % gx, i // gx) for _, i in later]
         queue_ids = [(None, cid) for cid in ids]
-        _, tr = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids)
+        _, tr = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids, timing_only=True)
         queue.extend(tr)
         if run < total_iters:
             cut |= set(ids)
@@ -457,12 +499,64 @@ class _History:
         params, memory, textures = self.build(self.k_step)
         self.textures = textures
         ids = [(i % self.gx, i // self.gx) for i in need]
-        _, traced = trace_ctas(self.kernel, self.grid, self.block, params, memory, textures, self.cfg, ids)
+        _, traced = trace_ctas(self.kernel, self.grid, self.block, params, memory, textures, self.cfg, ids,
+                               timing_only=True)
         for i, (_, traces) in zip(need, traced):
             arrays = [a for tr in traces for a in _texture_sectors(tr, self.kernel, [])]
             self.base[i] = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
             arrays = [a for tr in traces for a in _texture_sectors(tr, self.kernel, [], ("stg",))]
             self.stores[i] = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
+
+    def writeback_time(self, schedule, until):
+        """The cycle at which the launch first makes the L2 write a dirty sector back: its reads,
+        slice by slice, and its stores, in time order as in :meth:`warm`, go through an L2 of the
+        config's capacity kept as one least-recently-used list of sectors (the sets' hashing spreads
+        a stream evenly over them), and the first eviction of a stored sector is the answer. None
+        when that does not happen before ``until`` or the kernel stores nothing."""
+        if self.shift is None:
+            return None
+        capacity = self.cfg.l2.size // self.cfg.l2.sector
+        iters = self.iters
+        order = sorted(range(len(schedule)), key=lambda i: schedule[i][1])
+
+        def when(i, q):
+            _, s, e = schedule[i]
+            return e if q < 0 else s + (q + 0.5) / iters * (e - s)
+
+        lru = collections.OrderedDict()  # sector -> dirty, least recent first
+        heap = []
+        nxt = 0
+        while True:
+            while nxt < len(order) and (not heap or schedule[order[nxt]][1] <= heap[0][0]):
+                i = order[nxt]
+                if schedule[i][1] >= until:
+                    nxt = len(order)
+                    break
+                nxt += 1
+                heapq.heappush(heap, (when(i, 0), i, 0))
+            if not heap:
+                return None
+            t, i, q = heapq.heappop(heap)
+            if t >= until:
+                return None
+            if i not in self.base:
+                self._trace(sorted([i] + [x for x in order[nxt:nxt + self.batch - 1] if x not in self.base]))
+                if not any(len(v) for v in self.stores.values()):
+                    return None
+            if q < 0:
+                secs, dirty = self.stores[i], True
+            else:
+                secs, dirty = _shift(self.base[i], self.shift(self.textures, q * self.k_step)), False
+                heapq.heappush(heap, (when(i, q + 1 if q + 1 < iters else -1), i, q + 1 if q + 1 < iters else -1))
+            for sec in secs.tolist():
+                if sec in lru:
+                    lru.move_to_end(sec)
+                    if dirty:
+                        lru[sec] = True
+                    continue
+                lru[sec] = dirty
+                if len(lru) > capacity and lru.popitem(last=False)[1]:
+                    return t
 
     def warm(self, ms, schedule, t):
         if self.shift is None:
@@ -552,7 +646,8 @@ def _queue_backlog(ms, backlog):
 
 
 def samples_needed(grid, k, sms, resident):
-    """How many short simulations :func:`predict` will run (for progress bars)."""
+    """How many short simulations :func:`predict` will run at least (for progress bars): one more
+    when the L2 fills up during the full waves after the first (:func:`_window_times`)."""
     n = grid[0] * grid[1]
     wave = sms * resident
     per_whole = 1 if k <= WAVE_K_SAMPLES[1] else 2

@@ -27,9 +27,12 @@ class Progress:
 
     ``force``: draw even when the stream is not a terminal; default from the environment variable
     ``MAXSIM_PROGRESS`` (``1``: always, ``0``: never, unset: on a terminal). ``quiet``: never draw.
+    ``delay``: seconds from the reporter's creation before the first line (a run that ends sooner
+    prints nothing; the command line uses 2 s); a forced reporter draws at once.
     """
 
-    def __init__(self, stream=None, *, force=None, quiet=False, rate=10.0, width=24, clock=time.monotonic):
+    def __init__(self, stream=None, *, force=None, quiet=False, rate=10.0, width=24, clock=time.monotonic,
+                 delay=0.0):
         self.stream = stream if stream is not None else sys.stderr
         tty = getattr(self.stream, "isatty", None)
         try:
@@ -45,6 +48,9 @@ class Progress:
         self.interval = 1.0 / rate if rate > 0 else 0.0
         self.width = width
         self.clock = clock
+        # draw nothing until this many seconds after the reporter was made (unless forced)
+        self.delay = 0.0 if force else delay
+        self._born = clock()
         self._what = None
         self._start = 0.0
         self._last_draw = None
@@ -67,6 +73,8 @@ class Progress:
             self._last_draw = None
         self._last_done = done
         self._finished = None
+        if now - self._born < self.delay:
+            return  # a short run stays silent
         if not final and self._last_draw is not None and now - self._last_draw < self.interval:
             return
         self._last_draw = now
@@ -89,10 +97,10 @@ class Progress:
             parts.append(f"ETA {elapsed * (total - done) / done:.1f} s")
         text = "  ".join(parts)
         pad = " " * max(0, self._len - len(text))
+        self._open = True  # before writing: an interruption inside the write still ends the line
+        self._len = len(text)
         self.stream.write("\r" + text + pad)
         self.stream.flush()
-        self._len = len(text)
-        self._open = True
 
     def close(self):
         """End the current line (the next report starts a new one)."""

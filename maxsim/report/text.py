@@ -5,11 +5,14 @@ from __future__ import annotations
 _ORDER = (
     ("workload", "workload"), ("kernel", "kernel"), ("config", "config"), ("m", "M"), ("n", "N"),
     ("k", "K"), ("grid", "grid"), ("block", "block"), ("verified", "result verified"),
+    ("result_checked", "result checked"),
     ("max_abs_error", "max |error|"), ("tolerance", "tolerance"),
     ("gpu", "GPU"), ("gpu_waves", "waves of resident CTAs"),
     ("gpu_predicted_seconds", "predicted time on the GPU (s)"),
     ("gpu_predicted_gflops", "predicted GFLOPS on the GPU"),
-    ("warp_instructions", "warp instructions"), ("sm_warp_instructions", "warp instructions (timed SM)"),
+    ("warp_instructions", "warp instructions"),
+    ("functional_warp_instructions", "warp instructions (CTAs run)"),
+    ("sm_warp_instructions", "warp instructions (timed SM)"),
     ("cycles", "cycles (timed SM)"), ("ipc", "IPC"),
     ("gflops", "GFLOPS (SM, config clock)"), ("ffma_pipe_utilisation", "FFMA pipe utilisation"),
     ("cycles_per_loop_iteration", "cycles per main-loop iteration"),
@@ -50,10 +53,143 @@ def _fmt(v):
     return str(v)
 
 
+# What each stall reason means, in the words of the summary (maxsim.timing.stats.STALL_REASONS)
+STALL_WORDS = {
+    "stall_count": "waiting out the control codes' stall counts",
+    "dependency": "waiting on a dependency barrier: a memory or other variable-latency result",
+    "barrier_wait": "waiting at BAR.SYNC for the rest of the CTA",
+    "memory_throttle": "memory queue full",
+    "pipe_busy": "pipe busy or register bank conflict",
+    "not_selected": "ready, but the scheduler issued another warp",
+}
+
+
+def _count(v):
+    return f"{v:,}"
+
+
+def _gflops(v):
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def _time(seconds):
+    if seconds >= 1:
+        return f"{seconds:.3g} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.3g} us"
+
+
+def summarise(out: dict, peak_gflops=None, sms=None, reference_loop_cycles=None, reference="maxas",
+              reference_warps_per_scheduler=None) -> dict:
+    """The answer of a run in a few lines of words, and the figures behind them.
+
+    ``out``: the fields of a run (``run_workload`` or ``run_sass_file``); ``peak_gflops``: the
+    config's FP32 peak (``cfg.peak_gflops``) and ``sms`` its SM count, to give a share of the peak;
+    ``reference_loop_cycles``: a published figure of cycles per main-loop iteration to set the
+    run's against, measured at ``reference_warps_per_scheduler`` resident warps per scheduler.
+    Returns a dict of the figures with ``"text"``, the lines.
+    """
+    s = {}
+    lines = []
+    what = str(out.get("workload", "?"))
+    kernel = out.get("kernel")
+    head = what if kernel in (None, what) else f"{what} (kernel {kernel})"
+    head += f" on {out.get('config', '?')}"
+    if out.get("gpu"):
+        head += f" ({out['gpu']})"
+    parts = []
+    if "m" in out:
+        m, n, k = out["m"], out["n"], out["k"]
+        parts.append(f"M=N=K={m}" if m == n == k else f"M={m} N={n} K={k}")
+    if "grid" in out:
+        grid = " x ".join(str(x) for x in out["grid"])
+        parts.append(f"grid {grid} CTAs of {out.get('block', '?')} threads")
+    s["ran"] = head + (": " + ", ".join(parts) if parts else "")
+    lines.append(s["ran"])
+    if "verified" in out:
+        s["verified"] = bool(out["verified"])
+        s["verified_against"] = "numpy (float64 product, fp32 error bound per element)"
+        err, tol = out.get("max_abs_error"), out.get("tolerance")
+        checked = out.get("result_checked")
+        part = "" if checked in (None, "whole C") else f" on {checked}"
+        if checked is not None:
+            s["result_checked"] = checked
+        if s["verified"]:
+            lines.append(f"result: verified against numpy{part}: max |error| {err:.2g} within the fp32 "
+                         f"error bound ({tol:.2g})")
+        else:
+            lines.append(f"result: NOT verified{part}: max |error| {err:.2g} against numpy, error bound {tol:.2g}")
+    if out.get("gpu_predicted_gflops") is not None:
+        g, t = out["gpu_predicted_gflops"], out["gpu_predicted_seconds"]
+        s["predicted_seconds"], s["predicted_gflops"] = t, g
+        line = f"predicted on the GPU: {_time(t)}, {_gflops(g)} GFLOPS"
+        if peak_gflops:
+            s["peak_gflops"], s["share_of_peak"] = peak_gflops, g / peak_gflops
+            line += f" = {100 * g / peak_gflops:.1f}% of the {_gflops(peak_gflops)} GFLOPS peak"
+        waves = out.get("gpu_waves")
+        if waves is not None:
+            ctas = 1
+            for x in out.get("grid", ()):
+                ctas *= x
+            line += (f" (its {ctas} CTA{'s fill' if ctas != 1 else ' fills'} {waves:.3g} of one wave of "
+                     f"resident CTAs)" if waves < 1
+                     else f" ({waves:.3g} waves of resident CTAs)")
+        lines.append(line)
+    if out.get("cycles") is not None:
+        s["cycles"], s["ipc"] = out["cycles"], out.get("ipc")
+        if out.get("sm_ctas") is not None:
+            ctas = out["sm_ctas"]
+            line = f"timed SM ({ctas} CTA{'s' if ctas != 1 else ''}): "
+        else:
+            line = f"{_count(out.get('warp_instructions', 0))} warp instructions on one SM: "
+        line += f"{_count(out['cycles'])} cycles, IPC {out.get('ipc', 0):.2f}"
+        if out.get("gflops"):
+            line += f", {_gflops(out['gflops'])} GFLOPS"
+            if peak_gflops and sms:
+                share = out["gflops"] / (peak_gflops / sms)
+                s["sm_share_of_peak"] = share
+                line += f" = {100 * share:.1f}% of an SM's peak"
+        lines.append(line)
+    else:
+        lines.append("functional run only (no timing)")
+    loop = out.get("cycles_per_loop_iteration")
+    if loop is not None and reference_loop_cycles:
+        s["cycles_per_loop_iteration"] = loop
+        s["reference_cycles_per_loop_iteration"] = reference_loop_cycles
+        at = ref_at = ""
+        full, resident = out.get("warps_per_scheduler"), out.get("resident_ctas_per_sm")
+        if reference_warps_per_scheduler and full and resident and out.get("sm_ctas"):
+            # the timed SM's warps per scheduler: fewer when it runs fewer CTAs than fit
+            wps = full * min(out["sm_ctas"], resident) / resident
+            s["warps_per_scheduler"] = wps
+            at, ref_at = f" at {wps:g} warps per scheduler", f" at {reference_warps_per_scheduler:g}"
+        lines.append(f"main loop: {loop:.1f} cycles per iteration{at} ({reference}: {reference_loop_cycles}"
+                     f"{ref_at}, {100 * (loop / reference_loop_cycles - 1):+.1f}%)")
+    reasons = out.get("stall_reasons")
+    if reasons:
+        total = sum(reasons.values())
+        top = sorted(((r, n / total) for r, n in reasons.items() if n), key=lambda x: -x[1])[:2] if total else []
+        s["top_stalls"] = [[r, share] for r, share in top]
+        if top:
+            lines.append("top stalls (share of warp-cycles): " + "; ".join(
+                f"{r} {100 * share:.1f}% ({STALL_WORDS.get(r, r)})" for r, share in top))
+    if out.get("hazards"):
+        n = out["hazards"]
+        lines.append(f"warning: {n} control-code hazard{'s' if n != 1 else ''} (listed at the end)")
+    s["text"] = lines
+    return s
+
+
 def format_run(out: dict) -> str:
     lines = []
+    summary = out.get("summary")
+    if summary:
+        lines += summary["text"] + [""]
     for key, label in _ORDER:
         if key in out and out[key] is not None:
+            if key == "warp_instructions" and out.get("warp_instructions_estimated"):
+                label += " (estimated)"
             lines.append(f"{label:34s} {_fmt(out[key])}")
     if "stall_reasons" in out:
         total = sum(out["stall_reasons"].values()) or 1

@@ -150,6 +150,13 @@ def parse_text(text: str, filename: str = "<string>") -> ins.Kernel:
     )
 
 
+def parse_instruction(text: str, filename: str = "<string>", line: int = 0, index: int = 0,
+                      reg_cnt: int = ins.NUM_REGS, labels=None) -> ins.Instruction:
+    """Parse one instruction line (control field, guard, text, ';'); ``labels`` maps the label
+    names a branch may name to instruction indices."""
+    return _parse_instruction(_Line(text, line, filename), index, reg_cnt, dict(labels or {}))
+
+
 def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -> ins.Instruction:
     src = line.text
     pos = len(src) - len(src.lstrip())

@@ -16,8 +16,9 @@ for what each step means and why), on state held in numpy arrays instead of Pyth
 * ``C`` (CTA slot x field ``C_*``): live and arrived warps of each resident CTA.
 * ``P`` (pc x field ``P_*``), ``L`` (flat register lists of ``P``), ``RD`` (operand reads: slot,
   register, bank, reuse flag): the kernel's static tables.
-* ``TPC``, ``TAUX`` (warp slot x position): each warp's flattened trace - pcs, and per position
-  the shared wavefronts / offset of the sector list in ``SEC`` / barrier arrival (-1: none).
+* ``TPC``, ``TAUX``: the resident warps' flattened traces one after another (warp ``w``'s from
+  ``W[w, W_TBASE]``) - pcs, and per position the shared wavefronts / offset of the sector list in
+  ``SEC`` (count, then sector byte addresses) / barrier arrival (-1: none).
 * ``L1`` (set x way x (2 + sectors per line)): the L1/texture cache's tags, LRU stamps and the
   arrival cycle of each sector.
 * ``ILOG``, ``SLOG``, ``BLOG``, ``HLOG``: issue log, stall log, back-branch times and hazard
@@ -29,12 +30,21 @@ completion cycle into ``G[G_MEM_RESULT]`` and calls again; the core resumes insi
 a warp exited (``EXIT``: Python flushes its statistics and launches CTAs into freed slots), the logs
 need draining (``DRAIN``), the SM is idle (``DONE``) or an error (``ERR_*``). A suspended cycle
 resumes at the scheduler where it stopped, so the order of events is that of the reference core.
+
+Speed: the helpers are written as small functions but marked ``inline="always"``, so numba compiles
+the per-issue work into two functions, :func:`run` and ``_issue``; a call between compiled functions
+passes every array as 7-9 machine words and counts references to each, which with ~20 state arrays
+cost more than the model's work (the rare steps - L1 lookups, barrier release, warp exit, hazard
+records - stay calls). ``run`` also passes the arrays on without reference counts (``_borrow``).
+Inlining everything would cost ~200 s of compile time for little more speed.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .static import ALU_HALF, BAR, BRANCH, EXIT, LDG, LDS, NEVER, S2R, STG, STS, TEX
 
@@ -71,7 +81,8 @@ W_STALLS = 16  # 6 stall counters (stats.STALL_REASONS order)
 W_BAR_CLEAR = 22  # 7 entries (barrier 0 unused)
 W_BAR_SET = 29  # 7 entries
 W_PRED = 36  # 8 predicates
-W_SIZE = 44
+W_TBASE = 44  # where the warp's trace starts in TPC and TAUX
+W_SIZE = 45
 
 # ---- S: per scheduler ----
 S_LAST, S_BUSY, S_PIPE0, S_PIPE1, S_MEM_FREE, S_RC_WARP, S_NW, S_RCN = range(8)  # S_RCN: 3 counts
@@ -90,7 +101,24 @@ NO_FILL = -(1 << 62)  # an L1 sector not present
 ILOG_W, SLOG_W, HLOG_W = 4, 7, 8  # columns of the issue, stall and hazard logs
 
 
-@njit(cache=True)
+@intrinsic
+def _borrow(typingctx, arr):
+    """The same array without its reference count (a null meminfo).
+
+    Every compiled helper increments and decrements the reference count of each array it is
+    passed, with an atomic instruction; the core passes ~20 state arrays on every issue, so that
+    counting took most of the core's time (perf: 36% of the process in NRT_incref/NRT_decref).
+    Borrowed arrays skip it. Safe because the Python caller holds the arrays during a call and
+    the core never stores or returns them."""
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, value=args[0])
+        ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
+        ary.parent = cgutils.get_null_value(ary.parent.type)
+        return ary._getvalue()
+    return arr(arr), codegen
+
+
+@njit(cache=True, inline="always")
 def _book(BANKS, s, bank, cycle, collide_from):
     """regfile.RegisterBanks.book: (cycle of the read, collided with a late read)."""
     bit = 1 << bank
@@ -110,7 +138,7 @@ def _book(BANKS, s, bank, cycle, collide_from):
         cycle += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _book_late_reads(BANKS, P, L, s, pc, when):
     o = P[pc, P_MREADS]
     for k in range(P[pc, P_NMREADS]):
@@ -119,7 +147,7 @@ def _book_late_reads(BANKS, P, L, s, pc, when):
         BANKS[s, 1, c & (RING - 1)] |= 1 << (bank + LATE)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _unit_ok(G, W, Q, S, P, w, pc, t, s):
     u = P[pc, P_UNIT]
     if u <= ALU_HALF:
@@ -149,7 +177,7 @@ def _unit_ok(G, W, Q, S, P, w, pc, t, s):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t):
     """Reuse caches and bank booking for one ALU instruction; returns the dispatch delay."""
     wid = W[w, W_WID]
@@ -158,8 +186,10 @@ def _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t):
             S[s, S_RCN + k] = 0
     entries = G[G_REUSE_ENTRIES]
     nslots = G[G_REUSE_SLOTS]
-    banks = np.empty(3, np.int64)
-    regs = np.empty(3, np.int64)
+    # the distinct registers read (at most one per operand slot, so three) and their banks,
+    # in scalars: a small array here would be a heap allocation on every ALU issue
+    r0 = r1 = -1
+    b0 = b1 = b2 = 0
     nb = 0
     hits = 0
     o = P[pc, P_READS]
@@ -192,15 +222,13 @@ def _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t):
                     n -= 1
                 RC[s, slot, n] = r
                 S[s, S_RCN + slot] = n + 1
-        seen = False
-        for q in range(nb):
-            if regs[q] == r:
-                seen = True
-                break
-        if not seen:
-            regs[nb] = r
-            banks[nb] = bank
-            nb += 1
+        if nb == 0:
+            r0, b0, nb = r, bank, 1
+        elif nb == 1:
+            if r != r0:
+                r1, b1, nb = r, bank, 2
+        elif r != r0 and r != r1:
+            b2, nb = bank, 3
     od = P[pc, P_DST]
     for k in range(P[pc, P_NDST]):
         _forget(S, RC, s, L[od + k])
@@ -209,22 +237,18 @@ def _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t):
         G[G_REUSE_HITS] += hits
     if nb == 0:
         return 0
-    distinct = 0
-    for a in range(nb):
-        first = True
-        for q in range(a):
-            if banks[q] == banks[a]:
-                first = False
-                break
-        if first:
-            distinct += 1
+    distinct = 1
+    if nb > 1 and b1 != b0:
+        distinct += 1
+    if nb > 2 and b2 != b0 and b2 != b1:
+        distinct += 1
     if nb > distinct:
         G[G_BANK_CONFLICTS] += nb - distinct
     last = t
     start = t - G[G_LOOKAHEAD]
     delayed = False
     for a in range(nb):
-        c, late = _book(BANKS, s, banks[a], start, t)
+        c, late = _book(BANKS, s, b0 if a == 0 else (b1 if a == 1 else b2), start, t)
         delayed |= late
         if c > last:
             last = c
@@ -236,7 +260,7 @@ def _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t):
     return delay
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _forget(S, RC, s, r):
     """A write of register r removes it from every reuse cache of scheduler s."""
     for slot in range(3):
@@ -249,7 +273,7 @@ def _forget(S, RC, s, r):
                 break
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _push(G, W, Q, w, queue, done):
     if queue == 0:
         Q[w, W[w, W_NQ0]] = done
@@ -259,7 +283,7 @@ def _push(G, W, Q, w, queue, done):
         W[w, W_NQ1] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _set_read_barrier(W, P, w, pc, t, release):
     rb = P[pc, P_RBAR]
     if rb:
@@ -268,7 +292,7 @@ def _set_read_barrier(W, P, w, pc, t, release):
         W[w, W_BAR_SET + rb] = t
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _mark_reads(W, REGS, P, L, w, pc, when):
     o = P[pc, P_SRC]
     for k in range(P[pc, P_NSRC]):
@@ -276,7 +300,7 @@ def _mark_reads(W, REGS, P, L, w, pc, when):
 
 
 @njit(cache=True)
-def _l1_access(G, L1, REQ, start, SEC, w, off, n):
+def _l1_access(G, L1, REQ, start, SEC, off, n):
     """TextureCache.access: look up n sectors at cycle start; the misses go to REQ (allocated,
     filled at start until _l1_fill). Returns (hits, misses, latest fill of a pending hit)."""
     line_sz = G[G_L1_LINE]
@@ -288,7 +312,7 @@ def _l1_access(G, L1, REQ, start, SEC, w, off, n):
     nmiss = 0
     pending = 0
     for k in range(n):
-        addr = SEC[w, off + k]
+        addr = SEC[off + k]
         ln = addr // line_sz
         st = ln % n_sets
         way = -1
@@ -349,7 +373,7 @@ def _l1_fill(G, L1, REQ, n, ready):
                 break
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u):
     """The memory part of an issue: (needs the memory system, completion cycle).
 
@@ -357,7 +381,7 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u
     is True; the issue completes in _memory_done once Python has served it."""
     G_ = G
     S[s, S_MEM_FREE] = t + G_[G_MEM_INTERVAL]
-    aux = TAUX[w, W[w, W_POS]]
+    aux = TAUX[W[w, W_TBASE] + W[w, W_POS]]
     if u == LDS or u == STS:
         read_at = t + G_[G_READ_SHARED]
         _book_late_reads(BANKS, P, L, s, pc, read_at)
@@ -380,7 +404,7 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u
         _set_read_barrier(W, P, w, pc, t, release)
         _mark_reads(W, REGS, P, L, w, pc, read_at)
         return False, done
-    n = SEC[w, aux] if aux >= 0 else 0
+    n = SEC[aux] if aux >= 0 else 0
     if n == 0 and u != STG:
         return False, t + 1
     read_at = t + (G_[G_READ_TEX] if u == TEX else G_[G_READ_GLOBAL])
@@ -391,7 +415,7 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u
         G_[G_STORES] += 1
         if n:
             for k in range(n):
-                REQ[k] = SEC[w, aux + 1 + k]
+                REQ[k] = SEC[aux + 1 + k]
             G_[G_REQ_KIND] = REQ_STG
             G_[G_REQ_NOW] = read_at
             G_[G_REQ_N] = n
@@ -405,7 +429,7 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u
         fstart = tf if tf > read_at else float(read_at)
         F[F_TEX_FREE] = fstart + (n * G_[G_SECTOR]) / F[F_TEX_BPC]
         start = int(np.ceil(fstart))
-        hits, nmiss, pending = _l1_access(G_, L1, REQ, start, SEC, w, aux + 1, n)
+        hits, nmiss, pending = _l1_access(G_, L1, REQ, start, SEC, aux + 1, n)
         G_[G_TEX_HITS] += hits
         issued = start - (read_at - t)
         done = issued + G_[G_TEX_L1_HIT]
@@ -421,7 +445,7 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u
         return False, done
     # LDG: through the L2
     for k in range(n):
-        REQ[k] = SEC[w, aux + 1 + k]
+        REQ[k] = SEC[aux + 1 + k]
     G_[G_REQ_KIND] = REQ_LDG
     G_[G_REQ_NOW] = t
     G_[G_REQ_N] = n
@@ -429,7 +453,7 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u
     return True, 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _memory_done(G, W, Q, L1, REQ, w):
     """Complete a memory issue with the memory system's answer: its completion cycle."""
     kind = G[G_REQ_KIND]
@@ -461,7 +485,7 @@ def _hazard(G, W, HLOG, kind, w, pc, t, reg, a, b):
     G[G_NHLOG] = k + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _check_hazards(G, W, REGS, P, L, HLOG, w, pc, t, u):
     """Record reads before results are ready and overwrites before reads (kinds 0, 1, 2);
     True when one was found."""
@@ -537,7 +561,7 @@ def _finish_warp(G, W, S, SW, C, w, s, t):
     G[G_EXIT_SLOT] = w
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay, done_at, arrives):
     """Everything of an issue after its unit's work: results, barriers, the next pc."""
     if G[G_LOG]:
@@ -571,7 +595,7 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay
             return ERR_TRACE_END
         _finish_warp(G, W, S, SW, C, w, s, t)
         return EXITED
-    nxt = TPC[w, pos]
+    nxt = TPC[W[w, W_TBASE] + pos]
     W[w, W_PC] = nxt
     stall = P[pc, P_STALL]
     ready = t + delay + (stall if stall > 0 else 1)
@@ -633,12 +657,12 @@ def _issue(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, 
             BLOG[k, 1] = t
             G[G_NBLOG] = k + 1
     elif u == BAR:
-        arrives = TAUX[w, W[w, W_POS]] != 0  # -1: no record, every warp arrives
+        arrives = TAUX[W[w, W_TBASE] + W[w, W_POS]] != 0  # -1: no record, every warp arrives
     return _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay, done_at,
                        arrives)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
           REQ, CNT, w, s, pc, t):
     """Dual issue: a stall-0 instruction and the next one of the same warp, different units."""
@@ -658,7 +682,7 @@ def _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, I
     return OK
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, SLOG, BLOG,
               HLOG, REQ, CNT, s, t):
     """One scheduler's turn in cycle t: greedy-then-oldest selection, stall accounting, issue."""
@@ -730,7 +754,7 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
                  REQ, CNT, w, s, pc, t)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _next_time(G, W, S, SW):
     nxt = NEVER
     for s in range(G[G_NSCHED]):
@@ -750,6 +774,12 @@ def _next_time(G, W, S, SW):
 def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, SLOG, BLOG, HLOG,
         REQ, CNT):
     """Advance the SM from G[G_T] until Python is needed; returns a status (module docstring)."""
+    G, F, W, REGS, Q, S, SW = _borrow(G), _borrow(F), _borrow(W), _borrow(REGS), _borrow(Q), _borrow(S), \
+        _borrow(SW)
+    RC, BANKS, C, P, L, RD = _borrow(RC), _borrow(BANKS), _borrow(C), _borrow(P), _borrow(L), _borrow(RD)
+    TPC, TAUX, SEC, L1 = _borrow(TPC), _borrow(TAUX), _borrow(SEC), _borrow(L1)
+    ILOG, SLOG, BLOG, HLOG = _borrow(ILOG), _borrow(SLOG), _borrow(BLOG), _borrow(HLOG)
+    REQ, CNT = _borrow(REQ), _borrow(CNT)
     nsched = G[G_NSCHED]
     t = G[G_T]
     phase = G[G_PHASE]

@@ -305,7 +305,7 @@ class ReferenceSM:
                     self._deadlock(t)
                 t = max(t + 1, nxt)
             if limit is not None and t > limit:
-                raise SimulationError(f"kernel {self.kernel.name} ran past the cycle limit of {limit} cycles on SM {self.sm_id}")
+                raise SimulationError(f"{self.kernel.filename}: kernel {self.kernel.name} ran past the cycle limit of {limit} cycles on SM {self.sm_id} (--max-cycles N sets it)")
             if t >= next_yield:
                 self.now = t
                 yield t

@@ -97,35 +97,92 @@ class WarpView:
         return self._flat
 
 
-def flatten_trace(parts, unit):
+def segment_tables(seg, unit):
+    """A trace segment's memory records as arrays for all the warps (rows) that ran it, built at
+    once: its pcs (int32); the positions of its shared-memory records and per row their
+    wavefront counts; of its barrier records and per row the arrivals (0/1); of its sector-list
+    records and per row the offset of each list in the row's sector block; per row that block
+    (each list: count, then the sorted sector byte addresses) and its largest count."""
+    pcs = np.asarray(seg.pcs, dtype=np.int32)
+    rows = len(seg.warps)
+    pos = np.fromiter(seg.mem, dtype=np.int64, count=len(seg.mem))
+    kinds = unit[pcs[pos]] if pos.size else pos
+    shared_pos = pos[(kinds == LDS) | (kinds == STS)]
+    bar_pos = pos[kinds == BAR]
+    sec_pos = pos[(kinds == TEX) | (kinds == LDG) | (kinds == STG)]
+    shared = np.array([np.asarray(seg.mem[q], dtype=np.int64) for q in shared_pos.tolist()],
+                      dtype=np.int64).reshape(-1, rows).T.copy()
+    bar = (np.array([np.asarray(seg.mem[q]) != 0 for q in bar_pos.tolist()], dtype=np.int64)
+           .reshape(-1, rows).T.copy())
+    heads = np.zeros((rows, 0), dtype=np.int64)
+    blocks = [np.zeros(0, np.int64)] * rows
+    most = [0] * rows
+    if sec_pos.size:
+        recs = [seg.mem[q] for q in sec_pos.tolist()]
+        lists = [rec[r] for r in range(rows) for rec in recs]  # row-major
+        lens = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)).reshape(rows, -1)
+        size = lens + 1
+        heads = np.cumsum(size, axis=1) - size  # where each list's count goes in its row's block
+        most = lens.max(axis=1).tolist()
+        per_row = size.sum(axis=1)
+        starts = np.cumsum(per_row) - per_row
+        flat = np.empty(int(per_row.sum()), dtype=np.int64)
+        at = (heads + starts[:, None]).ravel()
+        flat[at] = lens.ravel()
+        body = np.ones(flat.size, dtype=bool)
+        body[at] = False
+        if body.any():
+            flat[body] = np.concatenate(lists)
+        blocks = [flat[a:a + n] for a, n in zip(starts.tolist(), per_row.tolist())]
+    return pcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, most
+
+
+# id(segment) -> (segment, units it was read with, segment_tables), oldest first: the warps of a
+# segment are launched close together, on one SM or on many (a GPU's first wave)
+_SEGMENTS = {}
+SEGMENT_CACHE = 256  # segments kept (a simulator setting: bounds the memory the cache holds)
+
+
+def _tables(seg, unit, key):
+    hit = _SEGMENTS.get(id(seg))
+    if hit is None or hit[0] is not seg or hit[1] != key:
+        if len(_SEGMENTS) >= SEGMENT_CACHE:
+            del _SEGMENTS[next(iter(_SEGMENTS))]
+        hit = _SEGMENTS[id(seg)] = (seg, key, segment_tables(seg, unit))
+    return hit[2]
+
+
+def flatten_trace(parts, unit, unit_key=None):
     """A warp's trace as arrays: pcs (int32), per position the memory summary (int64: shared
     wavefronts, offset of the sector list in the third array, barrier arrival 0/1, or -1 for
-    none), and the sector lists (each: count, then the sorted sector byte addresses)."""
-    pcs = []
-    aux = []
-    sec = []
-    nsec = 0
+    none), the sector lists (each: count, then the sorted sector byte addresses), the positions
+    whose summary is such an offset, and the largest sector count. ``unit`` is the static
+    unit of each pc (int array); its ``unit_key`` (``unit.tobytes()``) names cached tables."""
+    key = unit.tobytes() if unit_key is None else unit_key
+    pcs_parts, aux_parts, sec_parts, off_parts = [], [], [], []
+    npos = nsec = most = 0
     for seg, row in parts:
-        spcs = seg.pcs
-        pcs.append(np.asarray(spcs, dtype=np.int32))
-        a = np.full(len(spcs), -1, dtype=np.int64)
-        for pos, summary in seg.mem.items():
-            u = unit[spcs[pos]]
-            if u == LDS or u == STS:
-                a[pos] = int(summary[row])
-            elif u == BAR:
-                a[pos] = 1 if summary[row] else 0
-            elif u in (TEX, LDG, STG):
-                s = np.asarray(summary[row], dtype=np.int64)
-                a[pos] = nsec
-                sec.append(np.array([s.size], dtype=np.int64))
-                sec.append(s)
-                nsec += 1 + s.size
-        aux.append(a)
-    if not pcs:
-        return np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return (np.concatenate(pcs), np.concatenate(aux),
-            np.concatenate(sec) if sec else np.zeros(0, np.int64))
+        spcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, row_most = _tables(seg, unit, key)
+        a = np.full(spcs.size, -1, dtype=np.int64)
+        if shared_pos.size:
+            a[shared_pos] = shared[row]
+        if bar_pos.size:
+            a[bar_pos] = bar[row]
+        if sec_pos.size:
+            a[sec_pos] = heads[row] + nsec
+            sec_parts.append(blocks[row])
+            off_parts.append(sec_pos + npos)
+            nsec += blocks[row].size
+            most = max(most, row_most[row])
+        pcs_parts.append(spcs)
+        aux_parts.append(a)
+        npos += spcs.size
+    if not pcs_parts:
+        e = np.zeros(0, np.int64)
+        return np.zeros(0, np.int32), e, e, e, 0
+    cat = np.concatenate
+    return (cat(pcs_parts), cat(aux_parts), cat(sec_parts) if sec_parts else np.zeros(0, np.int64),
+            cat(off_parts) if off_parts else np.zeros(0, np.int64), most)
 
 
 def _static_tables(static, kernel, cfg):
@@ -164,6 +221,25 @@ def _static_tables(static, kernel, cfg):
     return P, L, RD
 
 
+# (id(kernel), id(config)) -> (kernel, config, StaticInfo, tables): the SMs of a GPU share them
+_KERNELS = {}
+
+
+def kernel_tables(kernel, cfg):
+    """The kernel's StaticInfo under ``cfg`` and the core's read-only tables built from it
+    (P, L, RD, the unit of each pc and its bytes), built once for all the SMs that run it."""
+    key = (id(kernel), id(cfg))
+    hit = _KERNELS.get(key)
+    if hit is None or hit[0] is not kernel or hit[1] is not cfg:
+        static = StaticInfo(kernel, cfg)
+        unit = np.asarray(static.unit, dtype=np.int64)
+        tables = (*_static_tables(static, kernel, cfg), unit, unit.tobytes())
+        if len(_KERNELS) >= 8:
+            del _KERNELS[next(iter(_KERNELS))]
+        hit = _KERNELS[key] = (kernel, cfg, static, tables)
+    return hit[2], hit[3]
+
+
 class SM:
     """One streaming multiprocessor running the CTAs handed to it (compiled core)."""
 
@@ -181,7 +257,7 @@ class SM:
         self.cfg = cfg
         self.kernel = kernel
         self.block = block
-        self.static = StaticInfo(kernel, cfg)
+        self.static, self._tables = kernel_tables(kernel, cfg)
         self.memsys = memory_system
         self.l1 = l1 if l1 is not None else TextureCache(cfg)
         self.stats = stats if stats is not None else Stats()
@@ -266,7 +342,7 @@ class SM:
         BANKS = np.zeros((nsched, 2, K.RING), dtype=np.int64)
         BANKS[:, 0, :] = -1
         C = np.zeros((max(self.max_ctas, 1), K.C_SIZE), dtype=np.int64)
-        P, L, RD = _static_tables(self.static, self.kernel, cfg)
+        P, L, RD, self._unit, self._unit_key = self._tables
         L1 = self._import_l1(G)
         rows = LOG_ROWS if log else 1
         ILOG = np.zeros((rows, K.ILOG_W), dtype=np.int64)
@@ -278,9 +354,11 @@ class SM:
         self._G, self._F, self._W, self._REGS, self._Q, self._S, self._SW = G, F, W, REGS, Q, S, SW
         self._C, self._L1, self._ILOG, self._SLOG, self._BLOG, self._HLOG = C, L1, ILOG, SLOG, BLOG, HLOG
         self._CNT = CNT
-        self._TPC = np.zeros((nwarps, 1), dtype=np.int32)
-        self._TAUX = np.zeros((nwarps, 1), dtype=np.int64)
-        self._SEC = np.zeros((nwarps, 1), dtype=np.int64)
+        self._TPC = np.zeros(0, dtype=np.int32)
+        self._TAUX = np.zeros(0, dtype=np.int64)
+        self._SEC = np.zeros(0, dtype=np.int64)
+        self._tfill = self._sfill = 0  # used lengths of TPC/TAUX and SEC
+        self._slot_trace = {}  # warp slot -> (start in TPC, length, start in SEC, length, offset positions)
         self._REQ = REQ
         self._fixed = (RC, BANKS, C, P, L, RD)
         self._pack()
@@ -328,29 +406,47 @@ class SM:
             G[f] = 0
 
     def _load_trace(self, slot, parts):
-        pcs, aux, sec = flatten_trace(parts, self.static.unit)
-        if pcs.size > self._TPC.shape[1]:
-            self._TPC = _grow(self._TPC, pcs.size)
-            self._TAUX = _grow(self._TAUX, pcs.size)
-        if sec.size > self._SEC.shape[1]:
-            self._SEC = _grow(self._SEC, sec.size)
-        self._TPC[slot, :pcs.size] = pcs
-        self._TAUX[slot, :aux.size] = aux
-        self._SEC[slot, :sec.size] = sec
-        if sec.size:
-            # the largest request: sector counts sit at the offsets the aux column names
-            kinds = self._P_unit[pcs]
-            offs = aux[(aux >= 0) & ((kinds == TEX) | (kinds == LDG) | (kinds == STG))]
-            if offs.size:
-                most = int(sec[offs].max())
-                if most > self._REQ.size:
-                    self._REQ = np.zeros(most, dtype=np.int64)
-        self._pack()
-        return pcs
+        """Append a warp's flattened trace to the trace buffers; returns (its pcs, start in TPC)."""
+        pcs, aux, sec, offs, most = flatten_trace(parts, self._unit, self._unit_key)
+        if self._tfill + pcs.size > self._TPC.size or self._sfill + sec.size > self._SEC.size:
+            self._compact(pcs.size, sec.size)
+        tb, sb = self._tfill, self._sfill
+        if offs.size:
+            aux[offs] += sb
+        self._TPC[tb:tb + pcs.size] = pcs
+        self._TAUX[tb:tb + aux.size] = aux
+        self._SEC[sb:sb + sec.size] = sec
+        self._tfill += pcs.size
+        self._sfill += sec.size
+        self._slot_trace[slot] = (tb, pcs.size, sb, sec.size, offs)
+        if most > self._REQ.size:
+            self._REQ = np.zeros(most, dtype=np.int64)
+            self._pack()
+        return pcs, tb
 
-    @property
-    def _P_unit(self):
-        return self._fixed[3][:, K.P_UNIT]
+    def _compact(self, more, more_sec):
+        """New trace buffers holding the resident warps' traces, with room for ``more`` positions
+        and ``more_sec`` sector-list entries and as much again to grow into."""
+        live = self._slot_trace
+        need = sum(v[1] for v in live.values()) + more
+        need_sec = sum(v[3] for v in live.values()) + more_sec
+        TPC = np.empty(2 * need + 1024, dtype=np.int32)
+        TAUX = np.empty(TPC.size, dtype=np.int64)
+        SEC = np.empty(2 * need_sec + 1024, dtype=np.int64)
+        t = q = 0
+        for slot, (tb, n, sb, ns, offs) in live.items():
+            TPC[t:t + n] = self._TPC[tb:tb + n]
+            TAUX[t:t + n] = self._TAUX[tb:tb + n]
+            if offs.size:
+                TAUX[t + offs] += q - sb
+            SEC[q:q + ns] = self._SEC[sb:sb + ns]
+            self._W[slot, K.W_TBASE] = t
+            live[slot] = (t, n, q, ns, offs)
+            t += n
+            q += ns
+        self._TPC, self._TAUX, self._SEC = TPC, TAUX, SEC
+        self._tfill, self._sfill = t, q
+        self._pack()
 
     # ---- CTAs ----------------------------------------------------------------------------
     def add_cta(self, cid, warp_traces):
@@ -378,9 +474,10 @@ class SM:
                 s = slot % nsched
                 wid = len(self.all_warps)
                 view = WarpView(wid, slot, self.scheds[s], cta, f"cta{cid[0]},{cid[1]}.w{w}", tr.parts)
-                pcs = self._load_trace(slot, tr.parts)
+                pcs, tbase = self._load_trace(slot, tr.parts)
                 row = W[slot]
                 row[:] = 0
+                row[K.W_TBASE] = tbase
                 row[K.W_WID] = wid
                 row[K.W_CTA] = c
                 row[K.W_PC] = pcs[0] if pcs.size else 0
@@ -405,6 +502,7 @@ class SM:
         view = self._slot_warp[slot]
         view.done = True
         self.free_slots.append(slot)
+        del self._slot_trace[slot]
         st = self.stats
         d = st.warp_stalls.setdefault(view.label, {r: 0 for r in STALL_REASONS})
         for i, r in enumerate(STALL_REASONS):
@@ -562,8 +660,8 @@ class SM:
     def _fail(self, status):
         G = self._G
         if status == K.ERR_LIMIT:
-            raise SimulationError(f"kernel {self.kernel.name} ran past the cycle limit of {self.max_cycles} "
-                                  f"cycles on SM {self.sm_id}")
+            raise SimulationError(f"{self.kernel.filename}: kernel {self.kernel.name} ran past the cycle limit "
+                                  f"of {self.max_cycles} cycles on SM {self.sm_id} (--max-cycles N sets it)")
         if status == K.ERR_TRACE_END:
             instr = self.kernel.instructions[int(G[K.G_ERR_PC])]
             w = self._slot_warp[int(G[K.G_ERR_SLOT])]
@@ -605,10 +703,3 @@ class SM:
         return bool(self._S[:, K.S_NW].any()) or bool(self.pending) or \
             (bool(self.dispatcher) and self.resident < self.max_ctas)
 
-
-def _grow(a, need):
-    """``a`` with at least ``need`` columns (doubling), its contents kept."""
-    cols = max(need, 2 * a.shape[1])
-    b = np.zeros((a.shape[0], cols), dtype=a.dtype)
-    b[:, :a.shape[1]] = a
-    return b

@@ -13,26 +13,45 @@ from .shared_memory import warp_wavefronts
 
 
 def sectors(addr, active, nbytes, sector=32):
-    """Each warp's distinct ``sector``-byte sectors as sorted byte addresses (int64 array per warp)."""
+    """Each warp's distinct ``sector``-byte sectors as sorted byte addresses (int64 array per warp;
+    views of one array, read-only)."""
     nw = addr.shape[0]
     per = max(1, (nbytes + sector - 1) // sector)
-    first = addr // sector
-    secs = first[:, :, None] + np.arange(per, dtype=np.int64)
+    a64 = addr.astype(np.int64)
+    secs = (a64 // sector)[:, :, None] + np.arange(per, dtype=np.int64)
     # an access of nbytes may end inside the first sector: keep only sectors it touches
-    last = (addr + nbytes - 1) // sector
+    last = (a64 + nbytes - 1) // sector
     valid = (secs <= last[:, :, None]) & active[:, :, None]
-    out = []
-    for w in range(nw):
-        s = secs[w][valid[w]]
-        out.append(np.unique(s) * sector)
-    return out
+    secs = np.where(valid, secs, _NONE).reshape(nw, -1)
+    secs.sort(axis=1)
+    keep = secs != _NONE
+    keep[:, 1:] &= secs[:, 1:] != secs[:, :-1]
+    flat = secs[keep] * sector
+    return np.split(flat, np.cumsum(keep.sum(axis=1))[:-1])
+
+
+_NONE = np.iinfo(np.int64).max  # sorts after every sector
+
+
+SEEN_LIMIT = 4096  # remembered shared-memory patterns per summariser (a bound on its memory)
 
 
 def make_summariser(cfg):
+    """``summarise(kind, addr, active, nbytes)`` for the trace recorder under ``cfg``. A shared
+    access pattern seen before gets the same (read-only) summary array back."""
     banks, width, sector = cfg.shared.banks, cfg.shared.bank_width, cfg.l1tex.sector
+
+    seen = {}  # shared-memory access patterns already summarised (loops repeat them)
 
     def summarise(kind, addr, active, nbytes):
         if kind in ("lds", "sts"):
-            return warp_wavefronts(addr, active, nbytes, banks, width)
+            key = (nbytes, addr.shape[0], addr.tobytes(), active.tobytes())
+            out = seen.get(key)
+            if out is None:
+                if len(seen) >= SEEN_LIMIT:
+                    seen.clear()
+                out = seen[key] = warp_wavefronts(addr, active, nbytes, banks, width)
+            return out
         return sectors(addr, active, nbytes, sector)
+    summarise.key = ("banks", banks, "bank_width", width, "sector", sector)
     return summarise

@@ -53,7 +53,7 @@ pair's two columns (the order of the FFMAs in sgemm_final_64.sass); ``zigzag``: 
 rows right to left, odd rows left to right; ``raster``: row by row, left to right.
 
 Control codes: the loop's are fixed by the design above; the prologue's and epilogue's are chosen by
-:func:`workloads.sgemm.controls.assign_controls`, which also checks the loop's. One deliberate
+:func:`maxsim.asm.controls.assign_controls`, which also checks the loop's. One deliberate
 difference from maxas: every LDS.U.128 and TLD sets its write barrier (barrier 1 for fragments, 2
 and 3 for the two halves of the texture loads), where maxas sets it only on the last op of a group
 and relies on the group completing in order; waits are the same. Reuse flags come from the generic
@@ -73,7 +73,7 @@ from maxsim.isa import instruction as ins
 from maxsim.sass import format_kernel, parse_text
 from maxsim.timing.occupancy import with_registers
 
-from .controls import Spec, assign_controls
+from maxsim.asm.controls import Spec, assign_controls
 
 TRAVERSALS = ("swirl", "zigzag", "raster")
 REGMAPS = ("maxas", "naive")

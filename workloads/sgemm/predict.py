@@ -16,7 +16,7 @@ from maxsim.timing.occupancy import with_registers
 from maxsim.timing.sm import residency
 
 from .generator import KERNELS, TEX_A, TEX_B, generate_kernel
-from .harness import _round4
+from .harness import _round4, texture_addresses
 
 
 def gflops(n, seconds, m=None, k=None):
@@ -26,9 +26,6 @@ def gflops(n, seconds, m=None, k=None):
     return (2.0 * m * n * k + m * n) / seconds / 1e9
 
 
-TEXTURE_BASE = 1 << 36  # cache address of A; B follows it (as two consecutive device allocations)
-
-
 def _builder(m, n, k_full, seed=0):
     """The same M x N problem with any K: random A and B (timing does not depend on the values).
 
@@ -36,8 +33,7 @@ def _builder(m, n, k_full, seed=0):
     256-byte boundary, so that every K sample and every K position of a CTA (see ``_shift``) names
     the sectors of the same problem."""
     lda, ldb = _round4(m), _round4(n)
-    a_addr = TEXTURE_BASE
-    b_addr = a_addr + -(-lda * k_full * 4 // 256) * 256
+    a_addr, b_addr = texture_addresses(lda, k_full)
 
     def build(k):
         rng = np.random.default_rng(seed)
@@ -66,10 +62,14 @@ def _shift(m, n):
     return shift
 
 
-def predict_sgemm(name, n, cfg, *, m=None, k=None, kernel=None, full=False, progress=None, regs=None):
+def predict_sgemm(name, n, cfg, *, m=None, k=None, kernel=None, full=False, progress=None, regs=None,
+                  traced=None):
     """Predicted seconds, GFLOPS and details of the SGEMM on the GPU of ``cfg``: square of size n
     unless ``m`` (rows) and ``k`` are given (K is rounded up to a multiple of 8). ``regs``: the
-    kernel declares that many registers per thread (fewer resident CTAs; its code unchanged)."""
+    kernel declares that many registers per thread (fewer resident CTAs; its code unchanged).
+    ``traced``: ``{cta id: warp traces}`` of the harness's run of this very problem (same K,
+    textures at :func:`~workloads.sgemm.harness.texture_addresses`): a launch of at most one wave
+    is timed from it (see :func:`maxsim.gpu.sampling.predict`)."""
     geo = KERNELS[name]
     kernel = kernel if kernel is not None else generate_kernel(name)
     if regs is not None:
@@ -80,13 +80,16 @@ def predict_sgemm(name, n, cfg, *, m=None, k=None, kernel=None, full=False, prog
     build = _builder(m, n, k)
     if full:
         params, mem, tex = build(k)
-        r = simulate_gpu(kernel, grid, geo.threads, params, mem, tex, cfg=cfg, hazards=None)
+        warps = grid[0] * grid[1] * ((geo.threads + 31) // 32)  # the harness's bound on a correct run
+        r = simulate_gpu(kernel, grid, geo.threads, params, mem, tex, cfg=cfg, hazards=None,
+                         max_instructions=warps * ((k // 8) * 600 + 2000))
         mem = {k: float(v) for k, v in r.memory.stats().items() if isinstance(v, (int, float))
                and not k.endswith("rate")}
         mem["cycles"] = float(r.cycles)
         return {"kernel": name, "n": n, "seconds": r.seconds, "gflops": gflops(n, r.seconds, m, k),
                 "cycles": r.cycles, "waves": r.waves, "method": "full", "memory": mem}
-    p = predict(kernel, geo.threads, grid, k, build, cfg, k_step=8, shift=_shift(m, n), progress=progress)
+    p = predict(kernel, geo.threads, grid, k, build, cfg, k_step=8, shift=_shift(m, n), progress=progress,
+                traced=traced)
     steady = [ph for ph in p.phases if ph.name == "steady state"]
     return {"kernel": name, "n": n, "seconds": p.seconds, "gflops": gflops(n, p.seconds, m, k),
             "cycles": p.cycles, "waves": p.waves, "method": "sampled",

@@ -1,0 +1,154 @@
+"""Simulator speed, all figures in one run: functional model, functional + timing, `maxsim run`.
+
+    python benchmarks/speed.py [--k 512] [--repeat 2] [--compare]
+
+1. Functional model on the one-wave benchmark of benchmarks/sm_speed.py (sgemm_128: 2 CTAs x 256
+   threads, sgemm_64: 8 CTAs x 64 threads, M = N = one tile row, K = --k), traced as for the timing
+   model: warp-instructions per second of a full run (values computed) and of a timing-only run
+   (only what the trace needs; see maxsim/functional/slicing.py). Best of --repeat runs.
+2. Functional (timing-only) + SM timing model of the same launch, warp-instructions per second.
+3. `maxsim run sgemm_64` (256^3) as a subprocess: wall time, CPU time and peak resident memory; then
+   `maxsim run sgemm_128 --m 128 --n 128 --k 1024`: warp-instructions of the whole grid per second of
+   wall time. Each command runs once to warm numba's cache and is then measured.
+4. With --compare: `maxsim compare` wall time (slow).
+
+The machine's load average is printed first: wall times of a loaded machine are not comparable
+with an idle one's (CPU time is the steadier figure then).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+RUN_128_WARP_INSTRUCTIONS = 572_760  # sgemm_128 at M = N = 128, K = 1024 (one CTA)
+
+
+def one_wave(name, k):
+    """Kernel, grid, block and a builder of fresh inputs for the one-wave benchmark."""
+    from maxsim.functional import GlobalMemory, Texture1D
+    from workloads.sgemm.generator import generate_kernel
+    tile, threads, ctas = (64, 64, 8) if name == "sgemm_64" else (128, 256, 2)
+    m, n = tile * ctas, tile
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((k, m)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+
+    def inputs():
+        mem = GlobalMemory()
+        c_ptr = mem.alloc(m * n * 4)
+        tex = {1: Texture1D(a.reshape(-1, 4)), 0: Texture1D(b.reshape(-1, 4))}
+        return [c_ptr, m, n, k, m, n, m, np.float32(1.0), 0], mem, tex
+    return generate_kernel(name), (ctas, 1), threads, inputs
+
+
+def functional(name, k, repeat, cfg):
+    from maxsim.functional import launch
+    from maxsim.functional.trace import TraceRecorder
+    from maxsim.timing.summaries import make_summariser
+    kernel, grid, block, inputs = one_wave(name, k)
+    out = {}
+    for mode in ("full", "timing-only"):
+        best = None
+        for _ in range(repeat + 1):  # the first run loads numba's cache
+            params, mem, tex = inputs()
+            t0, c0 = time.perf_counter(), time.process_time()
+            res = launch(kernel, grid, block, params, mem, tex, recorder=TraceRecorder(make_summariser(cfg)),
+                         timing_only=mode == "timing-only")
+            dt = (time.perf_counter() - t0, time.process_time() - c0)
+            best = dt if best is None or dt[0] < best[0] else best
+        out[mode] = (res.warp_instructions, best)
+    return out
+
+
+def functional_and_timing(name, k, repeat, cfg):
+    from maxsim.timing.run import simulate
+    kernel, grid, block, inputs = one_wave(name, k)
+    best = None
+    for _ in range(repeat + 1):
+        params, mem, tex = inputs()
+        t0, c0 = time.perf_counter(), time.process_time()
+        _, sm = simulate(kernel, grid, block, params, mem, tex, cfg=cfg, timing_only=True)
+        dt = time.perf_counter() - t0
+        if best is None or dt < best[0]:
+            best = (dt, time.process_time() - c0, sm.stats.sim_seconds)
+    return sm.stats.warp_instructions, best
+
+
+# a small process that runs the command and reports its resources (forked from this process,
+# the command would inherit this process's resident memory into its peak)
+_WRAPPER = """
+import resource, subprocess, sys, time
+t = time.perf_counter()
+p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+wall = time.perf_counter() - t
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+sys.stderr.write(p.stderr.decode()[-300:])
+print(wall, u.ru_utime + u.ru_stime, u.ru_maxrss / 1024, p.returncode)
+"""
+
+
+def command(args):
+    """Run ``python -m maxsim.cli args`` from this tree: (wall s, CPU s, peak RSS MB, exit code)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.run([sys.executable, "-c", _WRAPPER, sys.executable, "-m", "maxsim.cli", *args], cwd=ROOT,
+                       env=env, capture_output=True, text=True)
+    wall, cpu, rss, rc = p.stdout.split()
+    if int(rc):
+        print(f"  `maxsim {' '.join(args)}` failed ({rc}): {p.stderr.strip()}")
+    return float(wall), float(cpu), float(rss), int(rc)
+
+
+def measured(args, repeat):
+    command(args)  # warm numba's cache
+    runs = [command(args) for _ in range(repeat)]
+    return min(runs, key=lambda r: r[0])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--k", type=int, default=512, help="K of the one-wave benchmark (default 512)")
+    ap.add_argument("--repeat", type=int, default=2, help="measured repetitions, best kept (default 2)")
+    ap.add_argument("--compare", action="store_true", help="also time `maxsim compare` (slow)")
+    ap.add_argument("--config", default="gm204")
+    args = ap.parse_args()
+    from maxsim.arch.config import load_config
+    cfg = load_config(args.config)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; best of {args.repeat} runs")
+
+    print(f"functional model, one-wave benchmark, K={args.k} (warp-instructions / s)")
+    for name in ("sgemm_128", "sgemm_64"):
+        f = functional(name, args.k, args.repeat, cfg)
+        (n, (full, full_cpu)), (_, (fast, fast_cpu)) = f["full"], f["timing-only"]
+        print(f"  {name}: {n:,} warp instructions   full {n / full:>10,.0f}  ({full:.2f} s; "
+              f"{n / full_cpu:,.0f} per CPU s)   timing-only {n / fast:>10,.0f}  ({fast:.2f} s; "
+              f"{n / fast_cpu:,.0f} per CPU s)")
+    print("functional (timing-only) + SM timing model, same launches (warp-instructions / s)")
+    for name in ("sgemm_128", "sgemm_64"):
+        n, (wall, cpu, timing) = functional_and_timing(name, args.k, args.repeat, cfg)
+        print(f"  {name}: {n / wall:>10,.0f}  ({wall:.2f} s; {n / cpu:,.0f} per CPU s; "
+              f"timing model alone {n / timing:,.0f}/s)")
+
+    print("maxsim run (subprocess, second run: numba cache warm)")
+    wall, cpu, rss, _ = measured(["run", "sgemm_64"], args.repeat)
+    print(f"  run sgemm_64 (256^3):                  wall {wall:.2f} s  CPU {cpu:.2f} s  peak RSS {rss:.0f} MB")
+    wall, cpu, rss, _ = measured(["run", "sgemm_128", "--m", "128", "--n", "128", "--k", "1024"], args.repeat)
+    print(f"  run sgemm_128 --m 128 --n 128 --k 1024: wall {wall:.2f} s  CPU {cpu:.2f} s  peak RSS {rss:.0f} MB"
+          f"  -> {RUN_128_WARP_INSTRUCTIONS / wall:,.0f} warp-instructions/s "
+          f"({RUN_128_WARP_INSTRUCTIONS / cpu:,.0f} per CPU second)")
+    if args.compare:
+        wall, cpu, rss, _ = measured(["compare", "--quiet"], 1)
+        print(f"  compare:                               wall {wall:.2f} s  CPU {cpu:.2f} s  peak RSS {rss:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

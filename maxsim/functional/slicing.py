@@ -1,0 +1,213 @@
+"""Which instructions a timing-only run must compute: a static backward slice of the kernel.
+
+The timing model reads, per warp, the pcs executed, the memory summaries (shared-memory
+addresses, texture and global sectors) and which warps arrive at a guarded barrier. So a launch
+whose results are not wanted needs to compute only what those depend on:
+
+* every guard predicate (it selects the lanes of memory accesses, decides branches, EXIT and
+  barrier arrival, and the thread-instruction counts),
+* the address registers of every memory instruction (texture coordinate and handle included),
+
+and, backwards from those, every instruction whose result may reach them. A load's data is
+needed only when its destination reaches a needed use; the stores to that memory space (shared
+or global) then have to write their data too, since any of them may be what the load reads
+(memory is treated as one location per space: conservative). Textures are read-only.
+
+Register flow is *flow-sensitive*: the reaching definitions of every use are computed over the
+control-flow graph, so a register reused for something else (the SGEMM epilogue computes
+addresses in registers that held A and B fragments in the main loop) does not drag the earlier
+use into the slice. A guarded write does not kill the definitions before it (its lanes may keep
+the old value). Calls are context-insensitive (a RET may return to every call site).
+Instructions outside the slice still run in the trace, with the same pcs; they only skip their
+arithmetic and register writes, so registers no needed instruction reads hold stale values.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ..isa import instruction as ins
+
+PRED_BASE = 256  # location of predicate p: PRED_BASE + p; registers are their own number
+CC = PRED_BASE + 8  # the carry flag of IADD.CC / IADD.X
+
+LOADS = ("LDS", "LDG")
+STORES = ("STS", "STG")
+_SPACE = {"LDS": "shared", "STS": "shared", "LDG": "global", "STG": "global"}
+CONTROL = ("BRA", "CAL", "RET", "EXIT", "BAR")
+
+
+@attrs.frozen
+class TimingSlice:
+    """``computed[i]``: instruction i computes its values (an ALU result, a load's data, a store's
+    data) in a timing-only run; memory addresses, guards and control flow are always evaluated.
+    ``global_stores_skipped``: some STG does not write its data (global memory then holds no
+    valid results). ``global_loads_needed``: some LDG's data is needed (the run then depends on
+    global memory contents)."""
+
+    computed: tuple
+    global_stores_skipped: bool
+    global_loads_needed: bool
+
+    @property
+    def skipped(self) -> int:
+        return sum(1 for c in self.computed if not c)
+
+
+def _reg(op):
+    return [] if op.kind not in (ins.REG, ins.MEM) or op.reg == ins.RZ else [op.reg]
+
+
+def _width(instr):
+    for m in instr.mods:
+        if m in ("32", "64", "128"):
+            return int(m) // 32
+    return 1
+
+
+def accesses(instr):
+    """(defs, value uses, address uses, store-data uses) of one instruction, as locations.
+
+    value uses: read to compute the defs; address uses: read by the part the trace always needs
+    (memory addresses, texture coordinates and handles); store-data uses: the data a store writes.
+    """
+    op = instr.opcode
+    ops = instr.operands
+    defs = list(instr.dst_regs) + [PRED_BASE + p for p in instr.dst_preds]
+    uses, addr, data = [], [], []
+    if op in LOADS:
+        addr = _reg(ops[1])
+    elif op in STORES:
+        addr = _reg(ops[0])
+        if ops[1].reg != ins.RZ:
+            data = list(range(ops[1].reg, ops[1].reg + _width(instr)))
+    elif op == "TLD":
+        addr = _reg(ops[1]) + _reg(ops[2])
+    elif op not in CONTROL and op != "NOP":
+        for o in ops[_n_dst(instr):]:
+            if o.kind == ins.REG and o.reg != ins.RZ:
+                uses.append(o.reg)
+            elif o.kind == ins.PRED and o.reg != ins.PT:
+                uses.append(PRED_BASE + o.reg)
+        if op == "IADD":
+            if "X" in instr.mods:
+                uses.append(CC)
+            if "CC" in instr.mods:
+                defs.append(CC)
+    return defs, uses, addr, data
+
+
+def _n_dst(instr):
+    return 2 if instr.opcode == "ISETP" else (0 if instr.opcode in STORES else 1)
+
+
+def _guarded(instr):
+    return not (instr.pred == ins.PT and not instr.pred_neg)
+
+
+def successors(kernel):
+    """Control-flow successors of every instruction (a RET goes back to every call site)."""
+    instrs = kernel.instructions
+    n = len(instrs)
+    returns = [i.index + 1 for i in instrs if i.opcode == "CAL" and i.index + 1 < n]
+    out = []
+    for i in instrs:
+        nxt = [i.index + 1] if i.index + 1 < n else []
+        never = i.pred == ins.PT and i.pred_neg  # @!PT: the instruction never runs
+        op = i.opcode
+        if never or op not in ("BRA", "CAL", "RET", "EXIT"):
+            s = nxt
+        elif op in ("BRA", "CAL"):
+            s = [i.target] + (nxt if _guarded(i) else [])
+        elif op == "RET":
+            s = returns + (nxt if _guarded(i) else [])
+        else:  # EXIT
+            s = nxt if _guarded(i) else []
+        out.append(sorted(set(s)))
+    return out
+
+
+def reaching_definitions(kernel, table=None):
+    """For every instruction, the definitions reaching it, as a bit set over definition ids, and
+    the list of definitions (instruction, location) the ids stand for."""
+    instrs = kernel.instructions
+    n = len(instrs)
+    table = table if table is not None else [accesses(i) for i in instrs]
+    defs = []
+    gen = [0] * n
+    by_loc = {}
+    for i, (d, _, _, _) in enumerate(table):
+        if instrs[i].pred == ins.PT and instrs[i].pred_neg:
+            continue  # never runs, defines nothing
+        for loc in d:
+            bit = 1 << len(defs)
+            defs.append((i, loc))
+            gen[i] |= bit
+            by_loc[loc] = by_loc.get(loc, 0) | bit
+    kill = [0] * n
+    for i, (d, _, _, _) in enumerate(table):
+        if not _guarded(instrs[i]):
+            for loc in d:
+                kill[i] |= by_loc[loc]
+    succ = successors(kernel)
+    preds = [[] for _ in range(n)]
+    for i, s in enumerate(succ):
+        for j in s:
+            preds[j].append(i)
+    live_in = [0] * n
+    out = [0] * n
+    changed = True
+    while changed:
+        changed = False
+        for i in range(n):
+            x = 0
+            for p in preds[i]:
+                x |= out[p]
+            live_in[i] = x
+            o = gen[i] | (x & ~kill[i])
+            if o != out[i]:
+                out[i] = o
+                changed = True
+    return live_in, defs, by_loc
+
+
+def timing_slice(kernel) -> TimingSlice:
+    """The instructions a timing-only launch of ``kernel`` must compute (see the module doc)."""
+    instrs = kernel.instructions
+    table = [accesses(i) for i in instrs]
+    reach, defs, by_loc = reaching_definitions(kernel, table)
+    computed = [False] * len(instrs)
+    spaces = set()
+    work = []
+    for i, instr in enumerate(instrs):
+        if _guarded(instr) and instr.pred != ins.PT:
+            work.append((i, PRED_BASE + instr.pred))
+        work.extend((i, loc) for loc in table[i][2])
+    seen = set()
+    while work:
+        i, loc = work.pop()
+        if (i, loc) in seen:
+            continue
+        seen.add((i, loc))
+        bits = reach[i] & by_loc.get(loc, 0)
+        while bits:
+            low = bits & -bits
+            j, _ = defs[low.bit_length() - 1]
+            bits ^= low
+            if computed[j]:
+                continue
+            computed[j] = True
+            work.extend((j, u) for u in table[j][1])
+            space = _SPACE.get(instrs[j].opcode)
+            if space is not None and space not in spaces:
+                spaces.add(space)
+                for s, other in enumerate(instrs):
+                    if other.opcode in STORES and _SPACE[other.opcode] == space:
+                        computed[s] = True
+                        work.extend((s, u) for u in table[s][3])
+    # instructions with nothing to compute count as computed (they are never skipped)
+    for i, instr in enumerate(instrs):
+        if not table[i][0] and instr.opcode not in STORES:
+            computed[i] = True
+    stg = [i for i, x in enumerate(instrs) if x.opcode == "STG" and not (x.pred == ins.PT and x.pred_neg)]
+    return TimingSlice(tuple(computed), any(not computed[i] for i in stg), "global" in spaces)

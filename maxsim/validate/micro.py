@@ -1,0 +1,268 @@
+"""The micro-benchmarks of the timing model, run as kernels through the simulator, each set
+against its published hardware figure.
+
+Every figure is read from a simulation (issue cycles of the SM's issue log, completion cycles,
+statistics), never from the config; the config only sizes a benchmark where a hardware
+micro-benchmark would be sized by the cache it targets (footprints from the L1 and L2 sizes).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..gpu.gpu import simulate_gpu
+from . import kernels as K
+from .rows import Row
+
+CHAIN = 8          # links of a dependent chain / pointer chase
+STREAM = 32        # instructions of an independent stream
+
+
+def _slope(times):
+    """Cycles per step of an evenly spaced sequence of cycles (first to last)."""
+    return (times[-1] - times[0]) / (len(times) - 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# ALU
+
+def alu_latency(cfg, op="FFMA R0, R1, R2, R0"):
+    """Dependent-ALU latency: the shortest stall count at which a chain of dependent instructions
+    runs without a read-before-write (the model's check that each reads its producer's result),
+    as the cycles per link of that chain. (On Maxwell an ALU result has no interlock: the stall
+    count is the only thing that orders the chain, as maxas's Control-Codes page explains; the
+    figure is found the way one finds it on hardware, by shortening the stall until results go
+    wrong.)"""
+    for stall in range(1, 16):
+        sm, d = K.run(K.dependent_chain(CHAIN, stall, op=op), cfg=cfg)
+        if d["hazards"] == 0:
+            return _slope([t for t, _ in K.issues(sm)][:CHAIN])
+    return math.inf
+
+
+def issue_rate(cfg):
+    """Independent FFMAs per cycle per scheduler: one warp on each scheduler, a stream of
+    independent FFMAs at stall 1 (no bank conflict); the issue rate of each warp's stream."""
+    nsch = cfg.sm.schedulers
+    sm, d = K.run(K.independent_ffma(STREAM), block=32 * nsch, cfg=cfg)
+    rates = [1.0 / _slope([t for t, _ in K.issues(sm, w)][:STREAM]) for w in range(nsch)]
+    return sum(rates) / len(rates)
+
+
+def dual_issue(cfg, second):
+    """The most instructions one warp issues in one cycle: an FFMA at stall 0 followed by
+    ``second``."""
+    sm, d = K.run(K.pair(0, second), cfg=cfg)
+    per_cycle = {}
+    for t, _ in K.issues(sm, 0):
+        per_cycle[t] = per_cycle.get(t, 0) + 1
+    return max(per_cycle.values())
+
+
+def bank_stream_cycles(cfg, conflict, reuse):
+    """Cycles per FFMA of a back-to-back stream (:func:`kernels.bank_stream`), over its second
+    half (after any start-up effect)."""
+    sm, d = K.run(K.bank_stream(STREAM, conflict=conflict, reuse=reuse), cfg=cfg)
+    times = [t for t, _ in K.issues(sm)][STREAM // 2:STREAM]
+    return _slope(times)
+
+
+# ---------------------------------------------------------------------------------------------
+# shared memory
+
+def memory_issue_rate(cfg):
+    """Shared loads one warp issues per cycle: a stream of independent LDS at stall 1."""
+    sm, d = K.run(K.lds_stream(CHAIN), cfg=cfg)
+    return 1.0 / _slope([t for t, _ in K.issues(sm)][:CHAIN])
+
+
+def lds_chase_latency(cfg):
+    """Cycles per link of a shared-memory pointer chase (every link on word 0: no conflict)."""
+    sm, d = K.run(K.lds_chase(CHAIN), cfg=cfg)
+    times = [K.first_issue(sm, pc) for pc in range(1, CHAIN + 2)]  # the loads, then the FADD
+    return _slope(times)
+
+
+def lds_use_latency(cfg, stride_words=1):
+    """Cycles from an LDS (lane i at word ``i * stride_words``) to the first dependent
+    instruction, and the shared wavefronts the request took."""
+    shift = 2 + stride_words.bit_length() - 1
+    sm, d = K.run(K.lds_kernel(shift), cfg=cfg)
+    return K.first_issue(sm, 3) - K.first_issue(sm, 2), d["shared_bank_conflicts"] + d["shared_requests"]
+
+
+# ---------------------------------------------------------------------------------------------
+# texture path
+
+def chase_latency(cfg, level):
+    """Cycles per link of a texture pointer chase (64 links, one sector each, all lanes on the
+    same chain) whose data sits in the L1/texture cache ("l1"), only in the L2 ("l2") or only in
+    DRAM ("dram"), after a warm-up pass over a footprint that fits the L1 (a third of it), fits
+    the L2 but not the L1 (4x the L1) or exceeds the L2 (2x the L2, in the order the chase then
+    follows, so the L2's LRU has pushed the chase's sectors out). "cold": the chase over data
+    nothing has touched before (the warm-up elsewhere), the first touch of each sector - as far
+    from the L2 as "dram", at a fraction of the cost (the 2x-L2 warm-up streams 4 MB through the
+    memory model)."""
+    links = 64
+    l1, l2, sector = cfg.l1tex.size, cfg.l2.size, cfg.l2.sector
+    warm_bytes, footprint = {"l1": (l1 // 3, l1 // 3), "l2": (4 * l1, 4 * l1),
+                             "dram": (2 * l2, 4 * l1), "cold": (512, 4 * l1)}[level]
+    warm_fetches = max(1, warm_bytes // (32 * 16))  # one fetch: 32 lanes x 16 bytes
+    k = K.tld_chase_kernel(warm_fetches, links)
+    away = K.TEXTURE_ADDRESS + 2 * l2 + 4 * l1 if level == "cold" else K.TEXTURE_ADDRESS
+    tex = K.chase_textures(footprint, links, sector, warm_fetches * 32 * 16, warm_address=away)
+    sm, d = K.run(k, cfg=cfg, textures=tex)
+    first = K.chase_pc(warm_fetches)
+    times = [K.first_issue(sm, pc) for pc in range(first, first + links + 1)]
+    return _slope(times)
+
+
+def texture_throughput(cfg, warps=8, hits=8):
+    """Bytes per cycle the SM's texture path delivers from L1 hits: ``warps`` warps each fetching
+    their own 512 bytes ``hits`` times back to back; total bytes of all hits but the first to
+    complete over the cycles from the first completion to the last."""
+    sm, d = K.run(K.tld_stream_kernel(hits), block=32 * warps, cfg=cfg, textures={0: K.texture(32 * warps)})
+    done = sorted(K.done_times(sm, set(range(5, 5 + hits))))
+    return (len(done) - 1) * 512 / (done[-1] - done[0])
+
+
+def dram_bandwidth(cfg, ctas_per_sm=4, fetches=16):
+    """Sustained DRAM read bandwidth of the whole GPU: every SM streams distinct texels (each warp
+    ``fetches`` TLDs of 512 new bytes) through the L1 and L2 misses to DRAM; bytes read from DRAM
+    over the kernel's cycles. Returns (GB/s, fraction of the config's peak bandwidth)."""
+    block = 128  # 4 warps
+    ctas = ctas_per_sm * cfg.gpu.sms
+    k = K.kernel("\n".join(
+        ["--:-:1:-:1 S2R R0, SR_TID.X;", "--:-:2:-:1 S2R R1, SR_CTAID.X;",
+         "--:-:-:-:1 MOV32I R8, 0x80000000;",
+         f"03:-:-:-:{K.s(K.ALU_STALL)} XMAD R2, R1, {hex(block * fetches)}, R0;"]
+        + [f"--:-:-:-:{K.s(K.ALU_STALL)} IADD R3, R2, {hex(i * block)};\n"
+           f"--:-:{'1' if i == fetches - 1 else '-'}:-:2 TLD.B.LZ.P R{12 + 4 * (i % 4)}, R3, R8, 0x0, 1D, 0xf;"
+           for i in range(fetches)]
+        + ["01:-:-:-:1 FADD R5, R12, R12;", K.exit_line()]), regs=32)
+    tex = K.texture(ctas * block * fetches)
+    r = simulate_gpu(k, ctas, block, textures={0: tex}, cfg=cfg, hazards=None)
+    seconds = cfg.cycles_to_seconds(r.cycles)
+    gbs = r.memory.dram_bytes_read / seconds / 1e9
+    return gbs, gbs / cfg.gpu.dram_bandwidth_gbs
+
+
+# ---------------------------------------------------------------------------------------------
+# CTA barrier
+
+def bar_sync_cost(cfg, n_chain=10):
+    """Cycles from the last warp's arrival at BAR.SYNC to the first instruction after it."""
+    sm, d = K.run(K.bar_kernel(n_chain), block=64, cfg=cfg)
+    bar_pc = 3 + n_chain
+    return K.first_issue(sm, bar_pc + 1, warp=1) - K.first_issue(sm, bar_pc, warp=1)
+
+
+# ---------------------------------------------------------------------------------------------
+
+def micro_rows(cfg, quick=False, progress=None):
+    """The micro-benchmark rows, in table order; ``quick`` measures the DRAM latency on cold data
+    instead of after a pass over twice the L2. ``progress(done, total)`` after each benchmark."""
+    steps = []
+
+    def step(fn):
+        steps.append(fn)
+        return fn
+
+    rows = []
+
+    @step
+    def _():
+        rows.append(Row("FFMA dependent-chain latency", "latency", alu_latency(cfg), 6, "cycles",
+                        "[maxas-cc] [arafa19]",
+                        "shortest stall with no read-before-write in a chain of 8 dependent FFMAs"))
+        rows.append(Row("IADD dependent-chain latency", "latency", alu_latency(cfg, "IADD R0, R0, R1"), 6,
+                        "cycles", "[maxas-cc] [arafa19]", "the same with IADD"))
+
+    @step
+    def _():
+        rows.append(Row("FFMA issue rate per scheduler", "throughput", issue_rate(cfg), 1.0,
+                        "warp instr / cycle", "[wp980]",
+                        "independent FFMAs, one warp per scheduler; 128 FP32 lanes per SM"))
+
+    @step
+    def _():
+        rows.append(Row("LDS issue rate, one warp", "throughput", memory_issue_rate(cfg), 0.5,
+                        "instr / cycle", "[maxas-sgemm]",
+                        "independent LDS at stall 1; maxas: the memory unit works best at half throughput"))
+        rows.append(Row("dual issue FFMA + LDS (stall 0)", "throughput",
+                        dual_issue(cfg, "--:-:1:-:2 LDS R6, [R4];"), 2, "instr / cycle", "[wp980] [maxas-cc]",
+                        "instructions one warp issues in one cycle"))
+        rows.append(Row("dual issue FFMA + FFMA (stall 0)", "throughput",
+                        dual_issue(cfg, "--:-:-:-:1 FFMA R6, R1, R2, R3;"), 1, "instr / cycle", "[maxas-cc]",
+                        "two FFMAs use the same unit: no dual issue"))
+
+    @step
+    def _():
+        rows.append(Row("register bank conflict, reuse off", "register_banks",
+                        bank_stream_cycles(cfg, True, False), 2.0, "cycles / FFMA", "[maxas-sgemm]",
+                        "FFMA stream reading R4 and R8 (both bank 0): 1 issue cycle + about 1 per unhidden conflict"))
+        rows.append(Row("register bank conflict, R4.reuse", "register_banks",
+                        bank_stream_cycles(cfg, True, True), 1.0, "cycles / FFMA", "[maxas-sgemm]",
+                        "the same stream with R4 in the reuse cache: the conflict is gone"))
+        rows.append(Row("no bank conflict (R4, R10)", "register_banks",
+                        bank_stream_cycles(cfg, False, False), 1.0, "cycles / FFMA", "[wp980]",
+                        "reference: one FFMA per cycle"))
+
+    @step
+    def _():
+        rows.append(Row("LDS pointer-chase latency", "latency", lds_chase_latency(cfg), 23, "cycles", "[jia18]",
+                        "8 dependent LDS (no conflict); [arafa19] gives 24 issue-to-use"))
+        lat1, wf1 = lds_use_latency(cfg, 1)
+        rows.append(Row("LDS issue-to-use latency", "latency", lat1, 24, "cycles", "[arafa19]",
+                        "one LDS, stride 1 word, then a dependent FADD"))
+        for stride in (2, 4, 32):
+            lat, wf = lds_use_latency(cfg, stride)
+            rows.append(Row(f"LDS {stride}-way bank conflict: wavefronts", "shared_banks", wf, stride,
+                            "wavefronts", "[cuda-pg]",
+                            f"lane i reads word {stride}i: the request is split into {stride} conflict-free ones"))
+            rows.append(Row(f"LDS {stride}-way bank conflict: added latency", "shared_banks", lat - lat1, None,
+                            "cycles", "", "issue-to-use minus the conflict-free figure (no published figure)"))
+
+    @step
+    def _():
+        rows.append(Row("L1/texture hit latency (TLD chase)", "latency", chase_latency(cfg, "l1"), 82, "cycles",
+                        "[jia18] [arafa19]", "footprint 1/3 of the L1, warmed"))
+
+    @step
+    def _():
+        rows.append(Row("L2 hit latency (TLD chase)", "latency", chase_latency(cfg, "l2"), 207, "cycles", "[jia18]",
+                        "footprint 4x the L1, in the L2; [arafa19] gives 225"))
+
+    @step
+    def _():
+        if quick:
+            rows.append(Row("DRAM latency (TLD chase, cold data)", "latency", chase_latency(cfg, "cold"), 357,
+                            "cycles", "[arafa19]", "first touch of every sector; arafa19: texture fetch from "
+                                                   "memory 357, global load 375-379"))
+        else:
+            rows.append(Row("DRAM latency (TLD chase beyond the L2)", "latency", chase_latency(cfg, "dram"), 357,
+                            "cycles", "[arafa19]", "after a pass over 2x the L2; arafa19: texture fetch from "
+                                                   "memory 357, global load 375-379"))
+
+    @step
+    def _():
+        rows.append(Row("L1/texture throughput per SM", "throughput", texture_throughput(cfg), 15.7, "B / cycle",
+                        "[jia18]", "L1 hits of 8 warps back to back; the config reads jia18's figure as "
+                                   "one of the SM's two texture units (gm204.toml l1tex)"))
+
+    @step
+    def _():
+        gbs, frac = dram_bandwidth(cfg)
+        rows.append(Row("DRAM bandwidth, streaming, all SMs", "throughput", 100 * frac, 79, "% of peak", "[jia18]",
+                        f"{gbs:.0f} GB/s of {cfg.gpu.dram_bandwidth_gbs:g}; jia18: 127 of 160 GiB/s on M60"))
+
+    @step
+    def _():
+        rows.append(Row("BAR.SYNC release after the last arrival", "latency", bar_sync_cost(cfg), 5, "cycles",
+                        "[maxas-cc]", "maxas: BAR needs a stall count of at least 5"))
+
+    for i, fn in enumerate(steps):
+        fn()
+        if progress is not None:
+            progress(i + 1, len(steps))
+    return rows

@@ -1,0 +1,228 @@
+"""`maxsim validate`: the rows, their agreement with hand-computed cycle counts, a wrong config
+showing up as a deviation, the JSON schema, and the HTML report rendered in a real headless
+browser (Chromium)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from maxsim.arch.config import load_config
+from maxsim.cli import main
+from maxsim.validate import KINDS, Validation, format_table, validate
+from maxsim.validate.rows import Row
+
+CFG = load_config("gtx980_oc")
+LAT = CFG.latency
+
+
+@pytest.fixture(scope="module")
+def micro():
+    """The micro-benchmark rows with the default config (quick: DRAM latency on cold data)."""
+    v = validate(CFG, quick=True, parts=("micro",))
+    return v, {r.name: r for r in v.rows}
+
+
+def test_micro_rows_agree_with_hand_computed_values(micro):
+    _, rows = micro
+    sim = {name: r.simulated for name, r in rows.items()}
+    # the same kernels as tests/test_timing_micro.py, where each of these is derived by hand
+    assert sim["FFMA dependent-chain latency"] == LAT.alu
+    assert sim["IADD dependent-chain latency"] == LAT.alu
+    assert sim["FFMA issue rate per scheduler"] == CFG.pipes.alu
+    assert sim["LDS issue rate, one warp"] == 1 / CFG.pipes.mem_issue_interval
+    assert sim["dual issue FFMA + LDS (stall 0)"] == 2
+    assert sim["dual issue FFMA + FFMA (stall 0)"] == 1
+    # a stream that reads bank 0 twice per FFMA, every cycle: nothing to read ahead
+    assert sim["register bank conflict, reuse off"] == 1 + CFG.regfile.conflict_penalty
+    assert sim["register bank conflict, R4.reuse"] == 1
+    assert sim["no bank conflict (R4, R10)"] == 1
+    assert sim["LDS pointer-chase latency"] == LAT.lds
+    assert sim["LDS issue-to-use latency"] == LAT.lds
+    for ways in (2, 4, 32):  # lane i at word ways * i: gcd(ways, 32) = ways lanes per bank
+        assert sim[f"LDS {ways}-way bank conflict: wavefronts"] == ways
+        assert sim[f"LDS {ways}-way bank conflict: added latency"] == ways - 1
+        assert rows[f"LDS {ways}-way bank conflict: added latency"].published is None
+        assert rows[f"LDS {ways}-way bank conflict: added latency"].status == "—"
+    assert sim["L1/texture hit latency (TLD chase)"] == LAT.tex_l1_hit
+    assert sim["L2 hit latency (TLD chase)"] == LAT.l2_hit
+    assert sim["DRAM latency (TLD chase, cold data)"] == LAT.dram
+    assert sim["L1/texture throughput per SM"] == pytest.approx(CFG.l1tex.units * CFG.l1tex.throughput_bytes_per_clk,
+                                                                rel=0.01)
+    # DRAM-bound streaming: at most the sustained bandwidth, less only by the ramp at start and end
+    frac = sim["DRAM bandwidth, streaming, all SMs"] / 100
+    assert 0.9 * CFG.dram.efficiency < frac <= CFG.dram.efficiency
+    assert sim["BAR.SYNC release after the last arrival"] == LAT.barrier_sync
+
+
+def test_published_figures_and_status(micro):
+    _, rows = micro
+    r = rows["L1/texture throughput per SM"]  # the config's documented reading of jia18's 15.7
+    assert (r.published, r.source, r.status) == (15.7, "[jia18]", "deviation")
+    assert r.deviation_percent == pytest.approx(100 * (r.simulated - 15.7) / 15.7)
+    assert rows["L2 hit latency (TLD chase)"].status == "pass"
+    assert rows["FFMA dependent-chain latency"].source == "[maxas-cc] [arafa19]"
+
+
+def test_text_table(micro):
+    v, rows = micro
+    text = format_table(v)
+    assert text.startswith(f"maxsim validation (quick) with config {CFG.name}")
+    line = next(x for x in text.splitlines() if x.startswith("L2 hit latency (TLD chase)"))
+    assert re.search(rf"\s{LAT.l2_hit}\s+207\s+cycles\s+\[jia18\]\s+\+?0\.0%\s+±10%\s+pass$", line), line
+    assert re.search(r"L1/texture throughput per SM .* deviation$", text, re.M)
+    assert "[jia18] Jia, Maggioni" in text and f"{len(v.rows)} figures:" in text
+
+
+def test_a_wrong_config_shows_up_as_a_deviation(tmp_path):
+    bad = tmp_path / "slow_alu.toml"
+    bad.write_text('description = "GM204 with a dependent-ALU latency of 9"\ninherit = "gtx980_oc"\n'
+                   '[latency]\nalu = 9   # wrong on purpose\n')
+    v = validate(load_config(str(bad)), quick=True, parts=("micro",))
+    rows = {r.name: r for r in v.rows}
+    ffma = rows["FFMA dependent-chain latency"]
+    assert ffma.simulated == 9 and ffma.published == 6
+    assert ffma.status == "deviation" and ffma.deviation_percent == pytest.approx(50.0)
+    assert rows["IADD dependent-chain latency"].status == "deviation"
+    assert rows["L2 hit latency (TLD chase)"].status == "pass"  # the rest is unchanged
+    assert v.config == "slow_alu"
+
+
+def test_row_status_rules():
+    assert Row("a", "latency", 109, 100, "cycles").status == "pass"
+    assert Row("a", "latency", 111, 100, "cycles").status == "deviation"
+    assert Row("a", "sgemm_static", 0.5, 0, "conflicts").status == "pass"   # absolute floor of the kind
+    assert Row("a", "sgemm_static", 1, 0, "conflicts").status == "deviation"
+    assert Row("a", "shared_banks", 3, 2, "wavefronts").status == "deviation"   # exact
+    assert Row("a", "latency", 5, None, "cycles").status == "—"
+    assert Row("a", "sgemm_gflops", 12.0, None, "%", limit=10).status == "deviation"
+    with pytest.raises(ValueError):
+        Row("a", "no such kind", 1, 1, "x")
+    with pytest.raises(ValueError, match="unknown validation part"):
+        validate(CFG, parts=("nope",))
+
+
+# ---- the whole command, --quick: one run shared by the JSON, HTML and browser checks ----------
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("validate") / "report.html"
+    import contextlib
+    import io
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        status = main(["validate", "--quick", "--json", "-o", str(out), "--jobs", "1", "--quiet"])
+    assert status == 0
+    return json.loads(buf.getvalue()), out
+
+
+SCHEMA = {"name": str, "kind": str, "simulated": (int, float), "published": (int, float, type(None)),
+          "unit": str, "source": str, "deviation_percent": (int, float, type(None)), "tolerance": str,
+          "status": str, "note": str}
+
+
+def test_json_schema_and_every_row_kind(quick_run):
+    rows, _ = quick_run
+    assert isinstance(rows, list) and rows
+    for r in rows:
+        assert set(r) == set(SCHEMA), r
+        for key, typ in SCHEMA.items():
+            assert isinstance(r[key], typ), (key, r)
+        assert r["kind"] in KINDS and r["status"] in ("pass", "deviation", "—")
+        if r["published"]:
+            assert r["deviation_percent"] == pytest.approx(100 * (r["simulated"] - r["published"]) / r["published"])
+        if r["published"] is not None:
+            assert re.fullmatch(r"(\[[\w-]+\] ?)+", r["source"]), r
+    assert {r["kind"] for r in rows} == set(KINDS)
+    names = {r["name"]: r for r in rows}
+    # --quick: the GFLOPS at N = 256 of both kernels, each with its MAPE row
+    assert {n for n in names if "GFLOPS at N" in n} == {"sgemm_64 GFLOPS at N = 256", "sgemm_128 GFLOPS at N = 256"}
+    mape = names["sgemm_64 GFLOPS: MAPE over 1 measured size"]
+    assert mape["simulated"] == pytest.approx(abs(names["sgemm_64 GFLOPS at N = 256"]["deviation_percent"]))
+    assert mape["published"] is None and mape["tolerance"] == "≤ 10"
+    assert names["sgemm_64 GFLOPS at N = 256"]["published"] == 1858   # traces/maxas_gtx980_sgemm.csv
+    loop = names["sgemm_64: cycles per main-loop iteration"]
+    assert loop["published"] == 520 and abs(loop["simulated"] - 520) / 520 < 0.02
+    swirl = names["sgemm_64 swirl: reuse hit rate in the main loop"]
+    assert 48 < swirl["simulated"] < 50 and swirl["published"] == 49
+
+
+def test_html_report_is_self_contained(quick_run):
+    rows, path = quick_run
+    text = path.read_text()
+    assert text.count('<tr class="row ') == len(rows)
+    assert text.count('src="data:image/png;base64,') == 2   # correlation plot and GFLOPS against N
+    assert "http://" not in text.replace("http://www.w3.org", "") and "<script" not in text
+    assert 'id="config">gtx980_oc<' in text and "maxsim 0.1.0" in text
+    for src in ("jia18", "arafa19", "maxas-sgemm", "maxas-cc", "wp980", "cuda-pg"):
+        assert f"<li>[{src}]" in text
+    assert text.count('class="row deviation"') == sum(r["status"] == "deviation" for r in rows)
+
+
+def _chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+# Marks each image the browser decoded (naturalWidth > 0) and counts the table rows, once the
+# page has loaded; --dump-dom prints the DOM after that.
+_PROBE = """<script>
+window.addEventListener("load", function () {
+  var imgs = document.querySelectorAll("img.plot"), n = 0;
+  imgs.forEach(function (im) { if (im.complete && im.naturalWidth > 0) { im.setAttribute("data-decoded", im.naturalWidth); n++; } });
+  var out = document.createElement("div");
+  out.id = "probe";
+  out.setAttribute("data-images", imgs.length);
+  out.setAttribute("data-decoded", n);
+  out.setAttribute("data-rows", document.querySelectorAll("#validation tr.row").length);
+  out.setAttribute("data-deviations", document.querySelectorAll("#validation tr.deviation").length);
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+@pytest.mark.skipif(_chromium() is None, reason="Chromium is not installed (Debian: apt-get install chromium)")
+def test_html_report_renders_in_a_headless_browser(quick_run, tmp_path):
+    rows, path = quick_run
+    page = tmp_path / "probe.html"
+    page.write_text(path.read_text().replace("</body>", _PROBE + "</body>"))
+    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000"]
+    dom = subprocess.run(cmd + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "HOME": str(tmp_path)}).stdout
+    probe = re.search(r'<div id="probe"([^>]*)>', dom)
+    assert probe, dom[-2000:]
+    attrs = dict(re.findall(r'data-([\w-]+)="(\d+)"', probe.group(1)))
+    assert attrs == {"images": "2", "decoded": "2", "rows": str(len(rows)),
+                     "deviations": str(sum(r["status"] == "deviation" for r in rows))}
+    # a screenshot of the page is not blank: the PNG of a white page is a few KB at most
+    shot = tmp_path / "shot.png"
+    subprocess.run(cmd + ["--window-size=1200,1600", f"--screenshot={shot}", path.as_uri()],
+                   capture_output=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    assert shot.stat().st_size > 50_000
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--config", "nosuch"], "nosuch"),
+    (["-o", "report.png"], "ending in .html"),
+    (["-o", "/no/such/folder/r.html"], "does not exist"),
+])
+def test_bad_arguments_one_line_exit_2(args, fragment, capsys):
+    assert main(["validate", "--quick", "--quiet"] + args) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and len(err.strip().splitlines()) == 1
+
+
+def test_validation_object():
+    v = Validation(rows=(Row("a", "latency", 1, 1, "cycles", "[jia18]"),), config="x", gpu="y", quick=True)
+    assert v.counts() == {"pass": 1, "deviation": 0, "—": 0}
+    assert v.to_list()[0]["deviation_percent"] == 0.0
