@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from maxsim.arch.config import load_config, override
-from maxsim.timing.memory_system import BandwidthServer, MemorySystem, SectorCache, sectors_of
+from maxsim.timing.l2 import SliceMap, SlicedL2, gf2_mod
+from maxsim.timing.memory_system import BandwidthServer, MemorySystem, ServerGroup, sectors_of
 from maxsim.timing.shared_memory import SharedMemoryTiming
 from maxsim.timing.texture import TextureCache
 
@@ -177,76 +178,336 @@ def test_l1_lru_eviction():
 
 
 # ---- L2 + DRAM ------------------------------------------------------------------------------------
+# GM204: 8 slices of 256 KB, 128-byte lines of 32-byte sectors, 16 ways, 256-byte slice interleave,
+# 379 B/clk for the chip = 47.375 B/clk per slice; 8 DRAM channels, one behind each slice.
 
-def test_dram_queueing_back_to_back():
+SLICE_BPC = CFG.l2.bandwidth_bytes_per_clk / 8  # 47.375
+CHAN_BPC = CFG.dram_bytes_per_clk / 8  # 224e9 x 0.79 / 1.216e9 / 8 = 18.19
+L2_LAT, DRAM_LAT = CFG.latency.l2_hit, CFG.latency.dram
+
+
+def test_gm204_geometry_from_the_config():
     ms = MemorySystem(CFG)
-    a = [i * 32 for i in range(32)]  # 1 KB of misses
-    b = [0x100000 + i * 32 for i in range(32)]
-    first = ms.read(0, a)
-    second = ms.read(0, b)
-    bpc = CFG.dram_bytes_per_clk
-    assert first == CFG.latency.dram
-    # the second request's DRAM transfer starts when the first's 1024 bytes have passed
-    assert second == math.ceil(1024 / bpc + CFG.latency.dram)
-    assert second - first == pytest.approx(1024 / bpc, abs=1)
-    # far apart: no queueing
-    assert ms.read(10_000, [0x200000]) == 10_000 + CFG.latency.dram
+    assert (CFG.l2.slices, CFG.l2.line, CFG.l2.sector, CFG.dram.channels) == (8, 128, 32, 8)
+    assert ms.l2.n_sets == 2 * 1024 * 1024 // 8 // (128 * 16) == 128
+    assert ms.channel_of_slice == list(range(8))
+    assert ms.slices[0].bytes_per_clk == pytest.approx(47.375)
+    assert ms.channels[0].bytes_per_clk == pytest.approx(224e9 * 0.79 / 1.216e9 / 8)
 
 
-def test_bandwidth_share_scales_queueing():
-    ms = MemorySystem(CFG, bandwidth_share=1 / 16)
-    bpc = CFG.dram_bytes_per_clk / 16
-    ms.read(0, [i * 32 for i in range(32)])
-    assert ms.read(0, [0x100000]) == math.ceil(1024 / bpc + CFG.latency.dram)
+def test_ipoly_slice_mapping_by_hand():
+    # granule = address // 256; slice = granule as a GF(2) polynomial modulo x^3 + x + 1 (0b1011)
+    m = SliceMap(8, 256)
+    assert [m(a) for a in range(0, 2048, 256)] == list(range(8))  # degree < 3: the granule itself
+    assert m(255) == 0 and m(256) == 1
+    assert m(8 * 256) == 0b011  # x^3 = x + 1
+    assert m(9 * 256) == 0b010  # x^3 + 1 = x
+    assert m(16 * 256) == 0b110  # x^4 = x^2 + x
+    assert m(4096 * 256) == gf2_mod(4096, 0b1011) == 0b111  # x^12 = x^2 + x + 1
+    assert SliceMap(8, 256, "modulo")(9 * 256) == 1
+
+
+def test_ipoly_spreads_every_power_of_two_stride_over_all_slices():
+    m = SliceMap(8, 256)
+    for k in range(24):
+        for base in (0, 8, 40):
+            assert {m.of_granule((base + j) << k) for j in range(8)} == set(range(8)), k
+    plain = SliceMap(8, 256, "modulo")
+    assert len({plain.of_granule(j << 3) for j in range(8)}) == 1  # modulo: all in one slice
+    twelve = SliceMap(12, 256)  # GM200: 4 x 3
+    for k in range(20):
+        assert {twelve.of_granule(j << k) for j in range(96)} == set(range(12)), k
+
+
+def test_set_hash_spreads_power_of_two_strides():
+    l2 = SlicedL2.from_config(CFG)
+    sets = {(l2.locate(k * 128)[0], l2.set_index(k * 128)) for k in range(4096)}  # 16 KB stride
+    assert len(sets) > 500  # of 8 x 128
+    plain = SlicedL2.from_config(override(CFG, {"l2.hash_sets": False}))
+    assert len({(plain.locate(k * 128)[0], plain.set_index(k * 128)) for k in range(4096)}) < 100
+
+
+def _one_set_per_slice(**changes):
+    # 8 slices of one 16-way set each, plain interleaving: lines k x 2048 (k = 0, 1, ...) all fall
+    # in slice 0, set 0
+    cfg = override(CFG, {"l2.hash_sets": False, "l2.slice_hash": "modulo", **changes})
+    return cfg, MemorySystem(cfg, l2_size_bytes=8 * 128 * 16)
+
+
+def test_lru_eviction_order_within_a_set():
+    cfg, ms = _one_set_per_slice()
+    assert ms.l2.n_sets == 1
+    lines = [k * 2048 for k in range(17)]
+    for i, a in enumerate(lines[:16]):
+        ms.read(i * 1000, [a])
+    assert ms.read(20_000, [lines[0]]) == 20_000 + L2_LAT  # hit: line 0 most recent, line 1 LRU
+    ms.read(21_000, [lines[16]])  # evicts line 1
+    assert ms.l2.contains(lines[0]) and not ms.l2.contains(lines[1]) and ms.l2.contains(lines[16])
+    assert ms.read(22_000, [lines[1]]) == 22_000 + DRAM_LAT  # miss again; evicts line 2
+    assert not ms.l2.contains(lines[2]) and ms.l2.contains(lines[3])
+    assert (ms.l2_read_hits, ms.l2_read_misses, ms.l2.evictions) == (1, 18, 2)
+    # other slices untouched
+    assert all(len(st) == 0 for sl in ms.l2.sets[1:] for st in sl)
+
+
+def test_sector_miss_in_a_present_line_fetches_only_that_sector():
+    ms = MemorySystem(CFG)
+    assert ms.read(0, [0]) == DRAM_LAT
+    assert ms.read(1000, [32]) == 1000 + DRAM_LAT  # same line, other sector: a miss, no eviction
+    assert ms.read(2000, [0, 32]) == 2000 + L2_LAT
+    assert (ms.l2_read_misses, ms.dram_bytes_read, ms.l2.evictions) == (2, 64, 0)
+
+
+def test_hit_after_another_sms_fill_and_pending_fill_merge():
+    ms = MemorySystem(CFG)
+    tex_a, tex_b = TextureCache(CFG), TextureCache(CFG)  # two SMs' L1s, one L2
+    first = tex_a.request(0, [0x4000], ms)
+    assert first == DRAM_LAT
+    # SM B asks while A's fill is under way: merged into it (one DRAM read), done when it arrives
+    assert tex_b.request(10, [0x4000], ms) == first
+    assert (ms.l2_read_hits, ms.l2_pending_hits, ms.l2_read_misses, ms.dram_bytes_read) == (1, 1, 1, 32)
+    # after the fill, a third SM hits at the L2 latency
+    assert TextureCache(CFG).request(1000, [0x4000], ms) == 1000 + L2_LAT
+    assert ms.l2_pending_hits == 1
+
+
+def test_write_allocate_without_fetch_and_write_back_of_dirty_sectors_only():
+    cfg, ms = _one_set_per_slice()
+    assert ms.write(50, [0]) == 50 + L2_LAT  # allocates line 0 with sector 0 valid and dirty
+    assert (ms.dram_bytes_read, ms.l2_write_misses) == (0, 1)
+    assert ms.l2.is_dirty(0) and not ms.l2.contains(32)
+    assert ms.read(1000, [0]) == 1000 + L2_LAT  # the stored data hits
+    assert ms.read(2000, [32]) == 2000 + DRAM_LAT  # the line's other sectors were not fetched
+    ms.write(2500, [0])
+    assert ms.l2_write_hits == 1
+    # line 0 is now LRU after 15 others fill the set; one more evicts it: 1 dirty sector written
+    for k in range(1, 16):
+        ms.read(3000 + 1000 * k, [k * 2048])
+    assert ms.dram_bytes_written == 0
+    ms.read(30_000, [16 * 2048])
+    assert ms.dram_bytes_written == 32 and not ms.l2.contains(0)
+    # the write-back went to slice 0's channel, after the read that evicted it
+    ch = ms.channels[0]
+    assert ch.bytes == 18 * 32 and ch.busy == pytest.approx(18 * 32 / CHAN_BPC)
+
+
+def test_write_back_queues_in_the_slice_channel():
+    cfg, ms = _one_set_per_slice()
+    ms.write(0, [k * 2048 + 32 * i for k in range(16) for i in range(4)])  # 16 lines of slice 0, dirty
+    # a read of 4 sectors of a new line at 10_000 evicts line 0 (4 dirty sectors, 128 B) after
+    # queueing its own 128 B in channel 0; the next miss in channel 0 waits for both
+    assert ms.read(10_000, [16 * 2048 + 32 * i for i in range(4)]) == 10_000 + DRAM_LAT
+    assert ms.dram_bytes_written == 128
+    t = ms.read(10_000, [20 * 2048 + 32 * i for i in range(4)])
+    # slice 0 takes this request after the first's 128 B; channel 0 holds 256 B from 10_000
+    assert t == math.ceil(10_000 + 256 / CHAN_BPC + DRAM_LAT)
+    # a miss in another slice (granule 1 = slice 1) does not wait
+    assert ms.read(10_000, [256]) == 10_000 + DRAM_LAT
+
+
+def test_requests_to_the_same_slice_queue_to_different_slices_do_not():
+    ms = MemorySystem(CFG)
+    a = [i * 32 for i in range(8)]  # 256 B, slice 0
+    b = [256 + i * 32 for i in range(8)]  # 256 B, slice 1
+    ms.read(0, a + b)  # warm
+    assert ms.read(1000, a) == 1000 + L2_LAT
+    assert ms.read(1000, a) == math.ceil(1000 + 256 / SLICE_BPC + L2_LAT)  # 1213: behind the first
+    assert ms.read(1000, b) == 1000 + L2_LAT  # other slice: no wait
+    assert ms.read(1000, a + b) == math.ceil(1000 + 2 * 256 / SLICE_BPC + L2_LAT)  # waits in slice 0
 
 
 def test_l2_queueing_for_hits():
+    # 2 KB of consecutive sectors: 8 granules, one per slice, 256 B each
     ms = MemorySystem(CFG)
     secs = [i * 32 for i in range(64)]
     ms.read(0, secs)
     t1 = ms.read(1000, secs)
     t2 = ms.read(1000, secs)
-    assert t1 == 1000 + CFG.latency.l2_hit
-    assert t2 == math.ceil(1000 + 2048 / CFG.l2.bandwidth_bytes_per_clk + CFG.latency.l2_hit)
+    assert t1 == 1000 + L2_LAT
+    assert t2 == math.ceil(1000 + 256 / SLICE_BPC + L2_LAT)
 
 
-def test_l2_lru_eviction_and_writeback():
-    cfg = override(CFG, {"l2.hash_sets": False})
-    ms = MemorySystem(cfg, l2_size_bytes=32 * cfg.l2.assoc)  # a single set of `assoc` sectors
-    ways = cfg.l2.assoc
-    secs = [i * 32 for i in range(ways + 1)]
-    ms.write(0, [secs[0]])  # dirty
-    for s in secs[1:ways]:
-        ms.read(0, [s])
-    ms.read(100, [secs[0]])  # hit: sector 0 most recent, sector 1 is LRU
-    assert ms.l2_read_hits == 1
-    ms.read(200, [secs[ways]])  # evicts clean sector 1: no write-back
-    assert ms.dram_bytes_written == 0
-    assert ms.read(10_000, [secs[1]]) == 10_000 + cfg.latency.dram  # miss again; evicts sector 2
-    assert ms.read(20_000, [secs[0]]) == 20_000 + cfg.latency.l2_hit  # still there
-    for k in range(ways):  # stream enough new sectors to push the dirty sector 0 out
-        ms.read(30_000 + k, [0x10000 + 32 * k])
-    assert ms.dram_bytes_written == 32
-    assert ms.l2_read_misses == ways - 1 + 2 + ways
+def _clmul(a, b):
+    """Carry-less (GF(2) polynomial) product."""
+    out = 0
+    while b:
+        if b & 1:
+            out ^= a
+        a <<= 1
+        b >>= 1
+    return out
 
 
-def test_write_is_posted_and_flush_counts_bytes():
+# granules that are GF(2) multiples of x^3 + x + 1 fall in slice 0
+SLICE0 = [_clmul(k, 0b1011) * 256 for k in range(1, 64)]
+
+
+def test_dram_queueing_in_a_channel():
     ms = MemorySystem(CFG)
-    done = ms.write(50, [0, 32, 64, 96])
-    assert done == 50 + CFG.latency.l2_hit
+    a = [i * 32 for i in range(8)]  # 256 B of misses, slice 0 / channel 0
+    b = [0x100000 + i * 32 for i in range(8)]  # granule 4096 = x^12 -> x^2 + x + 1 = slice 7
+    same = [SLICE0[0] + i * 32 for i in range(8)]  # granule 11 = x^3 + x + 1 -> slice 0
+    assert ms.l2.slice_of(b[0]) == 7 and ms.l2.slice_of(same[0]) == 0
+    assert ms.read(0, a) == DRAM_LAT
+    assert ms.read(0, b) == DRAM_LAT  # another slice and channel
+    # same slice and channel as a: its DRAM piece starts when a's 256 B have passed the channel
+    assert ms.read(0, same) == math.ceil(256 / CHAN_BPC + DRAM_LAT)
+    assert ms.read(10_000, [0x200000]) == 10_000 + DRAM_LAT  # later: no queueing
+
+
+def test_dram_queue_delay_grows_with_load():
+    ms = MemorySystem(CFG)
+    lines = SLICE0[:40]
+    assert {ms.l2.slice_of(a) for a in lines} == {0}
+    # light load: one 128-byte miss every 100 cycles, the channel is idle each time
+    for j in range(20):
+        assert ms.read(100 * j, [lines[j] + 32 * i for i in range(4)]) == 100 * j + DRAM_LAT
+    light = ms.stats(2000)
+    assert light["dram_mean_queue_delay"] == 0 and light["dram_p95_queue_delay"] == 0
+    # heavy load: 20 misses of 128 B at the same cycle. Piece j reaches the channel when the
+    # slice has passed j pieces (j x 128 / 47.375) and starts when the channel has passed j
+    # pieces (j x 128 / 18.19): it waits j x (128 / 18.19 - 128 / 47.375) = 4.33 j cycles
+    ms.reset_stats()
+    t0 = 10_000
+    done = [ms.read(t0, [lines[20 + j] + 32 * i for i in range(4)]) for j in range(20)]
+    step = 128 / CHAN_BPC - 128 / SLICE_BPC
+    st_ = ms.stats(t0 + 1000)
+    assert st_["dram_read_requests"] == 20
+    assert st_["dram_mean_queue_delay"] == pytest.approx(step * 9.5)
+    assert st_["dram_queue_delay_cycles"] == pytest.approx(step * 190)
+    # the slice: piece j waits j x 128 / 47.375 cycles
+    assert st_["l2_slice_requests"] == 20
+    assert st_["l2_mean_queue_delay"] == pytest.approx(128 / SLICE_BPC * 9.5)
+    assert st_["dram_p95_queue_delay"] == pytest.approx(step * 0.95 * 19)  # numpy's linear p95
+    assert done[-1] == math.ceil(t0 + 19 * 128 / CHAN_BPC + DRAM_LAT)
+    assert all(b > a for a, b in zip(done, done[1:]))
+
+
+def test_utilisation_figures():
+    ms = MemorySystem(CFG)
+    ms.read(0, [i * 32 for i in range(64)])  # 2 KB: 256 B through each slice and each channel
+    ms.write(100, [0, 32])  # 64 B more through slice 0 (hits: the read allocated them)
+    st_ = ms.stats(1000)
+    assert st_["l2_slice0_busy_cycles"] == pytest.approx(320 / SLICE_BPC)
+    assert st_["l2_slice1_busy_cycles"] == pytest.approx(256 / SLICE_BPC)
+    assert st_["l2_slice0_utilisation"] == pytest.approx(320 / SLICE_BPC / 1000)
+    assert st_["l2_busy_cycles"] == pytest.approx((2048 + 64) / 8 / SLICE_BPC)
+    assert st_["l2_utilisation"] == pytest.approx((2048 + 64) / 8 / SLICE_BPC / 1000)
+    assert st_["l2_max_slice_utilisation"] == pytest.approx(320 / SLICE_BPC / 1000)
+    assert st_["dram_max_channel_utilisation"] == pytest.approx(256 / CHAN_BPC / 1000)
+    # ratios, means and percentiles end in rate / utilisation / delay; the rest are counts
+    assert all(isinstance(v, (int, float)) for v in st_.values())
+    assert st_["dram_utilisation"] == pytest.approx(256 / CHAN_BPC / 1000)
+    assert st_["dram_channel3_busy_cycles"] == pytest.approx(256 / CHAN_BPC)
+    assert (st_["l2_read_sectors"], st_["l2_read_misses"], st_["l2_write_hits"]) == (64, 64, 2)
+    assert (st_["l2_bytes_read"], st_["l2_bytes_written"], st_["dram_bytes_read"]) == (2048, 64, 2048)
+    assert st_["l2_write_hit_rate"] == 1.0 and st_["mem_reads"] == 1 and st_["mem_writes"] == 1
+    tex = TextureCache(CFG)
+    tex.request(2000, [0, 32, 64, 96], ms)
+    tex.request(3000, [0], ms)
+    st_ = ms.stats(4000, l1=[tex])
+    assert (st_["tex_requests"], st_["tex_sector_hits"], st_["tex_sector_misses"]) == (2, 1, 4)
+    assert st_["tex_bytes"] == 160 and st_["tex_hit_rate"] == pytest.approx(0.2)
+    assert st_["tex_utilisation"] == pytest.approx(160 / CFG.l1tex.bytes_per_clk / 4000)
+    ms.reset_stats()
+    assert ms.stats(1)["l2_busy_cycles"] == 0 and ms.stats(1)["dram_bytes_read"] == 0
+
+
+def test_bandwidth_share_scales_every_slice_and_channel():
+    ms = MemorySystem(CFG, bandwidth_share=1 / 16)
+    assert ms.l2_server.bytes_per_clk == pytest.approx(CFG.l2.bandwidth_bytes_per_clk / 16)
+    assert ms.dram_server.bytes_per_clk == pytest.approx(CFG.dram_bytes_per_clk / 16)
+    a = [i * 32 for i in range(8)]
+    assert ms.read(0, a) == DRAM_LAT
+    same = [SLICE0[0] + i * 32 for i in range(8)]  # slice 0 again
+    # slice piece after 256 B at 47.375 / 16; channel piece after 256 B at 18.19 / 16
+    assert ms.read(0, same) == math.ceil(256 / (CHAN_BPC / 16) + DRAM_LAT)
+
+
+def test_server_group_queues_a_backlog_on_every_member():
+    ms = MemorySystem(CFG)
+    g = ms.l2_server
+    assert isinstance(g, ServerGroup) and g.bytes_per_clk == pytest.approx(379.0)
+    g.reserve(0, 100 * g.bytes_per_clk)  # an L2 backlog of 100 cycles
+    assert [s.next_free for s in ms.slices] == [pytest.approx(100.0)] * 8
+    assert g.next_free == pytest.approx(100.0) and g.busy == pytest.approx(100.0)
+    ms.dram_server.reserve(0, 150 * ms.dram_server.bytes_per_clk)  # a DRAM backlog of 150 cycles
+    assert ms.dram_server.next_free == pytest.approx(150.0)
+    # a miss at cycle 0 waits for its slice until 100, then for its channel until 150
+    assert ms.read(0, [0]) == 150 + DRAM_LAT
+    assert ms.read(1000, [0]) == 1000 + L2_LAT
+
+
+def test_write_is_posted_and_flush_writes_back_per_channel():
+    ms = MemorySystem(CFG)
+    done = ms.write(50, [0, 32, 64, 96])  # one line, slice 0
+    assert done == 50 + L2_LAT
     assert ms.dram_bytes_written == 0
-    assert ms.read(1000, [32]) == 1000 + CFG.latency.l2_hit  # written data hits in L2
+    assert ms.read(1000, [32]) == 1000 + L2_LAT  # written data hits in L2
+    ms.write(60, [256])  # slice 1
     end = ms.flush(2000)
-    assert ms.dram_bytes_written == 128
-    assert end == math.ceil(2000 + 128 / CFG.dram_bytes_per_clk)
+    assert ms.dram_bytes_written == 160
+    assert end == math.ceil(2000 + 128 / CHAN_BPC)  # channel 0's 128 B; channel 1 has 32 B
     assert ms.flush(3000) == 3000  # nothing dirty left
     st_ = ms.stats()
-    assert st_["dram_bytes_written"] == 128 and st_["l2_write_sectors"] == 4
+    assert st_["dram_bytes_written"] == 160 and st_["l2_write_sectors"] == 5
+    assert st_["elapsed_cycles"] == 1000  # the latest request
 
 
-def test_sector_cache_hashing_spreads_power_of_two_strides():
-    c = SectorCache(2 * 1024 * 1024, 32, 16, hashed=True)
-    sets = {c.set_index(k * 512) for k in range(4096)}  # 16 KB stride
-    assert len(sets) > 2000
-    plain = SectorCache(2 * 1024 * 1024, 32, 16, hashed=False)
-    assert len({plain.set_index(k * 512) for k in range(4096)}) == 8
+def test_numpy_sector_arrays_are_accepted():
+    ms = MemorySystem(CFG)
+    arr = np.arange(16, dtype=np.int64) * 32
+    assert ms.read(0, arr) == DRAM_LAT
+    assert ms.read(1000, arr) == 1000 + L2_LAT
+    assert ms.write(2000, arr) == 2000 + L2_LAT
+    assert ms.read(3000, np.array([], dtype=np.int64)) == 3000
+
+
+def test_warm_installs_sectors_without_time_or_counters():
+    cfg, ms = _one_set_per_slice()
+    ms.warm(np.array([0, 32], dtype=np.int64), dirty=True)  # line 0 of slice 0, two dirty sectors
+    ms.warm([k * 2048 for k in range(1, 16)])  # 15 more lines fill slice 0's one set
+    assert ms.l2.is_dirty(0) and ms.l2.is_dirty(32) and not ms.l2.contains(64)
+    st_ = ms.stats(1)
+    assert st_["l2_read_sectors"] == st_["l2_write_sectors"] == st_["l2_busy_cycles"] == 0
+    assert ms.read(100, [0, 32]) == 100 + L2_LAT  # valid from cycle 0: hits at once
+    ms.warm([16 * 2048])  # evicts the LRU line (line 1 x 2048) silently
+    assert not ms.l2.contains(2048) and ms.dram_bytes_written == 0
+    assert ms.flush(1000) == math.ceil(1000 + 64 / CHAN_BPC)  # the two warmed dirty sectors
+
+
+@pytest.mark.parametrize("core", ["compiled", "python"])
+def test_texture_counters_filled_by_both_sm_cores(core, monkeypatch):
+    # two TLDs of texel 0 (one sector) by one warp, the second after the first's data arrived:
+    # 2 requests, 1 sector miss, 1 hit, 64 bytes looked up; the L2 sees the one miss
+    from maxsim.functional.memory import Texture1D
+    from maxsim.sass import parse_text
+    from maxsim.timing.run import simulate
+    monkeypatch.setenv("MAXSIM_CORE", core)
+    text = """# Kernel: tld2
+# Arch: sm_52
+# InsCnt: 6
+# RegCnt: 32
+# SharedSize: 0
+# BarCnt: 0
+# Params(0):
+#\tord:addr:size:align
+#
+# Instructions:
+
+--:-:-:-:1 MOV32I R8, 0x80000000;
+--:-:-:-:6 MOV R0, RZ;
+--:-:1:-:2 TLD.B.LZ.P R4, R0, R8, 0x0, 1D, 0xf;
+01:-:2:-:2 TLD.B.LZ.P R12, R0, R8, 0x0, 1D, 0xf;
+02:-:-:-:1 FADD R3, R12, R4;
+--:-:-:Y:5 EXIT;
+"""
+    tex = Texture1D(np.arange(64 * 4, dtype=np.float32).reshape(-1, 4), address=1 << 20)
+    ms = MemorySystem(CFG)
+    _, sm = simulate(parse_text(text), 1, 32, cfg=CFG, textures={0: tex}, memory_system=ms)
+    el = sm.stats.cycles
+    st_ = ms.stats(el, l1=[sm.l1])
+    assert (st_["tex_requests"], st_["tex_sector_misses"], st_["tex_sector_hits"]) == (2, 1, 1)
+    assert st_["tex_bytes"] == 64 and st_["tex_busy_cycles"] == pytest.approx(64 / CFG.l1tex.bytes_per_clk)
+    assert st_["tex_utilisation"] == pytest.approx(64 / CFG.l1tex.bytes_per_clk / el)
+    assert (st_["l2_read_misses"], st_["dram_bytes_read"]) == (1, 32)

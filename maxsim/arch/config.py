@@ -237,17 +237,30 @@ class L1TexConfig:
 
 @attrs.frozen
 class L2Config:
-    """The L2 shared by all SMs (hit latency is ``latency.l2_hit``)."""
+    """The L2 shared by all SMs, in slices (hit latency is ``latency.l2_hit``)."""
 
-    size: int = _pos_int()
-    sector: int = _pow2_int()
-    assoc: int = _pos_int()
+    size: int = _pos_int()  # whole chip
+    slices: int = _pos_int()
+    line: int = _pow2_int()  # tag granularity
+    sector: int = _pow2_int()  # data granularity (fill, write-back)
+    assoc: int = _pos_int()  # ways per set of a slice
     hash_sets: bool = _bool()
-    bandwidth_bytes_per_clk: float = _pos_float()  # whole chip, per core clock
+    slice_hash: str = _choice("ipoly", "modulo")
+    slice_interleave: int = _pow2_int()  # bytes of consecutive addresses in one slice
+    bandwidth_bytes_per_clk: float = _pos_float()  # whole chip (all slices), per core clock
+
+    @property
+    def slice_size(self) -> int:
+        return self.size // self.slices
 
     @property
     def sets(self) -> int:
-        return self.size // (self.sector * self.assoc)
+        """Sets per slice."""
+        return self.slice_size // (self.line * self.assoc)
+
+    @property
+    def slice_bytes_per_clk(self) -> float:
+        return self.bandwidth_bytes_per_clk / self.slices
 
 
 @attrs.frozen
@@ -255,6 +268,7 @@ class DramConfig:
     """DRAM beyond the peak in ``gpu`` (the latency is ``latency.dram``)."""
 
     efficiency: float = _unit_fraction()  # sustained / peak bandwidth
+    channels: int = _pos_int()  # independent channels (memory controllers) the L2 slices feed
 
 
 _SECTIONS = {
@@ -480,8 +494,22 @@ def _cross_checks(cfg: ArchConfig, origin: dict, display: str) -> None:
         fail("l1tex.sector", f"= {l1.sector} exceeds l1tex.line ({l1.line})")
     if l1.size % (l1.line * l1.assoc):
         fail("l1tex.assoc", f"= {l1.assoc}: l1tex.size ({l1.size}) is not a multiple of line x assoc")
-    if l2.size % (l2.sector * l2.assoc):
-        fail("l2.assoc", f"= {l2.assoc}: l2.size ({l2.size}) is not a multiple of sector x assoc")
+    if l2.sector > l2.line:
+        fail("l2.sector", f"= {l2.sector} exceeds l2.line ({l2.line})")
+    if l2.line > 8 * l2.sector:
+        fail("l2.line", f"= {l2.line}: at most 8 sectors of l2.sector ({l2.sector}) bytes per line")
+    if l2.line > l2.slice_interleave:
+        fail("l2.slice_interleave", f"= {l2.slice_interleave} is smaller than l2.line ({l2.line}): a line "
+             "must lie in one slice")
+    if l2.size % (l2.slices * l2.line * l2.assoc):
+        fail("l2.assoc", f"= {l2.assoc}: l2.size ({l2.size}) is not a multiple of slices x line x assoc")
+    if l2.slice_hash == "ipoly" and (l2.slices & -l2.slices) > 256:
+        fail("l2.slices", f"= {l2.slices}: the ipoly slice hash takes at most 256 slices per power-of-two group")
+    if l2.slices % cfg.dram.channels:
+        fail("dram.channels", f"= {cfg.dram.channels} must divide l2.slices ({l2.slices}): each slice "
+             "feeds one channel")
+    if g.dram_bus_bits % cfg.dram.channels:
+        fail("dram.channels", f"= {cfg.dram.channels} must divide gpu.dram_bus_bits ({g.dram_bus_bits})")
     if cfg.regfile.reuse_slots > 3:
         fail("regfile.reuse_slots", "must be at most 3 (an instruction has three source slots)")
     if cfg.pipes.alu > 1:

@@ -12,7 +12,12 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   at two small K (``WAVE_K_SAMPLES``); each CTA's time is affine in K (fixed cost of prologue and
   epilogue plus a cost per main-loop iteration), so the line through the two samples gives every
   CTA slot's duration at the real K. When K is no larger than the second sample it is simulated
-  at K itself.
+  at K itself. The line holds only once the cost per iteration has settled: SMs that start
+  together hit the L2 slices in step at first and take tens of iterations to fall into their
+  steady pattern (sgemm_128, 16 CTAs on 16 SMs: 1,091 cycles per iteration over the first 8,
+  1,041 from the 24th on). When the second half of the last sample's iterations still costs more
+  than ``WAVE_SETTLE`` less (or more) than its first half, the wave is sampled again at twice the
+  K (at K itself once that is at most 4x the last sample), and the line goes through the last two.
 * **Steady state** (launches of two or more full waves). After the first wave, CTAs no longer start
   together: each slot takes its next CTA when its own CTA ends, and slots whose CTAs run at different
   speeds drift apart. A CTA-level model of the dispatcher (:func:`dispatch`: every slot runs its CTAs
@@ -60,6 +65,7 @@ from .gpu import round_robin, run_sms, trace_ctas
 from .sector_lru import SectorLRU
 
 WAVE_K_SAMPLES = (64, 128)  # K values at which a first wave or a tail is simulated whole
+WAVE_SETTLE = 0.01  # a wave's cost per iteration has settled when it drifts less than this (see _settled)
 STEADY_ITERATIONS = 12  # main-loop iterations each CTA runs in a steady-state window
 STEADY_SKIP = 4  # ... of which the first are left out (prologue and settling)
 HISTORY_FILL = 1.5  # history replayed into the L2 before a window, in multiples of its capacity
@@ -257,14 +263,16 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
     in K. ``traced``: the CTAs' traces at ``k`` (``{cta id: warp traces}``), timed at ``k`` instead of
     functional runs. Returns the :class:`_Whole` and the memory system of the last sample."""
     k1, k2 = WAVE_K_SAMPLES
-    ks = (k,) if k <= k2 or traced is not None else (k1, k2)
+    plan = [k] if k <= k2 or traced is not None else [k1, k2]
     sms = cfg.gpu.sms
     per_sm = residency(kernel, block, cfg)[0]
+    ks = []
     durations = []
     cyc = []
     ms = None
     loop = 0.0
-    for kk in ks:
+    while plan:
+        kk = plan.pop(0)
         if traced is not None:
             ctas = [(cid, traced[cid]) for cid in ids]
         else:
@@ -277,24 +285,31 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
         placement, queue = round_robin(ctas, sms, per_sm)
         used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=None)
         end = {cid: (s, e) for sm in used for cid, s, e in sm.cta_log}
+        ks.append(kk)
         durations.append([end[cid][1] - end[cid][0] for cid in ids])
         slopes = _cta_loop_cycles(used, skip=2)
         cyc.append(max(sm.now for sm in used))
         loop = _mean_loop(used)
         if progress is not None:
             progress()
-    if len(ks) == 1:
+        if not plan and kk != k and not _settled(_iteration_gaps(used)):
+            # the cost per iteration is still drifting at the end of this sample (SMs that started
+            # together settle into their steady pattern of L2 slice accesses over tens of
+            # iterations): sample again at twice the K, or at K itself when that is near
+            plan = [k if 4 * kk >= k else 2 * kk]
+    if ks[-1] == k:
         # simulated at K itself: the split into fixed cost and iterations (for the dispatcher model
         # of later waves) uses each CTA's measured cycles per iteration
-        it = ks[0] / k_step
+        it = k / k_step
         per_iter = [slopes.get(cid, 0.0) for cid in ids]
-        fixed = [d - p * it for d, p in zip(durations[0], per_iter)]
-        predicted = float(cyc[0])
+        fixed = [d - p * it for d, p in zip(durations[-1], per_iter)]
+        predicted = float(cyc[-1])
     else:
-        it1, it2 = ks[0] / k_step, ks[1] / k_step  # main-loop iterations of the samples
-        per_iter = [(b - a) / (it2 - it1) for a, b in zip(*durations)]
-        fixed = [a - p * it1 for a, p in zip(durations[0], per_iter)]
-        predicted = cyc[0] + (cyc[1] - cyc[0]) * (k - ks[0]) / (ks[1] - ks[0])
+        # the line through the last two samples: both lie where the cost per iteration has settled
+        it1, it2 = ks[-2] / k_step, ks[-1] / k_step  # main-loop iterations of the samples
+        per_iter = [(b - a) / (it2 - it1) for a, b in zip(durations[-2], durations[-1])]
+        fixed = [a - p * it1 for a, p in zip(durations[-2], per_iter)]
+        predicted = cyc[-2] + (cyc[-1] - cyc[-2]) * (k - ks[-2]) / (ks[-1] - ks[-2])
     dur = [f + p * k / k_step for f, p in zip(fixed, per_iter)]
     mem = _memory_counters(ms, cyc[-1], used)
     phase = Phase(name, len(ids), tuple(ks), tuple(cyc), loop, mem)
@@ -323,6 +338,29 @@ def _mean_loop(sms):
             if w.label.endswith(".w0") and len(bt) > 3:
                 vals.append((bt[-1] - bt[2]) / (len(bt) - 3))
     return float(np.mean(vals)) if vals else 0.0
+
+
+def _iteration_gaps(sms):
+    """Mean cycles of each main-loop iteration (by its index) over every warp of ``sms``, for the
+    iterations every warp ran."""
+    gaps = [np.diff(np.asarray(w.branch_times, dtype=float)) for sm in sms for w in sm.all_warps]
+    gaps = [g for g in gaps if len(g)]
+    if not gaps:
+        return np.zeros(0)
+    n = min(len(g) for g in gaps)
+    return np.mean([g[:n] for g in gaps], axis=0)
+
+
+def _settled(gaps):
+    """Whether a wave's cost per iteration has stopped drifting: the iterations of the sample,
+    less the first two (the loop filling) and the last (CTAs ending), split in two halves whose
+    mean costs differ by at most ``WAVE_SETTLE``."""
+    h = gaps[2:-1]
+    if len(h) < 4:
+        return True
+    m = len(h) // 2
+    a, b = float(np.mean(h[:m])), float(np.mean(h[-m:]))
+    return abs(a - b) <= WAVE_SETTLE * max(a, b)
 
 
 # ---- the steady state --------------------------------------------------------------------------------
@@ -656,4 +694,4 @@ def samples_needed(grid, k, sms, resident):
 
 
 __all__ = ["predict", "Prediction", "Phase", "dispatch", "resident_at", "samples_needed", "WAVE_K_SAMPLES",
-           "STEADY_ITERATIONS", "STEADY_SKIP", "HISTORY_FILL"]
+           "WAVE_SETTLE", "STEADY_ITERATIONS", "STEADY_SKIP", "HISTORY_FILL"]

@@ -1,38 +1,56 @@
-"""The memory system behind the SMs: L2 cache and DRAM, as bandwidth servers with latencies.
+"""The memory system behind the SMs: a sliced L2 and DRAM channels, in time.
 
 Plain Python, no simpy: an SM asks :meth:`MemorySystem.read` for a list of 32-byte sectors at cycle
-``now`` and gets back the cycle the last one arrives; it schedules one wake-up for that.
+``now`` and gets back the cycle the last one arrives; it schedules one wake-up for that. All SMs of
+a simulated GPU share one MemorySystem, so whether a sector hits depends on its address and on
+what every SM did before it.
 
-Model (every number from the config):
+Model (every number from the config; sources in gm204.toml):
 
-* Addresses are byte addresses; a sector is ``addr // l2.sector`` (32 bytes).  Callers pass the
-  byte address of each distinct sector (``sectors_of`` builds that list from lane addresses).
-* L2: ``l2.size`` bytes of 32-byte sectors, ``l2.assoc``-way set associative, LRU, sets indexed by
-  a hash of the sector number when ``l2.hash_sets``.  Write-back, write-allocate without fetch
-  (a store fills its sectors; NVIDIA's L2 keeps byte masks, so no read is needed).
-* Bandwidth servers ("next free cycle"): a request of ``n`` bytes starts at
-  ``max(now, next_free)`` and occupies the server ``n / bytes_per_clk`` cycles.  The L2 server
-  passes every sector of every request (``l2.bandwidth_bytes_per_clk``); the DRAM server passes
-  missed sectors and write-backs (``gpu.dram_bandwidth_gbs`` x ``dram.efficiency`` at the core
-  clock).  When demand exceeds bandwidth, ``next_free`` runs ahead of ``now`` and the queueing
-  delay appears in the completion cycles.
-* Latencies are end to end from the SM's issue (``latency.l2_hit``, ``latency.dram``): a sector
-  that hits completes at ``l2_start + l2_hit``; a miss at ``dram_start + dram`` where the DRAM
-  request starts once the L2 server has taken it.  A sector whose fill is still under way (an
-  earlier miss, maybe from another SM) counts as a hit that completes when the fill does.
+* Addresses are byte addresses; callers pass the byte address of each distinct 32-byte sector
+  (``sectors_of`` builds that list from lane addresses), as a list of ints or an int64 array.
+* L2 (:mod:`maxsim.timing.l2`): ``l2.slices`` slices, each ``l2.assoc``-way sets of 128-byte lines
+  of 32-byte sectors, LRU, the slice chosen by a hash of the address.  A read of a valid sector
+  hits; a read of an invalid one misses and fetches that sector alone from DRAM (a missing line is
+  allocated, evicting the set's LRU line).  A sector whose fill is still under way (an earlier
+  miss, maybe from another SM) counts as a hit that completes when the fill does.
+* Stores: write-back, write-allocate without fetch.  A store validates and dirties its sectors
+  (whole 32-byte sectors: the L2 keeps per-sector dirty bits and the SM sends whole sectors), a
+  dirty sector goes to DRAM when its line is evicted or at :meth:`flush`.
+* Bandwidth: each slice is a :class:`BandwidthServer` of ``l2.bandwidth_bytes_per_clk / slices``
+  bytes per cycle, each DRAM channel one of ``gpu.dram_bandwidth_gbs x dram.efficiency /
+  dram.channels`` (at the core clock); slice ``s`` sends its misses and write-backs to channel
+  ``s x channels // slices``.  The sectors of a request that fall in one slice are one piece of work
+  for that slice, its misses one piece for the slice's channel: a piece waits for the bytes queued
+  before it in its server, so two requests to the same slice queue and requests to different
+  slices do not, and DRAM latency grows with the load of the channel.
+* Latencies are end to end from the SM's issue (``latency.l2_hit``, ``latency.dram``): a sector that
+  hits completes at ``slice_start + l2_hit``; a miss at ``channel_start + dram``, the channel
+  request made when the slice takes the piece.  A read's missed sectors are queued in the channel
+  before the write-backs its evictions cause (a write-back is posted: nothing waits for it).
 * ``bandwidth_share``: when fewer SMs than the chip has are simulated against one memory system
   (e.g. one SM standing for all 16 of a fully loaded GPU), pass ``sms_simulated / gpu.sms`` so the
-  simulated SMs see their share of L2 and DRAM bandwidth.
+  simulated SMs see their share of every slice's and channel's bandwidth.
+
+``l2_server`` and ``dram_server`` (:class:`ServerGroup`) show the slices and the channels as one
+server each: ``bytes_per_clk`` is the sum, ``next_free`` the latest member's, and
+``reserve(now, nbytes)`` spreads the bytes over the members in proportion to their bandwidth, so
+queueing a backlog of ``c`` cycles as ``reserve(t, c x bytes_per_clk)`` occupies every member for
+``c`` cycles from ``t``.
 """
 
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
+from array import array
 
 import numpy as np
 
-_HASH_MUL = 0x9E3779B1  # Knuth's multiplicative hash constant (2^32 / golden ratio)
+from .l2 import SlicedL2
+
+_MASKS = 1 << 8  # sector masks of lines of up to 8 sectors
+_POPCOUNT = [bin(m).count("1") for m in range(_MASKS)]
+_BITS = [tuple(i for i in range(8) if m >> i & 1) for m in range(_MASKS)]
 
 
 def sectors_of(byte_addresses, width_bytes: int = 4, sector: int = 32) -> list[int]:
@@ -56,196 +74,278 @@ class BandwidthServer:
     """A resource that passes ``bytes_per_clk`` bytes per cycle.
 
     The server keeps a first-free cycle per window of ``WINDOW`` cycles, so requests need not
-    arrive in time order: the SMs of a GPU advance in quanta of a few hundred cycles, and a request
+    arrive in time order: the SMs of a GPU advance in quanta of a few tens of cycles, and a request
     stamped earlier than one already served is delayed by at most a window, not pushed behind
     everything served since (as a single "next free cycle" would). Requests arriving in order
-    behave as a FIFO fluid queue: each starts when the bytes before it have passed.
+    behave as a FIFO fluid queue: each starts when the bytes before it have passed. Full windows
+    are skipped in one step (a union-find of "next window with room"), so an overloaded server
+    costs no more per request than an idle one.
+
+    ``busy`` (cycles) and ``bytes`` count the work passed since the last :meth:`reset_counters`;
+    ``last_end`` is the cycle the last reservation's bytes have passed.
     """
 
     WINDOW = 32
-    __slots__ = ("bytes_per_clk", "next_free", "busy", "bytes", "_nf")
+    KEEP = 4096  # windows kept behind the latest one touched (older ones are forgotten)
+    __slots__ = ("bytes_per_clk", "next_free", "busy", "bytes", "last_end", "_nf", "_full", "_prune_at")
 
     def __init__(self, bytes_per_clk: float):
         if bytes_per_clk <= 0:
             raise ValueError("bytes_per_clk must be positive")
         self.bytes_per_clk = float(bytes_per_clk)
         self.next_free = 0.0
+        self.last_end = 0.0
+        self._nf = {}  # window index -> first free cycle inside that window
+        self._full = {}  # full window index -> a later window index (union-find parent)
+        self._prune_at = 2 * self.KEEP
+        self.reset_counters()
+
+    def reset_counters(self) -> None:
         self.busy = 0.0
         self.bytes = 0
-        self._nf = {}  # window index -> first free cycle inside that window
 
-    def reserve(self, now: float, nbytes: int) -> float:
+    def _room(self, b: int) -> int:
+        """The first window at or after ``b`` that is not full."""
+        full = self._full
+        root = b
+        while root in full:
+            root = full[root]
+        while b != root:  # path compression
+            full[b], b = root, full[b]
+        return root
+
+    def reserve(self, now: float, nbytes: float) -> float:
         """Start cycle of a request of ``nbytes`` arriving at ``now``; occupies the server."""
-        nf, w, bpc = self._nf, self.WINDOW, self.bytes_per_clk
+        if nbytes <= 0:
+            self.last_end = float(now)
+            return float(now)
+        nf, full, w, bpc = self._nf, self._full, self.WINDOW, self.bytes_per_clk
         b = int(now // w)
         t = float(now)
+        if b in full:
+            b = self._room(b)
+            t = float(b * w)
         left = float(nbytes)
         start = None
-        while left > 0:
+        while True:
             end_b = (b + 1) * w
             s0 = nf.get(b, b * w)
             if t > s0:
                 s0 = t
-            if s0 < end_b:
-                if start is None:
-                    start = s0
-                take = (end_b - s0) * bpc
-                if take > left:
-                    take = left
-                nf[b] = s0 + take / bpc
-                left -= take
-            b += 1
-            t = end_b
-        end = nf[b - 1]
+            if start is None:
+                start = s0
+            room = (end_b - s0) * bpc
+            if room > left:
+                end = nf[b] = s0 + left / bpc
+                break
+            nf[b] = end_b
+            full[b] = b + 1
+            left -= room
+            if left <= 0:
+                end = end_b
+                break
+            b = self._room(b + 1)
+            t = float(b * w)
+        self.last_end = end
         if end > self.next_free:
             self.next_free = end
-        if len(nf) > 8192:
-            for k in [k for k in nf if k < b - 4096]:
+        if len(nf) > self._prune_at:
+            old = b - self.KEEP
+            for k in [k for k in nf if k < old]:
                 del nf[k]
+            for k in [k for k in full if k < old]:
+                del full[k]
+            self._prune_at = 2 * max(len(nf), self.KEEP)
         self.busy += nbytes / bpc
         self.bytes += nbytes
-        return start if start is not None else float(now)
+        return start
 
 
-class SectorCache:
-    """Set-associative LRU cache of fixed-size blocks, each with a ready cycle and a dirty bit.
+class ServerGroup:
+    """Servers working side by side (the L2 slices, the DRAM channels) seen as one server.
 
-    Keys are block numbers (byte address // block).  Used for the L2 (32-byte sectors).
+    ``bytes_per_clk``: their sum; ``next_free``: the latest of theirs; ``busy``: the mean of
+    theirs; ``reserve(now, nbytes)`` spreads ``nbytes`` over them in proportion to their bandwidth
+    and returns the earliest start.  Requests with an address go to one member directly.
     """
 
-    __slots__ = ("block", "assoc", "n_sets", "hashed", "_sets")
+    __slots__ = ("members",)
 
-    def __init__(self, size: int, block: int, assoc: int, hashed: bool = False):
-        self.block = block
-        self.assoc = assoc
-        self.n_sets = max(1, size // (block * assoc))
-        self.hashed = hashed
-        self._sets = [None] * self.n_sets
+    def __init__(self, members):
+        self.members = list(members)
 
-    def set_index(self, blk: int) -> int:
-        if self.hashed:
-            # multiplicative hash; the high bits of the 32-bit product are the well-mixed ones,
-            # mapped onto n_sets (any count, not only powers of two) by a multiply-shift
-            return (((blk * _HASH_MUL) & 0xFFFFFFFF) * self.n_sets) >> 32
-        return blk % self.n_sets
+    @property
+    def bytes_per_clk(self) -> float:
+        return sum(m.bytes_per_clk for m in self.members)
 
-    def _set(self, blk: int) -> OrderedDict:
-        i = self.set_index(blk)
-        s = self._sets[i]
-        if s is None:
-            s = self._sets[i] = OrderedDict()
-        return s
+    @property
+    def next_free(self) -> float:
+        return max(m.next_free for m in self.members)
 
-    def lookup(self, blk: int):
-        """[ready, dirty] entry of a present block (now most recently used), else None."""
-        s = self._set(blk)
-        e = s.get(blk)
-        if e is not None:
-            s.move_to_end(blk)
-        return e
+    @property
+    def busy(self) -> float:
+        return sum(m.busy for m in self.members) / len(self.members)
 
-    def insert(self, blk: int, ready: float, dirty: bool = False):
-        """Allocate ``blk`` (must be absent); returns the evicted (block, entry) or None."""
-        s = self._set(blk)
-        victim = None
-        if len(s) >= self.assoc:
-            victim = s.popitem(last=False)
-        s[blk] = [ready, dirty]
-        return victim
+    @property
+    def bytes(self) -> float:
+        return sum(m.bytes for m in self.members)
 
-    def contains(self, blk: int) -> bool:
-        s = self._sets[self.set_index(blk)]
-        return s is not None and blk in s
-
-    def dirty_blocks(self) -> list[int]:
-        return [b for s in self._sets if s for b, e in s.items() if e[1]]
-
-    def clean_all(self) -> int:
-        """Clear every dirty bit (LRU order unchanged); returns how many were set."""
-        n = 0
-        for s in self._sets:
-            if s:
-                for e in s.values():
-                    if e[1]:
-                        e[1] = False
-                        n += 1
-        return n
-
-    def __len__(self) -> int:
-        return sum(len(s) for s in self._sets if s)
+    def reserve(self, now: float, nbytes: float) -> float:
+        total = self.bytes_per_clk
+        return min(m.reserve(now, nbytes * m.bytes_per_clk / total) for m in self.members)
 
 
 class MemorySystem:
-    """L2 + DRAM shared by the SMs of one simulated GPU."""
+    """Sliced L2 + DRAM channels shared by the SMs of one simulated GPU (see the module docstring)."""
 
     def __init__(self, cfg, bandwidth_share: float = 1.0, l2_size_bytes: int | None = None,
                  dram_traffic_factor: float = 1.0):
         """``bandwidth_share``, ``l2_size_bytes`` and ``dram_traffic_factor`` let one simulated SM
-        stand for a GPU full of them: its share of the L2 and DRAM bandwidth and of the L2, and the
-        fraction of its L2 misses that really reach DRAM (the rest are data that other SMs of the
-        same wave fetch, so the L2 serves them)."""
+        stand for a GPU full of them: its share of the L2 and DRAM bandwidth and of the L2 (spread
+        over the slices), and the fraction of its L2 misses that really reach DRAM (the rest are
+        data that other SMs of the same wave fetch, so the L2 serves them)."""
         if not 0 < bandwidth_share <= 1:
             raise ValueError("bandwidth_share must be in (0, 1]")
         if not 0 < dram_traffic_factor <= 1:
             raise ValueError("dram_traffic_factor must be in (0, 1]")
         self.dram_factor = dram_traffic_factor
+        self.clock_hz = cfg.clock_hz
         self.sector = cfg.l2.sector
         self.l2_latency = cfg.latency.l2_hit
         self.dram_latency = cfg.latency.dram
-        self.l2 = SectorCache(l2_size_bytes or cfg.l2.size, cfg.l2.sector, cfg.l2.assoc, cfg.l2.hash_sets)
-        self.l2_server = BandwidthServer(cfg.l2.bandwidth_bytes_per_clk * bandwidth_share)
-        self.dram_server = BandwidthServer(cfg.dram_bytes_per_clk * bandwidth_share)
+        self.l2 = SlicedL2.from_config(cfg, l2_size_bytes)
+        n, ch = cfg.l2.slices, cfg.dram.channels
+        self.slices = [BandwidthServer(cfg.l2.bandwidth_bytes_per_clk * bandwidth_share / n) for _ in range(n)]
+        self.channels = [BandwidthServer(cfg.dram_bytes_per_clk * bandwidth_share / ch) for _ in range(ch)]
+        self.channel_of_slice = [s * ch // n for s in range(n)]
+        self.l2_server = ServerGroup(self.slices)
+        self.dram_server = ServerGroup(self.channels)
+        self._sector_shift = self.sector.bit_length() - 1
         self.reset_stats()
 
     def reset_stats(self) -> None:
+        """Zero every counter (the cache contents and the queued work stay)."""
         self.reads = 0
         self.writes = 0
         self.l2_read_hits = 0
         self.l2_pending_hits = 0  # hits on sectors still being filled (merged into the fill)
         self.l2_read_misses = 0
         self.l2_write_sectors = 0
+        self.l2_write_hits = 0  # stores to a valid sector
+        self.l2_write_misses = 0  # stores that allocated their sector (no fetch)
         self.dram_bytes_read = 0
         self.dram_bytes_written = 0
+        self.l2.evictions = 0
+        self.last_request = 0.0  # the latest request cycle seen
+        self._l2_delay_sum = 0.0  # cycles request pieces waited for their slice
+        self._l2_pieces = 0
+        self._dram_delays = array("d")  # cycles each DRAM read piece waited for its channel
+        for s in self.slices + self.channels:
+            s.reset_counters()
 
     # ---- requests ------------------------------------------------------------------------------
+    def _by_slice(self, sectors) -> dict:
+        """{slice: [sectors, [(line number, sector mask, set), ...]]} of a request, lines in the
+        order of their first sector."""
+        l2 = self.l2
+        ls = l2._line_shift
+        ss = self._sector_shift
+        smask = l2.sectors_per_line - 1
+        lines = {}
+        get = lines.get
+        for a in sectors:
+            ln = a >> ls
+            lines[ln] = get(ln, 0) | (1 << ((a >> ss) & smask))
+        memo = l2._memo
+        out = {}
+        for ln, m in lines.items():
+            loc = memo.get(ln)
+            if loc is None:
+                loc = l2.locate(ln)
+            g = out.get(loc[0])
+            if g is None:
+                out[loc[0]] = g = [0, []]
+            g[0] += _POPCOUNT[m]
+            g[1].append((ln, m, loc[1]))
+        return out
+
+    def _allocate(self, st, ln, s, start):
+        """A new line ``ln`` in set ``st`` of slice ``s``, evicting the LRU line of a full set
+        (its dirty sectors are queued in the slice's channel at ``start``)."""
+        l2 = self.l2
+        if len(st) >= l2.assoc:
+            victim = st.popitem(last=False)[1]
+            l2.evictions += 1
+            if victim[-1]:
+                self._write_back(s, start, _POPCOUNT[victim[-1]])
+        e = st[ln] = [None] * l2.sectors_per_line + [0]
+        return e
+
     def read(self, now: int, sectors) -> int:
         """Read the given sectors (byte addresses, distinct); returns the cycle the last arrives."""
-        n = len(sectors)
-        if n == 0:
+        if isinstance(sectors, np.ndarray):
+            sectors = sectors.tolist()
+        if len(sectors) == 0:
             return now
         self.reads += 1
+        if now > self.last_request:
+            self.last_request = now
         sec = self.sector
-        start = self.l2_server.reserve(now, n * sec)
-        done = start + self.l2_latency
-        l2 = self.l2
-        misses = None
-        for addr in sectors:
-            blk = addr // sec
-            e = l2.lookup(blk)
-            if e is None:
-                if misses is None:
-                    misses = []
-                misses.append(blk)
-            else:
-                self.l2_read_hits += 1
-                if e[0] > start + self.l2_latency:
-                    self.l2_pending_hits += 1
-                    if e[0] > done:
-                        done = e[0]
-        if misses:
-            m = len(misses)
-            self.l2_read_misses += m
-            self.dram_bytes_read += m * sec
-            ready = self.dram_server.reserve(start, m * sec * self.dram_factor) + self.dram_latency
-            writebacks = 0
-            for blk in misses:
-                victim = l2.insert(blk, ready)
-                if victim is not None and victim[1][1]:
-                    writebacks += 1
-            if writebacks:
-                self._write_back(start, writebacks)
-            if ready > done:
-                done = ready
+        lat2 = self.l2_latency
+        done = float(now)
+        hits = pending = misses = 0
+        slices = self.slices
+        assoc = self.l2.assoc
+        spl = self.l2.sectors_per_line
+        for s, (count, lines) in self._by_slice(sectors).items():
+            start = slices[s].reserve(now, count * sec)
+            self._l2_delay_sum += start - now
+            self._l2_pieces += 1
+            hit_t = start + lat2
+            fills = []
+            evicted = []
+            for ln, m, st in lines:
+                e = st.get(ln)
+                if e is None:
+                    if len(st) >= assoc:
+                        evicted.append(st.popitem(last=False)[1][-1])
+                    e = st[ln] = [None] * spl + [0]
+                    for i in _BITS[m]:
+                        fills.append((e, i))
+                    continue
+                st.move_to_end(ln)
+                for i in _BITS[m]:
+                    r = e[i]
+                    if r is None:
+                        fills.append((e, i))
+                        continue
+                    hits += 1
+                    if r > hit_t:
+                        pending += 1
+                        if r > done:
+                            done = r
+                    elif hit_t > done:
+                        done = hit_t
+            if fills:
+                n_miss = len(fills)
+                misses += n_miss
+                ch = self.channels[self.channel_of_slice[s]]
+                dstart = ch.reserve(start, n_miss * sec * self.dram_factor)
+                self._dram_delays.append(dstart - start)
+                ready = dstart + self.dram_latency
+                for e, i in fills:
+                    e[i] = ready
+                if ready > done:
+                    done = ready
+            if evicted:
+                self.l2.evictions += len(evicted)
+                wb = sum(_POPCOUNT[d] for d in evicted)
+                if wb:
+                    self._write_back(s, start, wb)
+        self.l2_read_hits += hits
+        self.l2_pending_hits += pending
+        self.l2_read_misses += misses
+        self.dram_bytes_read += misses * sec
         return math.ceil(done)
 
     def write(self, now: int, sectors) -> int:
@@ -253,66 +353,169 @@ class MemorySystem:
 
         The SM need not wait for it. Dirty sectors reach DRAM when evicted or at :meth:`flush`.
         """
+        if isinstance(sectors, np.ndarray):
+            sectors = sectors.tolist()
         n = len(sectors)
         if n == 0:
             return now
         self.writes += 1
+        if now > self.last_request:
+            self.last_request = now
         sec = self.sector
-        start = self.l2_server.reserve(now, n * sec)
-        done = start + self.l2_latency
-        l2 = self.l2
-        writebacks = 0
-        for addr in sectors:
-            blk = addr // sec
-            e = l2.lookup(blk)
-            if e is None:
-                victim = l2.insert(blk, done, True)
-                if victim is not None and victim[1][1]:
-                    writebacks += 1
-            else:
-                e[1] = True
+        done = float(now)
+        hits = 0
+        for s, (count, lines) in self._by_slice(sectors).items():
+            start = self.slices[s].reserve(now, count * sec)
+            self._l2_delay_sum += start - now
+            self._l2_pieces += 1
+            t = start + self.l2_latency
+            for ln, m, st in lines:
+                e = st.get(ln)
+                if e is None:
+                    e = self._allocate(st, ln, s, start)
+                else:
+                    st.move_to_end(ln)
+                for i in _BITS[m]:
+                    if e[i] is None:
+                        e[i] = t
+                    else:
+                        hits += 1
+                e[-1] |= m
+            if t > done:
+                done = t
         self.l2_write_sectors += n
-        if writebacks:
-            self._write_back(start, writebacks)
+        self.l2_write_hits += hits
+        self.l2_write_misses += n - hits
         return math.ceil(done)
 
     def warm(self, sectors, dirty: bool = False) -> None:
-        """Make the given sectors (byte addresses) present in the L2, most recent last, without time
-        or statistics: the state an L2 is in after serving those reads (or, ``dirty``, stores)."""
-        l2, sec = self.l2, self.sector
-        for addr in np.asarray(sectors, dtype=np.int64).tolist():
-            blk = addr // sec
-            e = l2.lookup(blk)
+        """Make the given sectors (byte addresses) valid in the L2, most recent last, without time
+        or statistics: the state the L2 is in after serving those reads (or, ``dirty``, stores).
+        A sector already valid keeps its arrival cycle; a line that does not fit evicts its set's
+        LRU line, whose dirty data is dropped (nothing is timed)."""
+        if isinstance(sectors, np.ndarray):
+            sectors = sectors.tolist()
+        l2 = self.l2
+        ls, ss = l2._line_shift, self._sector_shift
+        smask = l2.sectors_per_line - 1
+        assoc, spl = l2.assoc, l2.sectors_per_line
+        memo = l2._memo
+        for a in sectors:
+            ln = a >> ls
+            loc = memo.get(ln)
+            st = (loc if loc is not None else l2.locate(ln))[1]
+            e = st.get(ln)
             if e is None:
-                l2.insert(blk, 0.0, dirty)
-            elif dirty:
-                e[1] = True
+                if len(st) >= assoc:
+                    st.popitem(last=False)
+                e = st[ln] = [None] * spl + [0]
+            else:
+                st.move_to_end(ln)
+            i = (a >> ss) & smask
+            if e[i] is None:
+                e[i] = 0.0
+            if dirty:
+                e[-1] |= 1 << i
 
     def flush(self, now: int) -> int:
         """Write every dirty L2 sector back to DRAM; returns the cycle the last write ends."""
-        n = self.l2.clean_all()
-        if not n:
-            return now
-        start = self._write_back(now, n)
-        return math.ceil(max(start, self.dram_server.next_free))
+        end = float(now)
+        for s in range(len(self.slices)):
+            n = self.l2.clean_slice(s)
+            if n:
+                ch = self._write_back(s, now, n)
+                if ch.last_end > end:
+                    end = ch.last_end
+        return math.ceil(end)
 
-    def _write_back(self, now: float, n_sectors: int) -> float:
+    def _write_back(self, slice_no: int, now: float, n_sectors: int):
+        """Queue ``n_sectors`` dirty sectors of a slice in its DRAM channel; returns the channel."""
         nbytes = n_sectors * self.sector
         self.dram_bytes_written += nbytes
-        return self.dram_server.reserve(now, nbytes)
+        ch = self.channels[self.channel_of_slice[slice_no]]
+        ch.reserve(now, nbytes)
+        return ch
 
     # ---- statistics ----------------------------------------------------------------------------
     @property
     def l2_hit_rate(self) -> float:
+        """Read hit rate of the L2 (sectors; pending hits count as hits)."""
         total = self.l2_read_hits + self.l2_read_misses
         return self.l2_read_hits / total if total else 0.0
 
-    def stats(self) -> dict:
-        return {
-            "mem_reads": self.reads, "mem_writes": self.writes,
-            "l2_read_hits": self.l2_read_hits, "l2_pending_hits": self.l2_pending_hits,
-            "l2_read_misses": self.l2_read_misses, "l2_hit_rate": self.l2_hit_rate,
-            "l2_write_sectors": self.l2_write_sectors,
-            "l2_busy_cycles": self.l2_server.busy, "dram_busy_cycles": self.dram_server.busy,
+    def stats(self, elapsed_cycles: float | None = None, l1=()) -> dict:
+        """Counters and utilisations as one flat dict (keys below; cycles are core cycles).
+
+        ``elapsed_cycles``: the time the utilisations are taken over (default: the latest request
+        cycle seen). ``l1``: the SMs' :class:`~maxsim.timing.texture.TextureCache` objects whose
+        counters to add (``tex_*`` keys, summed; ``tex_utilisation`` is their mean).
+
+        * ``mem_reads``, ``mem_writes``: read and write requests.
+        * ``l2_read_sectors`` = ``l2_read_hits`` + ``l2_read_misses``; ``l2_pending_hits`` (of the
+          hits, those merged into a fill under way); ``l2_hit_rate`` = ``l2_read_hit_rate``.
+        * ``l2_write_sectors`` = ``l2_write_hits`` (sector valid) + ``l2_write_misses`` (allocated
+          without fetch); ``l2_write_hit_rate``; ``l2_evictions`` (lines).
+        * ``l2_bytes_read``, ``l2_bytes_written``: bytes the slices passed for reads and stores.
+        * ``l2_busy_cycles``: mean over the slices of the cycles each was passing data;
+          ``l2_utilisation`` = that / elapsed, ``l2_max_slice_utilisation`` the busiest slice's;
+          ``l2_slice<i>_busy_cycles``, ``l2_slice<i>_utilisation`` per slice;
+          ``l2_slice_requests`` (a request's sectors in one slice are one piece of work),
+          ``l2_queue_delay_cycles`` (their total wait for the slice), ``l2_mean_queue_delay``.
+        * ``dram_bytes_read`` (missed sectors x 32), ``dram_bytes_written`` (write-backs);
+          ``dram_read_requests`` (a slice's misses of one request are one piece in its channel);
+          ``dram_busy_cycles`` (mean over channels), ``dram_utilisation``,
+          ``dram_max_channel_utilisation``, ``dram_channel<i>_busy_cycles``,
+          ``dram_channel<i>_utilisation``; ``dram_queue_delay_cycles`` (total),
+          ``dram_mean_queue_delay``, ``dram_p95_queue_delay``: cycles a read piece waited in its
+          channel for the bytes queued before it.
+        * ``elapsed_cycles``; with ``l1``: ``tex_requests``, ``tex_sector_hits``,
+          ``tex_sector_misses``, ``tex_pending_hits``, ``tex_hit_rate``, ``tex_bytes``,
+          ``tex_busy_cycles``, ``tex_utilisation``.
+
+        Keys ending in ``rate``, ``utilisation`` or ``delay`` are ratios, means or percentiles;
+        every other key is a count that adds up over pieces of a run (the sampled prediction sums
+        and scales those, :mod:`maxsim.gpu.sampling`).
+        """
+        el = float(elapsed_cycles if elapsed_cycles is not None else self.last_request)
+        util = (lambda busy: busy / el) if el > 0 else (lambda busy: 0.0)
+        sec = self.sector
+        reads = self.l2_read_hits + self.l2_read_misses
+        d = {
+            "mem_reads": self.reads, "mem_writes": self.writes, "elapsed_cycles": el,
+            "l2_read_sectors": reads, "l2_read_hits": self.l2_read_hits,
+            "l2_read_misses": self.l2_read_misses, "l2_pending_hits": self.l2_pending_hits,
+            "l2_hit_rate": self.l2_hit_rate, "l2_read_hit_rate": self.l2_hit_rate,
+            "l2_write_sectors": self.l2_write_sectors, "l2_write_hits": self.l2_write_hits,
+            "l2_write_misses": self.l2_write_misses,
+            "l2_write_hit_rate": self.l2_write_hits / self.l2_write_sectors if self.l2_write_sectors else 0.0,
+            "l2_evictions": self.l2.evictions,
+            "l2_bytes_read": reads * sec, "l2_bytes_written": self.l2_write_sectors * sec,
+            "l2_busy_cycles": self.l2_server.busy, "l2_utilisation": util(self.l2_server.busy),
+            "l2_max_slice_utilisation": util(max(s.busy for s in self.slices)),
+            "l2_slice_requests": self._l2_pieces, "l2_queue_delay_cycles": self._l2_delay_sum,
+            "l2_mean_queue_delay": self._l2_delay_sum / self._l2_pieces if self._l2_pieces else 0.0,
             "dram_bytes_read": self.dram_bytes_read, "dram_bytes_written": self.dram_bytes_written,
+            "dram_read_requests": len(self._dram_delays),
+            "dram_busy_cycles": self.dram_server.busy, "dram_utilisation": util(self.dram_server.busy),
+            "dram_max_channel_utilisation": util(max(c.busy for c in self.channels)),
         }
+        delays = np.frombuffer(self._dram_delays, dtype=np.float64) if len(self._dram_delays) else None
+        d["dram_queue_delay_cycles"] = float(delays.sum()) if delays is not None else 0.0
+        d["dram_mean_queue_delay"] = float(delays.mean()) if delays is not None else 0.0
+        d["dram_p95_queue_delay"] = float(np.percentile(delays, 95)) if delays is not None else 0.0
+        for i, s in enumerate(self.slices):
+            d[f"l2_slice{i}_busy_cycles"] = s.busy
+            d[f"l2_slice{i}_utilisation"] = util(s.busy)
+        for i, c in enumerate(self.channels):
+            d[f"dram_channel{i}_busy_cycles"] = c.busy
+            d[f"dram_channel{i}_utilisation"] = util(c.busy)
+        l1 = list(l1)
+        if l1:
+            tex = [t.stats(el) for t in l1]
+            for k in ("tex_requests", "tex_sector_hits", "tex_sector_misses", "tex_pending_hits",
+                      "tex_bytes", "tex_busy_cycles"):
+                d[k] = sum(t[k] for t in tex)
+            looked = d["tex_sector_hits"] + d["tex_sector_misses"]
+            d["tex_hit_rate"] = d["tex_sector_hits"] / looked if looked else 0.0
+            d["tex_utilisation"] = sum(t["tex_utilisation"] for t in tex) / len(tex)
+        return d

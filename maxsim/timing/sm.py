@@ -584,6 +584,7 @@ class SM:
         sh.requests += int(G[K.G_SHARED_REQ])
         sh.total_wavefronts += int(G[K.G_SHARED_WF])
         sh.busy_cycles += int(G[K.G_SHM_BUSY])
+        self.l1.requests += int(G[K.G_TEX_REQ])
         for f in (K.G_DUAL, K.G_REUSE_HITS, K.G_BANK_CONFLICTS, K.G_BANK_CYCLES, K.G_DELAYED,
                   K.G_SHARED_REQ, K.G_SHARED_WF, K.G_STORES, K.G_TEX_REQ, K.G_TEX_SECTORS, K.G_TEX_HITS,
                   K.G_SHM_BUSY):

@@ -40,10 +40,14 @@ class TextureCache:
         self.hit_latency = cfg.latency.tex_l1_hit
         self.server = BandwidthServer(c.bytes_per_clk)
         self._sets = [OrderedDict() for _ in range(self.n_sets)]
+        self.bytes_per_clk = c.bytes_per_clk
         self.pending_ready = 0  # latest fill cycle of a merged (pending) hit in the last access()
         self.reset_stats()
 
     def reset_stats(self) -> None:
+        """Zero the counters: requests (lookups of one warp's sectors), sector hits / misses,
+        pending hits (hits merged into a fill under way), line evictions, bytes looked up and the
+        cycles the texture path was busy passing them (bytes / ``l1tex.bytes_per_clk``)."""
         self.requests = 0
         self.sector_hits = 0
         self.sector_misses = 0
@@ -87,6 +91,7 @@ class TextureCache:
                     if r > pending:
                         pending = r
         self.pending_ready = pending
+        self.requests += 1
         self.sector_hits += hits
         self.sector_misses += len(misses)
         return hits, misses
@@ -116,7 +121,6 @@ class TextureCache:
         sectors = list(sector_addresses)
         if not sectors:
             return now
-        self.requests += 1
         start = self.server.reserve(now, len(sectors) * self.sector)
         t = math.ceil(start)
         hits, misses = self.access(t, sectors)
@@ -135,7 +139,17 @@ class TextureCache:
         total = self.sector_hits + self.sector_misses
         return self.sector_hits / total if total else 0.0
 
-    def stats(self) -> dict:
+    @property
+    def bytes(self) -> int:
+        """Bytes looked up: every sector hit or missed (the compiled SM core keeps only those two)."""
+        return (self.sector_hits + self.sector_misses) * self.sector
+
+    def stats(self, elapsed_cycles: float | None = None) -> dict:
+        """The counters of :meth:`reset_stats` as ``tex_*`` keys; ``tex_utilisation`` = busy cycles
+        / ``elapsed_cycles`` (0 without it)."""
+        busy = self.bytes / self.bytes_per_clk
         return {"tex_requests": self.requests, "tex_sector_hits": self.sector_hits,
                 "tex_sector_misses": self.sector_misses, "tex_pending_hits": self.pending_hits,
-                "tex_hit_rate": self.hit_rate, "tex_busy_cycles": self.server.busy}
+                "tex_hit_rate": self.hit_rate, "tex_evictions": self.evictions, "tex_bytes": self.bytes,
+                "tex_busy_cycles": busy,
+                "tex_utilisation": busy / elapsed_cycles if elapsed_cycles else 0.0}
