@@ -1,19 +1,25 @@
-"""Simulator speed, all figures in one run: functional model, functional + timing, `maxsim run`.
+"""Simulator speed, all figures in one run: functional model, SM cores, `maxsim run`, predictions, compare.
 
-    python benchmarks/speed.py [--k 512] [--repeat 2] [--compare]
+    python benchmarks/speed.py [--k 512] [--repeat 2] [--sizes 1024,2048] [--compare [SUBSET]]
 
 1. Functional model on the one-wave benchmark of benchmarks/sm_speed.py (sgemm_128: 2 CTAs x 256
    threads, sgemm_64: 8 CTAs x 64 threads, M = N = one tile row, K = --k), traced as for the timing
    model: warp-instructions per second of a full run (values computed) and of a timing-only run
    (only what the trace needs; see maxsim/functional/slicing.py). Best of --repeat runs.
 2. Functional (timing-only) + SM timing model of the same launch, warp-instructions per second.
-3. `maxsim run sgemm_64` (256^3) as a subprocess: wall time, CPU time and peak resident memory; then
+3. The SM timing model alone on that trace: the compiled core against the pure-Python reference
+   core (MAXSIM_CORE=python), in this run: the ratio, and whether both give the same cycles.
+4. `maxsim run sgemm_64` (256^3) as a subprocess: wall time, CPU time and peak resident memory; then
    `maxsim run sgemm_128 --m 128 --n 128 --k 1024`: warp-instructions of the whole grid per second of
    wall time. Each command runs once to warm numba's cache and is then measured.
-4. With --compare: `maxsim compare` wall time (slow).
+5. Whole-GPU predictions (`predict_sgemm`, sampled) of both kernels at --sizes: CPU seconds each.
+6. With --compare: `maxsim compare --quiet` wall time, whole (``--compare all``: slow) or a subset
+   (``--compare "--workload sgemm_128 --sizes 512,2048"``, any compare options).
 
 The machine's load average is printed first: wall times of a loaded machine are not comparable
-with an idle one's (CPU time is the steadier figure then).
+with an idle one's (CPU time is the steadier figure then). Whether Python caches bytecode
+(PYTHONDONTWRITEBYTECODE) is printed too: without it every command compiles maxsim's sources
+again (about 0.3 s of CPU a command); an installed copy has its bytecode.
 """
 
 from __future__ import annotations
@@ -70,6 +76,47 @@ def functional(name, k, repeat, cfg):
     return out
 
 
+def cores(name, k, repeat, cfg):
+    """The SM timing model alone on one traced launch, compiled and reference core:
+    (warp instructions, best compiled (wall, CPU), reference (wall, CPU), same cycles)."""
+    import simpy
+    from maxsim.gpu.gpu import trace_ctas
+    from maxsim.timing.memory_system import MemorySystem
+    from maxsim.timing.sm import SM
+    kernel, grid, block, inputs = one_wave(name, k)
+    params, mem, tex = inputs()
+    _, ctas = trace_ctas(kernel, grid, block, params, mem, tex, cfg, timing_only=True)
+
+    def once(core):
+        t0, c0 = time.perf_counter(), time.process_time()
+        sm = SM(cfg, kernel, block, MemorySystem(cfg), core=core)
+        for cid, traces in ctas:
+            sm.add_cta(cid, traces)
+        env = simpy.Environment()
+        sm.run(env)
+        env.run()
+        return sm.stats, (time.perf_counter() - t0, time.process_time() - c0)
+    once("compiled")  # loads the compiled core
+    runs = [once("compiled") for _ in range(repeat)]
+    st, best = min(runs, key=lambda r: r[1][0])
+    ref, ref_t = once("python")
+    same = (ref.cycles, ref.warp_instructions) == (st.cycles, st.warp_instructions)
+    return st.warp_instructions, best, ref_t, same
+
+
+def predictions(sizes, cfg):
+    """predict_sgemm of both kernels at each size: [(name, n, CPU s, wall s, GFLOPS)]."""
+    from workloads.sgemm.predict import predict_sgemm
+    predict_sgemm("sgemm_64", 256, cfg)  # loads the compiled parts
+    out = []
+    for name in ("sgemm_64", "sgemm_128"):
+        for n in sizes:
+            t0, c0 = time.perf_counter(), time.process_time()
+            p = predict_sgemm(name, n, cfg)
+            out.append((name, n, time.process_time() - c0, time.perf_counter() - t0, p["gflops"]))
+    return out
+
+
 def functional_and_timing(name, k, repeat, cfg):
     from maxsim.timing.run import simulate
     kernel, grid, block, inputs = one_wave(name, k)
@@ -118,12 +165,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--k", type=int, default=512, help="K of the one-wave benchmark (default 512)")
     ap.add_argument("--repeat", type=int, default=2, help="measured repetitions, best kept (default 2)")
-    ap.add_argument("--compare", action="store_true", help="also time `maxsim compare` (slow)")
+    ap.add_argument("--sizes", default="1024,2048", help="N of the timed predictions (default 1024,2048)")
+    ap.add_argument("--compare", nargs="?", const="all", default=None, metavar="OPTIONS",
+                    help="also time `maxsim compare --quiet`: 'all' (the default: slow) or its options "
+                         "for a subset, e.g. '--workload sgemm_128 --sizes 512,2048'")
     ap.add_argument("--config", default="gm204")
     args = ap.parse_args()
     from maxsim.arch.config import load_config
     cfg = load_config(args.config)
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; best of {args.repeat} runs")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; best of {args.repeat} runs; "
+          f"bytecode cached: {'no (PYTHONDONTWRITEBYTECODE)' if sys.dont_write_bytecode else 'yes'}")
 
     print(f"functional model, one-wave benchmark, K={args.k} (warp-instructions / s)")
     for name in ("sgemm_128", "sgemm_64"):
@@ -138,6 +189,12 @@ def main():
         print(f"  {name}: {n / wall:>10,.0f}  ({wall:.2f} s; {n / cpu:,.0f} per CPU s; "
               f"timing model alone {n / timing:,.0f}/s)")
 
+    print("SM timing model alone on the same traces: compiled core vs the pure-Python reference core")
+    for name in ("sgemm_128", "sgemm_64"):
+        n, (wall, cpu), (rwall, rcpu), same = cores(name, args.k, args.repeat, cfg)
+        print(f"  {name}: compiled {n / wall:>10,.0f}/s ({n / cpu:,.0f} per CPU s)   reference "
+              f"{n / rwall:>8,.0f}/s ({n / rcpu:,.0f} per CPU s)   compiled/reference {rwall / wall:.1f}x "
+              f"({rcpu / cpu:.1f}x CPU)   same cycles: {'yes' if same else 'NO'}")
     print("maxsim run (subprocess, second run: numba cache warm)")
     wall, cpu, rss, _ = measured(["run", "sgemm_64"], args.repeat)
     print(f"  run sgemm_64 (256^3):                  wall {wall:.2f} s  CPU {cpu:.2f} s  peak RSS {rss:.0f} MB")
@@ -145,9 +202,16 @@ def main():
     print(f"  run sgemm_128 --m 128 --n 128 --k 1024: wall {wall:.2f} s  CPU {cpu:.2f} s  peak RSS {rss:.0f} MB"
           f"  -> {RUN_128_WARP_INSTRUCTIONS / wall:,.0f} warp-instructions/s "
           f"({RUN_128_WARP_INSTRUCTIONS / cpu:,.0f} per CPU second)")
+    sizes = [int(x) for x in args.sizes.split(",") if x]
+    if sizes:
+        print("whole-GPU predictions (predict_sgemm, sampled; in this process)")
+        for name, n, cpu, wall, gf in predictions(sizes, cfg):
+            print(f"  {name} N={n}: CPU {cpu:.1f} s  wall {wall:.1f} s  ({gf:,.0f} GFLOPS)")
     if args.compare:
-        wall, cpu, rss, _ = measured(["compare", "--quiet"], 1)
-        print(f"  compare:                               wall {wall:.2f} s  CPU {cpu:.2f} s  peak RSS {rss:.0f} MB")
+        extra = [] if args.compare == "all" else args.compare.split()
+        wall, cpu, rss, _ = command(["compare", "--quiet", *extra])  # numba's cache is warm by now
+        print(f"  compare --quiet {' '.join(extra)}: wall {wall:.1f} s  CPU {cpu:.1f} s (all processes)  "
+              f"peak RSS {rss:.0f} MB (largest process)")
 
 
 if __name__ == "__main__":
