@@ -99,7 +99,8 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
         if extra_sizes:
             ns = sorted(set(ns) | set(extra_sizes.get(name, ())))
         plan.append((label, name, regs, occ, ns, meas if same else {}))
-    tasks = sorted({(name, regs, n) for _, name, regs, _, ns, _ in plan for n in ns}, key=lambda t: t[2])
+    tasks = sorted({(name, regs, n) for _, name, regs, _, ns, _ in plan for n in ns},
+                   key=lambda t: (t[2], t[0], -1 if t[1] is None else t[1]))
     predictions = _predict_all(cfg, tasks, jobs, progress)
     for label, name, regs, occ, ns, meas in plan:
         points = []
@@ -131,6 +132,12 @@ def _predict_point(cfg, name, regs, n):
     return predict_sgemm(name, n, cfg, kernel=kernel)
 
 
+def _predict_group(cfg, tasks):
+    """The predictions of ``tasks`` (one kernel at one size, several register counts), in order, in
+    one process: they share the sectors traced for the launch's history (maxsim.gpu.sampling)."""
+    return [_predict_point(cfg, *task) for task in tasks]
+
+
 def _worker_signals():
     """A worker process dies silently on Ctrl-C (the parent reports the interruption once)."""
     import signal
@@ -148,11 +155,16 @@ def _predict_all(cfg, tasks, jobs, progress):
                 progress(len(out), total)
         return out
     from concurrent.futures import ProcessPoolExecutor, as_completed
-    with ProcessPoolExecutor(max_workers=min(jobs, total), initializer=_worker_signals) as pool:
+    groups = {}  # (kernel, size) -> its tasks (register counts), in the order of ``tasks``
+    for task in tasks:
+        groups.setdefault((task[0], task[2]), []).append(task)
+    with ProcessPoolExecutor(max_workers=min(jobs, len(groups)), initializer=_worker_signals) as pool:
         # the largest sizes first: the costliest predictions start early, the small ones fill in
-        futures = {pool.submit(_predict_point, cfg, *task): task for task in sorted(tasks, key=lambda t: -t[2])}
+        futures = {pool.submit(_predict_group, cfg, group): group
+                   for _, group in sorted(groups.items(), key=lambda kv: -kv[0][1])}
         for f in as_completed(futures):
-            out[futures[f]] = f.result()
+            for task, prediction in zip(futures[f], f.result()):
+                out[task] = prediction
             if progress is not None:
                 progress(len(out), total)
     return out

@@ -512,6 +512,35 @@ def _texture_sectors(trace, kernel, ranges, units_wanted=("tex", "ldg")):
     return out
 
 
+_KNOWN = {}  # the sectors of CTAs traced for a history, by problem (see _known_sectors), latest last
+KNOWN_PROBLEMS = 2  # problems whose CTAs' sectors are kept (a simulator setting: bounds memory)
+
+
+def _known_sectors(kernel, grid, block, build, k_step):
+    """The record ``{"base", "stores", "textures"}`` a :class:`_History` fills with the sectors of
+    the CTAs it traces. Histories of the same problem share it: the same code (whatever registers
+    it declares: they change the residency, not what a CTA reads and writes) on the same grid and
+    the same data (``build.key``, set by the workload; without it nothing is shared). Comparisons
+    predict one size at several residencies (sgemm_64 and maxas's Max64-3) one after the other,
+    and the second then traces none of the CTAs the first did."""
+    key = getattr(build, "key", None)
+    if key is not None:
+        try:
+            key = (attrs.evolve(kernel, reg_cnt=0), tuple(grid), block, k_step, key)
+            hash(key)
+        except TypeError:
+            key = None
+    if key is None:
+        return {"base": {}, "stores": {}, "textures": None}
+    rec = _KNOWN.pop(key, None)
+    if rec is None:
+        rec = {"base": {}, "stores": {}, "textures": None}
+    _KNOWN[key] = rec
+    while len(_KNOWN) > KNOWN_PROBLEMS:
+        del _KNOWN[next(iter(_KNOWN))]
+    return rec
+
+
 class _History:
     """What the L2 holds at a cycle of the launch: the reads of the CTAs that ran before it.
 
@@ -527,16 +556,20 @@ class _History:
         self.batch = batch  # CTAs traced per functional launch
         self.kernel, self.grid, self.block, self.build, self.shift = kernel, grid, block, build, shift
         self.cfg, self.k_step, self.iters, self.gx = cfg, k_step, max(1, int(iters)), gx
-        self.base = {}  # CTA index -> its sectors for slice 0
-        self.stores = {}  # CTA index -> the sectors its epilogue stores
-        self.textures = None
+        self._known = _known_sectors(kernel, grid, block, build, k_step)
+        self.base = self._known["base"]  # CTA index -> its sectors for slice 0
+        self.stores = self._known["stores"]  # CTA index -> the sectors its epilogue stores
+
+    @property
+    def textures(self):
+        return self._known["textures"]
 
     def _trace(self, indices):
         need = [i for i in indices if i not in self.base]
         if not need:
             return
         params, memory, textures = self.build(self.k_step)
-        self.textures = textures
+        self._known["textures"] = textures
         ids = [(i % self.gx, i // self.gx) for i in need]
         _, traced = trace_ctas(self.kernel, self.grid, self.block, params, memory, textures, self.cfg, ids,
                                timing_only=True)

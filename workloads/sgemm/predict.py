@@ -46,6 +46,7 @@ def _builder(m, n, k_full, seed=0):
         tex = {texture_index(TEX_A): Texture1D(a.ravel(order="F").reshape(-1, 4), address=a_addr),
                texture_index(TEX_B): Texture1D(b.ravel(order="F").reshape(-1, 4), address=b_addr)}
         return [c_ptr, m, n, k, lda, ldb, m, np.float32(1.0), 0], mem, tex
+    build.key = ("sgemm", m, n, k_full, seed)  # the problem it builds (see maxsim.gpu.sampling)
     return build
 
 
