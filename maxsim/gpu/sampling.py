@@ -61,6 +61,7 @@ import numpy as np
 from ..functional.trace import Segment, WarpTrace
 from ..timing.memory_system import MemorySystem
 from ..timing.sm import residency
+from ..timing.summaries import make_summariser
 from .gpu import round_robin, run_sms, trace_ctas
 from .sector_lru import SectorLRU
 
@@ -516,17 +517,18 @@ _KNOWN = {}  # the sectors of CTAs traced for a history, by problem (see _known_
 KNOWN_PROBLEMS = 2  # problems whose CTAs' sectors are kept (a simulator setting: bounds memory)
 
 
-def _known_sectors(kernel, grid, block, build, k_step):
+def _known_sectors(kernel, grid, block, build, k_step, cfg):
     """The record ``{"base", "stores", "textures"}`` a :class:`_History` fills with the sectors of
     the CTAs it traces. Histories of the same problem share it: the same code (whatever registers
     it declares: they change the residency, not what a CTA reads and writes) on the same grid and
-    the same data (``build.key``, set by the workload; without it nothing is shared). Comparisons
+    the same data (``build.key``, set by the workload; without it nothing is shared), summarised
+    in sectors of the same size (the config's trace summariser). Comparisons
     predict one size at several residencies (sgemm_64 and maxas's Max64-3) one after the other,
     and the second then traces none of the CTAs the first did."""
     key = getattr(build, "key", None)
     if key is not None:
         try:
-            key = (attrs.evolve(kernel, reg_cnt=0), tuple(grid), block, k_step, key)
+            key = (attrs.evolve(kernel, reg_cnt=0), tuple(grid), block, k_step, key, make_summariser(cfg).key)
             hash(key)
         except TypeError:
             key = None
@@ -556,7 +558,7 @@ class _History:
         self.batch = batch  # CTAs traced per functional launch
         self.kernel, self.grid, self.block, self.build, self.shift = kernel, grid, block, build, shift
         self.cfg, self.k_step, self.iters, self.gx = cfg, k_step, max(1, int(iters)), gx
-        self._known = _known_sectors(kernel, grid, block, build, k_step)
+        self._known = _known_sectors(kernel, grid, block, build, k_step, cfg)
         self.base = self._known["base"]  # CTA index -> its sectors for slice 0
         self.stores = self._known["stores"]  # CTA index -> the sectors its epilogue stores
 
