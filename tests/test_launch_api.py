@@ -203,8 +203,10 @@ def test_texel_size_enters_the_trace():
     (dict(params={"a": "a", "b": "b", "c": "c", "n": 1 << 40}), "does not fit in 32 bits"),
     (dict(params={"a": "a", "b": "b", "c": "c", "n": 8, 0x150: 1}), "no parameter at offset 0x150"),
     (dict(params={"a": "a", "b": "b", "c": "c", "n": 8, "param_n": 8}), "is given twice"),
-    (dict(grid=(1, 1, 2)), "only X and Y are modelled"),
-    (dict(block=(32, 2)), "only X are modelled"),
+    (dict(grid=(1, 1, 2)), "only grids of (X, Y < 65536, 1) CTAs are modelled"),
+    (dict(block=(32, 2)), "only blocks of (X, 1, 1) threads are modelled"),
+    (dict(grid=0), "every dimension must be at least 1"),
+    (dict(block=2000), "block of 2000 threads is out of range"),
 ])
 def test_bad_arguments_are_one_line(vecadd, kw, message):
     args = dict(grid=1, block=32, params={"a": "a", "b": "b", "c": "c", "n": 8},
@@ -276,7 +278,7 @@ def test_cli_runs_vecadd_and_saves_the_outputs(tmp_path, capsys):
     (["--texture", "0=missing.npy:float4"], ["no file missing.npy"]),
     (["--texture", "0=t.npy:float3"], ["unknown format 'float3'"]),
     (["--grid", "1,1,2", "--param", "n=1", "--param", "a=a", "--param", "b=a", "--param", "c=a",
-      "--buffer", "a=zeros:4"], ["only X and Y are modelled"]),
+      "--buffer", "a=zeros:4"], ["only grids of (X, Y < 65536, 1) CTAs are modelled"]),
     ([], ["takes 4 parameters", "--param NAME=VALUE"]),
     (["--param", "n=4", "--param", "a=a", "--param", "b=a", "--param", "c=q", "--buffer", "a=zeros:4"],
      ["'c' of kernel vecadd = 'q': no buffer of that name"]),

@@ -89,10 +89,12 @@ def _dims(value, what, limit):
     parts = tuple(int(p) for p in parts) + (1,) * (3 - len(parts))
     if min(parts) < 1:
         raise LaunchError(f"{what} {value!r}: every dimension must be at least 1")
-    if parts[2] != 1 or parts[1] > limit:
-        raise LaunchError(f"{what} {value!r}: only {'X and Y' if limit > 1 else 'X'} are modelled "
-                          f"(a {what} of (X, {'Y' if limit > 1 else '1'}, 1)); "
-                          f"SR_{'CTAID' if what == 'grid' else 'TID'}.Z reads 0")
+    if what == "grid" and (parts[2] != 1 or parts[1] >= limit):
+        raise LaunchError(f"grid {value!r}: only grids of (X, Y < {limit}, 1) CTAs are modelled "
+                          f"(SR_CTAID.Z reads 0)")
+    if what == "block" and parts[1:] != (1, 1):
+        raise LaunchError(f"block {value!r}: only blocks of (X, 1, 1) threads are modelled "
+                          f"(SR_TID.Y and SR_TID.Z read 0)")
     return parts[:2]
 
 
@@ -193,7 +195,7 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     cfg = _arch(config)
     k = as_kernel(kernel, cfg)
     gx, gy = _dims(grid, "grid", 1 << 16)
-    bx, _ = _dims(block, "block", 1)
+    bx, _ = _dims(block, "block", 2)
     code = k.code
     if not isinstance(shared, (int, np.integer)) or shared < 0:
         raise LaunchError(f"dynamic shared memory {shared!r}: expected a number of bytes >= 0")
