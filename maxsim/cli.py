@@ -81,8 +81,10 @@ def _parser():
                                    "(cycles, IPC, GFLOPS, stall reasons, bank conflicts, reuse, "
                                    "memory, residency, nvprof-named profiler metrics). Options --m/--n/--k, "
                                    "--traversal, --regmap, --no-reuse, --sass and --sm-ctas apply to the "
-                                   "SGEMM workloads; --grid, --block and --max-instructions to a .sass "
-                                   "file; --regs, --warps-per-scheduler and --ctas-per-sm to both.")
+                                   "SGEMM workloads; --grid, --block, --shared, --param, --buffer, --texture, "
+                                   "--predict, --out and --max-instructions to a .sass file (any kernel: "
+                                   "its parameters by name or offset, buffers from .npy files, textures); "
+                                   "--regs, --warps-per-scheduler and --ctas-per-sm to both.")
     r.add_argument("target", help="workload name (sgemm_64, sgemm_128) or a maxas-format .sass file")
     r.add_argument("--m", type=_size, default=None, help="SGEMM rows of A and C (default 256)")
     r.add_argument("--n", type=_size, default=None, help="SGEMM columns of C (default 256)")
