@@ -72,9 +72,9 @@ OPCODES = {s.name: s for s in (
     # generic loads / stores: modelled as global (no shared or local window in the generic space)
     _spec("LD", "ldg", 1, "V M", {"E"}, {"CG", "CI", "CS", "CV"}, set(_WIDTH) | _SUBWORD),
     _spec("ST", "stg", 0, "M V", {"E"}, {"CG", "CS", "WT"}, set(_WIDTH) | _SUBWORD),
-    _spec("ATOM", "ldg", 1, "R M R R", {"E"}, _ATOM_OPS, {"U32", "S32", "F32"}, {"FTZ"}, {"RN"}, min_operands=3),
-    _spec("RED", "stg", 0, "M R", {"E"}, _ATOM_OPS - {"CAS", "EXCH"}, {"U32", "S32", "F32"}, {"FTZ"}, {"RN"}),
-    _spec("ATOMS", "lds", 1, "R M R R", _ATOM_OPS, {"U32", "S32"}, min_operands=3),
+    _spec("ATOM", "ldg", 1, "R M R|I R|I", {"E"}, _ATOM_OPS, {"U32", "S32", "F32"}, {"FTZ"}, {"RN"}, min_operands=3),
+    _spec("RED", "stg", 0, "M R|I", {"E"}, _ATOM_OPS - {"CAS", "EXCH"}, {"U32", "S32", "F32"}, {"FTZ"}, {"RN"}),
+    _spec("ATOMS", "lds", 1, "R M R|I R|I", _ATOM_OPS, {"U32", "S32"}, min_operands=3),
     _spec("LDC", "fixed", 1, "R C"),
     _spec("DEPBAR", "nop", 0, "W I", {"LE"}),
     # integer
@@ -132,7 +132,7 @@ def match_modifiers(spec: OpSpec, mods: tuple):
     """Return None if ``mods`` is acceptable for ``spec``, else the first offending modifier."""
     groups = list(spec.mod_groups)
     for n, m in enumerate(mods):
-        if m in mods[:n]:
+        if m in mods[:n] and sum(m in g for g in spec.mod_groups) <= mods[:n].count(m):
             return m  # a repeated modifier (XMAD.PSL.PSL) is never meaningful
         for i, g in enumerate(groups):
             if m in g:

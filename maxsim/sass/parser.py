@@ -367,7 +367,7 @@ def _parse_operand(tok: str, line: _Line, col: int) -> ins.Operand:
         return ins.Operand(ins.IMM, value=v, text=tok)
     if _FLOAT_RE.match(tok):
         return ins.Operand(ins.FIMM, fvalue=float(tok), text=tok)
-    if t == "1D":
+    if t in ("1D", "PR") or re.fullmatch(r"SB[0-5]", t):
         return ins.Operand(ins.WORD, name=t)
     if _IDENT_RE.match(t) and not neg:
         return ins.Operand(ins.LABEL, name=t)
