@@ -24,23 +24,20 @@ from .executor import U32, _address, _reader_u32, _writer, high_word
 from .memory import GLOBAL_BASE
 
 
-def _apply(op, typ, old, v, v2):
-    """One atomic operation on uint32 ``old`` with operand v (and v2 for CAS): the new value."""
+def _step(op, typ, old, v, v2):
+    """One atomic operation on uint32 arrays: the new values (``old`` the values found)."""
     if op == "ADD":
         if typ == "F32":
-            return int(np.float32(np.uint32(old).view(np.float32) + np.uint32(v).view(np.float32)).view(np.uint32))
-        return (old + v) & 0xFFFFFFFF
+            return (old.view(np.float32) + v.view(np.float32)).astype(np.float32).view(np.uint32)
+        return old + v
     if op in ("MIN", "MAX"):
-        if typ == "S32":
-            a, b = old - ((old >> 31) << 32), v - ((v >> 31) << 32)
-        else:
-            a, b = old, v
-        pick = min if op == "MIN" else max
-        return old if pick(a, b) == a else v
+        view = np.int32 if typ == "S32" else np.uint32
+        f = np.minimum if op == "MIN" else np.maximum
+        return f(old.view(view), v.view(view)).view(np.uint32)
     if op == "INC":
-        return 0 if old >= v else old + 1
+        return np.where(old >= v, U32(0), old + U32(1))
     if op == "DEC":
-        return v if old == 0 or old > v else old - 1
+        return np.where((old == 0) | (old > v), v, old - U32(1))
     if op == "AND":
         return old & v
     if op == "OR":
@@ -48,8 +45,60 @@ def _apply(op, typ, old, v, v2):
     if op == "XOR":
         return old ^ v
     if op == "EXCH":
-        return v
-    return v2 if old == v else old  # CAS: compare with v, swap in v2
+        return v.copy()
+    return np.where(old == v, v2, old)  # CAS: compare with v, swap in v2
+
+
+_UFUNC_AT = {"AND": np.bitwise_and, "OR": np.bitwise_or, "XOR": np.bitwise_xor}
+
+
+def apply_atomics(store, idx, op, typ, v1, v2, want_old):
+    """Apply the operations of lanes ``idx`` (word indices into ``store``, in lane order) one after
+    the other; return the value each lane found (None unless ``want_old``).
+
+    Vectorised: integer ADD by prefix sums over the lanes of each address; the operations whose
+    order does not matter and whose found values are not wanted by ``ufunc.at``; the others in
+    rounds, one lane per address per round (the rounds follow lane order)."""
+    v1 = np.asarray(v1, dtype=np.uint32)
+    v2 = np.asarray(v2, dtype=np.uint32)
+    if not idx.size:
+        return np.zeros(0, np.uint32) if want_old else None
+    order = np.argsort(idx, kind="stable")  # lane order within each address
+    sidx = idx[order]
+    start = np.ones(sidx.size, dtype=bool)
+    start[1:] = sidx[1:] != sidx[:-1]
+    if op == "ADD" and typ != "F32":
+        sv = v1[order].astype(np.uint64)
+        incl = np.cumsum(sv)
+        first = np.flatnonzero(start)
+        group = np.cumsum(start) - 1
+        base = incl[first] - sv[first]  # the running sum before each address's first lane
+        excl = incl - sv - base[group]
+        init = store[sidx[first]].astype(np.uint64)
+        old_sorted = ((init[group] + excl) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        last = np.append(first[1:], sidx.size) - 1
+        store[sidx[first]] = ((init + incl[last] - base) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        if not want_old:
+            return None
+        old = np.empty(idx.size, dtype=np.uint32)
+        old[order] = old_sorted
+        return old
+    if not want_old and op in ("MIN", "MAX", "AND", "OR", "XOR") and typ != "F32":
+        if op in _UFUNC_AT:
+            _UFUNC_AT[op].at(store, idx, v1)
+        else:
+            view = np.int32 if typ == "S32" else np.uint32
+            (np.minimum if op == "MIN" else np.maximum).at(store.view(view), idx, v1.view(view))
+        return None
+    rank = np.arange(sidx.size) - np.maximum.accumulate(np.where(start, np.arange(sidx.size), 0))
+    old = np.empty(idx.size, dtype=np.uint32)
+    for r in range(int(rank.max()) + 1):
+        lanes = order[rank == r]  # at most one lane per address
+        at = idx[lanes]
+        found = store[at]
+        old[lanes] = found
+        store[at] = _step(op, typ, found, v1[lanes], v2[lanes])
+    return old if want_old else None
 
 
 def atomic(ctx, instr, ops, mods, zrow, values=True):
@@ -96,15 +145,12 @@ def atomic(ctx, instr, ops, mods, zrow, values=True):
         if shared:
             idx = idx + g.shbase
         lanes = np.flatnonzero(sel) if sel is not None else np.arange(addr.size)
-        a1 = np.broadcast_to(np.asarray(v1(g), dtype=np.uint32), addr.shape)
-        a2 = np.broadcast_to(np.asarray(v2(g), dtype=np.uint32), addr.shape) if v2 is not None else a1
-        old = np.zeros(addr.size, dtype=np.uint32)
-        for lane in lanes.tolist():
-            k = int(idx[lane])
-            o = int(store[k])
-            old[lane] = o
-            store[k] = _apply(kind, typ, o, int(a1[lane]), int(a2[lane]))
+        a1 = np.broadcast_to(np.asarray(v1(g), dtype=np.uint32), addr.shape)[lanes]
+        a2 = np.broadcast_to(np.asarray(v2(g), dtype=np.uint32), addr.shape)[lanes] if v2 is not None else a1
+        found = apply_atomics(store, idx[lanes], kind, typ, a1, a2, ret)
         if ret:
+            old = np.zeros(addr.size, dtype=np.uint32)
+            old[lanes] = found
             write(g, old, m)
     return run
 

@@ -3,9 +3,12 @@ F2I, F2F with their rounding modes.
 
 MUFU is the special-function unit's approximation; the model returns the correctly rounded
 fp32 value of the function (computed in fp64), which lies within the error bounds the PTX ISA
-documents for the approximate instructions MUFU implements [ptx-isa] (rcp.approx.f32,
-rsqrt.approx.f32, sqrt.approx.f32, ex2.approx.ftz.f32, lg2.approx.ftz.f32, sin/cos.approx.f32).
-The hardware's exact approximation errors are not modelled.
+documents for the approximate instructions MUFU implements (PTX ISA, "Floating Point
+Instructions"): rcp.approx.f32 1 ulp; rsqrt.approx.f32 relative 2^-22.9; sqrt.approx.f32 relative
+2^-23; ex2.approx.f32 2 ulp from the correctly rounded result; lg2.approx.f32 absolute 2^-22 in
+(0.5, 2), relative 2^-22 elsewhere; sin / cos.approx.f32 absolute 2^-20.5 in [-2pi, 2pi] and
+2^-14.7 in [-100pi, 100pi]. tests/test_opcodes_extra.py holds the model to these bounds. The
+hardware's own approximation errors are not modelled (a kernel run in maxsim is more exact).
 
 SIN and COS take their argument in the form RRO.SINCOS prepares (the range reduction op). That
 format is not documented; the model keeps it an fp32 number of revolutions (RRO.SINCOS x gives
