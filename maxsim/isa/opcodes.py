@@ -32,6 +32,8 @@ _SUBWORD = {"U8", "S8", "U16", "S16"}  # one register, 1 or 2 bytes of memory
 _FCMP = _CMP | {"LTU", "LEU", "GTU", "GEU", "EQU", "NEU", "NUM", "NAN"}
 _ATOM_OPS = {"ADD", "MIN", "MAX", "INC", "DEC", "AND", "OR", "XOR", "EXCH", "CAS"}
 _F2I_ROUND = {"TRUNC", "FLOOR", "CEIL", "ROUND"}
+_TYPES = {"F32", "S32", "U32", "S16", "U16", "S8", "U8"}
+CONVERSIONS = ("I2F", "F2I", "F2F")
 
 
 @attrs.frozen
@@ -132,8 +134,8 @@ def match_modifiers(spec: OpSpec, mods: tuple):
     """Return None if ``mods`` is acceptable for ``spec``, else the first offending modifier."""
     groups = list(spec.mod_groups)
     for n, m in enumerate(mods):
-        if m in mods[:n] and sum(m in g for g in spec.mod_groups) <= mods[:n].count(m):
-            return m  # a repeated modifier (XMAD.PSL.PSL) is never meaningful
+        if m in mods[:n] and not (spec.name in CONVERSIONS and m in _TYPES):
+            return m  # (a conversion names its destination and source types: F2F.F32.F32)  # a repeated modifier (XMAD.PSL.PSL) is never meaningful
         for i, g in enumerate(groups):
             if m in g:
                 del groups[i]
