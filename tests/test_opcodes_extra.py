@@ -265,3 +265,47 @@ def test_vectorised_atomics_equal_one_lane_after_the_other(op, typ, want_old):
     assert store.tolist() == ref
     if want_old:
         assert got.tolist() == found
+
+
+def test_xmad_signed_halves():
+    a = np.array([0x0000FFFF, 0x00008000, 0x12347FFF, 0xFFFF0002], np.int64)
+    b = np.array([0x0000FFFF, 0x00000002, 0x0000FFFE, 0x00000003], np.int64)
+    got = run_lanes("XMAD.S16.S16 R13, R10, R11, RZ", a, b)
+    s16 = lambda x: ((x & 0xFFFF) ^ 0x8000) - 0x8000
+    assert got.tolist() == [(s16(x) * s16(y)) & 0xFFFFFFFF for x, y in zip(a, b)]
+    got = run_lanes("XMAD.S16.U16 R13, R10.H1, R11, R12", a, b, [7, 7, 7, 7])
+    assert got.tolist() == [(s16(x >> 16) * (y & 0xFFFF) + 7) & 0xFFFFFFFF for x, y in zip(a, b)]
+
+
+def test_maxas_xmad_lo2_macros_multiply():
+    # the maxas source macros XMAD.LO2 (16-bit b) and XMAD.LO2C (16-bit a, 32-bit constant b)
+    from maxsim.asm import assemble_text
+    src = """\
+# Kernel: lo2
+# Arch: sm_52
+<CONSTANT_MAPPING>
+    out : c[0x0][0x140]
+</CONSTANT_MAPPING>
+<REGISTER_MAPPING>
+    0-9 : tid, a, d, e, addr, k
+</REGISTER_MAPPING>
+S2R tid, SR_TID.X;
+IADD a, tid, 0x12345;
+XMAD.LO2 d, a, 0x2f1, tid;
+MOV32I k, 0x9abcd;
+XMAD.LO2C e, tid, c[0x0][0x144], k;
+SHL addr, tid, 3;
+IADD addr, addr, out;
+STG.64 [addr], d;
+EXIT;
+"""
+    asm = assemble_text(src, "lo2.sass")
+    ops = [i.full_opcode for i in asm.kernel.instructions]
+    assert ops.count("XMAD") == 2 and ops.count("XMAD.PSL") == 2
+    mem = GlobalMemory()
+    out = mem.alloc(8 * 64)
+    launch(asm.kernel, 1, 64, [out, 0x87654321], mem)
+    got = mem.read(out, 128, np.uint32).reshape(64, 2)
+    t = np.arange(64, dtype=np.int64)
+    assert got[:, 0].tolist() == (((t + 0x12345) * 0x2F1 + t) & 0xFFFFFFFF).tolist()
+    assert got[:, 1].tolist() == ((t * 0x87654321 + 0x9ABCD) & 0xFFFFFFFF).tolist()

@@ -57,7 +57,9 @@ OPCODES = {s.name: s for s in (
     _spec("IADD", "alu", 1, "R R R|C|I", {"X"}, {"CC"}),
     _spec("IADD3", "alu", 1, "R R R|C|I R"),
     _spec("ISCADD", "alu", 1, "R R R|C|I I"),
-    _spec("XMAD", "alu", 1, "R R R|C|I R|C", {"MRG", "PSL", "CHI", "CLO", "CSFU", "CBCC"}, {"PSL", "CBCC"}, {"CBCC"}),
+    # XMAD[.S16|.U16[.S16|.U16]]: the types of the a and b halves (unsigned by default)
+    _spec("XMAD", "alu", 1, "R R R|C|I R|C", {"S16", "U16"}, {"S16", "U16"},
+          {"MRG", "PSL", "CHI", "CLO", "CSFU", "CBCC"}, {"PSL", "CBCC"}, {"CBCC"}),
     _spec("LOP", "alu", 1, "R R R|C|I", {"AND", "OR", "XOR", "PASS_B"}),
     _spec("MOV", "alu", 1, "R R|C|I"),
     _spec("MOV32I", "alu", 1, "R I|F"),
@@ -134,8 +136,10 @@ def match_modifiers(spec: OpSpec, mods: tuple):
     """Return None if ``mods`` is acceptable for ``spec``, else the first offending modifier."""
     groups = list(spec.mod_groups)
     for n, m in enumerate(mods):
-        if m in mods[:n] and not (spec.name in CONVERSIONS and m in _TYPES):
-            return m  # (a conversion names its destination and source types: F2F.F32.F32)  # a repeated modifier (XMAD.PSL.PSL) is never meaningful
+        if m in mods[:n] and not ((spec.name in CONVERSIONS or spec.name == "XMAD") and m in _TYPES):
+            # a repeated modifier (XMAD.PSL.PSL) is never meaningful, but a conversion names its
+            # destination and source types (F2F.F32.F32)
+            return m
         for i, g in enumerate(groups):
             if m in g:
                 del groups[i]
