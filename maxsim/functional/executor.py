@@ -233,6 +233,9 @@ def compile_instruction(ctx, instr, values=True):
         return fn if values else None
     if op == "DEPBAR":
         return lambda g, m: None
+    if op == "SHFL":
+        from .intops import shfl
+        return shfl(ctx, instr, ops, mods, zrow, values)
     if op == "TLD":
         return _tld(ctx, instr, ops, mods, zrow, values)
     if op in FLOAT_OPS:
