@@ -406,3 +406,44 @@ def test_histogram_reduction_kernel_timed():
     # per warp: 5 SHFL + 1 ATOMS + 1 STS shared requests, and the LDS of the 8 threads' warp
     assert d["shared_requests"] == 3 * (4 * 7 + 1)
     assert d["opcode_counts"]["SHFL.BFLY"] == 3 * 4 * 5
+
+
+def test_assembler_sets_barriers_for_the_new_variable_latency_results():
+    # maxsim asm fills the control codes: MUFU, I2F, POPC, SHFL and LDC results get write
+    # barriers their consumers wait on; the timed run has no hazard
+    from maxsim.asm import assemble_text
+    from maxsim.timing.run import simulate
+    src = """\
+# Kernel: xu
+# Arch: sm_52
+<REGISTER_MAPPING>
+    0-15 ~ tid, x, r, f, p, s, k, addr, y
+</REGISTER_MAPPING>
+S2R tid, SR_TID.X;
+IADD x, tid, 0x1;
+I2F.F32.S32 f, x;
+MUFU.RCP r, f;
+POPC p, x;
+SHFL.BFLY PT, s, x, 0x1, 0x1f;
+LDC k, c[0x0][0x140];
+FMUL y, r, f;
+IADD p, p, s;
+IADD p, p, k;
+SHL addr, tid, 3;
+IADD addr, addr, c[0x0][0x144];
+STG [addr], y;
+STG [addr+4], p;
+EXIT;
+"""
+    asm = assemble_text(src, "xu.sass")
+    assert asm.hazards == ()
+    mem = GlobalMemory()
+    out = mem.alloc(8 * 64)
+    res, sm = simulate(asm.kernel, 1, 64, [100, out], mem)
+    assert sm.stats.to_dict()["hazards"] == 0
+    got = mem.read(out, 128, np.uint32).reshape(64, 2)
+    x = np.arange(64) + 1
+    f = x.astype(np.float32)
+    np.testing.assert_allclose(got[:, 0].view(np.float32), (np.float32(1) / f) * f, rtol=2 ** -22)
+    pop = np.array([bin(int(v)).count("1") for v in x])
+    assert got[:, 1].tolist() == (pop + x[np.arange(64) ^ 1] + 100).tolist()
