@@ -166,7 +166,8 @@ def instruction_text(draw, opcodes=None, hi_reg=254, runnable=False):
     op_text = ".".join([name] + mods)
     body = op_text + (" " + ", ".join(ops) if ops else "")
     sep = draw(st.sampled_from([" ", "  ", "\t", " \t "]))
-    return f"{draw(control())}{sep}{draw(guard):>4} {body};"
+    g = "" if name in ("SSY", "PBK", "PCNT") else draw(guard)  # these take no guard
+    return f"{draw(control())}{sep}{g:>4} {body};"
 
 
 def kernel_text(lines):

@@ -322,3 +322,9 @@ def test_divergent_paths_cost_issue_slots():
     assert du["simd_efficiency"] == 1.0
     per_warp = 6 + 1 + 4 + 2 * 17 + 2  # prologue, MOV, LOP..BRA, the two paths, STG + EXIT
     assert dd["simd_efficiency"] == pytest.approx(1 - (2 * 17 * 16) / (per_warp * 32))
+
+
+def test_ssy_takes_no_guard():
+    from maxsim.errors import SassParseError
+    with pytest.raises(SassParseError, match=r"test.sass:\d+:\d+: SSY cannot be guarded"):
+        kernel("@P0 SSY END", "END:", "EXIT")

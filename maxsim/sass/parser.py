@@ -230,6 +230,9 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
         col = pos + len(opcode) + sum(len(x) + 1 for x in mods[:n]) + 1
         what = "is repeated in" if n != at[0] else "is not accepted by"
         raise line.error(f"modifier .{bad} {what} {opcode} (in {op_text!r})", col)
+    if opcode in ("SSY", "PBK", "PCNT") and not (pred == ins.PT and not pred_neg):
+        # [maxas-grammar]: these take no guard (they push a token for every active lane)
+        raise line.error(f"{opcode} cannot be guarded", pos)
     need = REQUIRED_MODIFIERS.get(opcode)
     if need and not any(m in need for m in mods):
         raise line.error(f"{opcode} needs one of the modifiers {', '.join('.' + x for x in sorted(need))} "
