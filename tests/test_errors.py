@@ -191,10 +191,45 @@ SKIP:
 """
 
 
-def test_divergent_branch():
-    k, msg = run_error(DIVERGENT, grid=(3, 2), ctas=[(2, 1)])
-    assert "divergent branch" in msg and "reconvergence" in msg and "not modelled" in msg
-    # warp 0 (lanes 0-31) is uniform; warp 1 disagrees; its first active lane is named
+def test_divergent_branch_runs_both_paths():
+    # divergence is modelled: warp 1 of the CTA runs both sides of the branch, one after the other
+    res = launch(parse_text(DIVERGENT, filename="rt.sass"), (3, 2), 64, ctas=[(2, 1)])
+    assert res.divergent_branches == 1
+    # warp 0 (tid 0-31) falls through: 5 instructions. Warp 1: its 11 lanes tid 32-42 fall through
+    # first (MOV, EXIT), then the 21 lanes that took the branch run the EXIT at SKIP: 6
+    assert res.warp_instructions == 5 + 6
+    # idle lanes of warp 1: 21 in the MOV and the first EXIT, 11 in the second EXIT
+    assert res.warp_idle.tolist() == [0, 21 + 21 + 11]
+
+
+SYNC_WITHOUT_SSY = header("div", regs=8) + """\
+--:-:1:-:1      S2R R0, SR_TID.X;
+01:-:-:-:d      ISETP.GE.AND P0, PT, R0, 0x2b, PT;
+--:-:-:-:5  @P0 BRA SKIP;
+--:-:-:-:5      SYNC;
+SKIP:
+--:-:-:-:5      EXIT;
+"""
+
+
+def test_sync_without_ssy():
+    k, msg = run_error(SYNC_WITHOUT_SSY, grid=(3, 2), ctas=[(2, 1)])
+    assert "SYNC without a matching SSY" in msg
+    # warp 0 falls through (uniformly) to the SYNC first; its first lane is named
+    assert_where(msg, k, 3, "(2,1)", 0, 0)
+
+
+def test_divergent_call():
+    src = header("divcal", regs=8) + """\
+--:-:1:-:1      S2R R0, SR_TID.X;
+01:-:-:-:d      ISETP.GE.AND P0, PT, R0, 0x2b, PT;
+--:-:-:-:5  @P0 CAL SUB;
+--:-:-:-:5      EXIT;
+SUB:
+--:-:-:-:5      RET;
+"""
+    k, msg = run_error(src, grid=(3, 2), ctas=[(2, 1)])
+    assert "divergent CAL" in msg and "not modelled" in msg
     assert_where(msg, k, 2, "(2,1)", 1, 0)
 
 
@@ -335,8 +370,11 @@ def test_ret_with_an_empty_call_stack():
 
 
 def test_unmodelled_features_are_errors_not_wrong_answers():
-    k, msg = run_error(header("e", regs=8) + "--:-:1:-:1      LDG.E R0, [R2];\n--:-:-:-:5      EXIT;\n")
-    assert "64-bit (.E) global addresses are not modelled" in msg and msg.startswith(f"rt.sass:{L1}:")
+    # 64-bit (.E) addresses are modelled within the 32-bit global memory: a high word is an error
+    k, msg = run_error(header("e", regs=8) + "--:-:-:-:1      MOV32I R3, 0x1;\n"
+                       "--:-:1:-:1      LDG.E R0, [R2];\n--:-:-:-:5      EXIT;\n")
+    assert "64-bit global address 0x100000000 is beyond the model's 32-bit global address space" in msg
+    assert msg.startswith(f"rt.sass:{L1 + 1}:")
     k, msg = run_error(header("c", regs=8) + "--:-:-:-:1      MOV R0, c[0x3][0x0];\n--:-:-:-:5      EXIT;\n")
     assert "constant bank 3 is not modelled" in msg
     k, msg = run_error(header("c", regs=8) + "--:-:-:-:1      MOV R0, c[0x0][0x8000];\n--:-:-:-:5      EXIT;\n")

@@ -31,8 +31,9 @@ The rules (numbers from the architecture config, ``[latency]`` and ``[sm]`` sect
   (memory ops read their operands late);
 - ``raw-predicate``: a predicate written by ISETP is usable ``latency.predicate`` cycles after issue
   (guard or predicate source);
-- ``variable-latency-without-wait``: the results of S2R, LDS, TLD and LDG are known only through a
-  write barrier: an instruction that reads, or overwrites, such a register must wait on the barrier
+- ``variable-latency-without-wait``: the results of S2R, LDS, TLD and LDG (and of the other
+  opcodes of their classes: SHFL, ATOMS, ATOM; and of MUFU, conversions, POPC, FLO and LDC) are
+  known only through a write barrier: an instruction that reads, or overwrites, such a register must wait on the barrier
   (``variable-latency-without-barrier`` if no barrier covers the producer at all);
 - ``wait-too-soon``: a wait sees a barrier ``barrier_set_delay`` cycles after the cycle following
   its setter's issue (a wait right after the setter needs a stall of 2 on the setter);
@@ -72,8 +73,10 @@ from maxsim.isa import instruction as ins
 from maxsim.isa.opcodes import OPCODES
 
 ALU_UNITS = frozenset(("alu", "alu_half"))
-VARIABLE_WRITERS = frozenset(("lds", "tex", "ldg", "s2r"))  # results known only through a barrier
-QUEUE = {"lds": "shared", "sts": "shared", "tex": "tex", "ldg": "global", "stg": "global", "s2r": "s2r"}
+VARIABLE_WRITERS = frozenset(("lds", "tex", "ldg", "s2r", "xu", "fixed"))  # results known only through a barrier
+QUEUE = {"lds": "shared", "sts": "shared", "tex": "tex", "ldg": "global", "stg": "global", "s2r": "s2r",
+         "xu": "xu", "fixed": "fixed"}
+EARLY_READERS = frozenset(("s2r", "xu", "fixed"))  # variable-latency ops that read their sources at issue
 DUAL_SECOND = frozenset(("lds", "sts", "tex", "ldg", "stg", "bar", "branch"))
 SHORT_STALL_KIND = {"bar": "short-stall-barrier", "branch": "short-stall-branch", "exit": "short-stall-exit"}
 
@@ -358,7 +361,7 @@ class ControlState:
         queue = QUEUE.get(instr.unit)
         if queue is not None:
             op = _Op(instr.index, t, queue, control.write_bar, control.read_bar,
-                     frozenset(instr.src_regs) if instr.unit != "s2r" else frozenset(),
+                     frozenset(instr.src_regs) if instr.unit not in EARLY_READERS else frozenset(),
                      frozenset(writes) if instr.unit in VARIABLE_WRITERS else frozenset(),
                      self._guard(instr))
             if op.regs_written or op.regs_read:

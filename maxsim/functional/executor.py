@@ -2,8 +2,9 @@
 
 Warps that are at the same instruction run together as one *group*: every operation is one numpy
 operation over all lanes of the group, however many warps and CTAs it spans. A group splits when
-its warps take a branch differently (each warp's branch must be uniform: reconvergence of a
-divergent warp is not modelled) and groups merge again at CTA barriers.
+its warps take a branch differently and groups merge again at CTA barriers. The lanes of one warp
+that disagree on a branch diverge: the warp runs one path while the other waits on its
+reconvergence stack (:mod:`maxsim.functional.simt`), so a group's ``active`` mask is per lane.
 
 Each instruction is compiled once, per launch, into a small closure that reads its operands
 straight from the group's register arrays; text is never looked at again. FFMA, FMUL and FADD
@@ -23,6 +24,7 @@ import numpy as np
 from ..errors import SimulationError
 from ..isa import instruction as ins
 from . import alu
+from ..isa.opcodes import memory_bytes
 from .memory import GLOBAL_BASE, texture_index
 
 U32 = np.uint32
@@ -32,7 +34,7 @@ class Group:
     """Warps executing in lockstep at one pc. Arrays are per lane, warp-major (32 lanes a warp)."""
 
     __slots__ = ("regs", "fregs", "preds", "cc", "active", "full", "pc", "stack", "warps", "tid", "ctaid_x",
-                 "ctaid_y", "cta", "shbase", "laneid", "segment", "bar_id", "pos", "thr_n", "thr_lanes")
+                 "ctaid_y", "cta", "shbase", "laneid", "segment", "bar_id", "pos", "thr_n", "thr_lanes", "simt")
 
     def init_counters(self):
         """Fresh per-group bookkeeping: float view of the registers, trace position, thread counts
@@ -60,6 +62,7 @@ class Group:
         g.full = bool(g.active.all())
         g.pc = self.pc
         g.stack = list(self.stack)
+        g.simt = [(kind, pc, mask[lanes]) for kind, pc, mask in self.simt]
         g.warps = self.warps[rows]
         for name in ("tid", "ctaid_x", "ctaid_y", "cta", "shbase", "laneid"):
             setattr(g, name, getattr(self, name)[lanes])
@@ -77,6 +80,9 @@ class Group:
         g.full = bool(g.active.all())
         g.pc = groups[0].pc
         g.stack = list(groups[0].stack)
+        # (the caller merges only groups whose reconvergence stacks have the same entries)
+        g.simt = [(kind, pc, np.concatenate([x.simt[n][2] for x in groups]))
+                  for n, (kind, pc, _) in enumerate(groups[0].simt)]
         g.warps = np.concatenate([x.warps for x in groups])
         for name in ("tid", "ctaid_x", "ctaid_y", "cta", "shbase", "laneid"):
             setattr(g, name, np.concatenate([getattr(x, name) for x in groups]))
@@ -199,7 +205,7 @@ def _fwriter(dst, zrow):
 # ---------------------------------------------------------------------------------------------
 # compiling one instruction
 
-CONTROL = ("BRA", "CAL", "RET", "EXIT", "BAR")
+CONTROL = ("BRA", "CAL", "RET", "EXIT", "BAR", "SSY", "PBK", "PCNT", "SYNC", "BRK", "CONT")
 FLOAT_OPS = ("FFMA", "FMUL", "FADD")
 
 
@@ -214,8 +220,22 @@ def compile_instruction(ctx, instr, values=True):
     op = instr.opcode
     mods = instr.mods
     ops = instr.operands
-    if op in ("LDS", "STS", "LDG", "STG"):
+    if op in ("LDG", "STG", "LD", "ST") and memory_bytes(mods) < 4:
+        from .atomics import subword
+        return subword(ctx, instr, ops, mods, zrow, values)
+    if op in ("LDS", "STS", "LDG", "STG", "LD", "ST"):
         return _memory(ctx, instr, ops, mods, zrow, values)
+    if op in ("ATOM", "RED", "ATOMS"):
+        from .atomics import atomic
+        return atomic(ctx, instr, ops, mods, zrow, values)
+    if op == "LDC":
+        fn = _mov(ctx, instr, ops, mods, zrow)
+        return fn if values else None
+    if op == "DEPBAR":
+        return lambda g, m: None
+    if op == "SHFL":
+        from .intops import shfl
+        return shfl(ctx, instr, ops, mods, zrow, values)
     if op == "TLD":
         return _tld(ctx, instr, ops, mods, zrow, values)
     if op in FLOAT_OPS:
@@ -223,7 +243,7 @@ def compile_instruction(ctx, instr, values=True):
         if not values:
             return None
         return _float_single(row, consts)
-    fast = _ALU.get(op)
+    fast = _ALU.get(op) or _extra().get(op)
     if fast is not None:
         fn = fast(ctx, instr, ops, mods, zrow)
         return fn if values else None
@@ -345,11 +365,13 @@ def _xmad(ctx, instr, ops, mods, zrow):
     c = _reader_u32(ctx, instr, ops[3], zrow)
     a_h1, b_h1 = ops[1].h1, ops[2].h1
     modset = frozenset(mods)
+    types = [x for x in mods if x in ("S16", "U16")] + ["U16", "U16"]
+    a_signed, b_signed = types[0] == "S16", types[1] == "S16"
     write = _writer(ops[0].reg, zrow)
 
     def run(g, m):
         bv = b(g)
-        write(g, alu.xmad(a(g), bv, c(g), bv, a_h1, b_h1, modset), m)
+        write(g, alu.xmad(a(g), bv, c(g), bv, a_h1, b_h1, modset, a_signed, b_signed), m)
     return run
 
 
@@ -434,6 +456,11 @@ _ALU = {
 }
 
 
+def _extra():
+    from . import floatops, intops
+    return {**intops.OPS, **floatops.OPS}
+
+
 def _s2r(ctx, instr, ops, zrow):
     name = ops[1].name
     write = _writer(ops[0].reg, zrow)
@@ -460,6 +487,15 @@ def _address(ctx, instr, op, zrow):
     return lambda g: g.regs[base] + off
 
 
+def high_word(instr, op, zrow):
+    """For a .E (64-bit) address [Rn+imm]: ``fn(g, low) -> the high word`` (R(n+1) plus the carry
+    of the low word's add), which the model's 32-bit global memory needs to be 0; else None."""
+    if "E" not in instr.mods or op.reg == ins.RZ:
+        return None
+    base, off = op.reg, U32(op.value & 0xFFFFFFFF)
+    return lambda g, low: g.regs[base + 1] + (low < g.regs[base]).astype(np.uint32) * (off != 0)
+
+
 def _memory(ctx, instr, ops, mods, zrow, values=True):
     op = instr.opcode
     width = 1
@@ -467,13 +503,12 @@ def _memory(ctx, instr, ops, mods, zrow, values=True):
         if m in ("32", "64", "128"):
             width = int(m) // 32
     nbytes = 4 * width
-    if "E" in mods:
-        raise SimulationError(f"{instr.where}: 64-bit (.E) global addresses are not modelled; maxsim kernels use 32-bit addresses")
-    load = op in ("LDS", "LDG")
+    load = op in ("LDS", "LDG", "LD")
     shared = op in ("LDS", "STS")
     mem_op = ops[1] if load else ops[0]
     data_op = ops[0] if load else ops[1]
     addr_of = _address(ctx, instr, mem_op, zrow)
+    high_of = high_word(instr, mem_op, zrow)
     what = "shared" if shared else "global"
     offsets = np.arange(width, dtype=np.int64)
     recorder_kind = ("lds" if load else "sts") if shared else ("ldg" if load else "stg")
@@ -490,6 +525,8 @@ def _memory(ctx, instr, ops, mods, zrow, values=True):
             bad = ((addr & U32(nbytes - 1)) != 0) | (addr < U32(limit_lo)) | (addr > U32(limit_hi - nbytes))
         if not shared and ctx.memory.gapped:
             bad |= ctx.memory.unmapped(addr, nbytes)
+        if high_of is not None:
+            bad |= high_of(g, addr) != 0
         if m is not None:
             bad &= m
         elif not g.full:
@@ -497,6 +534,9 @@ def _memory(ctx, instr, ops, mods, zrow, values=True):
         if bad.any():
             def msg(pos):
                 a = int(addr[pos])
+                if high_of is not None and int(high_of(g, addr)[pos]):
+                    return (f"64-bit global address 0x{int(high_of(g, addr)[pos]):x}{a:08x} is beyond the "
+                            f"model's 32-bit global address space")
                 if a % nbytes:
                     return f"misaligned {nbytes}-byte {what} access at address 0x{a:x}"
                 if not shared and ctx.memory.allocations:

@@ -11,7 +11,7 @@ import re
 
 from ..errors import SassParseError
 from ..isa import instruction as ins
-from ..isa.opcodes import (KIND_LETTER, OPCODES, REQUIRED_MODIFIERS, SPECIAL_REGISTERS,
+from ..isa.opcodes import (KIND_LETTER, OPCODES, REQUIRED_MODIFIERS, SPECIAL_REGISTERS, WORDS,
                            match_modifiers, vector_alignment, vector_width)
 
 # Header values that the hardware bounds (Maxwell: 48 KB static shared memory per CTA, 16 barriers)
@@ -230,6 +230,9 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
         col = pos + len(opcode) + sum(len(x) + 1 for x in mods[:n]) + 1
         what = "is repeated in" if n != at[0] else "is not accepted by"
         raise line.error(f"modifier .{bad} {what} {opcode} (in {op_text!r})", col)
+    if opcode in ("SSY", "PBK", "PCNT") and not (pred == ins.PT and not pred_neg):
+        # [maxas-grammar]: these take no guard (they push a token for every active lane)
+        raise line.error(f"{opcode} cannot be guarded", pos)
     need = REQUIRED_MODIFIERS.get(opcode)
     if need and not any(m in need for m in mods):
         raise line.error(f"{opcode} needs one of the modifiers {', '.join('.' + x for x in sorted(need))} "
@@ -272,14 +275,14 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
                 raise line.error(f"vector register group R{op.reg} must be aligned to {align} registers", col)
         if op.kind == ins.PRED and op.not_ and n < spec.n_dst:
             raise line.error(f"destination predicate of {opcode} cannot be negated", col)
-        if op.kind == ins.REG and op.h1 and (opcode != "XMAD" or n < spec.n_dst):
+        if op.kind in (ins.REG, ins.CONST) and op.h1 and (opcode != "XMAD" or n < spec.n_dst):
             raise line.error("the half selector .H1 applies to XMAD sources only", col)
         if op.kind == ins.LABEL and op.name not in label_map:
             raise line.error(f"undefined label {op.name!r}", col)
         if op.kind == ins.SREG and op.name not in SPECIAL_REGISTERS:
             raise line.error(f"unknown special register {op.name!r}", col)
-        if op.kind == ins.WORD and op.name not in ("1D",):
-            raise line.error(f"unknown keyword {op.name!r} (expected a texture dimension such as 1D)", col)
+        if op.kind == ins.WORD and op.name not in WORDS.get(opcode, ()):
+            raise line.error(f"unknown keyword {op.name!r} (expected {' or '.join(WORDS.get(opcode, ('no keyword',)))})", col)
         lim = _IMM_RANGE.get((opcode, n))
         if lim and op.kind == ins.IMM and not lim[0] <= op.value <= lim[1]:
             raise line.error(f"{lim[2]} {op.text} is out of range {lim[0]}..{lim[1]}", col)
@@ -352,12 +355,13 @@ def _parse_operand(tok: str, line: _Line, col: int) -> ins.Operand:
         raise line.error(f"'!' applies to predicates only, got {tok!r}", col)
     if t.startswith("SR_"):
         return ins.Operand(ins.SREG, name=t)
-    m = _CONST_RE.match(t)
+    const_h1 = t.startswith("c[") and t.endswith(".H1")  # XMAD's high-half selector on a constant
+    m = _CONST_RE.match(t[:-3] if const_h1 else t)
     if m:
         bank, off = _int(m.group(1)), _int(m.group(2))
         if bank > 17 or off > 0xFFFF:
             raise line.error(f"constant {tok!r} is out of range: banks 0x0-0x11, offsets 0x0-0xffff", col)
-        return ins.Operand(ins.CONST, bank=bank, value=off, neg=neg, abs=absval)
+        return ins.Operand(ins.CONST, bank=bank, value=off, neg=neg, abs=absval, h1=const_h1)
     if t.startswith("c["):
         raise line.error(f"malformed constant {tok!r}: expected c[bank][offset]", col)
     if _INT_RE.match(tok):
@@ -367,7 +371,7 @@ def _parse_operand(tok: str, line: _Line, col: int) -> ins.Operand:
         return ins.Operand(ins.IMM, value=v, text=tok)
     if _FLOAT_RE.match(tok):
         return ins.Operand(ins.FIMM, fvalue=float(tok), text=tok)
-    if t == "1D":
+    if t in ("1D", "PR") or re.fullmatch(r"SB[0-5]", t):
         return ins.Operand(ins.WORD, name=t)
     if _IDENT_RE.match(t) and not neg:
         return ins.Operand(ins.LABEL, name=t)
@@ -400,6 +404,8 @@ def _decode(spec, opcode, mods, operands, control, pred, pred_neg, line, index, 
         if op.kind in (ins.REG, ins.MEM):
             if op.reg != ins.RZ:
                 src_regs.extend(range(op.reg, op.reg + w))
+                if op.kind == ins.MEM and "E" in mods:
+                    src_regs.append(op.reg + 1)  # a 64-bit address: the register pair
             if op.kind == ins.REG or len(slots) < 3:
                 slots.append(op.reg if op.reg != ins.RZ else -1)
         elif op.kind in (ins.IMM, ins.FIMM, ins.CONST):
@@ -416,7 +422,7 @@ def _decode(spec, opcode, mods, operands, control, pred, pred_neg, line, index, 
                 reuse_mask |= 1 << slot_no
             slot_no += 1
     target, target_label = -1, ""
-    if opcode in ("BRA", "CAL"):
+    if opcode in ("BRA", "CAL", "SSY", "PBK", "PCNT"):
         target_label = operands[0].name
         target = label_map[target_label]
     return ins.Instruction(

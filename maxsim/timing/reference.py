@@ -76,8 +76,8 @@ class Warp:
         self.cta = cta
         self.label = label
         self.parts = parts
-        self.part = 0
-        seg, self.row = parts[0]
+        self.part = next((n for n, (seg, _) in enumerate(parts) if len(seg.pcs)), 0)  # skip empty ones
+        seg, self.row = parts[self.part]
         self.pcs = seg.pcs
         self.mem = seg.mem
         self.pos = 0
@@ -111,7 +111,7 @@ class Scheduler:
         self.warps = []
         self.last = None
         self.busy_until = 0
-        self.pipe_free = [0, 0]  # first cycle the ALU / half-rate pipe takes an instruction (by unit)
+        self.pipe_free = [0, 0, 0]  # first cycle the ALU / half-rate / xu pipe takes an instruction
         self.mem_free = 0
         self.rcs = _NO_REUSE  # reuse caches: one tuple of registers per operand slot
         self.rc_warp = None
@@ -376,7 +376,7 @@ class ReferenceSM:
     def _unit_ok(self, w, pc, t, s):
         u = self.static.unit[pc]
         if u <= ALU_HALF:
-            if s.pipe_free[u] > t:
+            if s.pipe_free[self.static.pipe[pc]] > t:
                 w.blocked = 4
                 return False
         elif u in MEMORY:
@@ -469,14 +469,14 @@ class ReferenceSM:
             reads = st.reads[pc]
             if reads:
                 delay = self._collect(w, s, pc, t, reads)
-            s.pipe_free[u] = t + self.pipe_interval[u]
+            s.pipe_free[st.pipe[pc]] = t + st.interval[pc]
             done_at = t + delay + st.latency[pc]
             if delay:
                 s.busy_until = t + 1 + delay
         elif u in MEMORY:
             done_at = self._memory(w, s, pc, t, u)
         elif u == S2R:
-            done_at = t + lat.s2r
+            done_at = t + st.latency[pc]  # S2R, LDC: a fixed latency of their own
         elif u == BRANCH:
             s.rc_warp = None  # a branch empties the reuse caches
             if st.back_branch[pc]:
@@ -504,7 +504,7 @@ class ReferenceSM:
             w.bar_set[b] = t
         # advance along the trace
         w.pos += 1
-        if w.pos >= len(w.pcs):
+        while w.pos >= len(w.pcs):  # (a segment may be empty: a group split before it ran)
             w.part += 1
             if w.part >= len(w.parts):
                 if u != EXIT:
