@@ -54,7 +54,10 @@ Two assumptions are taken from maxas's own kernels, which rely on them (``sgemm_
   operands in issue order, so a wait on the barrier of a later op of the queue covers the earlier
   ones (maxas sets one write barrier on the last LDS.U.128 of a group of four, and one on the last
   of the texture loads of a group), and a later op of the same queue may overwrite an earlier one's
-  destination or source without a wait;
+  destination or source without a wait. Not for the *results* of global loads: maxas's kernels load
+  no global memory, so nothing vouches for LDG results arriving in order, and the timing model
+  completes each LDG when its own sectors arrive (an L2 hit issued after a DRAM miss lands first);
+  a reader of an LDG result waits on that LDG's own barrier;
 - BAR.SYNC returns only after the warp's earlier shared-memory ops have read their operands (maxas
   overwrites the STS.128 source registers with new texture loads after the BAR without a wait).
 
@@ -201,9 +204,12 @@ class ControlState:
 
     # ---- what the rules ask of the next instruction --------------------------------------------
     def _covering(self, op, want_release):
-        """The barrier to wait on to finish ``op`` (in issue order within its queue), or 0."""
+        """The barrier to wait on to finish ``op`` (in issue order within its queue, except the
+        results of global loads: their own barrier), or 0."""
         for later in self.inflight:
             if later.queue == op.queue and later.index >= op.index and not later.done:
+                if not want_release and op.queue == "global" and later is not op:
+                    continue
                 if later.write_bar:
                     return later.write_bar
                 if want_release and later.read_bar and not later.released:
@@ -402,7 +408,7 @@ class ControlState:
         for other in self.inflight:
             if other.queue == op.queue and other.index <= op.index:
                 other.released = True
-                if done:
+                if done and (other is op or op.queue != "global"):
                     other.done = True
 
 
