@@ -205,3 +205,18 @@ def test_core_selection():
         assert type(SM(cfg, k, 32, ms)) is ReferenceSM
     with pytest.raises(MaxsimError, match="unknown SM core 'fast'"):
         SM(cfg, k, 32, ms, core="fast")
+
+
+def test_divergent_kernel():
+    # divergent warps: serialised paths, reconvergence, loops left lane by lane (test_simt.py)
+    import numpy as np
+    from sasskit import kernel
+    from test_simt import COLLATZ, EPILOGUE, PROLOGUE, collatz_problem, collatz_steps
+    x = collatz_problem(256)
+    k = kernel(*(PROLOGUE + COLLATZ + EPILOGUE), nparams=2, regs=16)
+    mem = GlobalMemory()
+    src, out = mem.alloc(4 * x.size), mem.alloc(4 * x.size)
+    mem.write(src, x)
+    res, sm = twin_simulate(k, 4, 64, [src, out], mem, log=True)
+    assert sm.stats.divergent_branches > 0 and sm.stats.to_dict()["simd_efficiency"] < 0.6
+    assert mem.read(out, x.size, np.uint32).tolist() == [collatz_steps(int(v)) for v in x]

@@ -191,10 +191,45 @@ SKIP:
 """
 
 
-def test_divergent_branch():
-    k, msg = run_error(DIVERGENT, grid=(3, 2), ctas=[(2, 1)])
-    assert "divergent branch" in msg and "reconvergence" in msg and "not modelled" in msg
-    # warp 0 (lanes 0-31) is uniform; warp 1 disagrees; its first active lane is named
+def test_divergent_branch_runs_both_paths():
+    # divergence is modelled: warp 1 of the CTA runs both sides of the branch, one after the other
+    res = launch(parse_text(DIVERGENT, filename="rt.sass"), (3, 2), 64, ctas=[(2, 1)])
+    assert res.divergent_branches == 1
+    # warp 0 (tid 0-31) falls through: 5 instructions. Warp 1: its 11 lanes tid 32-42 fall through
+    # first (MOV, EXIT), then the 21 lanes that took the branch run the EXIT at SKIP: 6
+    assert res.warp_instructions == 5 + 6
+    # idle lanes of warp 1: 21 in the MOV and the first EXIT, 11 in the second EXIT
+    assert res.warp_idle.tolist() == [0, 21 + 21 + 11]
+
+
+SYNC_WITHOUT_SSY = header("div", regs=8) + """\
+--:-:1:-:1      S2R R0, SR_TID.X;
+01:-:-:-:d      ISETP.GE.AND P0, PT, R0, 0x2b, PT;
+--:-:-:-:5  @P0 BRA SKIP;
+--:-:-:-:5      SYNC;
+SKIP:
+--:-:-:-:5      EXIT;
+"""
+
+
+def test_sync_without_ssy():
+    k, msg = run_error(SYNC_WITHOUT_SSY, grid=(3, 2), ctas=[(2, 1)])
+    assert "SYNC without a matching SSY" in msg
+    # warp 0 falls through (uniformly) to the SYNC first; its first lane is named
+    assert_where(msg, k, 3, "(2,1)", 0, 0)
+
+
+def test_divergent_call():
+    src = header("divcal", regs=8) + """\
+--:-:1:-:1      S2R R0, SR_TID.X;
+01:-:-:-:d      ISETP.GE.AND P0, PT, R0, 0x2b, PT;
+--:-:-:-:5  @P0 CAL SUB;
+--:-:-:-:5      EXIT;
+SUB:
+--:-:-:-:5      RET;
+"""
+    k, msg = run_error(src, grid=(3, 2), ctas=[(2, 1)])
+    assert "divergent CAL" in msg and "not modelled" in msg
     assert_where(msg, k, 2, "(2,1)", 1, 0)
 
 

@@ -2,8 +2,9 @@
 
 Warps that are at the same instruction run together as one *group*: every operation is one numpy
 operation over all lanes of the group, however many warps and CTAs it spans. A group splits when
-its warps take a branch differently (each warp's branch must be uniform: reconvergence of a
-divergent warp is not modelled) and groups merge again at CTA barriers.
+its warps take a branch differently and groups merge again at CTA barriers. The lanes of one warp
+that disagree on a branch diverge: the warp runs one path while the other waits on its
+reconvergence stack (:mod:`maxsim.functional.simt`), so a group's ``active`` mask is per lane.
 
 Each instruction is compiled once, per launch, into a small closure that reads its operands
 straight from the group's register arrays; text is never looked at again. FFMA, FMUL and FADD
@@ -32,7 +33,7 @@ class Group:
     """Warps executing in lockstep at one pc. Arrays are per lane, warp-major (32 lanes a warp)."""
 
     __slots__ = ("regs", "fregs", "preds", "cc", "active", "full", "pc", "stack", "warps", "tid", "ctaid_x",
-                 "ctaid_y", "cta", "shbase", "laneid", "segment", "bar_id", "pos", "thr_n", "thr_lanes")
+                 "ctaid_y", "cta", "shbase", "laneid", "segment", "bar_id", "pos", "thr_n", "thr_lanes", "simt")
 
     def init_counters(self):
         """Fresh per-group bookkeeping: float view of the registers, trace position, thread counts
@@ -60,6 +61,7 @@ class Group:
         g.full = bool(g.active.all())
         g.pc = self.pc
         g.stack = list(self.stack)
+        g.simt = [(kind, pc, mask[lanes]) for kind, pc, mask in self.simt]
         g.warps = self.warps[rows]
         for name in ("tid", "ctaid_x", "ctaid_y", "cta", "shbase", "laneid"):
             setattr(g, name, getattr(self, name)[lanes])
@@ -77,6 +79,9 @@ class Group:
         g.full = bool(g.active.all())
         g.pc = groups[0].pc
         g.stack = list(groups[0].stack)
+        # (the caller merges only groups whose reconvergence stacks have the same entries)
+        g.simt = [(kind, pc, np.concatenate([x.simt[n][2] for x in groups]))
+                  for n, (kind, pc, _) in enumerate(groups[0].simt)]
         g.warps = np.concatenate([x.warps for x in groups])
         for name in ("tid", "ctaid_x", "ctaid_y", "cta", "shbase", "laneid"):
             setattr(g, name, np.concatenate([getattr(x, name) for x in groups]))
@@ -199,7 +204,7 @@ def _fwriter(dst, zrow):
 # ---------------------------------------------------------------------------------------------
 # compiling one instruction
 
-CONTROL = ("BRA", "CAL", "RET", "EXIT", "BAR")
+CONTROL = ("BRA", "CAL", "RET", "EXIT", "BAR", "SSY", "PBK", "PCNT", "SYNC", "BRK", "CONT")
 FLOAT_OPS = ("FFMA", "FMUL", "FADD")
 
 

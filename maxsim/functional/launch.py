@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import LaunchError, SimulationError
 from ..isa import instruction as ins
+from . import simt
 from .executor import CONTROL, FLOAT_OPS, Context, Group, compile_instruction, float_row, float_table, run_floats
 from .watchdog import Watchdog, instruction_limit
 
@@ -31,11 +32,26 @@ class LaunchResult:
     warp_threads: np.ndarray = None  # thread instructions of each warp (CTA i's warp w at i * wpc + w)
     ctas: tuple = ()  # the CTAs run, in the order of the warp numbering
     trace_key: object = None  # the trace summariser's parameters (see TraceRecorder)
+    warp_divergent: np.ndarray = None  # divergent branches of each warp (numbered as warp_threads)
+    warp_idle: np.ndarray = None  # per warp: lanes not active, summed over its warp instructions
 
-    def cta_threads(self, first, count):
-        """Thread instructions of the CTAs ``first .. first + count - 1`` (in ``ctas`` order)."""
+    @property
+    def divergent_branches(self) -> int:
+        return int(self.warp_divergent.sum()) if self.warp_divergent is not None else 0
+
+    @property
+    def simd_efficiency(self) -> float:
+        """Active lanes per warp instruction over 32 (nvprof's warp execution efficiency)."""
+        if not self.warp_instructions or self.warp_idle is None:
+            return 1.0
+        return 1.0 - int(self.warp_idle.sum()) / (32 * self.warp_instructions)
+
+    def cta_threads(self, first, count, per_warp=None):
+        """Thread instructions of the CTAs ``first .. first + count - 1`` (in ``ctas`` order); or
+        the sum of another per-warp array (``warp_divergent``, ``warp_idle``) over them."""
         wpc = (self.block + 31) // 32
-        return int(self.warp_threads[first * wpc:(first + count) * wpc].sum())
+        arr = self.warp_threads if per_warp is None else per_warp
+        return int(arr[first * wpc:(first + count) * wpc].sum())
 
     @property
     def opcode_counts(self) -> dict:
@@ -120,8 +136,11 @@ def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_in
     per_batch = max(1, BATCH_LANES // (wpc * 32))
     shared_words = (kernel.shared_size + 3) // 4
     counts = np.zeros(len(kernel.instructions), dtype=np.int64)
-    state = {"total": 0}
     warp_threads = np.zeros(len(cta_list) * wpc, dtype=np.int64)
+    # divergent branches and idle lanes (32 less the active lanes, summed over the warp's
+    # instructions) of each warp
+    state = {"total": 0, "divergent": 0, "warp_divergent": np.zeros_like(warp_threads),
+             "warp_idle": np.zeros_like(warp_threads)}
     ctx = Context(kernel, const_bank, shared_words, 0, memory, textures, block, (gx, gy))
     ctx.recorder = recorder
     ctx.watchdog = Watchdog(kernel, counts, limit, len(cta_list) * wpc, given=max_instructions is not None)
@@ -146,7 +165,8 @@ def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_in
         progress(len(cta_list), len(cta_list), "functional run", "CTAs")
     return LaunchResult(kernel, (gx, gy), block, state["total"], int(warp_threads.sum()), counts,
                         recorder.finish() if recorder is not None else None, timing_only,
-                        warp_threads, tuple(cta_list), recorder.key if recorder is not None else None)
+                        warp_threads, tuple(cta_list), recorder.key if recorder is not None else None,
+                        state["warp_divergent"], state["warp_idle"])
 
 
 MAX_BLOCK = 256  # instructions one straight-line step may run
@@ -233,6 +253,7 @@ def _initial_group(kernel, batch, wpc, block, shared_words, warp_base):
     g.full = bool(g.active.all())
     g.pc = 0
     g.stack = []
+    g.simt = []
     g.warps = np.arange(nc * wpc, dtype=np.int64) + warp_base * wpc
     g.tid = tid
     cx = np.array([c[0] for c in batch], dtype=np.uint32)
@@ -246,8 +267,16 @@ def _initial_group(kernel, batch, wpc, block, shared_words, warp_base):
     return g
 
 
+def _divergent(g, taken):
+    """Per warp, whether its active lanes disagree on a branch (None: no warp diverges)."""
+    t = taken.reshape(-1, 32)
+    act = g.active.reshape(-1, 32)
+    div = (t & act).any(axis=1) & ~(t | ~act).all(axis=1)
+    return div if div.any() else None
+
+
 def _warp_ok(instr, g, taken, ctx):
-    """Per-warp branch outcome; a warp whose active lanes disagree is a divergent branch."""
+    """Per-warp outcome of CAL / RET; a warp whose active lanes disagree is an error."""
     t = taken.reshape(-1, 32)
     act = g.active.reshape(-1, 32)
     any_t = (t & act).any(axis=1)
@@ -257,8 +286,8 @@ def _warp_ok(instr, g, taken, ctx):
         w = int(np.flatnonzero(div)[0])
         lane = w * 32 + int(np.flatnonzero(act[w])[0])
         raise SimulationError(ctx.where(instr, g, lane).format(
-            f"divergent branch: the active lanes of this warp disagree on {instr.full_opcode} "
-            f"(reconvergence of divergent warps is not modelled; make the branch warp-uniform)"))
+            f"divergent {instr.opcode}: the active lanes of this warp disagree on {instr.full_opcode} "
+            f"(a divergent call or return is not modelled; make it warp-uniform or use BRA)"))
     return any_t
 
 
@@ -293,6 +322,8 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
     instrs = kernel.instructions
     n_instr = len(instrs)
     runnable = [_initial_group(kernel, batch, wpc, block, ctx.shared_words, warp_base)]
+    warp_divergent = state["warp_divergent"]
+    warp_idle = state["warp_idle"]
     live = np.full(len(batch), wpc, dtype=np.int64)  # live warps per CTA
     waiting = []
     while runnable or waiting:
@@ -317,6 +348,8 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
                 length, steps, nguarded = program.block(pc)
                 counts[pc:pc + length] += nw
                 state["total"] += length * nw
+                if not g.full:
+                    warp_idle[g.warps] += length * (32 - g.active.reshape(-1, 32).sum(axis=1))
                 if state["total"] > limit:
                     raise ctx.watchdog.limit_error(ctx, instr, g)
                 base = 0
@@ -343,6 +376,8 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
                 continue
             counts[pc] += nw
             state["total"] += nw
+            if not g.full:
+                warp_idle[g.warps] += 32 - g.active.reshape(-1, 32).sum(axis=1)
             if state["total"] > limit:
                 raise ctx.watchdog.limit_error(ctx, instr, g)
             if seg is not None:
@@ -354,26 +389,32 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
             else:
                 m = _guard_mask(g, instr.pred, instr.pred_neg)
             op = instr.opcode
-            if op == "EXIT":
-                done = g.active.copy() if m is None else (m & g.active)
+            if op == "EXIT" or op in simt.OPS:
+                if op in simt.PUSH:
+                    simt.push(g, instr)
+                    g.pc = pc + 1
+                    continue
+                lanes = g.active.copy() if m is None else (m & g.active)
+                if not lanes.any():
+                    g.pc = pc + 1
+                    continue
                 _flush_threads(g, warp_threads)
-                warp_threads[g.warps] += done.reshape(-1, 32).sum(axis=1)
-                g.active &= ~done
-                alive = g.active.reshape(-1, 32).any(axis=1)
-                if not alive.all():
-                    gone = g.warps[~alive]
+                if op == "EXIT":
+                    warp_threads[g.warps] += lanes.reshape(-1, 32).sum(axis=1)
+                    simt.leave(g, lanes)
+                else:
+                    simt.wait(ctx, instr, g, lanes)
+                g.pc = pc + 1
+                groups, gone = simt.settle(g)
+                if gone.size:
                     np.subtract.at(live, (gone // wpc) - warp_base, 1)
                     if recorder is not None:
-                        recorder.exit(g, ~alive)
-                    if not alive.any():
-                        g = None
-                        break
-                    g = g.take(np.flatnonzero(alive))
-                    if recorder is not None:
-                        recorder.start(g)
-                g.full = bool(g.active.all())
-                g.pc = pc + 1
-                continue
+                        recorder.exit(g, np.isin(g.warps, gone))
+                if len(groups) == 1 and groups[0] is g:
+                    continue
+                runnable.extend(groups)
+                g = None
+                break
             if op == "BAR":
                 bar = instr.operands[0].value
                 if not 0 <= bar <= 15:
@@ -404,7 +445,31 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
                 waiting.append(g)
                 g = None
                 break
-            # BRA / CAL / RET: warp-uniform outcome, groups split when warps differ
+            # BRA / CAL / RET: groups split when warps differ; a BRA whose active lanes disagree
+            # diverges (CAL / RET must be warp-uniform)
+            if op == "BRA" and m is not None:
+                div = _divergent(g, m)
+                if div is not None:
+                    _flush_threads(g, warp_threads)
+                    state["divergent"] += int(div.sum())
+                    warp_divergent[g.warps[div]] += 1
+                    rest = np.flatnonzero(~div)
+                    d = g.take(np.flatnonzero(div))
+                    simt.diverge(d, m.reshape(-1, 32)[div].reshape(-1), instr.target)
+                    d.pc = pc + 1
+                    if recorder is not None:
+                        recorder.split(g, d, None)
+                    if rest.size:
+                        g = g.take(rest)
+                        m = m.reshape(-1, 32)[rest].reshape(-1)
+                        runnable.append(d)
+                        if recorder is not None:
+                            recorder.start(g)
+                        nw = g.warps.size
+                    else:
+                        runnable.append(d)
+                        g = None
+                        break
             taken = np.ones(nw, dtype=bool) if m is None else _warp_ok(instr, g, m, ctx)
             if op == "RET":
                 if taken.any() and not g.stack:
@@ -466,7 +531,7 @@ def _release_barriers(ctx, waiting, live):
     # called from two places, must stay apart: a merged group keeps only one stack)
     by_pc = {}
     for g in waiting:
-        by_pc.setdefault((g.pc, tuple(g.stack)), []).append(g)
+        by_pc.setdefault((g.pc, tuple(g.stack), simt.signature(g)), []).append(g)
     out = []
     for _, gs in sorted(by_pc.items()):
         merged = gs[0] if len(gs) == 1 else Group.merge(gs)

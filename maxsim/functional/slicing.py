@@ -34,7 +34,8 @@ CC = PRED_BASE + 8  # the carry flag of IADD.CC / IADD.X
 LOADS = ("LDS", "LDG")
 STORES = ("STS", "STG")
 _SPACE = {"LDS": "shared", "STS": "shared", "LDG": "global", "STG": "global"}
-CONTROL = ("BRA", "CAL", "RET", "EXIT", "BAR")
+CONTROL = ("BRA", "CAL", "RET", "EXIT", "BAR", "SSY", "PBK", "PCNT", "SYNC", "BRK", "CONT")
+_WAITS_AT = {"SYNC": "SSY", "BRK": "PBK", "CONT": "PCNT"}
 
 
 @attrs.frozen
@@ -110,17 +111,23 @@ def successors(kernel):
     instrs = kernel.instructions
     n = len(instrs)
     returns = [i.index + 1 for i in instrs if i.opcode == "CAL" and i.index + 1 < n]
+    # SYNC / BRK / CONT continue at the target of some SSY / PBK / PCNT, or (the path of a
+    # divergent branch ends there) at the target of any BRA
+    tokens = {k: [i.target for i in instrs if i.opcode == k] for k in _WAITS_AT.values()}
+    bra_targets = [i.target for i in instrs if i.opcode == "BRA"]
     out = []
     for i in instrs:
         nxt = [i.index + 1] if i.index + 1 < n else []
         never = i.pred == ins.PT and i.pred_neg  # @!PT: the instruction never runs
         op = i.opcode
-        if never or op not in ("BRA", "CAL", "RET", "EXIT"):
+        if never or op not in ("BRA", "CAL", "RET", "EXIT") + tuple(_WAITS_AT):
             s = nxt
         elif op in ("BRA", "CAL"):
             s = [i.target] + (nxt if _guarded(i) else [])
         elif op == "RET":
             s = returns + (nxt if _guarded(i) else [])
+        elif op in _WAITS_AT:
+            s = tokens[_WAITS_AT[op]] + bra_targets + nxt
         else:  # EXIT
             s = nxt if _guarded(i) else []
         out.append(sorted(set(s)))

@@ -146,7 +146,8 @@ class Watchdog:
         return int(self.counts[self.store_pcs].sum()) if self.store_pcs.size else 0
 
     def _state(self, g, stores):
-        return (g.regs.copy(), g.preds.copy(), g.cc.copy(), g.active.copy(), tuple(g.stack), stores)
+        return (g.regs.copy(), g.preds.copy(), g.cc.copy(), g.active.copy(),
+                (tuple(g.stack), tuple((k, pc, m.tobytes()) for k, pc, m in g.simt)), stores)
 
     def back_edge(self, g, pc):
         """Group ``g`` takes the backward branch at ``pc``; raise if it loops without effect."""
@@ -205,7 +206,7 @@ class Watchdog:
         rows = np.flatnonzero((regs != g.regs).any(axis=1))
         if rows.size:
             return int(rows[0])
-        if (old_stores != stores or tuple(g.stack) != stack or not np.array_equal(preds, g.preds)
+        if (old_stores != stores or stack != (tuple(g.stack), tuple((k, pc, m.tobytes()) for k, pc, m in g.simt)) or not np.array_equal(preds, g.preds)
                 or not np.array_equal(cc, g.cc) or not np.array_equal(active, g.active)):
             return -1
         return None

@@ -141,6 +141,8 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
     total.l2_hits, total.l2_misses = ms.l2_read_hits, ms.l2_read_misses
     total.dram_bytes = ms.dram_bytes_read + ms.dram_bytes_written
     total.functional_seconds = 0.0
+    if res.warp_idle is not None:  # the functional run's divergence figures (every traced CTA)
+        total.divergent_branches, total.idle_lanes = res.divergent_branches, int(res.warp_idle.sum())
     seconds = cfg.cycles_to_seconds(cycles) + cfg.gpu.launch_overhead_us * 1e-6
     return GpuResult(cycles=cycles, seconds=seconds, sms_used=len(used),
                      waves=len(ctas_traced) / (per_sm * cfg.gpu.sms), resident_ctas=per_sm, stats=total,

@@ -66,6 +66,13 @@ OPCODES = {s.name: s for s in (
     _spec("BRA", "branch", 0, "L", {"U"}),
     _spec("CAL", "branch", 0, "L"),
     _spec("RET", "branch", 0, ""),
+    # the reconvergence stack (maxsim.functional.simt): push a token / wait at the nearest one
+    _spec("SSY", "branch", 0, "L"),
+    _spec("PBK", "branch", 0, "L"),
+    _spec("PCNT", "branch", 0, "L"),
+    _spec("SYNC", "branch", 0, ""),
+    _spec("BRK", "branch", 0, ""),
+    _spec("CONT", "branch", 0, ""),
     _spec("EXIT", "exit", 0, ""),
     _spec("NOP", "nop", 0, ""),
 )}

@@ -416,7 +416,7 @@ def _decode(spec, opcode, mods, operands, control, pred, pred_neg, line, index, 
                 reuse_mask |= 1 << slot_no
             slot_no += 1
     target, target_label = -1, ""
-    if opcode in ("BRA", "CAL"):
+    if opcode in ("BRA", "CAL", "SSY", "PBK", "PCNT"):
         target_label = operands[0].name
         target = label_map[target_label]
     return ins.Instruction(

@@ -53,9 +53,13 @@ def simulate(kernel, grid, block, params=(), memory=None, textures=None, *, cfg=
                      (lambda d, n, what, unit: progress(d, n, "functional run (traced, timed SM)", unit)))
         traces = res.trace
         thread_instructions = res.thread_instructions
+        divergent, idle = res.divergent_branches, int(res.warp_idle.sum())
     else:
         res = launched
         traces, thread_instructions = _launched_traces(launched, cta_list, wpc, summarise.key)
+        index = {c: i for i, c in enumerate(res.ctas)}
+        divergent = sum(res.cta_threads(index[c], 1, res.warp_divergent) for c in cta_list)
+        idle = sum(res.cta_threads(index[c], 1, res.warp_idle) for c in cta_list)
     functional_seconds = time.perf_counter() - t0
     ms = memory_system if memory_system is not None else MemorySystem(cfg)
     # the launch's instructions bound the timed CTAs' (a launch traced earlier may hold more CTAs)
@@ -71,6 +75,8 @@ def simulate(kernel, grid, block, params=(), memory=None, textures=None, *, cfg=
         watch_progress(env, [proc], [sm], res.warp_instructions, progress)
     st = sm.stats
     st.thread_instructions = thread_instructions
+    st.divergent_branches = divergent
+    st.idle_lanes = idle
     st.warps_per_scheduler = sm.max_ctas * wpc / cfg.sm.schedulers
     st.l2_hits = ms.l2_read_hits
     st.l2_misses = ms.l2_read_misses

@@ -23,6 +23,8 @@ class Stats:
     cycles: int = 0
     warp_instructions: int = 0
     thread_instructions: int = 0
+    divergent_branches: int = 0  # branches whose active lanes disagreed (each serialises two paths)
+    idle_lanes: int = 0  # lanes not active, summed over the warp instructions (divergence, EXIT)
     ffma: int = 0
     flops: int = 0  # 2 per active lane of FFMA, 1 of FMUL/FADD
     dual_issues: int = 0
@@ -57,6 +59,10 @@ class Stats:
             "gflops": self.flops / (self.cycles / self.clock_hz) / 1e9 if self.cycles else 0.0,
             "ffma_pipe_utilisation": self.ffma / (cyc * self.schedulers),
             "warp_instructions": self.warp_instructions,
+            "divergent_branches": self.divergent_branches,
+            # active lanes per warp instruction over 32 (nvprof's warp_execution_efficiency)
+            "simd_efficiency": (1.0 - self.idle_lanes / (32 * self.warp_instructions)
+                                if self.warp_instructions else 1.0),
             "dual_issues": self.dual_issues,
             "opcode_counts": dict(self.opcode_counts),
             "register_bank_conflicts": self.bank_conflicts,
