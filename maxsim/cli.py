@@ -33,6 +33,9 @@ EXAMPLES = """examples:
   maxsim run sgemm_128 --m 512 --n 512 --k 256      the 256-thread kernel on a bigger problem
   maxsim run sgemm_64 --sass sgemm_final_64.sass    maxas's own kernel file in the same harness
   maxsim run bench.sass --grid 2 --block 128        a parameterless kernel of your own
+  maxsim run workloads/kernels/vecadd.sass --grid 8 --block 128 --param n=1000 --param a=a --param b=b \
+      --param c=c --buffer a=a.npy:in --buffer b=b.npy:in --buffer c=zeros:1000 --out results
+                                                    a kernel with parameters and buffers (c saved as results/c.npy)
   maxsim run sgemm_64 --warps-per-scheduler 3       maxas's "Max64-3": 6 CTAs per SM (129 registers)
   maxsim compare --workload sgemm_64 --warps-per-scheduler 3 --json
   maxsim analyze sgemm_64 --traversal zigzag        static register-bank / reuse analysis
@@ -59,9 +62,9 @@ def _grid(text):
     try:
         parts = [int(p, 0) for p in text.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected X or X,Y, got {text!r}") from None
-    if not 1 <= len(parts) <= 2 or min(parts) < 1:
-        raise argparse.ArgumentTypeError(f"expected X or X,Y with positive numbers, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected X, X,Y or X,Y,Z, got {text!r}") from None
+    if not 1 <= len(parts) <= 3 or min(parts) < 1:
+        raise argparse.ArgumentTypeError(f"expected X, X,Y or X,Y,Z with positive numbers, got {text!r}")
     return tuple(parts) + (1,) * (2 - len(parts))
 
 
@@ -92,10 +95,27 @@ def _parser():
     r.add_argument("--sass", metavar="PATH", help="run the SGEMM harness on this kernel file instead "
                                                   "of the generated one (e.g. maxas's sgemm_final_64.sass "
                                                   "with sgemm_64, sgemm_final_128.sass with sgemm_128)")
-    r.add_argument("--grid", type=_grid, default=None, metavar="X[,Y]",
-                   help="grid of CTAs for a .sass file (default 1)")
+    r.add_argument("--grid", type=_grid, default=None, metavar="X[,Y[,Z]]",
+                   help="grid of CTAs for a .sass file (default 1; Z must be 1)")
     r.add_argument("--block", type=_size, default=None, metavar="THREADS",
                    help="threads per CTA for a .sass file (default 32)")
+    r.add_argument("--shared", type=int, default=None, metavar="BYTES",
+                   help="dynamic shared memory of a .sass file's CTAs, added to its SharedSize")
+    r.add_argument("--param", action="append", default=None, metavar="NAME=VALUE",
+                   help="a kernel parameter of a .sass file, by name (from the header's parameter "
+                        "lines or the CONSTANT_MAPPING) or byte offset (0x148): an integer, a float "
+                        "(2.5) or a buffer name (its address); repeat for each parameter")
+    r.add_argument("--buffer", action="append", default=None, metavar="NAME=FILE.npy[:in]|NAME=zeros:SHAPE[:DTYPE]",
+                   help="a global-memory buffer of a .sass file: the array of a .npy file (read back "
+                        "after the run unless :in), or zeros (an output; SHAPE 1000 or 64x64, DTYPE "
+                        "default float32); repeat for each buffer")
+    r.add_argument("--texture", action="append", default=None, metavar="NAME=FILE.npy[:FORMAT]",
+                   help="a 1D texture of a .sass file (NAME its number or a name the kernel gives it) "
+                        "bound to a .npy array in FORMAT: float4 (default), float2, float1, int1/2/4, "
+                        "uint1/2/4; texels out of range read 0")
+    r.add_argument("--out", metavar="DIR", default=None,
+                   help="for a .sass file: save every output buffer as DIR/NAME.npy, the summary as "
+                        "DIR/summary.txt and the figures as DIR/report.json (DIR is made if missing)")
     r.add_argument("--gpu", "--config", dest="config", default="gm204", metavar="CONFIG",
                    help="architecture config: a shipped name (see `maxsim configs`) or a TOML file "
                         "(default gm204)")
@@ -463,7 +483,9 @@ def cmd_run(args):
     wrong = [opt for opt, val, file_only in (
         ("--m", args.m, False), ("--n", args.n, False), ("--k", args.k, False), ("--sass", args.sass, False),
         ("--sm-ctas", args.sm_ctas, False), ("--grid", args.grid, True), ("--block", args.block, True),
-        ("--max-instructions", args.max_instructions, True), ("--check", args.check, False))
+        ("--max-instructions", args.max_instructions, True), ("--check", args.check, False),
+        ("--shared", args.shared, True), ("--param", args.param, True), ("--buffer", args.buffer, True),
+        ("--texture", args.texture, True), ("--out", args.out, True))
         if val is not None and file_only != is_file]
     if wrong and (is_file or args.target in WORKLOADS):
         what = "a .sass file" if is_file else f"the {args.target} workload"
@@ -490,11 +512,12 @@ def cmd_run(args):
                                progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)),
                                occupancy=choice)
         elif args.target.endswith(".sass") or "/" in args.target:
-            out = run_sass_file(args.target, cfg=cfg, grid=args.grid or (1, 1), block=args.block or 32,
-                                timing=not args.functional, hazards="strict" if args.strict else "warn",
-                                max_cycles=args.max_cycles, max_instructions=args.max_instructions,
-                                progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)),
-                                occupancy=choice)
+            arguments = _launch_arguments(args)
+            out, report = run_sass_file(args.target, cfg=cfg, grid=args.grid or (1, 1), block=args.block or 32,
+                                        timing=not args.functional, hazards="strict" if args.strict else "warn",
+                                        max_cycles=args.max_cycles, max_instructions=args.max_instructions,
+                                        progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)),
+                                        occupancy=choice, shared=args.shared or 0, report=True, **arguments)
         else:
             raise UsageError(f"unknown workload {args.target!r}: expected one of {', '.join(WORKLOADS)} or a .sass file")
     except OccupancyError as e:
@@ -510,11 +533,45 @@ def cmd_run(args):
         reference = MAIN_LOOP_CYCLES[args.target]
     out["summary"] = summarise(out, cfg.peak_gflops, cfg.gpu.sms, reference,
                                reference_warps_per_scheduler=reference and WARPS_PER_SCHEDULER)
+    if getattr(args, "out", None):
+        _save_outputs(args.out, report, out, format_run(out))
     if args.json:
         print(json.dumps(out, indent=1, default=float))
     else:
         print(format_run(out))
     return 0
+
+
+def _launch_arguments(args):
+    """The --param / --buffer / --texture specs of a .sass run as launch arguments."""
+    from .host.specs import parse_buffer, parse_param, parse_texture
+    out = {"params": {}, "buffers": {}, "textures": {}}
+    for option, parse, key in (("--param", parse_param, "params"), ("--buffer", parse_buffer, "buffers"),
+                               ("--texture", parse_texture, "textures")):
+        for spec in getattr(args, key[:-1]) or ():
+            name, value = parse(spec)
+            if name in out[key]:
+                raise UsageError(f"{option} {spec}: {name!r} is given twice")
+            out[key][name] = value
+    if args.out is not None and os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise UsageError(f"--out {args.out}: not a directory")
+    return out
+
+
+def _save_outputs(folder, report, out, text):
+    """Write the output buffers as FOLDER/NAME.npy, the summary and the figures."""
+    import numpy as np
+    try:
+        os.makedirs(folder, exist_ok=True)
+        for name, array in report.outputs.items():
+            np.save(os.path.join(folder, f"{name}.npy"), array)
+        with open(os.path.join(folder, "summary.txt"), "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        with open(os.path.join(folder, "report.json"), "w", encoding="utf-8") as f:
+            json.dump(out, f, indent=1, default=float)
+    except OSError as e:
+        raise UsageError(f"--out {folder}: cannot write the results: {e.strerror or e}") from None
+    out["outputs_saved"] = {name: os.path.join(folder, f"{name}.npy") for name in report.outputs}
 
 
 def _duration(seconds):
@@ -554,37 +611,28 @@ def _trace_writer(args):
 
 
 def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn", max_cycles=None,
-                  max_instructions=None, progress=None, timeline=None, occupancy=None):
-    """Run a parameterless kernel file (a micro-benchmark) and report what it executed.
-    ``progress``: a progress callback (:mod:`maxsim.report.progress`); ``timeline``: a callable
-    that receives the timed SM, run with its issue log on; ``occupancy``: ``{"regs": N}``,
-    ``{"warps_per_scheduler": W}`` or ``{"ctas_per_sm": C}``, the residency the kernel runs at
-    (it declares the registers that give it; :func:`maxsim.timing.occupancy.registers_for`)."""
-    from .asm import load_kernel
-    kernel = load_kernel(path, cfg=cfg)
-    if kernel.params:
+                  max_instructions=None, progress=None, timeline=None, occupancy=None, shared=0,
+                  params=None, buffers=None, textures=None, report=False):
+    """Run a kernel file through the launch API (:func:`maxsim.host.launch`) and report what it
+    executed: the fields of ``maxsim run --json`` (and the :class:`~maxsim.host.LaunchReport` with
+    ``report``). ``progress``: a progress callback (:mod:`maxsim.report.progress`); ``timeline``:
+    a callable that receives the timed SM, run with its issue log on; ``occupancy``:
+    ``{"regs": N}``, ``{"warps_per_scheduler": W}`` or ``{"ctas_per_sm": C}``, the residency the
+    kernel runs at (it declares the registers that give it)."""
+    from .host import Kernel, launch
+    kernel = Kernel.load(path, cfg=cfg)
+    missing = [p.label for p in kernel.params
+               if not any(k in p.names or k == p.offset for k in (params or {}))]
+    if missing and not params:
         n = len(kernel.params)
-        raise UsageError(f"{path}: the kernel takes {n} parameter{'s' if n != 1 else ''}; `maxsim run FILE.sass` "
-                         f"runs parameterless kernels (workloads have their own harness)")
-    if occupancy:
-        from .timing.occupancy import registers_for, with_registers
-        kernel = with_registers(kernel, registers_for(kernel, block, cfg, **occupancy))
-    out = {"workload": path, "kernel": kernel.name, "grid": list(grid), "block": block, "config": cfg.name}
-    from .report.fields import functional_fields, occupancy_fields, timing_fields
-    out.update(occupancy_fields(kernel, block, cfg))
-    if not timing:
-        from .functional import launch
-        res = launch(kernel, grid, block, max_instructions=max_instructions, progress=progress)
-        out.update(functional_fields(kernel, res))
-        return out
-    from .timing.run import simulate
-    res, sm = simulate(kernel, grid, block, cfg=cfg, hazards=hazards, max_cycles=max_cycles,
-                       max_instructions=max_instructions, progress=progress, log=timeline is not None)
-    if timeline is not None:
-        timeline(sm)
-    out.update(functional_fields(kernel, res))
-    out.update(timing_fields(sm))
-    return out
+        raise UsageError(f"{path}: the kernel takes {n} parameter{'s' if n != 1 else ''} ({', '.join(missing)}): "
+                         f"give {'each' if n > 1 else 'it'} with --param NAME=VALUE")
+    r = launch(kernel, grid, block, shared=shared, params=params, buffers=buffers, textures=textures, config=cfg,
+               timing=timing, predict=timing, occupancy=occupancy, hazards=hazards, max_cycles=max_cycles,
+               max_instructions=max_instructions, progress=progress, timeline=timeline)
+    out = {"workload": path}
+    out.update(r.fields())
+    return (out, r) if report else out
 
 
 def _small_pages():

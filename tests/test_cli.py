@@ -135,7 +135,7 @@ def test_malformed_sass_through_the_sgemm_harness(capsys, files):
 
 
 def test_kernel_with_parameters_is_not_run_as_a_file(capsys, files):
-    one_line_error(capsys, ["run", files["params"]], "takes 1 parameter", "parameterless")
+    one_line_error(capsys, ["run", files["params"]], "takes 1 parameter", "--param NAME=VALUE")
 
 
 @pytest.mark.parametrize("name", ["out.jpg", "out", "out.PNG.txt"])

@@ -493,6 +493,8 @@ def _memory(ctx, instr, ops, mods, zrow, values=True):
         else:
             # uint32 compares: aligned and within [lo, hi - nbytes] (nbytes is a power of two)
             bad = ((addr & U32(nbytes - 1)) != 0) | (addr < U32(limit_lo)) | (addr > U32(limit_hi - nbytes))
+        if not shared and ctx.memory.gapped:
+            bad |= ctx.memory.unmapped(addr, nbytes)
         if m is not None:
             bad &= m
         elif not g.full:
@@ -502,6 +504,9 @@ def _memory(ctx, instr, ops, mods, zrow, values=True):
                 a = int(addr[pos])
                 if a % nbytes:
                     return f"misaligned {nbytes}-byte {what} access at address 0x{a:x}"
+                if not shared and ctx.memory.allocations:
+                    return (f"out-of-bounds {what} access at address 0x{a:x} (+{nbytes} bytes): "
+                            f"{ctx.memory.describe(a)}")
                 return (f"out-of-bounds {what} access at address 0x{a:x} (+{nbytes} bytes); valid range "
                         f"[0x{limit_lo:x}, 0x{limit_hi:x})")
             ctx.fail(instr, g, bad, msg)
@@ -593,6 +598,7 @@ def _tld(ctx, instr, ops, mods, zrow, values=True):
         vals = np.zeros((handles.size, 4), dtype=np.uint32)
         sizes = np.zeros(handles.size, dtype=np.int64)
         bases = np.zeros(handles.size, dtype=np.int64)
+        tbytes = 16  # texel bytes: an int, or an array per lane when the textures' formats differ
         for h in hs:
             tex = ctx.textures.get(texture_index(int(h)))
             if tex is None:
@@ -604,17 +610,20 @@ def _tld(ctx, instr, ops, mods, zrow, values=True):
             if len(hs) == 1:
                 sizes[:] = tex.size
                 bases[:] = tex.address
+                tbytes = tex.texel_bytes
                 if values:
                     vals = tex.fetch(coords)
                 continue
             lanes = handles == h
             sizes[lanes] = tex.size
             bases[lanes] = tex.address
+            if tex.texel_bytes != 16:
+                tbytes = np.where(lanes, tex.texel_bytes, tbytes)
             if values:
                 vals[lanes] = tex.fetch(coords[lanes])
         if values:
             for j, ch in enumerate(channels):
                 writes[j](g, vals[:, ch], m)
         if ctx.recorder is not None:
-            ctx.recorder.texture(g, coords, bases, sel, sizes)
+            ctx.recorder.texture(g, coords, bases, sel, sizes, tbytes)
     return run

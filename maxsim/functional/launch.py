@@ -63,7 +63,12 @@ class LaunchResult:
 
 
 def pack_params(kernel: ins.Kernel, params) -> bytes:
-    """Constant bank 0: launch geometry words at 0x0.., kernel parameters from 0x140."""
+    """Constant bank 0: launch geometry words at 0x0.., kernel parameters from 0x140.
+
+    ``params``: the 4-byte parameters in order, or the bank already packed (``bytes``, as
+    :mod:`maxsim.host` packs named parameters of any size)."""
+    if isinstance(params, (bytes, bytearray)):
+        return bytes(params) + bytes(max(0, PARAM_BASE + 0x100 - len(params)))
     params = list(params or [])
     if kernel.params and len(params) != len(kernel.params):
         raise LaunchError(f"kernel {kernel.name} takes {len(kernel.params)} parameters, {len(params)} given")

@@ -1,4 +1,4 @@
-"""Memories seen by a kernel: global memory (32-bit addresses), 1D float4 textures, constant bank 0."""
+"""Memories seen by a kernel: global memory (32-bit addresses), 1D textures, constant bank 0."""
 
 from __future__ import annotations
 
@@ -8,25 +8,38 @@ from ..errors import LaunchError
 
 GLOBAL_BASE = 0x1000  # first allocated address: low addresses stay unmapped so a null pointer faults
 ALLOC_ALIGN = 256
+GUARD_BYTES = 4096  # choice: unmapped bytes before each named buffer after the first, so that an
+# access up to 4 KiB past a buffer's end (or before its start) faults instead of reading its neighbour
 
 
 class GlobalMemory:
     """Byte-addressed global memory with 32-bit addresses, stored as 32-bit words.
 
     Allocations are 256-byte aligned and contiguous from ``GLOBAL_BASE``; an access outside
-    ``[GLOBAL_BASE, top)`` or misaligned is an error reported by the executor.
+    ``[GLOBAL_BASE, top)`` or misaligned is an error reported by the executor. An allocation made
+    with a ``name`` (a buffer of :func:`maxsim.host.launch`) is preceded by an unmapped guard of
+    ``GUARD_BYTES``: once a memory holds such gaps (``gapped``), every access must lie inside one
+    allocation, so a kernel that reads or writes past the end of a buffer faults at that
+    instruction and the error names the buffer (:meth:`describe`).
     """
 
     def __init__(self):
         self.words = np.zeros(0, dtype=np.uint32)
         self.top = GLOBAL_BASE
         self.allocations = []  # (base, nbytes)
+        self.names = []  # the name of each allocation ("" when none was given)
+        self.gapped = False  # allocations are separated by unmapped guards (check each access)
         self.invalid = None  # why the contents are not results (a timing-only launch wrote them)
 
-    def alloc(self, nbytes: int) -> int:
+    def alloc(self, nbytes: int, name: str = None) -> int:
         if nbytes <= 0:
-            raise LaunchError(f"cannot allocate {nbytes} bytes of global memory")
-        base = (self.top + ALLOC_ALIGN - 1) // ALLOC_ALIGN * ALLOC_ALIGN
+            raise LaunchError(f"cannot allocate {nbytes} bytes of global memory"
+                              + (f" for buffer {name!r}" if name else ""))
+        top = self.top
+        if name is not None and self.allocations:
+            top += GUARD_BYTES
+            self.gapped = True
+        base = (top + ALLOC_ALIGN - 1) // ALLOC_ALIGN * ALLOC_ALIGN
         top = base + (nbytes + 3) // 4 * 4
         if top > 1 << 32:
             raise LaunchError(f"global memory exhausted: {nbytes} bytes do not fit in the 32-bit address space")
@@ -37,7 +50,35 @@ class GlobalMemory:
             self.words = grown
         self.top = top
         self.allocations.append((base, nbytes))
+        self.names.append(name or "")
         return base
+
+    def unmapped(self, addr, nbytes):
+        """Per lane of ``addr`` (uint32 byte addresses): the access of ``nbytes`` does not lie
+        inside one allocation."""
+        bases = np.array([b for b, _ in self.allocations], dtype=np.int64)
+        ends = bases + np.array([(n + 3) // 4 * 4 for _, n in self.allocations], dtype=np.int64)
+        a = addr.astype(np.int64)
+        i = np.searchsorted(bases, a, side="right") - 1
+        return (i < 0) | (a + nbytes > ends[np.maximum(i, 0)])
+
+    def describe(self, addr: int) -> str:
+        """Where ``addr`` lies relative to the allocations, in words: 'past the end of buffer x
+        [0x1000, 0x1400)', 'before buffer y ...'."""
+        if not self.allocations:
+            return "no global memory is allocated"
+        def name(i):
+            base, n = self.allocations[i]
+            who = f"buffer {self.names[i]!r}" if self.names[i] else "an allocation"
+            return f"{who} [0x{base:x}, 0x{base + n:x})"
+        below = [i for i, (b, _) in enumerate(self.allocations) if b <= addr]
+        if below:
+            i = below[-1]
+            base, n = self.allocations[i]
+            if addr < base + n:
+                return f"inside {name(i)}, but the access runs past its end"
+            return f"{addr - (base + n)} bytes past the end of {name(i)}"
+        return f"{self.allocations[0][0] - addr} bytes before {name(0)}"
 
     def _check(self, addr, nbytes):
         if addr % 4 or addr < GLOBAL_BASE or addr + nbytes > self.top:
@@ -61,22 +102,51 @@ class GlobalMemory:
         return raw.view(dtype).copy()
 
 
-class Texture1D:
-    """A 1D texture of float4 texels with border addressing (out-of-range texels read as zero)."""
+# texel formats of a 1D texture: name -> (channels, numpy dtype of a channel). Every channel is 32
+# bits, as the TLD of the maxas kernels reads them (one 32-bit register per channel)
+FORMATS = {f"{kind}{n}": (n, dtype) for kind, dtype in (("float", np.float32), ("int", np.int32),
+                                                          ("uint", np.uint32)) for n in (1, 2, 4)}
 
-    def __init__(self, texels, address=None):
+
+class Texture1D:
+    """A 1D texture with border addressing: a texel outside ``[0, size)`` reads as zero.
+
+    ``format`` (:data:`FORMATS`) gives the channels of a texel, 1, 2 or 4 of 32 bits each (float4:
+    16-byte texels, as the SGEMM's A and B). A TLD returns four channels; those a narrower format
+    lacks read as (x, 0, 0, 1): zero, and one (1.0 for a float format) in the fourth, the
+    component fill of texture fetches from formats with fewer components [ogl-spec] (OpenGL 4.5
+    core, table 15.1 "Conversion of a texel to RGBA")."""
+
+    def __init__(self, texels, address=None, format="float4"):
         """``address``: the global-memory address the texels live at (their cache identity); a
         texture without one gets a private address range of its own."""
-        data = np.ascontiguousarray(texels, dtype=np.float32)
-        if data.ndim == 1:
-            if data.size % 4:
-                raise LaunchError(f"a float4 texture needs a multiple of 4 floats, got {data.size}")
-            data = data.reshape(-1, 4)
-        if data.ndim != 2 or data.shape[1] != 4:
-            raise LaunchError(f"a float4 texture needs shape (n, 4), got {data.shape}")
-        # the caller's array itself (no copy: a large, sparsely drawn texture stays unmapped)
+        if format not in FORMATS:
+            raise LaunchError(f"unknown texture format {format!r}: expected one of {', '.join(FORMATS)}")
+        channels, dtype = FORMATS[format]
+        data = np.asarray(texels)
+        if data.dtype != dtype and not np.can_cast(data.dtype, dtype, "same_kind"):
+            raise LaunchError(f"a {format} texture needs {np.dtype(dtype).name} values, got {data.dtype}")
+        data = np.ascontiguousarray(data, dtype=dtype)
+        if data.ndim == 1 and channels > 1:
+            if data.size % channels:
+                raise LaunchError(f"a {format} texture needs a multiple of {channels} values, got {data.size}")
+            data = data.reshape(-1, channels)
+        elif data.ndim == 1:
+            data = data.reshape(-1, 1)
+        if data.ndim != 2 or data.shape[1] != channels:
+            raise LaunchError(f"a {format} texture needs shape (n, {channels}), got {data.shape}")
+        if channels < 4:
+            # widened once to four channels (the TLD path reads four 32-bit words per texel)
+            full = np.zeros((data.shape[0], 4), dtype=dtype)
+            full[:, :channels] = data
+            full[:, 3] = 1
+            data = full
+        # the caller's array itself when it is float4 already (no copy: a large, sparsely drawn
+        # texture stays unmapped)
         self.texels = data.view(np.uint32)
         self.size = data.shape[0]
+        self.format = format
+        self.texel_bytes = 4 * channels
         if address is None:
             Texture1D._private += 1
             address = Texture1D._private << 40

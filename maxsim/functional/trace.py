@@ -90,12 +90,15 @@ class TraceRecorder:
         nw = g.warps.size
         g.segment.mem[g.pos] = self.summarise(kind, addr.reshape(nw, 32), self._lanes(g, sel), nbytes)
 
-    def texture(self, g, coords, bases, sel, sizes):
+    def texture(self, g, coords, bases, sel, sizes, texel_bytes=16):
+        """A TLD at ``g.pos``: texel ``coords`` of textures at ``bases`` with ``sizes`` texels of
+        ``texel_bytes`` (an int, or an array per lane)."""
         nw = g.warps.size
         inside = (coords >= 0) & (coords < sizes)
-        addr = np.where(inside, bases + coords * 16, -1)
+        addr = np.where(inside, bases + coords * texel_bytes, -1)
         g.segment.mem[g.pos] = self.summarise(
-            "tex", addr.reshape(nw, 32), self._lanes(g, sel) & inside.reshape(nw, 32), 16)
+            "tex", addr.reshape(nw, 32), self._lanes(g, sel) & inside.reshape(nw, 32),
+            texel_bytes if isinstance(texel_bytes, int) else int(texel_bytes.max()))
 
     def barrier(self, g, arrive):
         """A guarded BAR.SYNC that some warps of the group skip (guard false): per warp, whether

@@ -31,7 +31,7 @@ _FLOAT_RE = re.compile(r"-?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$|-?INF$|-?NAN$", 
 _CONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\s*\[(0[xX][0-9a-fA-F]+|\d+)\]$", re.ASCII)
 _HEADER_RE = re.compile(r"#\s*(Kernel|Arch|InsCnt|RegCnt|SharedSize|BarCnt)\s*:\s*(\S+)\s*$", re.ASCII)
 _PARAMS_RE = re.compile(r"#\s*Params\((\d+)\)\s*:\s*$", re.ASCII)
-_PARAM_RE = re.compile(r"#\s*(\d+):(0[xX][0-9a-fA-F]+|\d+):(\d+):(\d+)\s*$", re.ASCII)
+_PARAM_RE = re.compile(r"#\s*(\d+):(0[xX][0-9a-fA-F]+|\d+):(\d+):(\d+)(?:\s+[A-Za-z_]\w*)?\s*$", re.ASCII)  # name: maxsim.host
 
 
 def parse_file(path) -> ins.Kernel:

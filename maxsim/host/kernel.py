@@ -1,0 +1,134 @@
+"""A kernel as the host sees it: its code and its parameter table with the parameters' names.
+
+A kernel comes from a file or a text, in maxas's final form or its source language
+(:func:`maxsim.asm.load_kernel` tells them apart). Parameter names come from the header's
+parameter lines (``#\t0:0x140:4:0 x``, either form) and, in the source language, from the
+``<CONSTANT_MAPPING>`` names of constant-bank words at or past ``0x140`` (``param_x :
+c[0x0][0x140]`` names the parameter at 0x140 both ``param_x`` and ``x``). A source kernel that
+lists no parameter lines takes its parameters from those names (4 bytes each). Mapping names whose
+value is an integer (``texA : 0x80000001``) name texture handles for :func:`maxsim.host.launch`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import attrs
+
+from ..errors import LaunchError
+from ..functional.launch import PARAM_BASE
+from ..functional.memory import texture_index
+from ..isa import instruction as ins
+
+_PARAM_LINE = re.compile(r"#\s*(\d+)\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*:\s*(\d+)\s*:\s*(\d+)\s+([A-Za-z_]\w*)\s*$")
+_CONST_WORD = re.compile(r"^c\[0x0\]\[(0x[0-9a-fA-F]+|\d+)\]$")
+
+
+@attrs.frozen
+class KernelParam:
+    """One parameter of the kernel's table: its names (possibly none), position, offset in
+    constant bank 0 and size in bytes."""
+
+    names: tuple
+    ordinal: int
+    offset: int
+    size: int
+
+    @property
+    def label(self) -> str:
+        first = self.names[0] if self.names else f"#{self.ordinal}"
+        return f"{first} (c[0x0][0x{self.offset:x}], {self.size} bytes)"
+
+
+@attrs.frozen
+class Kernel:
+    """A decoded kernel with its named parameters and texture handles (see the module doc)."""
+
+    code: ins.Kernel
+    params: tuple  # KernelParam records, by offset
+    textures: tuple = ()  # (name, texture number) pairs from the source's constant names
+
+    @property
+    def name(self) -> str:
+        return self.code.name
+
+    @classmethod
+    def load(cls, path_or_text, cfg=None) -> "Kernel":
+        """A kernel from a file path or a kernel text (a string with a line break is text), in
+        either form. Errors are one line naming the file and line."""
+        from ..asm import assemble_text, is_source
+        from ..sass import parse_text
+        text, filename = _text_of(path_or_text)
+        if is_source(text):
+            asm = assemble_text(text, filename=filename, cfg=cfg)
+            return cls.of(asm.kernel, _header_names(text), asm.constants)
+        return cls.of(parse_text(text, filename=filename), _header_names(text))
+
+    @classmethod
+    def of(cls, code: ins.Kernel, header_names=None, constants=None) -> "Kernel":
+        """Wrap decoded ``code``; ``header_names``: {ordinal: name} from its parameter lines,
+        ``constants``: the source's constant names -> value text."""
+        header_names = header_names or {}
+        by_offset = {}
+        for p in code.params:
+            names = (header_names[p.ordinal],) if header_names.get(p.ordinal) else ()
+            by_offset[p.offset] = [names, p.ordinal, p.size]
+        declared = bool(code.params)
+        textures = []
+        for name, value in (constants or {}).items():
+            value = value.strip()
+            m = _CONST_WORD.match(value)
+            if m:
+                off = int(m.group(1), 0)
+                if off < PARAM_BASE:
+                    continue
+                entry = by_offset.get(off)
+                if entry is None:
+                    if declared:
+                        continue  # a word inside a wider parameter, or not a parameter
+                    entry = by_offset[off] = [(), len(by_offset), 4]
+                extra = (name,) + ((name[6:],) if name.startswith("param_") and len(name) > 6 else ())
+                entry[0] = tuple(dict.fromkeys(entry[0] + extra))
+                continue
+            try:
+                handle = int(value, 0)
+            except ValueError:
+                continue
+            textures.append((name, texture_index(handle)))
+        params = tuple(KernelParam(tuple(v[0]), v[1], off, v[2]) for off, v in sorted(by_offset.items()))
+        if not declared and params:
+            params = tuple(attrs.evolve(p, ordinal=i) for i, p in enumerate(params))
+        return cls(code, params, tuple(textures))
+
+    def param(self, key) -> KernelParam:
+        """The parameter named ``key``, or at byte offset ``key`` (an int) of constant bank 0."""
+        for p in self.params:
+            if (isinstance(key, str) and key in p.names) or (not isinstance(key, str) and p.offset == key):
+                return p
+        if isinstance(key, str):
+            known = ", ".join(p.names[0] for p in self.params if p.names) or "none named"
+            raise LaunchError(f"kernel {self.name} has no parameter named {key!r} (its parameters: {known})")
+        if self.params:
+            offsets = ", ".join(f"0x{p.offset:x}" for p in self.params)
+            raise LaunchError(f"kernel {self.name} has no parameter at offset 0x{key:x} "
+                              f"(its parameters start at {offsets})")
+        return None
+
+
+def _text_of(path_or_text):
+    """(text, filename) of a path or a kernel text."""
+    if isinstance(path_or_text, str) and "\n" in path_or_text:
+        return path_or_text, "<string>"
+    from ..asm.assemble import _read
+    return _read(os.fspath(path_or_text))
+
+
+def _header_names(text) -> dict:
+    """{ordinal: name} of the header's parameter lines that end with a name."""
+    out = {}
+    for line in text.splitlines():
+        m = _PARAM_LINE.match(line.strip())
+        if m:
+            out[int(m.group(1))] = m.group(5)
+    return out

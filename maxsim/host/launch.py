@@ -1,0 +1,273 @@
+"""One launch of any kernel: functional run, outputs, the timed SM and the whole-GPU prediction.
+
+:func:`launch` is the one launch path of maxsim: the command line (``maxsim run KERNEL.sass``), the
+SGEMM workload and ``maxsim compare`` go through it. A launch
+
+1. binds the arguments to the kernel (:func:`maxsim.host.args.bind`: parameters by name or offset,
+   buffers copied into global memory, textures by number or name);
+2. runs the grid (or the CTAs ``ctas``) functionally, recording the trace the timing model reads
+   when timing or a prediction is asked for; the output buffers are read back from that run;
+3. times one SM (``timing``): the first CTAs of the launch, as many as are resident on an SM at
+   once (``sm_ctas`` to choose), replayed from the functional run's trace;
+4. predicts the launch on the whole GPU of the config (``predict``): a single CTA is the timed
+   SM's run (it has the L2 and DRAM to itself); otherwise every SM of the GPU is simulated
+   sharing one L2 and DRAM over the traced grid (:func:`maxsim.gpu.simulate_gpu`), or, given a
+   :class:`Sampling` (how the launch scales with an inner dimension K), sampled
+   (:func:`maxsim.gpu.sampling.predict`), which is what makes large SGEMMs tractable.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import attrs
+import numpy as np
+
+from ..errors import LaunchError
+from ..isa import instruction as ins
+from .args import Bound, bind
+from .kernel import Kernel
+
+
+@attrs.frozen
+class Sampling:
+    """How a launch scales with an inner dimension K, for a sampled whole-GPU prediction:
+    ``build(k) -> (constant bank or parameter list, GlobalMemory, {number: Texture1D})`` makes the
+    same launch with another K, each main-loop iteration consumes ``k_step`` of K, and
+    ``shift(textures, dk)`` gives the byte ranges whose addresses move when a CTA is ``dk`` further
+    along K (see :func:`maxsim.gpu.sampling.predict`)."""
+
+    k: int
+    k_step: int
+    build: object
+    shift: object = None
+
+
+@attrs.frozen
+class Prediction:
+    """The launch on the whole GPU of a config."""
+
+    config: str
+    gpu: str
+    sms: int
+    seconds: float
+    cycles: float
+    waves: float  # CTAs / (SMs x resident CTAs per SM)
+    method: str  # "timed SM" (one CTA), "full" (every CTA on every SM) or "sampled"
+    gflops: float = None  # of the flops the launch executed (None when sampled)
+    memory: dict = attrs.field(factory=dict)  # memory-system counters of the launch, with "cycles"
+    details: dict = attrs.field(factory=dict)  # sampled: the phases simulated, loop cycles, skew
+
+    def to_dict(self) -> dict:
+        return attrs.asdict(self)
+
+
+def _arch(config):
+    from ..arch.config import ArchConfig, load_config
+    if isinstance(config, ArchConfig):
+        return config
+    return load_config() if config is None else load_config(config)
+
+
+def as_kernel(kernel, cfg=None) -> Kernel:
+    """A :class:`Kernel` from a Kernel, a decoded kernel, a path or a kernel text."""
+    if isinstance(kernel, Kernel):
+        return kernel
+    if isinstance(kernel, ins.Kernel):
+        return Kernel.of(kernel)
+    return Kernel.load(kernel, cfg=cfg)
+
+
+def _dims(value, what, limit):
+    """(x, y) of a grid or block given as an int or a tuple of up to three; z (and a block's y)
+    must be 1."""
+    parts = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    if not 1 <= len(parts) <= 3 or not all(isinstance(p, (int, np.integer)) and not isinstance(p, bool)
+                                           for p in parts):
+        raise LaunchError(f"{what} {value!r}: expected X, (X, Y) or (X, Y, Z) positive integers")
+    parts = tuple(int(p) for p in parts) + (1,) * (3 - len(parts))
+    if min(parts) < 1:
+        raise LaunchError(f"{what} {value!r}: every dimension must be at least 1")
+    if parts[2] != 1 or parts[1] > limit:
+        raise LaunchError(f"{what} {value!r}: only {'X and Y' if limit > 1 else 'X'} are modelled "
+                          f"(a {what} of (X, {'Y' if limit > 1 else '1'}, 1)); "
+                          f"SR_{'CTAID' if what == 'grid' else 'TID'}.Z reads 0")
+    return parts[:2]
+
+
+@attrs.frozen(slots=False)
+class LaunchReport:
+    """What one launch gives back (see :func:`launch`)."""
+
+    kernel: Kernel
+    grid: tuple
+    block: int
+    config: str
+    bound: Bound = attrs.field(repr=False)
+    result: object = attrs.field(repr=False)  # maxsim.functional.LaunchResult
+    functional: dict = attrs.field(repr=False)  # warp instructions, opcode counts, bank figures
+    occupancy: dict = attrs.field(repr=False)  # residency on one SM
+    timing: dict = attrs.field(default=None, repr=False)  # the timed SM's figures (None: not timed)
+    prediction: Prediction = None
+    sm: object = attrs.field(default=None, repr=False)  # the timed SM model
+    sm_ctas: int = 0
+
+    @functools.cached_property
+    def outputs(self) -> dict:
+        """name -> array of every buffer that is not an input only, as the launch left it."""
+        return {name: self.read(name) for name, (_, buf) in self.bound.buffers.items() if buf.io != "in"}
+
+    def read(self, name, start=0, count=None) -> np.ndarray:
+        """Buffer ``name`` after the launch (its shape), or ``count`` of its elements from ``start``
+        (flat)."""
+        if name not in self.bound.buffers:
+            raise LaunchError(f"no buffer named {name!r} (buffers: {', '.join(self.bound.buffers) or 'none'})")
+        addr, buf = self.bound.buffers[name]
+        size = int(np.prod(buf.shape, dtype=np.int64))
+        if count is None:
+            return self.bound.memory.read(addr, size, buf.dtype).reshape(buf.shape)
+        if start < 0 or start + count > size:
+            raise LaunchError(f"buffer {name!r} has {size} elements: cannot read {count} from {start}")
+        return self.bound.memory.read(addr + start * buf.dtype.itemsize, count, buf.dtype)
+
+    def fields(self) -> dict:
+        """The run's figures as ``maxsim run --json`` gives them (kernel, geometry, functional,
+        occupancy, timed SM, GPU prediction)."""
+        out = {"kernel": self.kernel.name, "grid": list(self.grid), "block": self.block, "config": self.config}
+        out.update(self.occupancy)
+        out.update(self.functional)
+        if self.timing is not None:
+            out.update(self.timing)
+            out["sm_ctas"] = self.sm_ctas
+        if self.prediction is not None:
+            p = self.prediction
+            out.update(gpu=p.gpu, gpu_sms=p.sms, gpu_predicted_seconds=p.seconds, gpu_waves=p.waves,
+                       gpu_prediction_method=p.method)
+            if p.gflops is not None:
+                out["gpu_predicted_gflops"] = p.gflops
+        return out
+
+    def to_json(self, **kw) -> str:
+        """The figures (:meth:`fields`) and the output arrays' shapes, dtypes and sums as JSON."""
+        out = self.fields()
+        out["outputs"] = {n: {"shape": list(a.shape), "dtype": str(a.dtype), "sum": float(a.sum(dtype=np.float64))}
+                          for n, a in self.outputs.items()}
+        return json.dumps(out, default=float, **kw)
+
+
+def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, textures=None, config=None,
+           timing=True, predict=True, sampling=None, sm_ctas=None, ctas=None, occupancy=None,
+           hazards="warn", max_cycles=None, max_instructions=None, progress=None, timeline=None,
+           expected_instructions=None) -> LaunchReport:
+    """Launch ``kernel`` (a :class:`Kernel`, a decoded kernel, a file path or a kernel text) over
+    ``grid`` CTAs of ``block`` threads.
+
+    ``shared``: dynamic shared memory in bytes, added to the kernel's ``SharedSize``.
+    ``params``: {name or byte offset: int, float or buffer name}; ``buffers``: {name: numpy array
+    (copied in, read back) or :class:`~maxsim.host.args.Buffer`}; ``textures``: {texture number or
+    name: numpy array (float4) or :class:`~maxsim.host.args.Texture`}. ``config``: an architecture
+    config name, TOML path or loaded config (default gm204). ``timing``: time one SM
+    (``sm_ctas`` CTAs, default one SM's resident CTAs); ``predict``: the whole-GPU prediction
+    (``sampling``: a :class:`Sampling` for a sampled one). ``ctas``: run only these CTAs (x, y).
+    ``occupancy``: ``{"regs": N}``, ``{"warps_per_scheduler": W}`` or ``{"ctas_per_sm": C}``,
+    the residency the kernel runs at. ``progress(done, total, what, unit)``: see
+    :mod:`maxsim.report.progress`; ``timeline``: a callable given the timed SM (run with its issue
+    log). Returns a :class:`LaunchReport`."""
+    from ..functional.launch import launch as run_functional
+    from ..report.fields import functional_fields, occupancy_fields
+    cfg = _arch(config)
+    k = as_kernel(kernel, cfg)
+    gx, gy = _dims(grid, "grid", 1 << 16)
+    bx, _ = _dims(block, "block", 1)
+    code = k.code
+    if not isinstance(shared, (int, np.integer)) or shared < 0:
+        raise LaunchError(f"dynamic shared memory {shared!r}: expected a number of bytes >= 0")
+    if shared:
+        code = attrs.evolve(code, shared_size=code.shared_size + int(shared))
+    if occupancy:
+        from ..timing.occupancy import registers_for, with_registers
+        code = with_registers(code, registers_for(code, bx, cfg, **occupancy))
+    if code is not k.code:
+        k = attrs.evolve(k, code=code)
+    bound = bind(k, params, buffers, textures)
+    recorder = None
+    if timing or predict:
+        from ..functional.trace import TraceRecorder
+        from ..timing.summaries import make_summariser
+        recorder = TraceRecorder(make_summariser(cfg))
+    res = run_functional(code, (gx, gy), bx, bound.const_bank, bound.memory, bound.textures,
+                         max_instructions=max_instructions, recorder=recorder, ctas=ctas, progress=progress,
+                         expected_instructions=expected_instructions)
+    report = dict(kernel=k, grid=(gx, gy), block=bx, config=cfg.name, bound=bound, result=res,
+                  functional=functional_fields(code, res), occupancy=occupancy_fields(code, bx, cfg))
+    sm = None
+    if timing:
+        from ..report.fields import timing_fields
+        from ..timing.run import simulate
+        from ..timing.sm import residency
+        ran = list(res.ctas)
+        count = min(len(ran), sm_ctas or residency(code, bx, cfg)[0])
+        _, sm = simulate(code, (gx, gy), bx, cfg=cfg, ctas=ran[:count], hazards=hazards, max_cycles=max_cycles,
+                         progress=progress, log=timeline is not None, launched=res)
+        if timeline is not None:
+            timeline(sm)
+        report.update(timing=timing_fields(sm), sm=sm, sm_ctas=count)
+    if predict:
+        whole = len(res.ctas) == gx * gy
+        if whole and gx * gy == 1 and sm is not None and max_cycles is None:
+            report["prediction"] = _one_cta(cfg, code, bx, sm)
+        elif sampling is not None or whole:
+            report["prediction"] = predict_gpu(code, (gx, gy), bx, cfg, sampling=sampling, bound=bound,
+                                               traced=res if whole else None)
+    return LaunchReport(**report)
+
+
+def _one_cta(cfg, code, block, sm) -> Prediction:
+    """A launch of one CTA: the GPU runs it on one SM with the L2 and DRAM to itself, which is the
+    timed SM's simulation."""
+    from ..timing.sm import residency
+    st = sm.stats
+    seconds = cfg.cycles_to_seconds(st.cycles) + cfg.gpu.launch_overhead_us * 1e-6
+    return Prediction(cfg.name, cfg.gpu.name, cfg.gpu.sms, seconds, st.cycles,
+                      1 / (cfg.gpu.sms * residency(code, block, cfg)[0]), "timed SM",
+                      gflops=st.flops / seconds / 1e9)
+
+
+def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=None, hazards=None,
+                max_instructions=None, progress=None) -> Prediction:
+    """The launch of ``code`` over ``grid`` on the whole GPU of ``cfg``.
+
+    With ``sampling`` (:class:`Sampling`): sampled (:func:`maxsim.gpu.sampling.predict`);
+    ``traced``, a traced launch result of the whole grid at ``sampling.k``, lets a launch of at
+    most one wave be timed from it. Without: every CTA on every SM (:func:`maxsim.gpu.simulate_gpu`),
+    from ``traced`` or from a functional run of ``bound`` (:class:`~maxsim.host.args.Bound`)."""
+    if isinstance(code, Kernel):
+        code = code.code
+    if sampling is not None:
+        from ..gpu.sampling import predict
+        by_cta = None
+        if traced is not None:
+            wpc = (block + 31) // 32
+            by_cta = {cid: [traced.trace[i * wpc + w] for w in range(wpc)] for i, cid in enumerate(traced.ctas)}
+        p = predict(code, block, grid, sampling.k, sampling.build, cfg, k_step=sampling.k_step,
+                    shift=sampling.shift, progress=progress, traced=by_cta)
+        steady = [ph for ph in p.phases if ph.name == "steady state"]
+        details = {"loop_cycles": (steady or p.phases)[0].loop_cycles, "progress_skew_iterations": p.progress_skew,
+                   "phases": [{"name": ph.name, "ctas": ph.ctas, "k_samples": list(ph.ks), "cycles": list(ph.cycles),
+                               "loop_cycles": ph.loop_cycles, "memory": ph.memory} for ph in p.phases]}
+        return Prediction(cfg.name, cfg.gpu.name, cfg.gpu.sms, p.seconds, p.cycles, p.waves, "sampled",
+                          memory=p.memory, details=details)
+    from ..gpu import simulate_gpu
+    pair = None
+    if traced is not None:
+        wpc = (block + 31) // 32
+        pair = (traced, [(cid, [traced.trace[i * wpc + w] for w in range(wpc)]) for i, cid in enumerate(traced.ctas)])
+    r = simulate_gpu(code, grid, block, bound.const_bank if bound is not None else (),
+                     bound.memory if bound is not None else None, bound.textures if bound is not None else None,
+                     cfg=cfg, hazards=hazards, max_instructions=max_instructions, traced=pair)
+    mem = {key: float(v) for key, v in r.memory.stats().items() if isinstance(v, (int, float))
+           and not key.endswith("rate")}
+    mem["cycles"] = float(r.cycles)
+    return Prediction(cfg.name, cfg.gpu.name, cfg.gpu.sms, r.seconds, r.cycles, r.waves, "full",
+                      gflops=r.stats.flops / r.seconds / 1e9, memory=mem)
