@@ -743,3 +743,26 @@ def test_gcd_divergent_pays_the_second_side_of_the_if_else_in_cycles():
     assert side >= 5
     assert split[3].warp_instructions - uniform[3].warp_instructions == 2 * passes
     assert split[3].cycles - uniform[3].cycles == side * passes
+
+
+# ---- the same kernels through the launch API (named parameters, numpy buffers, textures) -----
+
+def test_library_kernels_through_the_launch_api():
+    import maxsim
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((64, 96)).astype(np.float32)
+    for stride, conflicts in ((33, 0), (32, 6 * 8 * 4 * 31)):
+        src = library.source("transpose").replace("stride     : 33", f"stride     : {stride}")
+        r = maxsim.launch(src, grid=(3, 2), block=256, params={"in": "x", "out": "y", "rows": 64, "cols": 96},
+                          buffers={"x": x, "y": np.zeros((96, 64), np.float32)}, hazards="strict", predict=False)
+        assert np.array_equal(r.read("y"), x.T)
+        assert r.sm_ctas == 6 and r.timing["shared_bank_conflicts"] == conflicts
+    n = 150
+    t = rng.standard_normal((n, 4)).astype(np.float32)
+    w = [np.float32(v) for v in rng.standard_normal(5)]
+    xp = np.zeros((n + 4, 4), np.float32)
+    xp[2:n + 2] = t
+    r = maxsim.launch(library.path("stencil5_tex"), grid=2, block=128, textures={0: t},
+                      params={"out": "out", "n": n, **{f"w{j}": w[j] for j in range(5)}},
+                      buffers={"out": np.zeros((n, 4), np.float32)}, hazards="strict", predict=False)
+    assert np.array_equal(r.read("out"), fma_chain([(xp[j:j + n], w[j]) for j in range(5)]))
