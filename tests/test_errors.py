@@ -370,8 +370,11 @@ def test_ret_with_an_empty_call_stack():
 
 
 def test_unmodelled_features_are_errors_not_wrong_answers():
-    k, msg = run_error(header("e", regs=8) + "--:-:1:-:1      LDG.E R0, [R2];\n--:-:-:-:5      EXIT;\n")
-    assert "64-bit (.E) global addresses are not modelled" in msg and msg.startswith(f"rt.sass:{L1}:")
+    # 64-bit (.E) addresses are modelled within the 32-bit global memory: a high word is an error
+    k, msg = run_error(header("e", regs=8) + "--:-:-:-:1      MOV32I R3, 0x1;\n"
+                       "--:-:1:-:1      LDG.E R0, [R2];\n--:-:-:-:5      EXIT;\n")
+    assert "64-bit global address 0x100000000 is beyond the model's 32-bit global address space" in msg
+    assert msg.startswith(f"rt.sass:{L1 + 1}:")
     k, msg = run_error(header("c", regs=8) + "--:-:-:-:1      MOV R0, c[0x3][0x0];\n--:-:-:-:5      EXIT;\n")
     assert "constant bank 3 is not modelled" in msg
     k, msg = run_error(header("c", regs=8) + "--:-:-:-:1      MOV R0, c[0x0][0x8000];\n--:-:-:-:5      EXIT;\n")

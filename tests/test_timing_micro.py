@@ -610,3 +610,45 @@ def test_next_cta_starts_cta_launch_cycles_after_the_last_ends(gap):
     firsts = [t for t, lab, pc in sm.issue_log if pc == 0]
     assert sm.max_ctas == 1 and len(firsts) == 2
     assert firsts[1] - firsts[0] == N_INDEP + gap
+
+
+# ---------------------------------------------------------------------------------------------
+# (12) the quarter-rate xu pipe (MUFU, conversions, POPC, FLO, SHFL), LDC and shared atomics
+
+
+def test_xu_pipe_rate_and_its_own_pipe():
+    # independent POPCs with stall 1 issue every 1/xu cycles (4); an FFMA and a SHL between them
+    # go to the other pipes and issue the next cycle
+    q = int(round(1 / CFG.pipes.xu))
+    body = [f"--:-:-:-:1 POPC R{4 + i}, R1;" for i in range(3)] + [FILL, exit_line()]
+    sm, d = run(kernel("\n".join(body)))
+    assert [t for t, _ in issues(sm)] == [0, q, 2 * q, 2 * q + 1, 2 * q + 2]
+    assert d["stall_reasons"]["pipe_busy"] == 2 * (q - 1)
+    body = ["--:-:-:-:1 POPC R4, R1;", FILL, "--:-:-:-:1 SHL R9, R1, 0x2;", exit_line()]
+    sm, d = run(kernel("\n".join(body)))
+    assert [t for t, _ in issues(sm)][:3] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("text,lat", [("MUFU.RCP R4, R5", LAT.xu), ("I2F.F32.S32 R4, R5", LAT.xu),
+                                      ("SHFL.BFLY PT, R4, R5, 0x1, 0x1f", LAT.shfl),
+                                      ("LDC R4, c[0x0][0x0]", LAT.ldc)])
+def test_variable_latency_results_clear_their_barrier(text, lat):
+    # the consumer waits on the producer's write barrier (stall 2: the barrier is visible one
+    # cycle after it is set); it issues when the result is there, `lat` cycles after the producer
+    body = [f"--:-:1:-:2 {text};", "01:-:-:-:1 FADD R6, R4, R4;", exit_line()]
+    sm, d = run(kernel("\n".join(body)))
+    assert first_issue(sm, 1) == lat
+    assert d["hazards"] == 0
+
+
+@pytest.mark.parametrize("same_address", [False, True])
+def test_shared_atomics_serialise_on_one_address(same_address):
+    # 32 lanes add to 32 consecutive words (one wavefront) or all to word 0 (one pass per lane:
+    # 31 more wavefronts); the dependent FADD waits on the atomic's barrier
+    addr = "[RZ]" if same_address else "[R1]"
+    body = ["--:-:1:-:2 S2R R0, SR_TID.X;", f"01:-:-:-:{s(LAT.alu_half)} SHL R1, R0, 0x2;",
+            f"--:-:2:-:2 ATOMS.ADD R4, {addr}, R0;", "02:-:-:-:1 FADD R5, R4, R4;", exit_line()]
+    sm, d = run(kernel("\n".join(body), shared=128))
+    extra = 31 if same_address else 0
+    assert first_issue(sm, 3) - first_issue(sm, 2) == LAT.lds + extra
+    assert d["shared_bank_conflicts"] == extra and d["shared_requests"] == 1

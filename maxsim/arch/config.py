@@ -148,6 +148,7 @@ class PipesConfig:
 
     alu: float = _pos_float()  # warp instructions per cycle per scheduler
     alu_half: float = _pos_float()
+    xu: float = _pos_float()  # quarter-rate unit (MUFU, conversions, POPC, FLO, SHFL)
     dual_issue: bool = _bool()
     mem_issue_interval: int = _pos_int()  # cycles between warp memory instructions, per scheduler
     shared_queue_depth: int = _pos_int()  # per warp
@@ -172,6 +173,9 @@ class LatencyConfig:
     predicate: int = _pos_int()
     barrier_set_delay: int = _nonneg_int()
     s2r: int = _pos_int()
+    xu: int = _pos_int()
+    shfl: int = _pos_int()
+    ldc: int = _pos_int()
     lds: int = _pos_int()
     sts: int = _pos_int()
     tex_l1_hit: int = _pos_int()

@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import SimulationError
 from ..isa import instruction as ins
 from . import alu
+from ..isa.opcodes import memory_bytes
 from .memory import GLOBAL_BASE, texture_index
 
 U32 = np.uint32
@@ -219,8 +220,19 @@ def compile_instruction(ctx, instr, values=True):
     op = instr.opcode
     mods = instr.mods
     ops = instr.operands
-    if op in ("LDS", "STS", "LDG", "STG"):
+    if op in ("LDG", "STG", "LD", "ST") and memory_bytes(mods) < 4:
+        from .atomics import subword
+        return subword(ctx, instr, ops, mods, zrow, values)
+    if op in ("LDS", "STS", "LDG", "STG", "LD", "ST"):
         return _memory(ctx, instr, ops, mods, zrow, values)
+    if op in ("ATOM", "RED", "ATOMS"):
+        from .atomics import atomic
+        return atomic(ctx, instr, ops, mods, zrow, values)
+    if op == "LDC":
+        fn = _mov(ctx, instr, ops, mods, zrow)
+        return fn if values else None
+    if op == "DEPBAR":
+        return lambda g, m: None
     if op == "TLD":
         return _tld(ctx, instr, ops, mods, zrow, values)
     if op in FLOAT_OPS:
@@ -228,7 +240,7 @@ def compile_instruction(ctx, instr, values=True):
         if not values:
             return None
         return _float_single(row, consts)
-    fast = _ALU.get(op)
+    fast = _ALU.get(op) or _extra().get(op)
     if fast is not None:
         fn = fast(ctx, instr, ops, mods, zrow)
         return fn if values else None
@@ -439,6 +451,11 @@ _ALU = {
 }
 
 
+def _extra():
+    from . import floatops, intops
+    return {**intops.OPS, **floatops.OPS}
+
+
 def _s2r(ctx, instr, ops, zrow):
     name = ops[1].name
     write = _writer(ops[0].reg, zrow)
@@ -465,6 +482,15 @@ def _address(ctx, instr, op, zrow):
     return lambda g: g.regs[base] + off
 
 
+def high_word(instr, op, zrow):
+    """For a .E (64-bit) address [Rn+imm]: ``fn(g, low) -> the high word`` (R(n+1) plus the carry
+    of the low word's add), which the model's 32-bit global memory needs to be 0; else None."""
+    if "E" not in instr.mods or op.reg == ins.RZ:
+        return None
+    base, off = op.reg, U32(op.value & 0xFFFFFFFF)
+    return lambda g, low: g.regs[base + 1] + (low < g.regs[base]).astype(np.uint32) * (off != 0)
+
+
 def _memory(ctx, instr, ops, mods, zrow, values=True):
     op = instr.opcode
     width = 1
@@ -472,13 +498,12 @@ def _memory(ctx, instr, ops, mods, zrow, values=True):
         if m in ("32", "64", "128"):
             width = int(m) // 32
     nbytes = 4 * width
-    if "E" in mods:
-        raise SimulationError(f"{instr.where}: 64-bit (.E) global addresses are not modelled; maxsim kernels use 32-bit addresses")
-    load = op in ("LDS", "LDG")
+    load = op in ("LDS", "LDG", "LD")
     shared = op in ("LDS", "STS")
     mem_op = ops[1] if load else ops[0]
     data_op = ops[0] if load else ops[1]
     addr_of = _address(ctx, instr, mem_op, zrow)
+    high_of = high_word(instr, mem_op, zrow)
     what = "shared" if shared else "global"
     offsets = np.arange(width, dtype=np.int64)
     recorder_kind = ("lds" if load else "sts") if shared else ("ldg" if load else "stg")
@@ -495,6 +520,8 @@ def _memory(ctx, instr, ops, mods, zrow, values=True):
             bad = ((addr & U32(nbytes - 1)) != 0) | (addr < U32(limit_lo)) | (addr > U32(limit_hi - nbytes))
         if not shared and ctx.memory.gapped:
             bad |= ctx.memory.unmapped(addr, nbytes)
+        if high_of is not None:
+            bad |= high_of(g, addr) != 0
         if m is not None:
             bad &= m
         elif not g.full:
@@ -502,6 +529,9 @@ def _memory(ctx, instr, ops, mods, zrow, values=True):
         if bad.any():
             def msg(pos):
                 a = int(addr[pos])
+                if high_of is not None and int(high_of(g, addr)[pos]):
+                    return (f"64-bit global address 0x{int(high_of(g, addr)[pos]):x}{a:08x} is beyond the "
+                            f"model's 32-bit global address space")
                 if a % nbytes:
                     return f"misaligned {nbytes}-byte {what} access at address 0x{a:x}"
                 if not shared and ctx.memory.allocations:

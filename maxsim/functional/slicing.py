@@ -31,9 +31,10 @@ from ..isa import instruction as ins
 PRED_BASE = 256  # location of predicate p: PRED_BASE + p; registers are their own number
 CC = PRED_BASE + 8  # the carry flag of IADD.CC / IADD.X
 
-LOADS = ("LDS", "LDG")
-STORES = ("STS", "STG")
-_SPACE = {"LDS": "shared", "STS": "shared", "LDG": "global", "STG": "global"}
+LOADS = ("LDS", "LDG", "LD", "ATOM", "ATOMS")  # (an atomic's value operands are store data)
+STORES = ("STS", "STG", "ST", "RED")
+_SPACE = {"LDS": "shared", "STS": "shared", "LDG": "global", "STG": "global", "LD": "global", "ST": "global",
+          "ATOM": "global", "RED": "global", "ATOMS": "shared"}
 CONTROL = ("BRA", "CAL", "RET", "EXIT", "BAR", "SSY", "PBK", "PCNT", "SYNC", "BRK", "CONT")
 _WAITS_AT = {"SYNC": "SSY", "BRK": "PBK", "CONT": "PCNT"}
 
@@ -76,10 +77,15 @@ def accesses(instr):
     ops = instr.operands
     defs = list(instr.dst_regs) + [PRED_BASE + p for p in instr.dst_preds]
     uses, addr, data = [], [], []
-    if op in LOADS:
-        addr = _reg(ops[1])
+    if op in ("ATOM", "ATOMS", "RED"):
+        k = 1 if op != "RED" else 0
+        addr = _reg(ops[k]) + ([ops[k].reg + 1] if "E" in instr.mods and ops[k].reg != ins.RZ else [])
+        # the value operands: what a returned value depends on, and the data the memory gets
+        uses = data = [r for o in ops[k + 1:] for r in _reg(o)]
+    elif op in LOADS:
+        addr = _reg(ops[1]) + ([ops[1].reg + 1] if "E" in instr.mods and ops[1].reg != ins.RZ else [])
     elif op in STORES:
-        addr = _reg(ops[0])
+        addr = _reg(ops[0]) + ([ops[0].reg + 1] if "E" in instr.mods and ops[0].reg != ins.RZ else [])
         if ops[1].reg != ins.RZ:
             data = list(range(ops[1].reg, ops[1].reg + _width(instr)))
     elif op == "TLD":
@@ -99,7 +105,8 @@ def accesses(instr):
 
 
 def _n_dst(instr):
-    return 2 if instr.opcode == "ISETP" else (0 if instr.opcode in STORES else 1)
+    from ..isa.opcodes import OPCODES
+    return OPCODES[instr.opcode].n_dst
 
 
 def _guarded(instr):

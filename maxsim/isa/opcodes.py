@@ -17,13 +17,23 @@ from . import instruction as ins
 # Timing classes. alu: full-rate integer/fp32 pipe work; alu_half: the half-rate classes (shifts,
 # compares, bit-field, select); lds/sts: shared memory; tex: texture fetch; ldg/stg: global memory;
 # s2r: special registers; bar: CTA barrier; branch: BRA/CAL/RET; exit: EXIT.
-UNITS = ("alu", "alu_half", "lds", "sts", "tex", "ldg", "stg", "s2r", "bar", "branch", "exit", "nop")
+# xu: the quarter-rate unit (MUFU, conversions, POPC, FLO, SHFL); fixed: a fixed-latency result
+# outside the ALU pipes (LDC, VOTE's ballot is ALU work). ATOMS is shared-memory work (lds), ATOM a
+# global load (ldg), RED a global store (stg).
+UNITS = ("alu", "alu_half", "xu", "lds", "sts", "tex", "ldg", "stg", "s2r", "fixed", "bar", "branch", "exit",
+         "nop")
 MEMORY_UNITS = frozenset(("lds", "sts", "tex", "ldg", "stg"))
 
 _ROUND = {"FTZ", "RN", "RM", "RP", "RZ", "SAT"}
 _CMP = {"LT", "LE", "GT", "GE", "EQ", "NE"}
 _BOOL = {"AND", "OR", "XOR"}
 _WIDTH = {"32": 1, "64": 2, "128": 4}
+_SUBWORD = {"U8", "S8", "U16", "S16"}  # one register, 1 or 2 bytes of memory
+_FCMP = _CMP | {"LTU", "LEU", "GTU", "GEU", "EQU", "NEU", "NUM", "NAN"}
+_ATOM_OPS = {"ADD", "MIN", "MAX", "INC", "DEC", "AND", "OR", "XOR", "EXCH", "CAS"}
+_F2I_ROUND = {"TRUNC", "FLOOR", "CEIL", "ROUND"}
+_TYPES = {"F32", "S32", "U32", "S16", "U16", "S8", "U8"}
+CONVERSIONS = ("I2F", "F2I", "F2F")
 
 
 @attrs.frozen
@@ -59,8 +69,36 @@ OPCODES = {s.name: s for s in (
     _spec("S2R", "s2r", 1, "R S"),
     _spec("LDS", "lds", 1, "V M", {"U"}, set(_WIDTH)),
     _spec("STS", "sts", 0, "M V", set(_WIDTH)),
-    _spec("LDG", "ldg", 1, "V M", {"E"}, {"CG", "CI", "CS", "CV"}, set(_WIDTH)),
-    _spec("STG", "stg", 0, "M V", {"E"}, {"CG", "CS", "WT"}, set(_WIDTH)),
+    _spec("LDG", "ldg", 1, "V M", {"E"}, {"CG", "CI", "CS", "CV"}, set(_WIDTH) | _SUBWORD),
+    _spec("STG", "stg", 0, "M V", {"E"}, {"CG", "CS", "WT"}, set(_WIDTH) | _SUBWORD),
+    # generic loads / stores: modelled as global (no shared or local window in the generic space)
+    _spec("LD", "ldg", 1, "V M", {"E"}, {"CG", "CI", "CS", "CV"}, set(_WIDTH) | _SUBWORD),
+    _spec("ST", "stg", 0, "M V", {"E"}, {"CG", "CS", "WT"}, set(_WIDTH) | _SUBWORD),
+    _spec("ATOM", "ldg", 1, "R M R|I R|I", {"E"}, _ATOM_OPS, {"U32", "S32", "F32"}, {"FTZ"}, {"RN"}, min_operands=3),
+    _spec("RED", "stg", 0, "M R|I", {"E"}, _ATOM_OPS - {"CAS", "EXCH"}, {"U32", "S32", "F32"}, {"FTZ"}, {"RN"}),
+    _spec("ATOMS", "lds", 1, "R M R|I R|I", _ATOM_OPS, {"U32", "S32"}, min_operands=3),
+    _spec("LDC", "fixed", 1, "R C"),
+    _spec("DEPBAR", "nop", 0, "W I", {"LE"}),
+    # integer
+    _spec("IMNMX", "alu_half", 1, "R R R|C|I P", {"U32", "S32"}),
+    _spec("POPC", "xu", 1, "R R|C|I"),
+    _spec("FLO", "xu", 1, "R R|C|I", {"U32", "S32"}, {"SH"}),
+    _spec("BFI", "alu_half", 1, "R R R|C|I R|C"),
+    # LEA d, a, b, s / LEA.HI d, a, b, c, s (the high word of a 64-bit scaled index)
+    _spec("LEA", "alu", 1, "R R R|C|I R|I I", {"HI"}, {"X"}, {"CC"}, min_operands=4),
+    _spec("PSETP", "alu", 2, "P P P P P", _BOOL, _BOOL),
+    _spec("P2R", "alu_half", 1, "R W R I"),
+    _spec("R2P", "alu_half", 0, "W R I"),
+    _spec("VOTE", "alu", 2, "R P P", {"ALL", "ANY", "EQ"}),
+    _spec("SHFL", "xu", 2, "P R R R|I R|I", {"IDX", "UP", "DOWN", "BFLY"}),
+    # float
+    _spec("FMNMX", "alu_half", 1, "R R R|C|I|F P", {"FTZ"}),
+    _spec("FSETP", "alu_half", 2, "P P R R|C|I|F P", _FCMP, _BOOL, {"FTZ"}),
+    _spec("MUFU", "xu", 1, "R R", {"RCP", "RSQ", "SQRT", "EX2", "LG2", "SIN", "COS"}),
+    _spec("RRO", "alu_half", 1, "R R|C|I|F", {"SINCOS", "EX2"}),
+    _spec("I2F", "xu", 1, "R R|C|I", {"F32"}, {"S32", "U32", "S16", "U16", "S8", "U8"}, {"RN", "RM", "RP", "RZ"}),
+    _spec("F2I", "xu", 1, "R R|C|I|F", {"S32", "U32"}, {"F32"}, _F2I_ROUND, {"FTZ"}),
+    _spec("F2F", "xu", 1, "R R|C|I|F", {"F32"}, {"F32"}, _F2I_ROUND | {"RN"}, {"FTZ"}, {"SAT"}),
     _spec("TLD", "tex", 1, "V R R I W I", {"B"}, {"LZ"}, {"NODEP"}, {"P"}, {"T"}),
     _spec("BAR", "bar", 0, "I", {"SYNC"}),
     _spec("BRA", "branch", 0, "L", {"U"}),
@@ -85,15 +123,19 @@ SPECIAL_REGISTERS = ("SR_TID.X", "SR_TID.Y", "SR_TID.Z", "SR_CTAID.X", "SR_CTAID
 
 
 # Modifiers an opcode cannot do without (one of the set must be present)
-REQUIRED_MODIFIERS = {"ISETP": _CMP}
+REQUIRED_MODIFIERS = {"ISETP": _CMP, "FSETP": _FCMP, "ATOM": _ATOM_OPS, "RED": _ATOM_OPS, "ATOMS": _ATOM_OPS,
+                      "MUFU": {"RCP", "RSQ", "SQRT", "EX2", "LG2", "SIN", "COS"},
+                      "SHFL": {"IDX", "UP", "DOWN", "BFLY"}, "VOTE": {"ALL", "ANY", "EQ"}, "RRO": {"SINCOS", "EX2"}}
+# keyword operands (W) each opcode accepts
+WORDS = {"TLD": ("1D",), "P2R": ("PR",), "R2P": ("PR",), "DEPBAR": tuple(f"SB{n}" for n in range(6))}
 
 
 def match_modifiers(spec: OpSpec, mods: tuple):
     """Return None if ``mods`` is acceptable for ``spec``, else the first offending modifier."""
     groups = list(spec.mod_groups)
     for n, m in enumerate(mods):
-        if m in mods[:n]:
-            return m  # a repeated modifier (XMAD.PSL.PSL) is never meaningful
+        if m in mods[:n] and not (spec.name in CONVERSIONS and m in _TYPES):
+            return m  # (a conversion names its destination and source types: F2F.F32.F32)  # a repeated modifier (XMAD.PSL.PSL) is never meaningful
         for i, g in enumerate(groups):
             if m in g:
                 del groups[i]
@@ -117,3 +159,13 @@ def vector_width(opcode: str, mods: tuple, operands: tuple) -> int:
         if m in _WIDTH:
             return _WIDTH[m]
     return 1
+
+
+def memory_bytes(mods: tuple) -> int:
+    """Bytes one lane moves in a global / generic load or store with modifiers ``mods``."""
+    for m in mods:
+        if m in _WIDTH:
+            return 4 * _WIDTH[m]
+        if m in _SUBWORD:
+            return int(m[1:]) // 8
+    return 4

@@ -11,7 +11,7 @@ import re
 
 from ..errors import SassParseError
 from ..isa import instruction as ins
-from ..isa.opcodes import (KIND_LETTER, OPCODES, REQUIRED_MODIFIERS, SPECIAL_REGISTERS,
+from ..isa.opcodes import (KIND_LETTER, OPCODES, REQUIRED_MODIFIERS, SPECIAL_REGISTERS, WORDS,
                            match_modifiers, vector_alignment, vector_width)
 
 # Header values that the hardware bounds (Maxwell: 48 KB static shared memory per CTA, 16 barriers)
@@ -278,8 +278,8 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
             raise line.error(f"undefined label {op.name!r}", col)
         if op.kind == ins.SREG and op.name not in SPECIAL_REGISTERS:
             raise line.error(f"unknown special register {op.name!r}", col)
-        if op.kind == ins.WORD and op.name not in ("1D",):
-            raise line.error(f"unknown keyword {op.name!r} (expected a texture dimension such as 1D)", col)
+        if op.kind == ins.WORD and op.name not in WORDS.get(opcode, ()):
+            raise line.error(f"unknown keyword {op.name!r} (expected {' or '.join(WORDS.get(opcode, ('no keyword',)))})", col)
         lim = _IMM_RANGE.get((opcode, n))
         if lim and op.kind == ins.IMM and not lim[0] <= op.value <= lim[1]:
             raise line.error(f"{lim[2]} {op.text} is out of range {lim[0]}..{lim[1]}", col)
@@ -367,7 +367,7 @@ def _parse_operand(tok: str, line: _Line, col: int) -> ins.Operand:
         return ins.Operand(ins.IMM, value=v, text=tok)
     if _FLOAT_RE.match(tok):
         return ins.Operand(ins.FIMM, fvalue=float(tok), text=tok)
-    if t == "1D":
+    if t in ("1D", "PR") or re.fullmatch(r"SB[0-5]", t):
         return ins.Operand(ins.WORD, name=t)
     if _IDENT_RE.match(t) and not neg:
         return ins.Operand(ins.LABEL, name=t)
@@ -400,6 +400,8 @@ def _decode(spec, opcode, mods, operands, control, pred, pred_neg, line, index, 
         if op.kind in (ins.REG, ins.MEM):
             if op.reg != ins.RZ:
                 src_regs.extend(range(op.reg, op.reg + w))
+                if op.kind == ins.MEM and "E" in mods:
+                    src_regs.append(op.reg + 1)  # a 64-bit address: the register pair
             if op.kind == ins.REG or len(slots) < 3:
                 slots.append(op.reg if op.reg != ins.RZ else -1)
         elif op.kind in (ins.IMM, ins.FIMM, ins.CONST):

@@ -86,14 +86,16 @@ W_SIZE = 45
 
 # ---- S: per scheduler ----
 S_LAST, S_BUSY, S_PIPE0, S_PIPE1, S_MEM_FREE, S_RC_WARP, S_NW, S_RCN = range(8)  # S_RCN: 3 counts
-S_SIZE = 11
+S_SIZE = 12
+S_PIPE2 = 11  # the quarter-rate (xu) pipe's free cycle
 
 # ---- C: per resident CTA ----
 C_LIVE, C_NARRIVED, C_SIZE = range(3)
 
 # ---- P: per instruction ----
 (P_UNIT, P_MATH, P_STALL, P_YIELD, P_WAITS, P_RBAR, P_WBAR, P_LATENCY, P_BACK, P_SRC, P_NSRC, P_DST,
- P_NDST, P_PSRC, P_NPSRC, P_PDST, P_NPDST, P_READS, P_NREADS, P_MREADS, P_NMREADS, P_SIZE) = range(22)
+ P_NDST, P_PSRC, P_NPSRC, P_PDST, P_NPDST, P_READS, P_NREADS, P_MREADS, P_NMREADS, P_PIPE, P_INTERVAL,
+ P_SIZE) = range(24)
 
 RING = 64  # register bank ring (cycles remembered), as regfile.RING
 LATE = 16  # bit offset of the late-read marks, as regfile.LATE
@@ -151,7 +153,8 @@ def _book_late_reads(BANKS, P, L, s, pc, when):
 def _unit_ok(G, W, Q, S, P, w, pc, t, s):
     u = P[pc, P_UNIT]
     if u <= ALU_HALF:
-        if S[s, S_PIPE0 + u] > t:
+        pipe = P[pc, P_PIPE]
+        if S[s, S_PIPE0 + pipe if pipe < 2 else S_PIPE2] > t:
             W[w, W_BLOCKED] = 4
             return False
     elif u >= LDS and u <= STG:
@@ -636,7 +639,8 @@ def _issue(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, 
     if u <= ALU_HALF:
         if P[pc, P_NREADS]:
             delay = _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t)
-        S[s, S_PIPE0 + u] = t + (G[G_PIPE_INT0] if u == 0 else G[G_PIPE_INT1])
+        pipe = P[pc, P_PIPE]
+        S[s, S_PIPE0 + pipe if pipe < 2 else S_PIPE2] = t + P[pc, P_INTERVAL]
         done_at = t + delay + P[pc, P_LATENCY]
         if delay:
             S[s, S_BUSY] = t + 1 + delay
@@ -648,7 +652,7 @@ def _issue(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, 
             G[G_CTX_PC] = pc
             return MEM
     elif u == S2R:
-        done_at = t + G[G_LAT_S2R]
+        done_at = t + P[pc, P_LATENCY]  # S2R, LDC: a fixed latency of their own
     elif u == BRANCH:
         S[s, S_RC_WARP] = -1  # a branch empties the reuse caches
         if P[pc, P_BACK]:

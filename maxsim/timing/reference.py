@@ -111,7 +111,7 @@ class Scheduler:
         self.warps = []
         self.last = None
         self.busy_until = 0
-        self.pipe_free = [0, 0]  # first cycle the ALU / half-rate pipe takes an instruction (by unit)
+        self.pipe_free = [0, 0, 0]  # first cycle the ALU / half-rate / xu pipe takes an instruction
         self.mem_free = 0
         self.rcs = _NO_REUSE  # reuse caches: one tuple of registers per operand slot
         self.rc_warp = None
@@ -376,7 +376,7 @@ class ReferenceSM:
     def _unit_ok(self, w, pc, t, s):
         u = self.static.unit[pc]
         if u <= ALU_HALF:
-            if s.pipe_free[u] > t:
+            if s.pipe_free[self.static.pipe[pc]] > t:
                 w.blocked = 4
                 return False
         elif u in MEMORY:
@@ -469,14 +469,14 @@ class ReferenceSM:
             reads = st.reads[pc]
             if reads:
                 delay = self._collect(w, s, pc, t, reads)
-            s.pipe_free[u] = t + self.pipe_interval[u]
+            s.pipe_free[st.pipe[pc]] = t + st.interval[pc]
             done_at = t + delay + st.latency[pc]
             if delay:
                 s.busy_until = t + 1 + delay
         elif u in MEMORY:
             done_at = self._memory(w, s, pc, t, u)
         elif u == S2R:
-            done_at = t + lat.s2r
+            done_at = t + st.latency[pc]  # S2R, LDC: a fixed latency of their own
         elif u == BRANCH:
             s.rc_warp = None  # a branch empties the reuse caches
             if st.back_branch[pc]:

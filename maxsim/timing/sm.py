@@ -206,6 +206,8 @@ def _static_tables(static, kernel, cfg):
         P[pc, K.P_RBAR] = static.rbar[pc]
         P[pc, K.P_WBAR] = static.wbar[pc]
         P[pc, K.P_LATENCY] = static.latency[pc]
+        P[pc, K.P_PIPE] = static.pipe[pc]
+        P[pc, K.P_INTERVAL] = static.interval[pc]
         P[pc, K.P_BACK] = static.back_branch[pc]
         put(pc, K.P_SRC, static.srcs[pc])
         put(pc, K.P_DST, static.dsts[pc])

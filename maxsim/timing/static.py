@@ -7,7 +7,11 @@ from ..errors import SimulationError
 
 ALU, ALU_HALF, LDS, STS, TEX, LDG, STG, S2R, BAR, BRANCH, EXIT, NOP = range(12)
 UNIT_CODE = {"alu": ALU, "alu_half": ALU_HALF, "lds": LDS, "sts": STS, "tex": TEX, "ldg": LDG,
-             "stg": STG, "s2r": S2R, "bar": BAR, "branch": BRANCH, "exit": EXIT, "nop": NOP}
+             "stg": STG, "s2r": S2R, "bar": BAR, "branch": BRANCH, "exit": EXIT, "nop": NOP,
+             # the quarter-rate unit issues like the half-rate ALU class but on a pipe of its own;
+             # a "fixed" result (LDC) is timed like S2R with its own latency
+             "xu": ALU_HALF, "fixed": S2R}
+PIPE = {"alu": 0, "alu_half": 1, "xu": 2}  # the scheduler's math pipes
 MEMORY = frozenset((LDS, STS, TEX, LDG, STG))
 NEVER = 1 << 62
 
@@ -36,6 +40,10 @@ class StaticInfo:
         self.is_ffma = [False] * n
         self.back_branch = [False] * n
         self.flops = [0] * n
+        self.pipe = [0] * n  # math pipe (0 ALU, 1 half-rate, 2 xu)
+        self.interval = [0] * n  # cycles the pipe is busy per warp instruction
+        intervals = (int(round(cfg.pipes.alu_interval)), int(round(cfg.pipes.alu_half_interval)),
+                     int(round(1.0 / cfg.pipes.xu)))
         for i in kernel.instructions:
             k = i.index
             u = UNIT_CODE[i.unit]
@@ -62,7 +70,14 @@ class StaticInfo:
                     reads.append((slot, r, r % banks, bool(i.reuse_mask >> slot & 1), r in seen))
                     seen.add(r)
                 self.reads[k] = tuple(reads)
-                self.latency[k] = lat.predicate if i.dst_preds else (lat.alu if u == ALU else lat.alu_half)
+                self.pipe[k] = PIPE[i.unit]
+                self.interval[k] = intervals[self.pipe[k]]
+                if i.unit == "xu":
+                    self.latency[k] = lat.shfl if i.opcode == "SHFL" else lat.xu
+                else:
+                    self.latency[k] = lat.predicate if i.dst_preds else (lat.alu if u == ALU else lat.alu_half)
+            elif u == S2R:
+                self.latency[k] = lat.ldc if i.opcode == "LDC" else lat.s2r
             elif u in MEMORY:
                 self.mem_reads[k] = tuple(sorted({r % banks for r in i.src_regs}))
             self.is_ffma[k] = i.opcode == "FFMA"

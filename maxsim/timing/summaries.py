@@ -36,6 +36,22 @@ _NONE = np.iinfo(np.int64).max  # sorts after every sector
 SEEN_LIMIT = 4096  # remembered shared-memory patterns per summariser (a bound on its memory)
 
 
+def atomic_wavefronts(addr, active, banks, width):
+    """Shared-memory wavefronts of ATOMS for each warp: its lanes on one address serialise (one
+    pass per lane; choice: the order and any merging of same-address updates in the hardware are
+    not published), and its distinct addresses need the bank passes of a 4-byte access."""
+    a = np.where(active, addr.astype(np.int64), -1)
+    a.sort(axis=1)
+    same = (a[:, 1:] == a[:, :-1]) & (a[:, 1:] >= 0)
+    # the longest run of equal addresses per warp
+    run = np.ones(a.shape, dtype=np.int64)
+    for k in range(1, a.shape[1]):
+        run[:, k] = np.where(same[:, k - 1], run[:, k - 1] + 1, 1)
+    longest = np.where(a >= 0, run, 0).max(axis=1)
+    banked = np.asarray(warp_wavefronts(addr, active, 4, banks, width), dtype=np.int64)
+    return np.maximum(longest, banked)
+
+
 def make_summariser(cfg):
     """``summarise(kind, addr, active, nbytes)`` for the trace recorder under ``cfg``. A shared
     access pattern seen before gets the same (read-only) summary array back."""
@@ -44,6 +60,8 @@ def make_summariser(cfg):
     seen = {}  # shared-memory access patterns already summarised (loops repeat them)
 
     def summarise(kind, addr, active, nbytes):
+        if kind == "atoms":
+            return atomic_wavefronts(addr, active, banks, width)
         if kind in ("lds", "sts"):
             key = (nbytes, addr.shape[0], addr.tobytes(), active.tobytes())
             out = seen.get(key)

@@ -1,0 +1,209 @@
+"""fp32 opcodes beyond FFMA/FMUL/FADD: FMNMX, FSETP, MUFU (with RRO), and the conversions I2F,
+F2I, F2F with their rounding modes.
+
+MUFU is the special-function unit's approximation; the model returns the correctly rounded
+fp32 value of the function (computed in fp64), which lies within the error bounds the PTX ISA
+documents for the approximate instructions MUFU implements (PTX ISA, "Floating Point
+Instructions"): rcp.approx.f32 1 ulp; rsqrt.approx.f32 relative 2^-22.9; sqrt.approx.f32 relative
+2^-23; ex2.approx.f32 2 ulp from the correctly rounded result; lg2.approx.f32 absolute 2^-22 in
+(0.5, 2), relative 2^-22 elsewhere; sin / cos.approx.f32 absolute 2^-20.5 in [-2pi, 2pi] and
+2^-14.7 in [-100pi, 100pi]. tests/test_opcodes_extra.py holds the model to these bounds. The
+hardware's own approximation errors are not modelled (a kernel run in maxsim is more exact).
+
+SIN and COS take their argument in the form RRO.SINCOS prepares (the range reduction op). That
+format is not documented; the model keeps it an fp32 number of revolutions (RRO.SINCOS x gives
+x / 2pi, MUFU.SIN r gives sin(2pi r)), so that the RRO + MUFU pair nvcc emits computes sin(x).
+RRO.EX2 passes its operand through (MUFU.EX2 takes a plain fp32 value here).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import SimulationError
+from .alu import ftz as flush, saturate
+from .executor import U32, _pred_reader, _reader_f32, _reader_u32, _writer
+from .intops import write_pred
+
+F32 = np.float32
+
+
+def _fwrite(dst, zrow):
+    w = _writer(dst, zrow)
+
+    def write(g, v, m):
+        v = np.broadcast_to(np.asarray(v, dtype=F32), g.tid.shape)
+        w(g, np.ascontiguousarray(v).view(np.uint32), m)
+    return write
+
+
+def _fsrc(ctx, instr, op, zrow, ftz):
+    r = _reader_f32(ctx, instr, op, zrow)
+    return (lambda g: flush(r(g))) if ftz else r
+
+
+def _fmnmx(ctx, instr, ops, mods, zrow):
+    """FMNMX d, a, b, p: min(a, b) when p holds, else max; a NaN operand gives the other one
+    (IEEE 754 minNum / maxNum; two NaNs give NaN)."""
+    ftz = "FTZ" in mods
+    a, b = (_fsrc(ctx, instr, o, zrow, ftz) for o in ops[1:3])
+    p = _pred_reader(ops[3])
+    write = _fwrite(ops[0].reg, zrow)
+    return lambda g, m: write(g, np.where(p(g), np.fmin(a(g), b(g)), np.fmax(a(g), b(g))), m)
+
+
+def fcompare(a, b, cmp):
+    """FSETP's comparison: ordered tests are false on NaN; the U forms are true on NaN."""
+    a = np.asarray(a, dtype=F32)
+    b = np.asarray(b, dtype=F32)
+    nan = np.isnan(a) | np.isnan(b)
+    if cmp == "NUM":
+        return ~nan
+    if cmp == "NAN":
+        return nan
+    base = {"LT": np.less, "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal,
+            "EQ": np.equal, "NE": np.not_equal}[cmp[:2]]
+    r = base(a, b) & ~nan
+    return r | nan if cmp.endswith("U") else r
+
+
+def _fsetp(ctx, instr, ops, mods, zrow):
+    cmp = next(x for x in mods if x not in ("AND", "OR", "XOR", "FTZ"))
+    bop = {"AND": np.logical_and, "OR": np.logical_or, "XOR": np.logical_xor}[
+        next((x for x in mods if x in ("AND", "OR", "XOR")), "AND")]
+    ftz = "FTZ" in mods
+    a, b = (_fsrc(ctx, instr, o, zrow, ftz) for o in ops[2:4])
+    pc = _pred_reader(ops[4])
+    pd, pq = ops[0].reg, ops[1].reg
+
+    def run(g, m):
+        r = fcompare(a(g), b(g), cmp)
+        c = pc(g)
+        write_pred(g, pd, bop(r, c), m)
+        write_pred(g, pq, bop(~r, c), m)
+    return run
+
+
+_TWO_PI = 2.0 * np.pi
+
+
+def mufu(x, fn):
+    """MUFU.fn of fp32 x: the correctly rounded fp32 value (subnormal inputs and results are
+    flushed to zero, as the .ftz forms of the PTX approximations are)."""
+    x = flush(np.asarray(x, dtype=F32)).astype(np.float64)
+    with np.errstate(all="ignore"):
+        if fn == "RCP":
+            r = 1.0 / x
+        elif fn == "RSQ":
+            r = 1.0 / np.sqrt(x)
+        elif fn == "SQRT":
+            r = np.sqrt(x)
+        elif fn == "EX2":
+            r = np.exp2(x)
+        elif fn == "LG2":
+            r = np.log2(x)
+        elif fn == "SIN":
+            r = np.sin(_TWO_PI * np.fmod(x, 1.0))
+        else:
+            r = np.cos(_TWO_PI * np.fmod(x, 1.0))
+    return flush(r.astype(F32))
+
+
+def _mufu(ctx, instr, ops, mods, zrow):
+    fn = next(x for x in mods)
+    a = _reader_f32(ctx, instr, ops[1], zrow)
+    write = _fwrite(ops[0].reg, zrow)
+    return lambda g, m: write(g, mufu(a(g), fn), m)
+
+
+def _rro(ctx, instr, ops, mods, zrow):
+    a = _reader_f32(ctx, instr, ops[1], zrow)
+    write = _fwrite(ops[0].reg, zrow)
+    if "SINCOS" in mods:
+        return lambda g, m: write(g, (np.asarray(a(g), dtype=np.float64) / _TWO_PI).astype(F32), m)
+    return lambda g, m: write(g, a(g), m)
+
+
+def round_f32(x64, mode):
+    """fp64 values (exact integers or fp32-representable sums) to fp32 with rounding mode
+    RN (nearest even), RZ (toward zero), RM (toward -inf) or RP (toward +inf)."""
+    r = np.asarray(x64, dtype=np.float64).astype(F32)
+    if mode == "RN":
+        return r
+    back = r.astype(np.float64)
+    x64 = np.asarray(x64, dtype=np.float64)
+    if mode == "RZ":
+        fix = np.abs(back) > np.abs(x64)
+        return np.where(fix, np.nextafter(r, F32(0)), r).astype(F32)
+    if mode == "RM":
+        return np.where(back > x64, np.nextafter(r, F32(-np.inf)), r).astype(F32)
+    return np.where(back < x64, np.nextafter(r, F32(np.inf)), r).astype(F32)
+
+
+_INT_VIEW = {"S32": (np.int32, 32), "U32": (np.uint32, 32), "S16": (np.int16, 16), "U16": (np.uint16, 16),
+             "S8": (np.int8, 8), "U8": (np.uint8, 8)}
+
+
+def _i2f(ctx, instr, ops, mods, zrow):
+    """I2F.F32.<int type>.<rounding>: integer (the low bits of the source for 8/16-bit types) to fp32."""
+    src = next((x for x in mods if x in _INT_VIEW), "S32")
+    mode = next((x for x in mods if x in ("RN", "RM", "RP", "RZ")), "RN")
+    bits = _INT_VIEW[src][1]
+    a = _reader_u32(ctx, instr, ops[1], zrow)
+    write = _fwrite(ops[0].reg, zrow)
+
+    def run(g, m):
+        v = np.asarray(a(g), dtype=np.uint32)
+        if bits < 32:
+            x = (v & U32((1 << bits) - 1)).astype(np.int64)
+        else:
+            x = v.view(np.int32).astype(np.int64) if src[0] == "S" else v.astype(np.int64)
+        if bits < 32 and src[0] == "S":
+            x = np.where(x >= 1 << (bits - 1), x - (1 << bits), x)
+        write(g, round_f32(np.asarray(x, dtype=np.float64), mode), m)
+    return run
+
+
+def f2i(x, signed, mode):
+    """fp32 to a 32-bit integer: round by ``mode`` (TRUNC, FLOOR, CEIL, ROUND = nearest even),
+    saturate to the type's range; NaN gives 0 (PTX cvt.rzi / rmi / rpi / rni .s32 / .u32)."""
+    x = np.asarray(x, dtype=np.float64)
+    r = {"TRUNC": np.trunc, "FLOOR": np.floor, "CEIL": np.ceil, "ROUND": np.rint}[mode](x)
+    lo, hi = (-(1 << 31), (1 << 31) - 1) if signed else (0, (1 << 32) - 1)
+    r = np.where(np.isnan(r), 0, np.clip(r, lo, hi)).astype(np.int64)
+    return (r & 0xFFFFFFFF).astype(np.uint32)
+
+
+def _f2i(ctx, instr, ops, mods, zrow):
+    signed = "U32" not in mods
+    mode = next((x for x in mods if x in ("TRUNC", "FLOOR", "CEIL", "ROUND")), "ROUND")
+    a = _fsrc(ctx, instr, ops[1], zrow, "FTZ" in mods)
+    write = _writer(ops[0].reg, zrow)
+    return lambda g, m: write(g, np.broadcast_to(f2i(a(g), signed, mode), g.tid.shape).copy(), m)
+
+
+def _f2f(ctx, instr, ops, mods, zrow):
+    """F2F.F32.F32 with .TRUNC/.FLOOR/.CEIL/.ROUND: round to an integral fp32 value; .RN (or no
+    rounding modifier) copies; .FTZ flushes subnormals, .SAT clamps to [0, 1]."""
+    mode = next((x for x in mods if x in ("TRUNC", "FLOOR", "CEIL", "ROUND")), None)
+    a = _fsrc(ctx, instr, ops[1], zrow, "FTZ" in mods)
+    sat = "SAT" in mods
+    ftz = "FTZ" in mods
+    fn = {"TRUNC": np.trunc, "FLOOR": np.floor, "CEIL": np.ceil, "ROUND": np.rint, None: lambda v: v}[mode]
+    write = _fwrite(ops[0].reg, zrow)
+
+    def run(g, m):
+        r = np.asarray(fn(np.asarray(a(g), dtype=F32)), dtype=F32)
+        if ftz:
+            r = flush(r)
+        if sat:
+            r = saturate(r)
+        write(g, r, m)
+    return run
+
+
+def refuse(instr, what):
+    raise SimulationError(f"{instr.where}: {instr.full_opcode}: {what} is not modelled")
+
+
+OPS = {"FMNMX": _fmnmx, "FSETP": _fsetp, "MUFU": _mufu, "RRO": _rro, "I2F": _i2f, "F2I": _f2i, "F2F": _f2f}

@@ -1,0 +1,250 @@
+"""Integer, predicate and warp-wide opcodes beyond the SGEMM set: IMNMX, POPC, FLO, BFI, LEA,
+PSETP, P2R/R2P, VOTE and SHFL.
+
+Each ``_name(ctx, instr, ops, mods, zrow)`` compiles one instruction into ``fn(g, m)`` like the
+ALU compilers of :mod:`maxsim.functional.executor`. Semantics: the PTX ISA's descriptions of the
+instructions these opcodes implement (min/max, popc, bfind, bfi, shfl, vote) [ptx-isa], with
+the SASS operand order of nvdisasm / maxas.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import SimulationError
+from ..isa import instruction as ins
+from .executor import U32, _pred_reader, _reader_u32, _writer
+
+
+def write_pred(g, dst, val, m):
+    """Predicate ``dst`` := val on the lanes of mask m (None: all lanes); PT is not written."""
+    if dst == ins.PT:
+        return
+    if m is None:
+        g.preds[dst] = val
+    else:
+        np.copyto(g.preds[dst], np.broadcast_to(val, m.shape), where=m)
+
+
+def _imnmx(ctx, instr, ops, mods, zrow):
+    """IMNMX d, a, b, p: min(a, b) when p holds, else max (signed unless .U32)."""
+    a, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:3])
+    p = _pred_reader(ops[3])
+    write = _writer(ops[0].reg, zrow)
+    view = np.uint32 if "U32" in mods else np.int32
+
+    def run(g, m):
+        x = np.asarray(a(g), dtype=np.uint32).view(view)
+        y = np.asarray(b(g), dtype=np.uint32).view(view)
+        r = np.where(p(g), np.minimum(x, y), np.maximum(x, y))
+        write(g, np.asarray(r).astype(view).view(np.uint32), m)
+    return run
+
+
+_POPC8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint32)
+
+
+def popcount(x):
+    x = np.asarray(x, dtype=np.uint32)
+    return sum(_POPC8[(x >> U32(8 * k)) & U32(0xFF)] for k in range(4)).astype(np.uint32)
+
+
+def _popc(ctx, instr, ops, mods, zrow):
+    a = _reader_u32(ctx, instr, ops[1], zrow)
+    write = _writer(ops[0].reg, zrow)
+    return lambda g, m: write(g, np.broadcast_to(popcount(a(g)), g.tid.shape).copy(), m)
+
+
+def find_leading_one(x, signed, shift):
+    """PTX bfind: bit position of the most significant 1 (signed: of the most significant bit
+    that differs from the sign), 0xFFFFFFFF when there is none; ``shift`` (.SH) gives 31 minus
+    the position instead (a left shift amount), still 0xFFFFFFFF when there is none."""
+    x = np.asarray(x, dtype=np.uint32)
+    if signed:
+        x = np.where(x >> U32(31), ~x, x).astype(np.uint32)
+    nz = x != 0
+    pos = np.full(x.shape, -1, dtype=np.int64)
+    for k in range(32):
+        pos = np.where((x >> U32(k)) & U32(1), k, pos)
+    if shift:
+        pos = np.where(nz, 31 - pos, -1)
+    return (pos & 0xFFFFFFFF).astype(np.uint32)
+
+
+def _flo(ctx, instr, ops, mods, zrow):
+    a = _reader_u32(ctx, instr, ops[1], zrow)
+    write = _writer(ops[0].reg, zrow)
+    signed, shift = "S32" in mods, "SH" in mods
+    return lambda g, m: write(g, np.broadcast_to(find_leading_one(a(g), signed, shift), g.tid.shape).copy(), m)
+
+
+def bit_insert(a, ctl, c):
+    """PTX bfi: c with its bits [pos, pos + len) replaced by the low bits of a; ctl = len << 8 | pos
+    (position and length are 8-bit fields; a field past bit 31 is cut there)."""
+    ctl = np.asarray(ctl, dtype=np.uint32)
+    pos = (ctl & U32(0xFF)).astype(np.int64)
+    length = ((ctl >> U32(8)) & U32(0xFF)).astype(np.int64)
+    width = np.clip(np.minimum(pos + length, 32) - pos, 0, 32)
+    mask = (((np.int64(1) << width) - 1) << np.minimum(pos, 32)) & 0xFFFFFFFF
+    a64 = np.asarray(a, dtype=np.uint32).astype(np.int64)
+    c64 = np.asarray(c, dtype=np.uint32).astype(np.int64)
+    r = (c64 & ~mask) | ((a64 << np.minimum(pos, 32)) & mask)
+    return (r & 0xFFFFFFFF).astype(np.uint32)
+
+
+def _bfi(ctx, instr, ops, mods, zrow):
+    a, b, c = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:4])
+    write = _writer(ops[0].reg, zrow)
+    return lambda g, m: write(g, np.broadcast_to(bit_insert(a(g), b(g), c(g)), g.tid.shape).copy(), m)
+
+
+def _lea(ctx, instr, ops, mods, zrow):
+    """LEA d, a, b, s: d = (a << s) + b. LEA.HI d, a, b, c, s: d = b + the high word of the 64-bit
+    value {c:a} << s (the high half of a scaled 64-bit index); .CC sets the carry, .X adds it."""
+    hi = "HI" in mods
+    if len(ops) != (5 if hi else 4) or ops[-1].kind != ins.IMM:
+        raise SimulationError(f"{instr.where}: LEA takes d, a, b, shift; LEA.HI takes d, a, b, c, shift")
+    s = ops[-1].value
+    if not 0 <= s < 32:
+        raise SimulationError(f"{instr.where}: LEA shift {s} is out of range 0..31")
+    a, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:3])
+    c = _reader_u32(ctx, instr, ops[3], zrow) if hi else None
+    write = _writer(ops[0].reg, zrow)
+    use_x, set_cc = "X" in mods, "CC" in mods
+
+    def run(g, m):
+        av = np.asarray(a(g), dtype=np.uint64)
+        if hi:
+            wide = (np.asarray(c(g), dtype=np.uint64) << np.uint64(32)) | av
+            part = (wide << np.uint64(s)) >> np.uint64(32) & np.uint64(0xFFFFFFFF)
+        else:
+            part = (av << np.uint64(s)) & np.uint64(0xFFFFFFFF)
+        x = part + np.asarray(b(g), dtype=np.uint64)
+        if use_x:
+            x = x + g.cc
+        x = np.broadcast_to(x, g.tid.shape)
+        if set_cc:
+            carry = (x >> np.uint64(32)).astype(np.uint32)
+            if m is None:
+                g.cc[:] = carry
+            else:
+                np.copyto(g.cc, carry, where=m)
+        write(g, (x & np.uint64(0xFFFFFFFF)).astype(np.uint32), m)
+    return run
+
+
+_BOOL = {"AND": np.logical_and, "OR": np.logical_or, "XOR": np.logical_xor}
+
+
+def _psetp(ctx, instr, ops, mods, zrow):
+    """PSETP.op1.op2 Pd, Pq, Pa, Pb, Pc: Pd = (Pa op1 Pb) op2 Pc, Pq = !(Pa op1 Pb) op2 Pc."""
+    names = [x for x in mods if x in _BOOL] + ["AND", "AND"]
+    op1, op2 = _BOOL[names[0]], _BOOL[names[1]]
+    pa, pb, pc = (_pred_reader(o) for o in ops[2:5])
+    pd, pq = ops[0].reg, ops[1].reg
+
+    def run(g, m):
+        r = op1(pa(g), pb(g))
+        c = pc(g)
+        vd, vq = op2(r, c), op2(~r, c)
+        write_pred(g, pd, vd, m)
+        write_pred(g, pq, vq, m)
+    return run
+
+
+def _p2r(ctx, instr, ops, mods, zrow):
+    """P2R d, PR, a, mask: bit n of d is predicate Pn (n = 0..6) where the mask has bit n; the
+    other bits come from a (choice: merge, so that P2R can pack into a live register)."""
+    a = _reader_u32(ctx, instr, ops[2], zrow)
+    mask = U32(ops[3].value & 0x7F)
+    write = _writer(ops[0].reg, zrow)
+    weights = (U32(1) << np.arange(7, dtype=np.uint32))[:, None]
+
+    def run(g, m):
+        packed = (g.preds[:7].astype(np.uint32) * weights).sum(axis=0).astype(np.uint32)
+        write(g, (np.asarray(a(g), dtype=np.uint32) & ~mask) | (packed & mask), m)
+    return run
+
+
+def _r2p(ctx, instr, ops, mods, zrow):
+    """R2P PR, a, mask: predicate Pn := bit n of a, for the bits n (0..6) set in the mask."""
+    a = _reader_u32(ctx, instr, ops[1], zrow)
+    mask = ops[2].value & 0x7F
+
+    def run(g, m):
+        v = np.broadcast_to(np.asarray(a(g), dtype=np.uint32), g.tid.shape)
+        for n in range(7):
+            if mask >> n & 1:
+                write_pred(g, n, (v >> U32(n) & U32(1)).astype(bool), m)
+    return run
+
+
+def _active(g, m):
+    return (g.active if m is None else m).reshape(-1, 32)
+
+
+def _vote(ctx, instr, ops, mods, zrow):
+    """VOTE.ALL/ANY/EQ d, Pd, Pa over the lanes that execute it: d = the ballot (bit n: lane n
+    executes and Pa holds), Pd = all / any / all-equal of Pa over those lanes."""
+    kind = next(x for x in mods if x in ("ALL", "ANY", "EQ"))
+    pa = _pred_reader(ops[2])
+    write = _writer(ops[0].reg, zrow)
+    pd = ops[1].reg
+    weights = (np.uint64(1) << np.arange(32, dtype=np.uint64))
+
+    def run(g, m):
+        act = _active(g, m)
+        p = np.broadcast_to(pa(g), g.tid.shape).reshape(-1, 32) & act
+        ballot = (p.astype(np.uint64) * weights).sum(axis=1).astype(np.uint32)
+        write(g, np.repeat(ballot, 32), m)
+        if kind == "ALL":
+            r = (p | ~act).all(axis=1)
+        elif kind == "ANY":
+            r = p.any(axis=1)
+        else:
+            r = (p | ~act).all(axis=1) | ~p.any(axis=1)
+        write_pred(g, pd, np.repeat(r, 32), m)
+    return run
+
+
+def _shfl(ctx, instr, ops, mods, zrow):
+    """SHFL.mode Pd, d, a, b, c: lane j's a, as PTX shfl defines j and the predicate (c holds the
+    clamp in bits 4:0 and the segment mask in bits 12:8). A lane whose source lane is out of its
+    segment keeps its own value and gets Pd false. Reading an inactive source lane gives that
+    lane's register (PTX: undefined)."""
+    mode = next(x for x in mods if x in ("IDX", "UP", "DOWN", "BFLY"))
+    a = ops[2].reg if ops[2].reg != ins.RZ else zrow
+    bv = _reader_u32(ctx, instr, ops[3], zrow)
+    cv = _reader_u32(ctx, instr, ops[4], zrow)
+    write = _writer(ops[1].reg, zrow)
+    pd = ops[0].reg
+
+    def run(g, m):
+        n = g.tid.size
+        lane = np.arange(n, dtype=np.int64) % 32
+        b = np.broadcast_to(np.asarray(bv(g), dtype=np.uint32), (n,)).astype(np.int64) & 31
+        c = np.broadcast_to(np.asarray(cv(g), dtype=np.uint32), (n,)).astype(np.int64)
+        clamp, seg = c & 31, (c >> 8) & 31
+        max_lane = (lane & seg) | (clamp & ~seg)
+        min_lane = lane & seg
+        if mode == "UP":
+            j = lane - b
+            ok = j >= max_lane
+        elif mode == "DOWN":
+            j = lane + b
+            ok = j <= max_lane
+        elif mode == "BFLY":
+            j = lane ^ b
+            ok = j <= max_lane
+        else:
+            j = min_lane | (b & ~seg)
+            ok = j <= max_lane
+        j = np.where(ok, j, lane)
+        src = np.arange(n, dtype=np.int64) - lane + j
+        write(g, g.regs[a][src], m)
+        write_pred(g, pd, ok, m)
+    return run
+
+
+OPS = {"IMNMX": _imnmx, "POPC": _popc, "FLO": _flo, "BFI": _bfi, "LEA": _lea, "PSETP": _psetp,
+       "P2R": _p2r, "R2P": _r2p, "VOTE": _vote, "SHFL": _shfl}
