@@ -249,7 +249,7 @@ def _validate_parser(sub):
                    help="also write a self-contained HTML report: the table, the correlation plot, the "
                         "GFLOPS-against-N plot, the config and the sources")
     v.add_argument("--json", action="store_true", help="print the rows as a JSON list of objects")
-    from .validate.sgemm import LOOP_PROBLEM, QUICK_SIZES
+    from workloads.sgemm.validate import LOOP_PROBLEM, QUICK_SIZES
     sizes = "; ".join(f"{k} N = {', '.join(map(str, v))}" for k, v in QUICK_SIZES.items())
     v.add_argument("--quick", action="store_true",
                    help=f"a short run (about 20 s of CPU): SGEMM GFLOPS at {sizes} only, main-loop cycles at "
@@ -409,7 +409,8 @@ def cmd_validate(args):
     bar = Progress(quiet=args.quiet)
     try:
         jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
-        result = validate(cfg, quick=args.quick, progress=bar, jobs=jobs)
+        from workloads.sgemm import validate as sgemm_rows
+        result = validate(cfg, quick=args.quick, progress=bar, jobs=jobs, sgemm=sgemm_rows)
     finally:
         bar.close()
     if args.output is not None:
@@ -470,7 +471,9 @@ def cmd_configs(args):
 
 
 def cmd_plot(args):
-    from .report.plots import check_output_path, conflicts_figure, save_figure
+    from workloads.sgemm.figures import conflicts_figure
+
+    from .report.plots import check_output_path, save_figure
     check_output_path(args.output)  # before the work
     fig = {"conflicts": conflicts_figure}[args.plot](args.kernel)
     print(f"wrote {save_figure(fig, args.output, dpi=args.dpi)}")

@@ -221,7 +221,7 @@ def test_plot_conflicts_png(capsys, tmp_path):
 
 
 def test_conflict_figures_numbers():
-    from maxsim.report.plots import bank_map, conflict_figures
+    from workloads.sgemm.figures import bank_map, conflict_figures
 
     figs = {(f["traversal"], f["regmap"]): f for f in conflict_figures("sgemm_64")}
     assert len(figs) == 6

@@ -43,3 +43,49 @@ def test_run_summary_in_readme_has_the_shape_of_the_real_one():
                                         "timed SM (8 CTAs): ", "main loop: ", "top stalls (share of warp-cycles): ")):
         assert line.startswith(start), line
     assert block[6] == "" and block[7].startswith("workload ")
+
+
+def test_launch_api_example_runs_and_prints_what_the_readme_shows(monkeypatch):
+    """The section on launching our own kernels: its Python block runs and prints the lines of the
+    text block after it (the cycle count and time in their shape: the timing model may change)."""
+    section = _section("Launching your own kernels")
+    block = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(block) == 1
+    shown = re.findall(r"```text\n(.*?)```", section, re.S)[0].splitlines()
+    monkeypatch.chdir(ROOT)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(block[0], "README.md (Launching your own kernels)", "exec"), {"__name__": "__readme__"})
+    lines = printed.getvalue().splitlines()
+    assert len(lines) == len(shown) == 4
+    assert lines[0] == shown[0] == "['a', 'b', 'c', 'n']"
+    shape = r"\d+ cycles on the timed SM; full prediction of the GPU: \d+\.\d us"
+    assert re.fullmatch(shape, lines[1]) and re.fullmatch(shape, shown[1]), (lines[1], shown[1])
+    assert lines[2] == shown[2] == "499500.0 499500.0"  # integers below 2^24: every fp32 sum is exact
+    assert lines[3] == shown[3]
+
+
+def test_launch_api_command_lines_run(tmp_path, monkeypatch, capsys):
+    """The section's shell block: the .npy files it makes, then each `maxsim run` line, run from a
+    scratch folder; the saved outputs are what numpy computes."""
+    import shlex
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from maxsim.cli import main
+    section = _section("Launching your own kernels")
+    commands = re.findall(r"```sh\n(.*?)```", section, re.S)[0].strip().splitlines()
+    assert commands[0].startswith("python3 -c ") and len(commands) == 3
+    monkeypatch.chdir(tmp_path)
+    subprocess.run([sys.executable] + shlex.split(commands[0])[1:], check=True)
+    for line in commands[1:]:
+        argv = [a.replace("workloads/kernels/", f"{ROOT}/workloads/kernels/") for a in shlex.split(line)]
+        assert argv[:2] == ["maxsim", "run"]
+        assert main(argv[1:]) == 0, capsys.readouterr().err
+    a, b = np.load("a.npy"), np.load("b.npy")
+    assert (np.load("vecadd_out/c.npy") == a + b).all()
+    partial = np.load("reduce_out/p.npy")
+    assert partial.shape == (8,) and partial.sum() == a.sum() == 499500.0
+    assert sorted(p.name for p in (tmp_path / "reduce_out").iterdir()) == ["p.npy", "report.json", "summary.txt"]

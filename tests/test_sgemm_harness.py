@@ -131,9 +131,9 @@ def test_a_corrupted_element_of_a_sampled_tile_is_detected(monkeypatch):
     real = h.launch
 
     def corrupt(kernel, *a, **kw):
-        res = real(kernel, *a, **kw)
-        mem, params = kw["memory"], kw["params"]
-        c_ptr, ldc = params[0], params[6]
+        res = real(kernel, *a, **kw)  # the launch API's report: its memory holds C
+        mem, params = res.bound.memory, kw["params"]
+        c_ptr, ldc = res.bound.buffers["C"][0], params["ldc"]
         # row 2047, column 2047 of C: the last CTA's tile
         addr = c_ptr + 4 * (2047 * ldc + 2047)
         v = mem.read(addr, 1)

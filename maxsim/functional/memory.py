@@ -77,7 +77,8 @@ class GlobalMemory:
             base, n = self.allocations[i]
             if addr < base + n:
                 return f"inside {name(i)}, but the access runs past its end"
-            return f"{addr - (base + n)} bytes past the end of {name(i)}"
+            gap = addr - (base + n)
+            return f"{'just' if gap == 0 else f'{gap} bytes'} past the end of {name(i)}"
         return f"{self.allocations[0][0] - addr} bytes before {name(0)}"
 
     def _check(self, addr, nbytes):

@@ -89,10 +89,12 @@ def _dims(value, what, limit):
     parts = tuple(int(p) for p in parts) + (1,) * (3 - len(parts))
     if min(parts) < 1:
         raise LaunchError(f"{what} {value!r}: every dimension must be at least 1")
-    if parts[2] != 1 or parts[1] > limit:
-        raise LaunchError(f"{what} {value!r}: only {'X and Y' if limit > 1 else 'X'} are modelled "
-                          f"(a {what} of (X, {'Y' if limit > 1 else '1'}, 1)); "
-                          f"SR_{'CTAID' if what == 'grid' else 'TID'}.Z reads 0")
+    if what == "grid" and (parts[2] != 1 or parts[1] >= limit):
+        raise LaunchError(f"grid {value!r}: only grids of (X, Y < {limit}, 1) CTAs are modelled "
+                          f"(SR_CTAID.Z reads 0)")
+    if what == "block" and parts[1:] != (1, 1):
+        raise LaunchError(f"block {value!r}: only blocks of (X, 1, 1) threads are modelled "
+                          f"(SR_TID.Y and SR_TID.Z read 0)")
     return parts[:2]
 
 
@@ -103,15 +105,29 @@ class LaunchReport:
     kernel: Kernel
     grid: tuple
     block: int
-    config: str
+    cfg: object = attrs.field(repr=False)  # the architecture config
     bound: Bound = attrs.field(repr=False)
     result: object = attrs.field(repr=False)  # maxsim.functional.LaunchResult
-    functional: dict = attrs.field(repr=False)  # warp instructions, opcode counts, bank figures
-    occupancy: dict = attrs.field(repr=False)  # residency on one SM
     timing: dict = attrs.field(default=None, repr=False)  # the timed SM's figures (None: not timed)
     prediction: Prediction = None
     sm: object = attrs.field(default=None, repr=False)  # the timed SM model
     sm_ctas: int = 0
+
+    @property
+    def config(self) -> str:
+        return self.cfg.name
+
+    @functools.cached_property
+    def functional(self) -> dict:
+        """Warp instructions, opcode counts and the executed register-bank figures of the run."""
+        from ..report.fields import functional_fields
+        return functional_fields(self.kernel.code, self.result)
+
+    @functools.cached_property
+    def occupancy(self) -> dict:
+        """The kernel's residency on one SM (CTAs, warps per scheduler, what limits it)."""
+        from ..report.fields import occupancy_fields
+        return occupancy_fields(self.kernel.code, self.block, self.cfg)
 
     @functools.cached_property
     def outputs(self) -> dict:
@@ -157,7 +173,7 @@ class LaunchReport:
 
 
 def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, textures=None, config=None,
-           timing=True, predict=True, sampling=None, sm_ctas=None, ctas=None, occupancy=None,
+           timing=True, predict=True, sampling=None, trace=False, sm_ctas=None, ctas=None, occupancy=None,
            hazards="warn", max_cycles=None, max_instructions=None, progress=None, timeline=None,
            expected_instructions=None) -> LaunchReport:
     """Launch ``kernel`` (a :class:`Kernel`, a decoded kernel, a file path or a kernel text) over
@@ -169,17 +185,17 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     name: numpy array (float4) or :class:`~maxsim.host.args.Texture`}. ``config``: an architecture
     config name, TOML path or loaded config (default gm204). ``timing``: time one SM
     (``sm_ctas`` CTAs, default one SM's resident CTAs); ``predict``: the whole-GPU prediction
-    (``sampling``: a :class:`Sampling` for a sampled one). ``ctas``: run only these CTAs (x, y).
+    (``sampling``: a :class:`Sampling` for a sampled one); ``trace``: record the trace the timing
+    model of ``config`` reads even without either (``report.result.trace``). ``ctas``: run only these CTAs (x, y).
     ``occupancy``: ``{"regs": N}``, ``{"warps_per_scheduler": W}`` or ``{"ctas_per_sm": C}``,
     the residency the kernel runs at. ``progress(done, total, what, unit)``: see
     :mod:`maxsim.report.progress`; ``timeline``: a callable given the timed SM (run with its issue
     log). Returns a :class:`LaunchReport`."""
     from ..functional.launch import launch as run_functional
-    from ..report.fields import functional_fields, occupancy_fields
     cfg = _arch(config)
     k = as_kernel(kernel, cfg)
     gx, gy = _dims(grid, "grid", 1 << 16)
-    bx, _ = _dims(block, "block", 1)
+    bx, _ = _dims(block, "block", 2)
     code = k.code
     if not isinstance(shared, (int, np.integer)) or shared < 0:
         raise LaunchError(f"dynamic shared memory {shared!r}: expected a number of bytes >= 0")
@@ -192,15 +208,14 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         k = attrs.evolve(k, code=code)
     bound = bind(k, params, buffers, textures)
     recorder = None
-    if timing or predict:
+    if timing or predict or trace:
         from ..functional.trace import TraceRecorder
         from ..timing.summaries import make_summariser
         recorder = TraceRecorder(make_summariser(cfg))
     res = run_functional(code, (gx, gy), bx, bound.const_bank, bound.memory, bound.textures,
                          max_instructions=max_instructions, recorder=recorder, ctas=ctas, progress=progress,
                          expected_instructions=expected_instructions)
-    report = dict(kernel=k, grid=(gx, gy), block=bx, config=cfg.name, bound=bound, result=res,
-                  functional=functional_fields(code, res), occupancy=occupancy_fields(code, bx, cfg))
+    report = dict(kernel=k, grid=(gx, gy), block=bx, cfg=cfg, bound=bound, result=res)
     sm = None
     if timing:
         from ..report.fields import timing_fields
@@ -235,19 +250,21 @@ def _one_cta(cfg, code, block, sm) -> Prediction:
 
 
 def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=None, hazards=None,
-                max_instructions=None, progress=None) -> Prediction:
+                max_instructions=None, progress=None, args=None) -> Prediction:
     """The launch of ``code`` over ``grid`` on the whole GPU of ``cfg``.
 
     With ``sampling`` (:class:`Sampling`): sampled (:func:`maxsim.gpu.sampling.predict`);
     ``traced``, a traced launch result of the whole grid at ``sampling.k``, lets a launch of at
-    most one wave be timed from it. Without: every CTA on every SM (:func:`maxsim.gpu.simulate_gpu`),
-    from ``traced`` or from a functional run of ``bound`` (:class:`~maxsim.host.args.Bound`)."""
+    most one wave be timed from it (or ``{cta id: warp traces}``). Without: every CTA on every SM
+    (:func:`maxsim.gpu.simulate_gpu`), from ``traced`` or from a functional run of ``bound``
+    (:class:`~maxsim.host.args.Bound`) or of ``args`` (``(constant bank or parameter list,
+    GlobalMemory, {number: Texture1D})``)."""
     if isinstance(code, Kernel):
         code = code.code
     if sampling is not None:
         from ..gpu.sampling import predict
-        by_cta = None
-        if traced is not None:
+        by_cta = traced if isinstance(traced, dict) else None
+        if traced is not None and by_cta is None:
             wpc = (block + 31) // 32
             by_cta = {cid: [traced.trace[i * wpc + w] for w in range(wpc)] for i, cid in enumerate(traced.ctas)}
         p = predict(code, block, grid, sampling.k, sampling.build, cfg, k_step=sampling.k_step,
@@ -263,9 +280,11 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
     if traced is not None:
         wpc = (block + 31) // 32
         pair = (traced, [(cid, [traced.trace[i * wpc + w] for w in range(wpc)]) for i, cid in enumerate(traced.ctas)])
-    r = simulate_gpu(code, grid, block, bound.const_bank if bound is not None else (),
-                     bound.memory if bound is not None else None, bound.textures if bound is not None else None,
-                     cfg=cfg, hazards=hazards, max_instructions=max_instructions, traced=pair)
+    if bound is not None:
+        args = (bound.const_bank, bound.memory, bound.textures)
+    params, memory, textures = args if args is not None else ((), None, None)
+    r = simulate_gpu(code, grid, block, params, memory, textures, cfg=cfg, hazards=hazards,
+                     max_instructions=max_instructions, traced=pair)
     mem = {key: float(v) for key, v in r.memory.stats().items() if isinstance(v, (int, float))
            and not key.endswith("rate")}
     mem["cycles"] = float(r.cycles)

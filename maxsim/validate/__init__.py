@@ -7,11 +7,12 @@ Three groups of figures, each row a figure with its published counterpart and so
   dual issue, register-bank conflicts and reuse, shared-memory latency and bank conflicts, the
   latencies of the L1/texture cache, L2 and DRAM by pointer chasing, texture and DRAM throughput,
   BAR.SYNC;
-* the SGEMM figures (:mod:`maxsim.validate.sgemm`): static bank-conflict and reuse figures of the
-  generated kernels, main-loop cycles, and whole-GPU GFLOPS against the measured curves.
+* the SGEMM figures (given by the caller as ``sgemm``, the command line gives
+  :mod:`workloads.sgemm.validate`): static bank-conflict and reuse figures of the generated
+  kernels, main-loop cycles, and whole-GPU GFLOPS against the measured curves.
 
-This module sits beside the command line, above ``workloads`` (it uses the SGEMM harness and the
-comparison of :mod:`workloads.compare`); nothing in the simulator imports it.
+Nothing in the simulator imports this module, and it imports no workload: the SGEMM rows come in
+through ``validate(..., sgemm=)``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ PARTS = ("micro", "sgemm_static", "sgemm_loop", "sgemm_gflops")
 @attrs.frozen
 class Validation:
     """The rows of one validation run, the config they were run with, and the SGEMM comparison
-    (the result of :func:`workloads.compare.compare`, or None when that part was not run)."""
+    (the comparison result of the SGEMM rows' provider, or None when that part was not run)."""
 
     rows: tuple
     config: str
@@ -46,16 +47,23 @@ class Validation:
         return out
 
 
-def validate(cfg, quick=False, parts=PARTS, progress=None, jobs=1) -> Validation:
-    """Run the chosen ``parts`` of the validation with the architecture config ``cfg``.
-    ``quick``: the SGEMM loop cycles on a shorter K and the GFLOPS at the sizes of
-    :data:`maxsim.validate.sgemm.QUICK_SIZES` only. ``progress(done, total, what, unit)``: see
-    :mod:`maxsim.report.progress`. ``jobs``: worker processes of the GFLOPS predictions."""
-    from . import micro, sgemm
+def validate(cfg, quick=False, parts=None, progress=None, jobs=1, sgemm=None) -> Validation:
+    """Run the chosen ``parts`` of the validation with the architecture config ``cfg`` (default:
+    every part, the SGEMM ones only when ``sgemm`` is given). ``sgemm``: the provider of the SGEMM
+    rows, a module or object with ``static_rows()``, ``loop_rows(cfg, quick, progress)`` and
+    ``gflops_rows(cfg, quick, progress, jobs)`` (:mod:`workloads.sgemm.validate`).
+    ``quick``: the SGEMM loop cycles on a shorter K and the GFLOPS at the provider's quick sizes
+    only. ``progress(done, total, what, unit)``: see :mod:`maxsim.report.progress`. ``jobs``:
+    worker processes of the GFLOPS predictions."""
+    from . import micro
 
+    if parts is None:
+        parts = PARTS if sgemm is not None else ("micro",)
     unknown = [p for p in parts if p not in PARTS]
     if unknown:
         raise ValueError(f"unknown validation part(s) {unknown}: choose from {', '.join(PARTS)}")
+    if sgemm is None and any(p.startswith("sgemm") for p in parts):
+        raise ValueError("the SGEMM parts of the validation need the SGEMM rows: validate(..., sgemm=...)")
 
     def tell(what, unit):
         if progress is None:

@@ -1,27 +1,8 @@
-"""Host harness of the SGEMM kernels: ``C = alpha * A * B^T``, column-major ("NT").
+"""Host harness of the SGEMM kernels: run, check and time one problem through the launch API.
 
-``A`` is M x K (element ``A[m + k*lda]``), ``B`` is N x K (``B[n + k*ldb]``), ``C`` is M x N
-(``C[m + n*ldc]``). The harness draws A and B, builds the two float4 textures and the nine kernel
-parameters the way maxas's ``sgemm/sgemm.cpp`` does (C pointer, m, n, k, lda, ldb, ldc, alpha, debug
-pointer; texture 1 = A, texture 0 = B, each the whole matrix read as float4 texels), launches the
-grid (ceil(M/64) x ceil(N/64) CTAs of 64 threads for ``sgemm_64``, ceil(M/128) x ceil(N/128) of 256
-for ``sgemm_128``), and checks the result against numpy.
-
-Accuracy check
-==============
-
-Each element of C is a chain of K fused multiply-adds in fp32 (one rounding each, the products are
-exact), then one multiply by alpha. By the standard error analysis of a recursive dot product
-(Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., section 3.1), with the unit
-roundoff u = 2^-24 of fp32 and gamma_n = n*u / (1 - n*u)::
-
-    |C_computed - alpha * sum_k a_mk * b_nk|  <=  gamma_(K+1) * |alpha| * sum_k |a_mk| * |b_nk|
-
-whatever the order of the K additions (K roundings of the chain plus one for alpha). The inputs
-are exactly representable (they are fp32), and the reference is computed in fp64 (its own error,
-about K * 2^-53 relative, is four orders of magnitude smaller). ``verified`` requires every element
-of C to be finite and within that bound, every element outside the M x N matrix (the ``ldc - M``
-padding rows) to be untouched, and nothing but the M x N elements to be written.
+The problem (matrices, textures, the nine parameters, the accuracy check) is
+:mod:`workloads.sgemm.problem`; launching, timing the SM and predicting the whole GPU are
+:func:`maxsim.host.launch`'s. This module says which kernel runs, which CTAs, and what is checked.
 """
 
 from __future__ import annotations
@@ -29,15 +10,14 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from maxsim.errors import LaunchError
-from maxsim.functional import GlobalMemory, Texture1D, launch
-from maxsim.functional.memory import texture_index
 from maxsim.asm import load_kernel
+from maxsim.errors import LaunchError
+from maxsim.host import Sampling, launch
 from maxsim.timing.occupancy import with_registers
 
-from .generator import KERNELS, PARAM_BASE, PARAMS, TEX_A, TEX_B, generate_kernel
-
-U32_ROUNDOFF = 2.0 ** -24
+from .generator import KERNELS, PARAM_BASE, PARAMS, generate_kernel
+from .problem import (U32_ROUNDOFF, _errors, _prepare, _prepare_tiles, _Problem, _round4, _sizes,  # noqa: F401
+                      gflops, signature, texture_addresses)
 
 
 @attrs.define
@@ -71,113 +51,6 @@ def check_params(kernel, path="<kernel>"):
             f"4-byte parameters at c[0x0][0x140..0x160] ({', '.join(PARAMS)}), the file lists {listed}")
 
 
-def _check_sizes(m, n, k, lda, ldb, ldc):
-    for name, v in (("M", m), ("N", n)):
-        if not isinstance(v, (int, np.integer)) or v < 1:
-            raise LaunchError(f"{name} must be a positive integer, got {v!r}")
-    if not isinstance(k, (int, np.integer)) or k < 8 or k % 8:
-        raise LaunchError(f"K must be a positive multiple of 8 (the kernels consume 8 values of k per "
-                          f"loop iteration), got {k!r}")
-    for name, ld, rows in (("lda", lda, m), ("ldb", ldb, n)):
-        if ld < rows or ld % 4:
-            raise LaunchError(f"{name} must be a multiple of 4 (columns are read as float4 texels) and "
-                              f"at least {rows}, got {ld}")
-    if ldc < m:
-        raise LaunchError(f"ldc must be at least M = {m}, got {ldc}")
-    for name, words in (("A", lda * k), ("B", ldb * k), ("C", ldc * n)):
-        if words * 4 >= 1 << 31:
-            raise LaunchError(f"matrix {name} does not fit the kernels' 32-bit addressing")
-
-
-def _round4(x):
-    return (x + 3) // 4 * 4
-
-
-TEXTURE_BASE = 1 << 36  # cache address of A; B follows it (as two consecutive device allocations)
-
-
-def texture_addresses(lda, k):
-    """Cache addresses of the A and B textures: A at ``TEXTURE_BASE``, B after A's ``lda x k``
-    floats on a 256-byte boundary. The harness and the whole-GPU prediction
-    (:mod:`workloads.sgemm.predict`) place them alike, so a trace of the harness's launch is a
-    trace of the predicted problem."""
-    return TEXTURE_BASE, TEXTURE_BASE + -(-lda * k * 4 // 256) * 256
-
-
-@attrs.define
-class _Problem:
-    """Inputs of one launch: matrices, device memory, textures, parameters, grid."""
-
-    a: np.ndarray
-    b: np.ndarray
-    memory: object
-    textures: dict
-    params: list
-    grid: tuple
-    block: int
-    c_ptr: int
-    ldc: int
-    sentinel: np.float32
-
-
-def _prepare(geo, m, n, k, lda, ldb, ldc, alpha, seed) -> _Problem:
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal((m, k)).astype(np.float32)
-    b = rng.standard_normal((n, k)).astype(np.float32)
-    # column-major buffers; padding rows are NaN: they must never reach a stored element
-    abuf = np.full((lda, k), np.nan, np.float32)
-    abuf[:m] = a
-    bbuf = np.full((ldb, k), np.nan, np.float32)
-    bbuf[:n] = b
-    sentinel = np.float32(-7.25e30)
-    mem = GlobalMemory()
-    c_ptr = mem.alloc(ldc * n * 4)
-    mem.write(c_ptr, np.full(ldc * n, sentinel, np.float32))
-    a_addr, b_addr = texture_addresses(lda, k)
-    textures = {texture_index(TEX_A): Texture1D(abuf.ravel(order="F").reshape(-1, 4), address=a_addr),
-                texture_index(TEX_B): Texture1D(bbuf.ravel(order="F").reshape(-1, 4), address=b_addr)}
-    grid = (-(-m // geo.tile), -(-n // geo.tile))
-    params = [c_ptr, m, n, k, lda, ldb, ldc, np.float32(alpha), 0]
-    return _Problem(a, b, mem, textures, params, grid, geo.threads, c_ptr, ldc, sentinel)
-
-
-def _prepare_tiles(geo, m, n, k, lda, ldb, ldc, alpha, seed, ctas) -> _Problem:
-    """Inputs for a launch of the CTAs ``ctas`` only (a problem too large to run whole). The rows
-    of A and B those CTAs read are drawn, one tile row at a time (seeded by its position, so that
-    a tile's data does not depend on which others are drawn); the other rows are zero and their
-    memory is never touched (the buffers are allocated lazily), so a large problem costs the
-    memory of its sampled tiles. ``a`` and ``b`` are views of the buffers (M x K and N x K)."""
-    t = geo.tile
-    abuf = np.zeros((lda, k), np.float32, order="F")
-    bbuf = np.zeros((ldb, k), np.float32, order="F")
-    for which, buf, rows, blocks in ((0, abuf, m, {x for x, _ in ctas}), (1, bbuf, n, {y for _, y in ctas})):
-        for blk in sorted(blocks):
-            r0, r1 = blk * t, min(rows, (blk + 1) * t)
-            buf[r0:r1] = np.random.default_rng([seed, which, blk]).standard_normal((r1 - r0, k)).astype(np.float32)
-        buf[rows:] = np.nan  # padding rows must never reach a stored element
-    mem = GlobalMemory()
-    c_ptr = mem.alloc(ldc * n * 4)
-    a_addr, b_addr = texture_addresses(lda, k)
-    textures = {texture_index(TEX_A): Texture1D(abuf.ravel(order="F").reshape(-1, 4), address=a_addr),
-                texture_index(TEX_B): Texture1D(bbuf.ravel(order="F").reshape(-1, 4), address=b_addr)}
-    grid = (-(-m // t), -(-n // t))
-    params = [c_ptr, m, n, k, lda, ldb, ldc, np.float32(alpha), 0]
-    return _Problem(abuf[:m], bbuf[:n], mem, textures, params, grid, geo.threads, c_ptr, ldc, None)
-
-
-def _errors(c, a, b, alpha, k):
-    """|C - alpha A B^T| against its bound (see the module doc): (error, bound, error / bound),
-    float64 arrays shaped like c."""
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    ref = float(alpha) * (a64 @ b64.T)
-    gamma = (k + 1) * U32_ROUNDOFF / (1 - (k + 1) * U32_ROUNDOFF)
-    bound = gamma * abs(float(alpha)) * (np.abs(a64) @ np.abs(b64).T)
-    err = np.abs(c.astype(np.float64) - ref)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = np.where(bound > 0, err / np.where(bound > 0, bound, 1), np.where(err > 0, np.inf, 0))
-    return ref, err, bound, ratio
-
-
 def _kernel(kernel_name, traversal, regmap, reuse, sass_path, regs=None):
     if sass_path is not None:
         kernel = load_kernel(sass_path)
@@ -192,18 +65,6 @@ def _kernel(kernel_name, traversal, regmap, reuse, sass_path, regs=None):
                 f"is it the other SGEMM kernel?")
         return kernel if regs is None else with_registers(kernel, regs)
     return generate_kernel(kernel_name, traversal, regmap, reuse, regs)
-
-
-def _sizes(kernel_name, m, n, k, lda, ldb, ldc):
-    geo = KERNELS.get(kernel_name)
-    if geo is None:
-        raise LaunchError(f"unknown SGEMM kernel {kernel_name!r}: expected one of {', '.join(KERNELS)}")
-    lda = _round4(m) if lda is None else int(lda)
-    ldb = _round4(n) if ldb is None else int(ldb)
-    ldc = m if ldc is None else int(ldc)
-    _check_sizes(m, n, k, lda, ldb, ldc)
-    return geo, lda, ldb, ldc
-
 
 def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, traversal="swirl",
               regmap="maxas", reuse=True, sass_path=None, seed=0, progress=None, regs=None,
@@ -229,6 +90,15 @@ def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, tra
     inputs are drawn for those tiles only (:func:`_prepare_tiles`), so any size fits in memory.
     ``C`` and ``reference`` are then None; ``tiles_checked`` says how many tiles were checked.
     """
+    return _run(kernel_name, m, n, k, lda, ldb, ldc, alpha, traversal, regmap, reuse, sass_path, seed, progress,
+                regs, ctas, cfg=trace_cfg, trace=trace_cfg is not None)[0]
+
+
+def _run(kernel_name, m, n, k, lda, ldb, ldc, alpha, traversal, regmap, reuse, sass_path, seed, progress, regs,
+         ctas, cfg=None, trace=False, timing=False, predict=False, **timed):
+    """Launch one SGEMM (:func:`maxsim.host.launch`) and check it: ``(SgemmResult, LaunchReport)``.
+    ``timing`` / ``predict``: the timed SM and the whole-GPU prediction (sampled along K) of the
+    launch; ``timed``: the launch's options for them (sm_ctas, hazards, max_cycles, timeline)."""
     geo, lda, ldb, ldc = _sizes(kernel_name, m, n, k, lda, ldb, ldc)
     kernel = _kernel(kernel_name, traversal, regmap, reuse, sass_path, regs)
     if ctas is not None:
@@ -239,17 +109,16 @@ def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, tra
     # a generous bound on the work of a correct SGEMM: warps x (loop iterations x 600 + 2000)
     warps = (p.grid[0] * p.grid[1] if ctas is None else len(ctas)) * ((p.block + 31) // 32)
     limit = warps * ((k // 8) * 600 + 2000)
-    recorder = None
-    if trace_cfg is not None:
-        from maxsim.functional.trace import TraceRecorder
-        from maxsim.timing.summaries import make_summariser
-        recorder = TraceRecorder(make_summariser(trace_cfg))
-    res = launch(kernel, grid=p.grid, block=p.block, params=p.params, memory=p.memory, textures=p.textures,
-                 max_instructions=limit, progress=progress, recorder=recorder, ctas=ctas,
-                 expected_instructions=None if progress is None else warps * _warp_instructions(kernel, k))
+    from .problem import _builder, _shift
+    sampling = Sampling(k, 8, _builder(m, n, k), _shift(m, n)) if predict else None
+    report = launch(signature(kernel), p.grid, p.block, **p.arguments, config=cfg, trace=trace, timing=timing,
+                    predict=predict, sampling=sampling, ctas=ctas, max_instructions=limit, progress=progress,
+                    expected_instructions=None if progress is None else warps * _warp_instructions(kernel, k),
+                    **timed)
+    res = report.result
     if ctas is not None:
-        return _check_tiles(kernel_name, p, geo.tile, m, n, k, alpha, ctas, res)
-    out = p.memory.read(p.c_ptr, ldc * n, dtype=np.float32).reshape((ldc, n), order="F")
+        return _check_tiles(kernel_name, p, geo.tile, m, n, k, alpha, ctas, report), report
+    out = report.read("C").reshape((ldc, n), order="F")
     c = out[:m].copy()
 
     ref, err, bound, ratio = _errors(c, p.a, p.b, alpha, k)
@@ -258,10 +127,10 @@ def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, tra
     verified = finite and untouched and bool((err <= bound).all())
     return SgemmResult(kernel_name, m, n, k, verified, float(err.max()) if finite else float("inf"),
                        float(ratio.max()) if finite else float("inf"), float(bound.max()),
-                       res.warp_instructions, c, ref, res, p.grid, p.block, untouched)
+                       res.warp_instructions, c, ref, res, p.grid, p.block, untouched), report
 
 
-def _check_tiles(kernel_name, p, tile, m, n, k, alpha, ctas, res) -> SgemmResult:
+def _check_tiles(kernel_name, p, tile, m, n, k, alpha, ctas, report) -> SgemmResult:
     """Check the C tiles of ``ctas`` against numpy on their rows of A and columns of B."""
     worst_err, worst_ratio, worst_bound, ok = 0.0, 0.0, 0.0, True
     tiles = sorted(set(ctas))
@@ -270,7 +139,7 @@ def _check_tiles(kernel_name, p, tile, m, n, k, alpha, ctas, res) -> SgemmResult
         if r0 >= r1 or c0 >= c1:
             continue
         span = (c1 - 1 - c0) * p.ldc + (r1 - r0)
-        flat = p.memory.read(p.c_ptr + 4 * (c0 * p.ldc + r0), span, dtype=np.float32)
+        flat = report.read("C", c0 * p.ldc + r0, span)
         c = np.lib.stride_tricks.as_strided(flat, (r1 - r0, c1 - c0), (4, 4 * p.ldc)).copy()
         _, err, bound, ratio = _errors(c, p.a[r0:r1], p.b[c0:c1], alpha, k)
         finite = bool(np.isfinite(c).all())
@@ -278,6 +147,7 @@ def _check_tiles(kernel_name, p, tile, m, n, k, alpha, ctas, res) -> SgemmResult
         worst_err = max(worst_err, float(err.max()) if finite else float("inf"))
         worst_ratio = max(worst_ratio, float(ratio.max()) if finite else float("inf"))
         worst_bound = max(worst_bound, float(bound.max()))
+    res = report.result
     return SgemmResult(kernel_name, m, n, k, ok, worst_err, worst_ratio, worst_bound, res.warp_instructions,
                        None, None, res, p.grid, p.block, True, len(tiles))
 
@@ -329,7 +199,6 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
     whole-GPU prediction is then sampled (:mod:`maxsim.gpu.sampling`) with runs of its own.
     ``"auto"``: "all" up to ``WHOLE_CHECK_WORK`` warp instructions, else "sampled"."""
     from maxsim.arch.config import load_config
-    from maxsim.report.fields import functional_fields, occupancy_fields, timing_fields
     cfg = cfg if cfg is not None else load_config()
     m, n, k = (256 if x is None else x for x in (m, n, k))
     if check not in CHECKS:
@@ -349,8 +218,10 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
         kernel = _kernel(name, traversal, regmap, reuse, sass_path, regs)
         count = min(len(every), sm_ctas or residency(kernel, geo.threads, cfg)[0])
         sampled = every[:count] + ([every[-1]] if every[-1] not in every[:count] else [])
-    r = run_sgemm(name, m, n, k, traversal=traversal, regmap=regmap, reuse=reuse, sass_path=sass_path,
-                  progress=progress, regs=regs, trace_cfg=cfg if timing else None, ctas=sampled)
+    predict = timing and sass_path is None  # the whole problem on the config's GPU
+    r, report = _run(name, m, n, k, None, None, None, 1.0, traversal, regmap, reuse, sass_path, 0, progress, regs,
+                     sampled, cfg=cfg, timing=timing, predict=predict, sm_ctas=sm_ctas, hazards=hazards,
+                     max_cycles=max_cycles, timeline=timeline)
     kernel = r.launch.kernel
     out = {"workload": name, "kernel": kernel.name, "config": cfg.name, "m": m, "n": n, "k": k,
            "grid": list(r.grid), "block": r.block, "verified": r.verified,
@@ -359,41 +230,19 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
            "tiles_checked": len(every) if whole else r.tiles_checked,
            "max_abs_error": r.max_abs_error, "tolerance": r.max_bound,
            "max_error_over_tolerance": r.max_error_ratio}
-    out.update(functional_fields(kernel, r.launch))
+    out.update(report.functional)
     if not whole:
         # of the whole grid: its warps x one warp's (exact for the generated kernels); the run's below
         out["warp_instructions"] = len(every) * ((geo.threads + 31) // 32) * _warp_instructions(kernel, k)
         out["warp_instructions_estimated"] = True
         out["functional_warp_instructions"] = r.launch.warp_instructions
-    out.update(occupancy_fields(kernel, r.block, cfg))
+    out.update(report.occupancy)
     if not timing:
         return out
-    from maxsim.timing.run import simulate
-    from maxsim.timing.sm import residency
-    # the timed SM runs the first CTAs of the launch: their traces come from the checked run
-    every = list(r.launch.ctas)
-    count = min(len(every), sm_ctas or residency(kernel, r.block, cfg)[0])
-    res, sm = simulate(kernel, r.grid, r.block, cfg=cfg, ctas=every[:count], hazards=hazards,
-                       max_cycles=max_cycles, progress=progress, log=timeline is not None, launched=r.launch)
-    if timeline is not None:
-        timeline(sm)
-    out.update(timing_fields(sm))
-    out["sm_ctas"] = count
-    if sass_path is None:
-        # the whole problem on the config's GPU (sampled; see maxsim/gpu/sampling.py)
-        from .predict import gflops, predict_sgemm
-        if not whole:
-            g = predict_sgemm(name, n, cfg, m=m, k=k, kernel=kernel)
-        elif len(every) == 1 and max_cycles is None:
-            # one CTA: the GPU runs it on one SM with the L2 and DRAM to itself, which is the timed
-            # SM's simulation (the same cycles as predict_sgemm's; tested)
-            seconds = cfg.cycles_to_seconds(sm.stats.cycles) + cfg.gpu.launch_overhead_us * 1e-6
-            g = {"seconds": seconds, "gflops": gflops(n, seconds, m, k),
-                 "waves": 1 / (cfg.gpu.sms * residency(kernel, r.block, cfg)[0])}
-        else:
-            wpc = (r.block + 31) // 32
-            traced = {cid: [r.launch.trace[i * wpc + w] for w in range(wpc)] for i, cid in enumerate(every)}
-            g = predict_sgemm(name, n, cfg, m=m, k=k, kernel=kernel, traced=traced)
-        out.update(gpu=cfg.gpu.name, gpu_sms=cfg.gpu.sms, gpu_predicted_seconds=g["seconds"],
-                   gpu_predicted_gflops=g["gflops"], gpu_waves=g["waves"])
+    out.update(report.timing)
+    out["sm_ctas"] = report.sm_ctas
+    if predict:
+        g = report.prediction
+        out.update(gpu=g.gpu, gpu_sms=g.sms, gpu_predicted_seconds=g.seconds,
+                   gpu_predicted_gflops=gflops(n, g.seconds, m, k), gpu_waves=g.waves)
     return out

@@ -1,12 +1,13 @@
-"""The SGEMM figures against maxas's published ones: the static register-bank and reuse figures of
-the generated kernels (:mod:`maxsim.analysis.banks`), the main-loop cycles of one SM running a
-full wave (the SGEMM harness), and the whole-GPU GFLOPS against the measured curves
-(:mod:`workloads.compare`, whose functions do the predicting and the error arithmetic).
+"""The SGEMM rows of ``maxsim validate``: the figures against maxas's published ones — the static
+register-bank and reuse figures of the generated kernels (:mod:`maxsim.analysis.banks`), the
+main-loop cycles of one SM running a full wave (the SGEMM harness), and the whole-GPU GFLOPS against
+the measured curves (:mod:`workloads.compare`, whose functions do the predicting and the error
+arithmetic). The command line gives this module to :func:`maxsim.validate.validate` (``sgemm=``).
 """
 
 from __future__ import annotations
 
-from .rows import Row
+from maxsim.validate.rows import Row
 
 KERNELS = ("sgemm_64", "sgemm_128")
 LOOP_ISSUE_CYCLES = {"sgemm_64": 520, "sgemm_128": 518}   # [maxas-sgemm] issue accounting per 512 FFMA
@@ -20,7 +21,7 @@ def static_rows():
     three FFMA orders maxas's SGEMM page discusses."""
     from maxsim.analysis import MAXAS_HEALTH_MODEL, analyze_banks
     from maxsim.sass import parse_text
-    from workloads.sgemm.generator import generate
+    from .generator import generate
 
     rows = []
     for name in KERNELS:
@@ -58,7 +59,7 @@ def static_rows():
 def loop_rows(cfg, quick=False, progress=None):
     """Cycles per main-loop iteration of one SM running a full wave of resident CTAs (the SGEMM
     harness, results checked against numpy)."""
-    from workloads.sgemm.harness import run_workload
+    from .harness import run_workload
 
     m, k = LOOP_PROBLEM["quick" if quick else "full"]
     rows = []
@@ -77,7 +78,7 @@ def gflops_rows(cfg, quick=False, progress=None, jobs=1):
     """A row per measured size of each kernel (predicted against measured GFLOPS) and the MAPE of
     each kernel's curve; with ``quick`` only the sizes of :data:`QUICK_SIZES`. Returns
     ``(rows, comparison result)``, the latter for :func:`maxsim.report.compare_plot.comparison_figure`."""
-    from workloads.compare import compare
+    from ..compare import compare
 
     result = None
     for name in KERNELS:

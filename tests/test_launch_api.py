@@ -1,0 +1,302 @@
+"""The launch API (maxsim.host, maxsim.launch) and `maxsim run KERNEL.sass` with arguments.
+
+Our kernels of workloads/kernels/ run against numpy: vecadd exactly (one fp32 add per element), the
+tiled reduction bit for bit against the same tree of fp32 adds done by numpy. Bad arguments are one
+line naming what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import maxsim
+from maxsim.cli import main as cli
+from maxsim.errors import LaunchError, MaxsimError, SimulationError
+from maxsim.host import Buffer, Kernel, Texture
+
+ROOT = Path(__file__).resolve().parents[1]
+VECADD = ROOT / "workloads" / "kernels" / "vecadd.sass"
+REDUCE = ROOT / "workloads" / "kernels" / "reduce.sass"
+TILE = 128  # threads of reduce.sass's CTAs
+
+
+@pytest.fixture(scope="module")
+def vecadd():
+    return Kernel.load(VECADD)
+
+
+@pytest.fixture(scope="module")
+def reduce():
+    return Kernel.load(REDUCE)
+
+
+def _vecadd(kernel, n, block, **kw):
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    r = maxsim.launch(kernel, grid=-(-n // block), block=block, params={"a": "a", "b": "b", "c": "c", "n": n},
+                      buffers={"a": Buffer.of(a, "in"), "b": Buffer.of(b, "in"), "c": Buffer.zeros(n)}, **kw)
+    return a, b, r
+
+
+@pytest.mark.parametrize("n, block", [(1, 32), (100, 64), (1000, 128), (333, 96), (2049, 256)])
+def test_vecadd_matches_numpy(vecadd, n, block):
+    a, b, r = _vecadd(vecadd, n, block, timing=False, predict=False)
+    assert set(r.outputs) == {"c"}
+    np.testing.assert_array_equal(r.outputs["c"], a + b)  # one fp32 add: exact
+    # a warp whose threads are all past n leaves after 9 instructions (3 S2R, the 3 XMADs of the
+    # macro, ISETP, EXIT... counted by the launch), the others run the whole kernel
+    assert r.functional["warp_instructions"] == r.result.warp_instructions > 0
+
+
+def _tree_sums(x, n_ctas):
+    """The sums reduce.sass computes, by the same tree of fp32 adds in numpy."""
+    t = np.zeros(n_ctas * TILE, np.float32)
+    t[:x.size] = x
+    t = t.reshape(n_ctas, TILE)
+    s = TILE // 2
+    while s >= 1:
+        t[:, :s] = t[:, :s] + t[:, s:2 * s]  # fp32 + fp32 rounds to fp32, as FADD does
+        s //= 2
+    return t[:, 0]
+
+
+@pytest.mark.parametrize("n", [1, 128, 300, 1000])
+def test_tiled_reduction_matches_numpy(reduce, n):
+    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    ctas = -(-n // TILE)
+    r = maxsim.launch(reduce, grid=ctas, block=TILE, params={"x": "x", "partial": "partial", "n": n},
+                      buffers={"x": Buffer.of(x, "in"), "partial": Buffer.zeros(ctas)}, timing=False, predict=False)
+    partial = r.outputs["partial"]
+    np.testing.assert_array_equal(partial, _tree_sums(x, ctas))
+    assert abs(float(partial.sum(dtype=np.float64)) - float(x.sum(dtype=np.float64))) <= 1e-5 * n
+
+
+def test_timed_launch_reports_the_sm_and_the_gpu(reduce):
+    n = 4 * TILE
+    x = np.ones(n, np.float32)
+    r = maxsim.launch(reduce, grid=4, block=TILE, params={"x": "x", "partial": "p", "n": n},
+                      buffers={"x": x, "p": np.zeros(4, np.float32)}, config="gtx980_oc")
+    np.testing.assert_array_equal(r.outputs["p"], np.full(4, TILE, np.float32))
+    assert set(r.outputs) == {"x", "p"}  # a plain array is copied in and read back
+    assert r.sm_ctas == 4 and r.timing["cycles"] > 0 and r.timing["sm_warp_instructions"] == r.result.warp_instructions
+    assert r.timing["stall_reasons"]["barrier_wait"] > 0  # its warps wait at BAR.SYNC
+    p = r.prediction
+    assert p.method == "full" and p.config == "gtx980_oc" and p.sms == 16 and p.cycles > 0
+    # 4 CTAs spread over 4 SMs finish no later than on one SM holding all four
+    assert p.cycles <= r.timing["cycles"] + 50
+    out = json.loads(r.to_json())
+    assert out["outputs"]["p"] == {"shape": [4], "dtype": "float32", "sum": 4.0 * TILE}
+    assert out["gpu_prediction_method"] == "full" and out["cycles"] == r.timing["cycles"]
+
+
+def test_one_cta_is_predicted_by_the_timed_sm(vecadd):
+    _, _, r = _vecadd(vecadd, 64, 64)
+    assert r.prediction.method == "timed SM" and r.prediction.cycles == r.timing["cycles"]
+
+
+def test_parameters_by_offset_and_from_text(vecadd):
+    text = VECADD.read_text()
+    k = Kernel.load(text)  # a text, not a path
+    assert [p.names[0] for p in k.params] == ["a", "b", "c", "n"]
+    assert k.param("param_n").offset == 0x14C and k.param(0x148).names[0] == "c"
+    a, b, r = _vecadd(k, 50, 32, timing=False, predict=False)
+    x = np.arange(50, dtype=np.float32)
+    r2 = maxsim.launch(k, 2, 32, params={0x140: "a", 0x144: "a", 0x148: "c", 0x14C: 50},
+                       buffers={"a": x, "c": Buffer.zeros(50)}, timing=False, predict=False)
+    np.testing.assert_array_equal(r2.outputs["c"], 2 * x)
+
+
+def test_final_form_with_named_parameter_lines():
+    from maxsim.asm import assemble_file
+    text = assemble_file(VECADD).text
+    assert "#\t0:0x140:4:0\n" in text  # the final form lists the table without names
+    named = text.replace("#\t0:0x140:4:0\n", "#\t0:0x140:4:0 a\n").replace("#\t3:0x14c:4:0\n", "#\t3:0x14c:4:0 n\n")
+    k = Kernel.load(named)
+    assert [p.names for p in k.params] == [("a",), (), (), ("n",)]
+    x = np.ones(40, np.float32)
+    r = maxsim.launch(k, 2, 32, params={"a": "x", 0x144: "x", 0x148: "y", "n": 40},
+                      buffers={"x": x, "y": Buffer.zeros(40)}, timing=False, predict=False)
+    np.testing.assert_array_equal(r.outputs["y"], 2 * x)
+
+
+def test_dynamic_shared_memory(reduce):
+    text = REDUCE.read_text().replace("# SharedSize: 512\n", "")
+    k = Kernel.load(text)
+    assert k.code.shared_size == 0
+    args = dict(params={"x": "x", "partial": "p", "n": TILE}, buffers={"x": np.ones(TILE, np.float32),
+                                                                      "p": Buffer.zeros(1)}, timing=False, predict=False)
+    with pytest.raises(SimulationError, match="out-of-bounds shared access"):
+        maxsim.launch(k, 1, TILE, **args)
+    r = maxsim.launch(k, 1, TILE, shared=TILE * 4, **args)
+    assert r.outputs["p"][0] == TILE
+
+
+TEXREAD = """\
+# Kernel: texread
+# Params(2):
+#\t0:0x140:4:0 out
+#\t1:0x144:4:0 shift
+// out[4 t .. 4 t + 3] = the four channels of texel (t + shift) of texture "src" (texture 0)
+<CONSTANT_MAPPING>
+    param_out   : c[0x0][0x140]
+    param_shift : c[0x0][0x144]
+    src         : 0x80000000
+</CONSTANT_MAPPING>
+<REGISTER_MAPPING>
+    0-3   : v<0-3>
+    4-15  ~ tid, coord, hnd, addr
+</REGISTER_MAPPING>
+S2R tid, SR_TID.X;
+IADD coord, tid, param_shift;
+MOV32I hnd, src;
+TLD.B.LZ.P R0, coord, hnd, 0x0, 1D, 0xf;
+ISCADD addr, tid, param_out, 4;
+STG.128 [addr], v;
+EXIT;
+"""
+
+
+@pytest.mark.parametrize("fmt, dtype, channels", [("float4", np.float32, 4), ("float1", np.float32, 1),
+                                                  ("int2", np.int32, 2), ("uint1", np.uint32, 1)])
+def test_texture_formats_and_border(fmt, dtype, channels):
+    k = Kernel.load(TEXREAD)
+    assert dict(k.textures) == {"src": 0}
+    texels = 5
+    data = (np.arange(texels * channels) + 1).astype(dtype).reshape(texels, channels)
+    shift = -2  # threads 0, 1 read before the texture, 7.. after it
+    r = maxsim.launch(k, 1, 32, params={"out": "out", "shift": shift},
+                      buffers={"out": Buffer.zeros((32, 4), dtype)},
+                      textures={"src": Texture(data if channels > 1 else data.ravel(), fmt)}, timing=False, predict=False)
+    want = np.zeros((32, 4), dtype)
+    for t in range(32):
+        c = t + shift
+        if 0 <= c < texels:
+            want[t, :channels] = data[c]
+            if channels < 4:
+                want[t, 3] = 1  # the fourth channel of a narrower format reads one
+    np.testing.assert_array_equal(r.outputs["out"], want)
+
+
+def test_texel_size_enters_the_trace():
+    """A float1 texture's texels are 4 bytes: 32 consecutive texels are 4 sectors of 32 bytes,
+    a float4 texture's 16."""
+    k = Kernel.load(TEXREAD)
+    sectors = {}
+    for fmt, data in (("float1", np.zeros(64, np.float32)), ("float4", np.zeros((64, 4), np.float32))):
+        r = maxsim.launch(k, 1, 32, params={"out": "out", "shift": 0}, buffers={"out": Buffer.zeros((32, 4))},
+                          textures={0: Texture(data, fmt)}, predict=False)
+        sectors[fmt] = r.sm.stats.tex_sectors
+    assert sectors == {"float1": 4, "float4": 16}
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(params={"a": "a", "b": "b", "c": "c"}), "parameter n (c[0x0][0x14c], 4 bytes) not given"),
+    (dict(params={"a": "a", "b": "b", "c": "c", "n": 8, "m": 8}), "has no parameter named 'm' (its parameters: a, b, c, n)"),
+    (dict(params={"a": "a", "b": "nope", "c": "c", "n": 8}), "= 'nope': no buffer of that name (buffers: a, b, c)"),
+    (dict(params={"a": np.zeros(8), "b": "b", "c": "c", "n": 8}), "got ndarray (pass arrays as buffers"),
+    (dict(params={"a": None, "b": "b", "c": "c", "n": 8}), "expected an int, a float or a buffer name, got NoneType"),
+    (dict(params={"a": "a", "b": "b", "c": "c", "n": 1 << 40}), "does not fit in 32 bits"),
+    (dict(params={"a": "a", "b": "b", "c": "c", "n": 8, 0x150: 1}), "no parameter at offset 0x150"),
+    (dict(params={"a": "a", "b": "b", "c": "c", "n": 8, "param_n": 8}), "is given twice"),
+    (dict(grid=(1, 1, 2)), "only grids of (X, Y < 65536, 1) CTAs are modelled"),
+    (dict(block=(32, 2)), "only blocks of (X, 1, 1) threads are modelled"),
+    (dict(grid=0), "every dimension must be at least 1"),
+    (dict(block=2000), "block of 2000 threads is out of range"),
+])
+def test_bad_arguments_are_one_line(vecadd, kw, message):
+    args = dict(grid=1, block=32, params={"a": "a", "b": "b", "c": "c", "n": 8},
+                buffers={"a": np.zeros(8, np.float32), "b": np.zeros(8, np.float32), "c": Buffer.zeros(8)},
+                timing=False, predict=False)
+    args.update(kw)
+    with pytest.raises(LaunchError) as e:
+        maxsim.launch(vecadd, **args)
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("short, line, where", [("a", 32, "buffer 'a'"), ("c", 35, "buffer 'c'")])
+def test_a_buffer_too_small_faults_at_the_instruction(vecadd, short, line, where):
+    n = 100
+    bufs = {"a": np.zeros(n, np.float32), "b": np.zeros(n, np.float32), "c": Buffer.zeros(n)}
+    bufs[short] = np.zeros(n - 10, np.float32) if short != "c" else Buffer.zeros(n - 10)
+    with pytest.raises(SimulationError) as e:
+        maxsim.launch(vecadd, 4, 32, params={"a": "a", "b": "b", "c": "c", "n": n}, buffers=bufs,
+                      timing=False, predict=False)
+    msg = str(e.value)
+    # element 90 is the first past the end: CTA 2, warp 0, lane 26 (thread 90 = 2 * 32 + 26)
+    assert msg.startswith(f"{VECADD}:{line}: out-of-bounds global access") and "past the end of " + where in msg
+    assert "(CTA (2,0), warp 0, lane 26)" in msg, msg
+
+
+def test_lazy_api_names():
+    assert maxsim.launch is maxsim.host.launch and maxsim.Kernel is Kernel
+    with pytest.raises(AttributeError):
+        maxsim.no_such_name
+
+
+# ---- the command line --------------------------------------------------------------------------
+
+def _one_line(capsys, argv, *fragments):
+    status = cli([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert status == 2 and "Traceback" not in out + err, (status, err)
+    lines = err.strip().split("\n")
+    assert len(lines) == 1 and lines[0].startswith("maxsim: error:"), err
+    for f in fragments:
+        assert f in err, (f, err)
+
+
+def test_cli_runs_vecadd_and_saves_the_outputs(tmp_path, capsys):
+    n = 300
+    a = np.linspace(-1, 1, n, dtype=np.float32)
+    b = np.arange(n, dtype=np.float32)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    status = cli(["run", str(VECADD), "--grid", "3", "--block", "128", "--param", "n=300", "--param", "a=a",
+                  "--param", "b=b", "--param", "c=c", "--buffer", f"a={tmp_path / 'a.npy'}:in",
+                  "--buffer", f"b={tmp_path / 'b.npy'}:in", "--buffer", "c=zeros:300",
+                  "--out", str(tmp_path / "out"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert status == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "c.npy"), a + b)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["c.npy", "report.json", "summary.txt"]
+    assert out["kernel"] == "vecadd" and out["cycles"] > 0 and out["outputs_saved"] == {"c": str(tmp_path / "out" / "c.npy")}
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["cycles"] == out["cycles"]
+
+
+@pytest.mark.parametrize("extra, fragments", [
+    (["--param", "n"], ["--param n: expected NAME=VALUE"]),
+    (["--param", "n=1", "--param", "a=1.5.2"], ["'1.5.2' is neither a number nor a buffer name"]),
+    (["--buffer", "a=zeros:"], ["expected zeros:SHAPE[:DTYPE]"]),
+    (["--buffer", "a=zeros:10:nosuchtype"], ["unknown dtype 'nosuchtype'"]),
+    (["--buffer", "a=zeros:0"], ["at least 1"]),
+    (["--buffer", "a=missing.npy"], ["no file missing.npy"]),
+    (["--texture", "0=missing.npy:float4"], ["no file missing.npy"]),
+    (["--texture", "0=t.npy:float3"], ["unknown format 'float3'"]),
+    (["--grid", "1,1,2", "--param", "n=1", "--param", "a=a", "--param", "b=a", "--param", "c=a",
+      "--buffer", "a=zeros:4"], ["only grids of (X, Y < 65536, 1) CTAs are modelled"]),
+    ([], ["takes 4 parameters", "--param NAME=VALUE"]),
+    (["--param", "n=4", "--param", "a=a", "--param", "b=a", "--param", "c=q", "--buffer", "a=zeros:4"],
+     ["'c' of kernel vecadd = 'q': no buffer of that name"]),
+])
+def test_cli_bad_specs(capsys, tmp_path, monkeypatch, extra, fragments):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.npy").write_text("not numpy")
+    _one_line(capsys, ["run", VECADD, "--functional"] + extra, *fragments)
+
+
+def test_cli_bad_npy_file(capsys, tmp_path):
+    (tmp_path / "bad.npy").write_text("not numpy")
+    _one_line(capsys, ["run", VECADD, "--buffer", f"a={tmp_path / 'bad.npy'}"], "cannot read", "as a numpy .npy file")
+
+
+def test_cli_arguments_do_not_apply_to_sgemm(capsys):
+    _one_line(capsys, ["run", "sgemm_64", "--param", "n=1"], "--param does not apply to the sgemm_64 workload")
+
+
+def test_errors_are_maxsim_errors():
+    assert issubclass(LaunchError, MaxsimError)
