@@ -452,7 +452,8 @@ from maxsim.timing.memory_system import MemorySystem
 from maxsim.timing.run import simulate
 from workloads import kernels as library
 
-LIBRARY = ("transpose", "conv3x3", "stencil5_tex", "pointer_chase", "scan_tile", "gcd_divergent")
+LIBRARY = ("transpose", "conv3x3", "stencil5_tex", "pointer_chase", "scan_tile", "gcd_divergent",
+           "reduce_shfl", "histogram_atoms")
 
 
 def assemble_library(name, **constants):
@@ -766,3 +767,90 @@ def test_library_kernels_through_the_launch_api():
                       params={"out": "out", "n": n, **{f"w{j}": w[j] for j in range(5)}},
                       buffers={"out": np.zeros((n, 4), np.float32)}, hazards="strict", predict=False)
     assert np.array_equal(r.read("out"), fma_chain([(xp[j:j + n], w[j]) for j in range(5)]))
+
+
+# ---- reduction with warp shuffles ------------------------------------------------------------
+
+def _shfl_reduce_reference(x, n):
+    """The kernel's order of fp32 additions (see reduce_shfl.sass), in numpy float32."""
+    ctas = (n + 1023) // 1024
+    xp = np.zeros(ctas * 1024, np.float32)
+    xp[:n] = x
+    w = xp.reshape(ctas, 8, 32, 4)
+    v = (w[..., 0] + w[..., 1]) + (w[..., 2] + w[..., 3])
+    lane = np.arange(32)
+    for off in (16, 8, 4, 2, 1):
+        v = v + v[..., lane ^ off]
+    s = np.zeros((ctas, 32), np.float32)
+    s[:, :8] = v[:, :, 0]
+    for off in (4, 2, 1):
+        s = s + s[:, lane ^ off]
+    return s[:, 0]
+
+
+@pytest.mark.parametrize("n", [1024, 1500, 4104])
+def test_reduce_shfl_matches_numpy_with_nine_shared_requests_per_cta(n):
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(np.float32)
+    ctas = (n + 1023) // 1024
+    m = GlobalMemory()
+    px, po = m.alloc(4 * n), m.alloc(4 * ctas)
+    m.write(px, x)
+    res, sm = timed(assemble_library("reduce_shfl"), ctas, 256, (px, po, n), m)
+    got = m.read(po, ctas)
+    assert np.array_equal(got, _shfl_reduce_reference(x, n))
+    assert np.allclose(got.sum(dtype=np.float64), x.sum(dtype=np.float64), rtol=0, atol=1e-4 * np.abs(x).sum())
+    st = sm.stats
+    # by hand, per CTA: 5 SHFL in each of 8 warps and 3 more in warp 0; shared memory: lane 0 of
+    # each warp stores its warp sum (8 requests), warp 0 reads the 8 sums (1), no conflicts
+    assert res.opcode_counts["SHFL.BFLY"] == ctas * 43
+    assert st.shared_requests == ctas * 9 and st.shared_wavefronts == st.shared_requests
+
+
+# ---- histogram with shared-memory atomics ----------------------------------------------------
+
+def _histogram(data):
+    n = data.size
+    ctas = (n + 1023) // 1024
+    m = GlobalMemory()
+    pd, ph = m.alloc(4 * n), m.alloc(1024)
+    m.write(pd, data)
+    res, sm = timed(assemble_library("histogram_atoms"), ctas, 256, (pd, ph, n), m)
+    assert np.array_equal(m.read(ph, 256, np.uint32), np.bincount(data & 0xFF, minlength=256))
+    return res, sm.stats
+
+
+def _atoms_conflicts(data):
+    """Extra shared wavefronts of the ATOMS, counted by hand: ATOMS j of warp w has lane l add to
+    bin data[4 (32 w + l) + j] & 0xff (word = bin, bank = bin % 32); lanes on one bin take one
+    pass each, distinct bins of one bank one pass each: max of the two, less one."""
+    n = data.size
+    extra = 0
+    for w in range(0, n // 4, 32):
+        for j in range(4):
+            bins = data[4 * np.arange(w, min(w + 32, n // 4)) + j] & 0xFF
+            same = np.bincount(bins).max()
+            per_bank = np.bincount(np.unique(bins) % 32).max()
+            extra += max(same, per_bank) - 1
+    return extra
+
+
+@pytest.mark.parametrize("n,top", [(1024, 2 ** 32), (3000, 300), (5000, 7)])
+def test_histogram_atoms_matches_numpy_and_its_atomics_serialise_as_counted(n, top):
+    rng = np.random.default_rng(n)
+    data = rng.integers(0, top, n, dtype=np.uint64).astype(np.uint32)
+    res, st = _histogram(data)
+    # the zeroing STS and the bin reads are one wavefront each: every extra one is an ATOMS's
+    assert st.shared_wavefronts - st.shared_requests == _atoms_conflicts(data)
+    assert res.opcode_counts["ATOMS.ADD"] == 4 * 8 * ((n + 1023) // 1024)
+
+
+def test_histogram_atoms_one_bin_costs_31_passes_per_atomic_and_spread_bins_none():
+    n = 2048
+    _, one = _histogram(np.full(n, 0x1234_5605, np.uint32))  # every word in bin 5
+    spread = (np.arange(n, dtype=np.uint32) // 4) % 32 + 32 * (np.arange(n, dtype=np.uint32) % 4)
+    _, apart = _histogram(spread)  # ATOMS j: lane l -> bin l + 32 j, one per bank
+    # 2 CTAs x 8 warps x 4 ATOMS, each 32 passes on one address (31 more than one) or one
+    assert one.shared_wavefronts - one.shared_requests == 2 * 8 * 4 * 31
+    assert apart.shared_wavefronts == apart.shared_requests
+    assert one.cycles > apart.cycles

@@ -57,7 +57,9 @@ Two assumptions are taken from maxas's own kernels, which rely on them (``sgemm_
   destination or source without a wait. Not for the *results* of global loads: maxas's kernels load
   no global memory, so nothing vouches for LDG results arriving in order, and the timing model
   completes each LDG when its own sectors arrive (an L2 hit issued after a DRAM miss lands first);
-  a reader of an LDG result waits on that LDG's own barrier;
+  a reader of an LDG result waits on that LDG's own barrier. The same for the quarter-rate unit
+  (MUFU, conversions, POPC, FLO, SHFL: latencies ``xu`` and ``shfl`` differ), whose results, like
+  S2R's and LDC's, are known only through a write barrier;
 - BAR.SYNC returns only after the warp's earlier shared-memory ops have read their operands (maxas
   overwrites the STS.128 source registers with new texture loads after the BAR without a wait).
 
@@ -75,8 +77,16 @@ from maxsim.isa import instruction as ins
 from maxsim.isa.opcodes import OPCODES
 
 ALU_UNITS = frozenset(("alu", "alu_half"))
-VARIABLE_WRITERS = frozenset(("lds", "tex", "ldg", "s2r"))  # results known only through a barrier
-QUEUE = {"lds": "shared", "sts": "shared", "tex": "tex", "ldg": "global", "stg": "global", "s2r": "s2r"}
+# results known only through a barrier: memory loads (LDS, ATOMS, TLD, LDG, ATOM), S2R, the
+# quarter-rate unit (MUFU, conversions, POPC, FLO, SHFL) and LDC
+VARIABLE_WRITERS = frozenset(("lds", "tex", "ldg", "s2r", "xu", "fixed"))
+QUEUE = {"lds": "shared", "sts": "shared", "tex": "tex", "ldg": "global", "stg": "global", "s2r": "s2r",
+         "xu": "xu", "fixed": "fixed"}
+# queues whose ops read their registers at issue, like ALU instructions (no late operand reads)
+REGISTER_QUEUES = frozenset(("s2r", "xu", "fixed"))
+# queues whose results may arrive out of issue order: global loads (each LDG completes when its own
+# sectors arrive) and the quarter-rate unit (SHFL takes latency.shfl, the others latency.xu)
+UNORDERED_RESULTS = frozenset(("global", "xu"))
 DUAL_SECOND = frozenset(("lds", "sts", "tex", "ldg", "stg", "bar", "branch"))
 SHORT_STALL_KIND = {"bar": "short-stall-barrier", "branch": "short-stall-branch", "exit": "short-stall-exit"}
 
@@ -208,7 +218,7 @@ class ControlState:
         results of global loads: their own barrier), or 0."""
         for later in self.inflight:
             if later.queue == op.queue and later.index >= op.index and not later.done:
-                if not want_release and op.queue == "global" and later is not op:
+                if not want_release and op.queue in UNORDERED_RESULTS and later is not op:
                     continue
                 if later.write_bar:
                     return later.write_bar
@@ -229,7 +239,8 @@ class ControlState:
             op = self.pending.get(r)
             if op is None or op.done:
                 continue
-            if queue is not None and queue == op.queue and r in writes and r not in reads:
+            if queue is not None and queue == op.queue and r in writes and r not in reads \
+                    and queue not in UNORDERED_RESULTS:
                 continue  # same queue overwrite: lands in order
             needs.append(Need(self._covering(op, want_release=False), "variable-latency-without-wait",
                               r, op.index, op.t, r not in reads))
@@ -364,7 +375,7 @@ class ControlState:
         queue = QUEUE.get(instr.unit)
         if queue is not None:
             op = _Op(instr.index, t, queue, control.write_bar, control.read_bar,
-                     frozenset(instr.src_regs) if instr.unit != "s2r" else frozenset(),
+                     frozenset(instr.src_regs) if queue not in REGISTER_QUEUES else frozenset(),
                      frozenset(writes) if instr.unit in VARIABLE_WRITERS else frozenset(),
                      self._guard(instr))
             if op.regs_written or op.regs_read:
@@ -408,7 +419,7 @@ class ControlState:
         for other in self.inflight:
             if other.queue == op.queue and other.index <= op.index:
                 other.released = True
-                if done and (other is op or op.queue != "global"):
+                if done and (other is op or op.queue not in UNORDERED_RESULTS):
                     other.done = True
 
 
