@@ -854,3 +854,43 @@ def test_histogram_atoms_one_bin_costs_31_passes_per_atomic_and_spread_bins_none
     assert one.shared_wavefronts - one.shared_requests == 2 * 8 * 4 * 31
     assert apart.shared_wavefronts == apart.shared_requests
     assert one.cycles > apart.cycles
+
+
+# ---- control-code rules the kernels rely on ------------------------------------------------
+
+def test_reader_of_an_earlier_ldg_waits_on_that_ldgs_own_barrier():
+    # the conv3x3 halo pattern: two LDGs, the first one's reader placed after a wait on the second
+    src = """\
+<REGISTER_MAPPING>
+    0-7 : a, b, x, y
+</REGISTER_MAPPING>
+--:-:-:-:1      MOV a, c[0x0][0x140];
+--:-:-:-:6      MOV b, c[0x0][0x144];
+--:-:1:-:1      LDG x, [a];
+--:-:2:-:2      LDG y, [b];
+02:-:-:-:1      STS [RZ], y;
+STS [RZ+0x4], x;
+EXIT;
+"""
+    k = assemble_text(src, "ldg_order.sass").kernel
+    # an L2 hit issued after a DRAM miss lands first: waiting on barrier 2 does not cover x
+    assert k.instructions[5].control.wait & 1
+    fixed = src.replace("STS [RZ+0x4], x;", "--:-:-:-:1      STS [RZ+0x4], x;")
+    assert [h.kind for h in check_controls(assemble_text(fixed, "h.sass").kernel)] == ["variable-latency-without-wait"]
+
+
+def test_shfl_result_is_read_through_a_barrier():
+    src = """\
+<REGISTER_MAPPING>
+    0-7 : v, t, s
+</REGISTER_MAPPING>
+S2R v, SR_LANEID;
+SHFL.BFLY PT, t, v, 0x1, 0x1f;
+IADD s, v, t;
+EXIT;
+"""
+    k = assemble_text(src, "shfl.sass").kernel
+    shfl, iadd = k.instructions[1], k.instructions[2]
+    assert shfl.control.write_bar and iadd.control.wait >> (shfl.control.write_bar - 1) & 1
+    m = GlobalMemory()
+    simulate(k, 1, 32, (), memory=m, hazards="strict")  # the timing model agrees: no hazard
