@@ -220,3 +220,12 @@ def test_divergent_kernel():
     res, sm = twin_simulate(k, 4, 64, [src, out], mem, log=True)
     assert sm.stats.divergent_branches > 0 and sm.stats.to_dict()["simd_efficiency"] < 0.6
     assert mem.read(out, x.size, np.uint32).tolist() == [collatz_steps(int(v)) for v in x]
+
+
+def test_histogram_and_shuffle_reduction_kernel():
+    # SHFL, VOTE, ATOMS, RED, ATOM, 8-bit loads and an EXIT of some warps' lanes (test_opcodes_extra.py)
+    from test_opcodes_extra import check_histogram, histogram_problem
+    k, data, mem, params, ptrs = histogram_problem()
+    res, sm = twin_simulate(k, 3, 128, params, mem, log=True)
+    check_histogram(data, mem, ptrs)
+    assert sm.stats.shared_wavefronts > sm.stats.shared_requests  # ATOMS lanes collide on 8 bins

@@ -265,3 +265,185 @@ def test_vectorised_atomics_equal_one_lane_after_the_other(op, typ, want_old):
     assert store.tolist() == ref
     if want_old:
         assert got.tolist() == found
+
+
+def test_xmad_signed_halves():
+    a = np.array([0x0000FFFF, 0x00008000, 0x12347FFF, 0xFFFF0002], np.int64)
+    b = np.array([0x0000FFFF, 0x00000002, 0x0000FFFE, 0x00000003], np.int64)
+    got = run_lanes("XMAD.S16.S16 R13, R10, R11, RZ", a, b)
+    s16 = lambda x: ((x & 0xFFFF) ^ 0x8000) - 0x8000
+    assert got.tolist() == [(s16(x) * s16(y)) & 0xFFFFFFFF for x, y in zip(a, b)]
+    got = run_lanes("XMAD.S16.U16 R13, R10.H1, R11, R12", a, b, [7, 7, 7, 7])
+    assert got.tolist() == [(s16(x >> 16) * (y & 0xFFFF) + 7) & 0xFFFFFFFF for x, y in zip(a, b)]
+
+
+def test_maxas_xmad_lo2_macros_multiply():
+    # the maxas source macros XMAD.LO2 (16-bit b) and XMAD.LO2C (16-bit a, 32-bit constant b)
+    from maxsim.asm import assemble_text
+    src = """\
+# Kernel: lo2
+# Arch: sm_52
+<CONSTANT_MAPPING>
+    out : c[0x0][0x140]
+</CONSTANT_MAPPING>
+<REGISTER_MAPPING>
+    0-9 : tid, a, d, e, addr, k
+</REGISTER_MAPPING>
+S2R tid, SR_TID.X;
+IADD a, tid, 0x12345;
+XMAD.LO2 d, a, 0x2f1, tid;
+MOV32I k, 0x9abcd;
+XMAD.LO2C e, tid, c[0x0][0x144], k;
+SHL addr, tid, 3;
+IADD addr, addr, out;
+STG.64 [addr], d;
+EXIT;
+"""
+    asm = assemble_text(src, "lo2.sass")
+    ops = [i.full_opcode for i in asm.kernel.instructions]
+    assert ops.count("XMAD") == 2 and ops.count("XMAD.PSL") == 2
+    mem = GlobalMemory()
+    out = mem.alloc(8 * 64)
+    launch(asm.kernel, 1, 64, [out, 0x87654321], mem)
+    got = mem.read(out, 128, np.uint32).reshape(64, 2)
+    t = np.arange(64, dtype=np.int64)
+    assert got[:, 0].tolist() == (((t + 0x12345) * 0x2F1 + t) & 0xFFFFFFFF).tolist()
+    assert got[:, 1].tolist() == ((t * 0x87654321 + 0x9ABCD) & 0xFFFFFFFF).tolist()
+
+
+# ---- end to end: the opcodes of reductions and histograms, functional and timed ----------------
+
+# 128 threads per CTA, one byte each: a shared histogram of (byte & 7) with ATOMS, a warp sum by
+# SHFL.BFLY added into a global total with RED, a ballot of bytes > 127 OR-ed into a global word
+# per CTA with ATOM, the histogram written out by the first 8 threads after a barrier.
+# Params: bytes, totals (1 word), ballots (1 word per CTA... 4 warps OR-ed), histograms (8 per CTA)
+HISTOGRAM = [
+    "--:-:1:-:1 S2R R0, SR_TID.X",
+    "--:-:2:-:2 S2R R1, SR_CTAID.X",
+    "03:-:-:-:6 ISCADD R2, R1, R0, 0x7",             # global thread index
+    "MOV R3, RZ",
+    "IADD R4, R2, c[0x0][0x140]",
+    "--:-:1:-:2 LDG.E.U8 R5, [R4]",                    # R4/R5 pair: the high word R5 is 0 here
+    "SHL R6, R0, 0x2",
+    "STS [R6], RZ",                                     # clear the bins (threads 0-7 matter)
+    "01:-:-:-:5 BAR.SYNC 0x0",
+    "LOP.AND R7, R5, 0x7",
+    "SHL R7, R7, 0x2",
+    "--:-:2:-:2 ATOMS.ADD R8, [R7], 0x1",
+    "MOV R9, R5",
+    "--:-:3:-:2 SHFL.BFLY PT, R10, R9, 0x10, 0x1f",
+    "04:-:-:-:6 IADD R9, R9, R10",
+    "--:-:3:-:2 SHFL.BFLY PT, R10, R9, 0x8, 0x1f",
+    "04:-:-:-:6 IADD R9, R9, R10",
+    "--:-:3:-:2 SHFL.BFLY PT, R10, R9, 0x4, 0x1f",
+    "04:-:-:-:6 IADD R9, R9, R10",
+    "--:-:3:-:2 SHFL.BFLY PT, R10, R9, 0x2, 0x1f",
+    "04:-:-:-:6 IADD R9, R9, R10",
+    "--:-:3:-:2 SHFL.BFLY PT, R10, R9, 0x1, 0x1f",
+    "04:-:-:-:6 IADD R9, R9, R10",
+    "--:-:-:-:d ISETP.GT.U32.AND P0, PT, R5, 0x7f, PT",
+    "VOTE.ANY R11, PT, P0",
+    "LOP.AND R12, R0, 0x1f",
+    "--:-:-:-:d ISETP.EQ.AND P1, PT, R12, RZ, PT",
+    "MOV R14, c[0x0][0x144]",
+    "MOV R15, RZ",
+    "@P1 RED.E.ADD [R14], R9",
+    "SHL R16, R1, 0x2",
+    "IADD R16, R16, c[0x0][0x148]",
+    "MOV R17, RZ",
+    "--:-:4:-:2 @P1 ATOM.E.OR R18, [R16], R11",
+    "0a:-:-:-:5 BAR.SYNC 0x0",
+    "--:-:-:-:d ISETP.GE.AND P2, PT, R0, 0x8, PT",
+    "--:-:-:-:5 @P2 EXIT",
+    "--:-:1:-:2 LDS R19, [R6]",
+    "ISCADD R20, R1, R0, 0x3",
+    "SHL R20, R20, 0x2",
+    "IADD R20, R20, c[0x0][0x14c]",
+    "01:-:-:-:1 STG [R20], R19",
+    "--:-:-:-:5 EXIT",
+]
+
+
+def histogram_problem(ctas=3, seed=11):
+    data = np.random.default_rng(seed).integers(0, 256, size=128 * ctas).astype(np.uint8)
+    from sasskit import kernel as build
+    k = build(*HISTOGRAM, nparams=4, regs=32, shared=512)
+    mem = GlobalMemory()
+    src = mem.alloc(data.size)
+    mem.write(src, data)
+    total, ballots, hist = mem.alloc(4), mem.alloc(4 * ctas), mem.alloc(4 * 8 * ctas)
+    return k, data, mem, [src, total, ballots, hist], (total, ballots, hist)
+
+
+def check_histogram(data, mem, ptrs, ctas=3):
+    total, ballots, hist = ptrs
+    assert int(mem.read(total, 1, np.uint32)[0]) == int(data.astype(np.int64).sum())
+    per_cta = data.reshape(ctas, 128)
+    want_hist = [np.bincount(c & 7, minlength=8).tolist() for c in per_cta]
+    assert mem.read(hist, 8 * ctas, np.uint32).reshape(ctas, 8).tolist() == want_hist
+    want_ballot = []
+    for c in per_cta:
+        word = 0
+        for w in range(4):
+            word |= sum(1 << k for k in range(32) if c[32 * w + k] > 127)
+        want_ballot.append(word)
+    assert mem.read(ballots, ctas, np.uint32).tolist() == want_ballot
+
+
+def test_histogram_reduction_kernel_against_numpy():
+    k, data, mem, params, ptrs = histogram_problem()
+    launch(k, 3, 128, params, mem)
+    check_histogram(data, mem, ptrs)
+
+
+def test_histogram_reduction_kernel_timed():
+    from maxsim.timing.run import simulate
+    k, data, mem, params, ptrs = histogram_problem()
+    res, sm = simulate(k, 3, 128, params, mem)
+    check_histogram(data, mem, ptrs)
+    d = sm.stats.to_dict()
+    assert d["hazards"] == 0
+    # per warp: 5 SHFL + 1 ATOMS + 1 STS shared requests, and the LDS of the 8 threads' warp
+    assert d["shared_requests"] == 3 * (4 * 7 + 1)
+    assert d["opcode_counts"]["SHFL.BFLY"] == 3 * 4 * 5
+
+
+def test_assembler_sets_barriers_for_the_new_variable_latency_results():
+    # maxsim asm fills the control codes: MUFU, I2F, POPC, SHFL and LDC results get write
+    # barriers their consumers wait on; the timed run has no hazard
+    from maxsim.asm import assemble_text
+    from maxsim.timing.run import simulate
+    src = """\
+# Kernel: xu
+# Arch: sm_52
+<REGISTER_MAPPING>
+    0-15 ~ tid, x, r, f, p, s, k, addr, y
+</REGISTER_MAPPING>
+S2R tid, SR_TID.X;
+IADD x, tid, 0x1;
+I2F.F32.S32 f, x;
+MUFU.RCP r, f;
+POPC p, x;
+SHFL.BFLY PT, s, x, 0x1, 0x1f;
+LDC k, c[0x0][0x140];
+FMUL y, r, f;
+IADD p, p, s;
+IADD p, p, k;
+SHL addr, tid, 3;
+IADD addr, addr, c[0x0][0x144];
+STG [addr], y;
+STG [addr+4], p;
+EXIT;
+"""
+    asm = assemble_text(src, "xu.sass")
+    assert asm.hazards == ()
+    mem = GlobalMemory()
+    out = mem.alloc(8 * 64)
+    res, sm = simulate(asm.kernel, 1, 64, [100, out], mem)
+    assert sm.stats.to_dict()["hazards"] == 0
+    got = mem.read(out, 128, np.uint32).reshape(64, 2)
+    x = np.arange(64) + 1
+    f = x.astype(np.float32)
+    np.testing.assert_allclose(got[:, 0].view(np.float32), (np.float32(1) / f) * f, rtol=2 ** -22)
+    pop = np.array([bin(int(v)).count("1") for v in x])
+    assert got[:, 1].tolist() == (pop + x[np.arange(64) ^ 1] + 100).tolist()

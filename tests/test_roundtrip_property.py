@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from maxsim.errors import MaxsimError, SassParseError
 from maxsim.functional import GlobalMemory, Texture1D, launch
-from maxsim.isa.opcodes import OPCODES, REQUIRED_MODIFIERS, SPECIAL_REGISTERS, match_modifiers, vector_alignment
+from maxsim.isa.opcodes import (OPCODES, REQUIRED_MODIFIERS, SPECIAL_REGISTERS, WORDS, match_modifiers,
+                                vector_alignment)
 from maxsim.sass import format_instruction, format_kernel, parse_text
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -161,7 +162,7 @@ def instruction_text(draw, opcodes=None, hi_reg=254, runnable=False):
         elif letter == "M":
             ops[n] = draw(mem_text(hi_reg))
         elif letter == "W":
-            ops[n] = "1D"
+            ops[n] = draw(st.sampled_from(WORDS[name]))
     op_text = ".".join([name] + mods)
     body = op_text + (" " + ", ".join(ops) if ops else "")
     sep = draw(st.sampled_from([" ", "  ", "\t", " \t "]))

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 # R0 = global thread index (block of 64), R1 = its word offset, R7 = &out[R0], R2 = &in[R0]
 PROLOGUE = [
     "--:-:1:-:1 S2R R0, SR_TID.X",
-    "--:-:2:-:1 S2R R8, SR_CTAID.X",
+    "--:-:2:-:2 S2R R8, SR_CTAID.X",
     "03:-:-:-:6 ISCADD R0, R8, R0, 0x6",
     "SHL R1, R0, 0x2",
     "IADD R7, R1, c[0x0][0x144]",

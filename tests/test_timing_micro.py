@@ -613,7 +613,7 @@ def test_next_cta_starts_cta_launch_cycles_after_the_last_ends(gap):
 
 
 # ---------------------------------------------------------------------------------------------
-# (12) the quarter-rate xu pipe (MUFU, conversions, POPC, FLO, SHFL), LDC and shared atomics
+# (12) the quarter-rate xu pipe (MUFU, conversions, POPC, FLO), LDC, SHFL and shared atomics
 
 
 def test_xu_pipe_rate_and_its_own_pipe():
@@ -630,7 +630,8 @@ def test_xu_pipe_rate_and_its_own_pipe():
 
 
 @pytest.mark.parametrize("text,lat", [("MUFU.RCP R4, R5", LAT.xu), ("I2F.F32.S32 R4, R5", LAT.xu),
-                                      ("SHFL.BFLY PT, R4, R5, 0x1, 0x1f", LAT.shfl),
+                                      ("POPC R4, R5", LAT.bitcount),
+                                      ("SHFL.BFLY PT, R4, R5, 0x1, 0x1f", LAT.lds),
                                       ("LDC R4, c[0x0][0x0]", LAT.ldc)])
 def test_variable_latency_results_clear_their_barrier(text, lat):
     # the consumer waits on the producer's write barrier (stall 2: the barrier is visible one

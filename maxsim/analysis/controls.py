@@ -31,8 +31,9 @@ The rules (numbers from the architecture config, ``[latency]`` and ``[sm]`` sect
   (memory ops read their operands late);
 - ``raw-predicate``: a predicate written by ISETP is usable ``latency.predicate`` cycles after issue
   (guard or predicate source);
-- ``variable-latency-without-wait``: the results of S2R, LDS, TLD and LDG are known only through a
-  write barrier: an instruction that reads, or overwrites, such a register must wait on the barrier
+- ``variable-latency-without-wait``: the results of S2R, LDS, TLD and LDG (and of the other
+  opcodes of their classes: SHFL, ATOMS, ATOM; and of MUFU, conversions, POPC, FLO and LDC) are
+  known only through a write barrier: an instruction that reads, or overwrites, such a register must wait on the barrier
   (``variable-latency-without-barrier`` if no barrier covers the producer at all);
 - ``wait-too-soon``: a wait sees a barrier ``barrier_set_delay`` cycles after the cycle following
   its setter's issue (a wait right after the setter needs a stall of 2 on the setter);
@@ -58,8 +59,7 @@ Two assumptions are taken from maxas's own kernels, which rely on them (``sgemm_
   no global memory, so nothing vouches for LDG results arriving in order, and the timing model
   completes each LDG when its own sectors arrive (an L2 hit issued after a DRAM miss lands first);
   a reader of an LDG result waits on that LDG's own barrier. The same for the quarter-rate unit
-  (MUFU, conversions, POPC, FLO, SHFL: latencies ``xu`` and ``shfl`` differ), whose results, like
-  S2R's and LDC's, are known only through a write barrier;
+  (MUFU and conversions take ``latency.xu``, POPC and FLO ``latency.bitcount``);
 - BAR.SYNC returns only after the warp's earlier shared-memory ops have read their operands (maxas
   overwrites the STS.128 source registers with new texture loads after the BAR without a wait).
 
@@ -78,14 +78,14 @@ from maxsim.isa.opcodes import OPCODES
 
 ALU_UNITS = frozenset(("alu", "alu_half"))
 # results known only through a barrier: memory loads (LDS, ATOMS, TLD, LDG, ATOM), S2R, the
-# quarter-rate unit (MUFU, conversions, POPC, FLO, SHFL) and LDC
+# quarter-rate unit (MUFU, conversions, POPC, FLO) and LDC; SHFL and ATOMS are shared-memory work (lds)
 VARIABLE_WRITERS = frozenset(("lds", "tex", "ldg", "s2r", "xu", "fixed"))
 QUEUE = {"lds": "shared", "sts": "shared", "tex": "tex", "ldg": "global", "stg": "global", "s2r": "s2r",
          "xu": "xu", "fixed": "fixed"}
 # queues whose ops read their registers at issue, like ALU instructions (no late operand reads)
 REGISTER_QUEUES = frozenset(("s2r", "xu", "fixed"))
 # queues whose results may arrive out of issue order: global loads (each LDG completes when its own
-# sectors arrive) and the quarter-rate unit (SHFL takes latency.shfl, the others latency.xu)
+# sectors arrive) and the quarter-rate unit (POPC and FLO take latency.bitcount, the others latency.xu)
 UNORDERED_RESULTS = frozenset(("global", "xu"))
 DUAL_SECOND = frozenset(("lds", "sts", "tex", "ldg", "stg", "bar", "branch"))
 SHORT_STALL_KIND = {"bar": "short-stall-barrier", "branch": "short-stall-branch", "exit": "short-stall-exit"}

@@ -174,7 +174,7 @@ class LatencyConfig:
     barrier_set_delay: int = _nonneg_int()
     s2r: int = _pos_int()
     xu: int = _pos_int()
-    shfl: int = _pos_int()
+    bitcount: int = _pos_int()
     ldc: int = _pos_int()
     lds: int = _pos_int()
     sts: int = _pos_int()

@@ -56,8 +56,8 @@ class Item:
 
 def result_latency(unit: str, lat, opcode: str = "") -> int:
     """Cycles from issue to a readable result, for ordering (the control rules decide the codes)."""
-    if opcode == "SHFL":
-        return lat.shfl
+    if opcode in ("POPC", "FLO"):
+        return lat.bitcount
     return {"alu": lat.alu, "alu_half": lat.alu_half, "s2r": lat.s2r, "lds": lat.lds,
             "tex": lat.tex_l1_hit, "ldg": lat.l2_hit, "xu": lat.xu, "fixed": lat.ldc}.get(unit, 1)
 

@@ -259,12 +259,33 @@ _XMAD_LO_RE = re.compile(r"(@!?P[0-6T]\s+)?XMAD\.LO\s+(\w+)\s*,\s*(\w+)\s*,\s*(\
                          re.ASCII)
 
 
+_XMAD_LO2_RE = re.compile(r"(@!?P[0-6T]\s+)?XMAD((?:\.[SU]16){2})?\.LO2(C?)\s+(\w+)\s*,\s*(\w+)\s*,\s*([^,]+?)\s*,"
+                          r"\s*([^,]+?)\s*$", re.ASCII)
+
+
 def expand_macros(line: Line):
-    """maxas's 32-bit multiply macro ``XMAD.LO d, a, b, c, x`` (``d = a * b + c``, ``x`` a scratch
-    register) as the three XMADs it stands for (maxas ``MaxAsGrammar.pm``, ``replaceXMADs``): the
-    same control field and guard on each."""
-    if line.kind != "ins" or "XMAD.LO" not in line.body.text:
+    """maxas's multiply macros as the XMADs they stand for (maxas ``MaxAsGrammar.pm``,
+    ``replaceXMADs``), the same control field and guard on each:
+
+    * ``XMAD.LO d, a, b, c, x``: ``d = a * b + c`` (32 x 32 bits, low word), ``x`` a scratch register;
+    * ``XMAD.LO2 d, a, b, c``: the same for a b of 16 bits (an immediate or a register):
+      ``XMAD d, a, b, c; XMAD.PSL d, a.H1, b, d``;
+    * ``XMAD.LO2C d, a, c[..][..], c``: the same for an a of 16 bits and a 32-bit constant b:
+      ``XMAD d, a, b, c; XMAD.PSL d, a, b.H1, d``;
+
+    ``.LO2`` / ``.LO2C`` may carry two type modifiers (``XMAD.S16.U16.LO2``) passed to both XMADs."""
+    if line.kind != "ins" or "XMAD" not in line.body.text or ".LO" not in line.body.text:
         return (line,)
+    m2 = _XMAD_LO2_RE.match(line.body.text)
+    if m2:
+        guard, types, const, d, a, b, c = m2.groups()
+        guard, types = guard or "", types or ""
+        if d == a:
+            raise line.body.error(f"XMAD.LO2{const}: the destination cannot be the first operand ({d})", m2.start(4))
+        second = f"XMAD{types}.PSL {d}, {a}, {b}.H1, {d}" if const else f"XMAD{types}.PSL {d}, {a}.H1, {b}, {d}"
+        texts = (f"{guard}XMAD{types} {d}, {a}, {b}, {c}", guard + second)
+        col = line.body.col(0)
+        return tuple(attrs.evolve(line, body=Span(t, line.line, (col,) * len(t), line.body.filename)) for t in texts)
     m = _XMAD_LO_RE.match(line.body.text)
     if not m:
         raise line.body.error("expected XMAD.LO d, a, b, c, x (x: a scratch register)")

@@ -46,16 +46,21 @@ def saturate(x):
     return np.where(np.isnan(x), np.float32(0), np.clip(x, np.float32(0), np.float32(1))).astype(np.float32)
 
 
-def xmad(a, b, c, b_reg, a_h1, b_h1, mods):
+def xmad(a, b, c, b_reg, a_h1, b_h1, mods, a_signed=False, b_signed=False):
     """16x16-bit multiply-add and its modes (see the maxas format notes).
 
     ``a`` and ``b`` are the full 32-bit source values; ``a_h1``/``b_h1`` select their high halves;
-    ``b_reg`` is the unselected second source register (used by .MRG and .CBCC).
+    ``b_reg`` is the unselected second source register (used by .MRG and .CBCC). ``a_signed`` /
+    ``b_signed`` (XMAD.S16...): the selected half is sign-extended; the product wraps at 32 bits.
     """
     # as arrays: an immediate b with a constant c gives numpy scalars, whose wrap-around warns
     a, b, c, b_reg = (np.asarray(x, dtype=np.uint32) for x in (a, b, c, b_reg))
     a16 = (a >> U32(16)) if a_h1 else (a & U32(0xFFFF))
     b16 = (b >> U32(16)) if b_h1 else (b & U32(0xFFFF))
+    if a_signed:
+        a16 = ((a16 ^ U32(0x8000)) - U32(0x8000)).astype(np.uint32)
+    if b_signed:
+        b16 = ((b16 ^ U32(0x8000)) - U32(0x8000)).astype(np.uint32)
     prod = np.multiply(a16, b16, dtype=np.uint32)
     if "PSL" in mods:
         prod = prod << U32(16)

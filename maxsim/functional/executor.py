@@ -233,6 +233,9 @@ def compile_instruction(ctx, instr, values=True):
         return fn if values else None
     if op == "DEPBAR":
         return lambda g, m: None
+    if op == "SHFL":
+        from .intops import shfl
+        return shfl(ctx, instr, ops, mods, zrow, values)
     if op == "TLD":
         return _tld(ctx, instr, ops, mods, zrow, values)
     if op in FLOAT_OPS:
@@ -362,11 +365,13 @@ def _xmad(ctx, instr, ops, mods, zrow):
     c = _reader_u32(ctx, instr, ops[3], zrow)
     a_h1, b_h1 = ops[1].h1, ops[2].h1
     modset = frozenset(mods)
+    types = [x for x in mods if x in ("S16", "U16")] + ["U16", "U16"]
+    a_signed, b_signed = types[0] == "S16", types[1] == "S16"
     write = _writer(ops[0].reg, zrow)
 
     def run(g, m):
         bv = b(g)
-        write(g, alu.xmad(a(g), bv, c(g), bv, a_h1, b_h1, modset), m)
+        write(g, alu.xmad(a(g), bv, c(g), bv, a_h1, b_h1, modset, a_signed, b_signed), m)
     return run
 
 

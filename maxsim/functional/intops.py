@@ -207,11 +207,13 @@ def _vote(ctx, instr, ops, mods, zrow):
     return run
 
 
-def _shfl(ctx, instr, ops, mods, zrow):
+def shfl(ctx, instr, ops, mods, zrow, values=True):
     """SHFL.mode Pd, d, a, b, c: lane j's a, as PTX shfl defines j and the predicate (c holds the
     clamp in bits 4:0 and the segment mask in bits 12:8). A lane whose source lane is out of its
     segment keeps its own value and gets Pd false. Reading an inactive source lane gives that
-    lane's register (PTX: undefined)."""
+    lane's register (PTX: undefined). SHFL runs on the shared-memory unit [maxas-grammar]: the
+    trace records it as one conflict-free shared-memory request per warp (kind "shfl");
+    ``values=False`` records it without moving data."""
     mode = next(x for x in mods if x in ("IDX", "UP", "DOWN", "BFLY"))
     a = ops[2].reg if ops[2].reg != ins.RZ else zrow
     bv = _reader_u32(ctx, instr, ops[3], zrow)
@@ -219,7 +221,16 @@ def _shfl(ctx, instr, ops, mods, zrow):
     write = _writer(ops[1].reg, zrow)
     pd = ops[0].reg
 
+    def record(g, m):
+        if ctx.recorder is not None:
+            sel = m if m is not None else (None if g.full else g.active)
+            ctx.recorder.memory("shfl", g, (g.laneid * U32(4)).astype(np.uint32), sel, 4)
+
+    if not values:
+        return record
+
     def run(g, m):
+        record(g, m)
         n = g.tid.size
         lane = np.arange(n, dtype=np.int64) % 32
         b = np.broadcast_to(np.asarray(bv(g), dtype=np.uint32), (n,)).astype(np.int64) & 31
@@ -247,4 +258,4 @@ def _shfl(ctx, instr, ops, mods, zrow):
 
 
 OPS = {"IMNMX": _imnmx, "POPC": _popc, "FLO": _flo, "BFI": _bfi, "LEA": _lea, "PSETP": _psetp,
-       "P2R": _p2r, "R2P": _r2p, "VOTE": _vote, "SHFL": _shfl}
+       "P2R": _p2r, "R2P": _r2p, "VOTE": _vote}

@@ -338,7 +338,7 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
             runnable = _release_barriers(ctx, waiting, live)
             waiting = []
             continue
-        g = runnable.pop()
+        g = _next_group(runnable)
         if recorder is not None:
             recorder.start(g)
         while True:
@@ -493,6 +493,11 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
                     ctx.watchdog.back_edge(g, pc)
                     if tick is not None:
                         tick()
+                    if runnable:  # let the groups behind catch up (see _next_group)
+                        _flush_threads(g, warp_threads)
+                        runnable.append(g)
+                        g = None
+                        break
                 continue
             if not taken.any():
                 g.pc = pc + 1
@@ -511,6 +516,28 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
             runnable.extend([no, yes])
             g = None
             break
+
+
+def _group_key(g):
+    return g.pc, tuple(g.stack), simt.signature(g)
+
+
+def _next_group(runnable):
+    """Take the runnable group to run next: the one at the lowest pc, merged with every other
+    runnable group at the same pc with the same call and reconvergence stacks. Warps whose paths
+    split (divergence, warp-uniform branches taken differently) run as separate groups; a group
+    that takes a backward branch while others are runnable goes back to the pool (see
+    ``_run_batch``), so the groups behind reach the loop head and run on as one again. The order
+    only matters to speed: each warp executes its own instructions whatever group it is in."""
+    if len(runnable) == 1:
+        return runnable.pop()
+    first = min(range(len(runnable)), key=lambda i: runnable[i].pc)
+    key = _group_key(runnable[first])
+    same = [x for x in runnable if x.pc == key[0] and _group_key(x) == key]
+    if len(same) == 1:
+        return runnable.pop(first)
+    runnable[:] = [x for x in runnable if not (x.pc == key[0] and _group_key(x) == key)]
+    return Group.merge(same)
 
 
 def _release_barriers(ctx, waiting, live):

@@ -17,9 +17,11 @@ from . import instruction as ins
 # Timing classes. alu: full-rate integer/fp32 pipe work; alu_half: the half-rate classes (shifts,
 # compares, bit-field, select); lds/sts: shared memory; tex: texture fetch; ldg/stg: global memory;
 # s2r: special registers; bar: CTA barrier; branch: BRA/CAL/RET; exit: EXIT.
-# xu: the quarter-rate unit (MUFU, conversions, POPC, FLO, SHFL); fixed: a fixed-latency result
-# outside the ALU pipes (LDC, VOTE's ballot is ALU work). ATOMS is shared-memory work (lds), ATOM a
-# global load (ldg), RED a global store (stg).
+# The classes of the opcodes beyond SGEMM follow maxas's (MaxAsGrammar.pm: x32 full rate, shift and
+# cmp half rate, qtr quarter rate, smem shared memory, gmem global memory) and the CUDA C Programming
+# Guide's 5.x throughput table. xu: the quarter-rate unit (MUFU, conversions, POPC, FLO); fixed: a
+# fixed-latency result outside the ALU pipes (LDC). SHFL and ATOMS are shared-memory work (lds), ATOM
+# a global load (ldg), RED a global store (stg).
 UNITS = ("alu", "alu_half", "xu", "lds", "sts", "tex", "ldg", "stg", "s2r", "fixed", "bar", "branch", "exit",
          "nop")
 MEMORY_UNITS = frozenset(("lds", "sts", "tex", "ldg", "stg"))
@@ -57,7 +59,9 @@ OPCODES = {s.name: s for s in (
     _spec("IADD", "alu", 1, "R R R|C|I", {"X"}, {"CC"}),
     _spec("IADD3", "alu", 1, "R R R|C|I R"),
     _spec("ISCADD", "alu", 1, "R R R|C|I I"),
-    _spec("XMAD", "alu", 1, "R R R|C|I R|C", {"MRG", "PSL", "CHI", "CLO", "CSFU", "CBCC"}, {"PSL", "CBCC"}, {"CBCC"}),
+    # XMAD[.S16|.U16[.S16|.U16]]: the types of the a and b halves (unsigned by default)
+    _spec("XMAD", "alu", 1, "R R R|C|I R|C", {"S16", "U16"}, {"S16", "U16"},
+          {"MRG", "PSL", "CHI", "CLO", "CSFU", "CBCC"}, {"PSL", "CBCC"}, {"CBCC"}),
     _spec("LOP", "alu", 1, "R R R|C|I", {"AND", "OR", "XOR", "PASS_B"}),
     _spec("MOV", "alu", 1, "R R|C|I"),
     _spec("MOV32I", "alu", 1, "R I|F"),
@@ -85,12 +89,12 @@ OPCODES = {s.name: s for s in (
     _spec("FLO", "xu", 1, "R R|C|I", {"U32", "S32"}, {"SH"}),
     _spec("BFI", "alu_half", 1, "R R R|C|I R|C"),
     # LEA d, a, b, s / LEA.HI d, a, b, c, s (the high word of a 64-bit scaled index)
-    _spec("LEA", "alu", 1, "R R R|C|I R|I I", {"HI"}, {"X"}, {"CC"}, min_operands=4),
+    _spec("LEA", "alu_half", 1, "R R R|C|I R|I I", {"HI"}, {"X"}, {"CC"}, min_operands=4),
     _spec("PSETP", "alu", 2, "P P P P P", _BOOL, _BOOL),
-    _spec("P2R", "alu_half", 1, "R W R I"),
+    _spec("P2R", "alu", 1, "R W R I"),
     _spec("R2P", "alu_half", 0, "W R I"),
     _spec("VOTE", "alu", 2, "R P P", {"ALL", "ANY", "EQ"}),
-    _spec("SHFL", "xu", 2, "P R R R|I R|I", {"IDX", "UP", "DOWN", "BFLY"}),
+    _spec("SHFL", "lds", 2, "P R R R|I R|I", {"IDX", "UP", "DOWN", "BFLY"}),
     # float
     _spec("FMNMX", "alu_half", 1, "R R R|C|I|F P", {"FTZ"}),
     _spec("FSETP", "alu_half", 2, "P P R R|C|I|F P", _FCMP, _BOOL, {"FTZ"}),
@@ -134,8 +138,10 @@ def match_modifiers(spec: OpSpec, mods: tuple):
     """Return None if ``mods`` is acceptable for ``spec``, else the first offending modifier."""
     groups = list(spec.mod_groups)
     for n, m in enumerate(mods):
-        if m in mods[:n] and not (spec.name in CONVERSIONS and m in _TYPES):
-            return m  # (a conversion names its destination and source types: F2F.F32.F32)  # a repeated modifier (XMAD.PSL.PSL) is never meaningful
+        if m in mods[:n] and not ((spec.name in CONVERSIONS or spec.name == "XMAD") and m in _TYPES):
+            # a repeated modifier (XMAD.PSL.PSL) is never meaningful, but a conversion names its
+            # destination and source types (F2F.F32.F32)
+            return m
         for i, g in enumerate(groups):
             if m in g:
                 del groups[i]

@@ -14,6 +14,7 @@ _ORDER = (
     ("functional_warp_instructions", "warp instructions (CTAs run)"),
     ("sm_warp_instructions", "warp instructions (timed SM)"),
     ("cycles", "cycles (timed SM)"), ("ipc", "IPC"),
+    ("divergent_branches", "divergent branches"), ("simd_efficiency", "SIMD efficiency (active lanes/32)"),
     ("gflops", "GFLOPS (SM, config clock)"), ("ffma_pipe_utilisation", "FFMA pipe utilisation"),
     ("cycles_per_loop_iteration", "cycles per main-loop iteration"),
     ("dual_issues", "dual issues"), ("register_bank_conflicts", "register bank conflicts"),

@@ -272,7 +272,7 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
                 raise line.error(f"vector register group R{op.reg} must be aligned to {align} registers", col)
         if op.kind == ins.PRED and op.not_ and n < spec.n_dst:
             raise line.error(f"destination predicate of {opcode} cannot be negated", col)
-        if op.kind == ins.REG and op.h1 and (opcode != "XMAD" or n < spec.n_dst):
+        if op.kind in (ins.REG, ins.CONST) and op.h1 and (opcode != "XMAD" or n < spec.n_dst):
             raise line.error("the half selector .H1 applies to XMAD sources only", col)
         if op.kind == ins.LABEL and op.name not in label_map:
             raise line.error(f"undefined label {op.name!r}", col)
@@ -352,12 +352,13 @@ def _parse_operand(tok: str, line: _Line, col: int) -> ins.Operand:
         raise line.error(f"'!' applies to predicates only, got {tok!r}", col)
     if t.startswith("SR_"):
         return ins.Operand(ins.SREG, name=t)
-    m = _CONST_RE.match(t)
+    const_h1 = t.startswith("c[") and t.endswith(".H1")  # XMAD's high-half selector on a constant
+    m = _CONST_RE.match(t[:-3] if const_h1 else t)
     if m:
         bank, off = _int(m.group(1)), _int(m.group(2))
         if bank > 17 or off > 0xFFFF:
             raise line.error(f"constant {tok!r} is out of range: banks 0x0-0x11, offsets 0x0-0xffff", col)
-        return ins.Operand(ins.CONST, bank=bank, value=off, neg=neg, abs=absval)
+        return ins.Operand(ins.CONST, bank=bank, value=off, neg=neg, abs=absval, h1=const_h1)
     if t.startswith("c["):
         raise line.error(f"malformed constant {tok!r}: expected c[bank][offset]", col)
     if _INT_RE.match(tok):

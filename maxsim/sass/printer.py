@@ -42,7 +42,7 @@ def format_operand(op: ins.Operand) -> str:
         v = op.fvalue
         return repr(v) if math.isfinite(v) else ("NAN" if math.isnan(v) else ("-INF" if v < 0 else "INF"))
     if k == ins.CONST:
-        s = f"c[0x{op.bank:x}][0x{op.value:x}]"
+        s = f"c[0x{op.bank:x}][0x{op.value:x}]" + (".H1" if op.h1 else "")
         if op.abs:
             s = f"|{s}|"
         return ("-" if op.neg else "") + s

@@ -76,8 +76,8 @@ class Warp:
         self.cta = cta
         self.label = label
         self.parts = parts
-        self.part = 0
-        seg, self.row = parts[0]
+        self.part = next((n for n, (seg, _) in enumerate(parts) if len(seg.pcs)), 0)  # skip empty ones
+        seg, self.row = parts[self.part]
         self.pcs = seg.pcs
         self.mem = seg.mem
         self.pos = 0
@@ -504,7 +504,7 @@ class ReferenceSM:
             w.bar_set[b] = t
         # advance along the trace
         w.pos += 1
-        if w.pos >= len(w.pcs):
+        while w.pos >= len(w.pcs):  # (a segment may be empty: a group split before it ran)
             w.part += 1
             if w.part >= len(w.parts):
                 if u != EXIT:

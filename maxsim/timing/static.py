@@ -73,7 +73,7 @@ class StaticInfo:
                 self.pipe[k] = PIPE[i.unit]
                 self.interval[k] = intervals[self.pipe[k]]
                 if i.unit == "xu":
-                    self.latency[k] = lat.shfl if i.opcode == "SHFL" else lat.xu
+                    self.latency[k] = lat.bitcount if i.opcode in ("POPC", "FLO") else lat.xu
                 else:
                     self.latency[k] = lat.predicate if i.dst_preds else (lat.alu if u == ALU else lat.alu_half)
             elif u == S2R:

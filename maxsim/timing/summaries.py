@@ -60,6 +60,8 @@ def make_summariser(cfg):
     seen = {}  # shared-memory access patterns already summarised (loops repeat them)
 
     def summarise(kind, addr, active, nbytes):
+        if kind == "shfl":  # one conflict-free pass per warp with an active lane
+            return active.any(axis=1).astype(np.int64)
         if kind == "atoms":
             return atomic_wavefronts(addr, active, banks, width)
         if kind in ("lds", "sts"):
