@@ -113,6 +113,9 @@ def _parser():
                    help="a 1D texture of a .sass file (NAME its number or a name the kernel gives it) "
                         "bound to a .npy array in FORMAT: float4 (default), float2, float1, int1/2/4, "
                         "uint1/2/4; texels out of range read 0")
+    r.add_argument("--predict", action="store_true",
+                   help="for a .sass file: also predict the launch on the whole GPU of the config (every "
+                        "CTA on every SM, sharing the L2 and DRAM; one CTA: the timed SM's run)")
     r.add_argument("--out", metavar="DIR", default=None,
                    help="for a .sass file: save every output buffer as DIR/NAME.npy, the summary as "
                         "DIR/summary.txt and the figures as DIR/report.json (DIR is made if missing)")
@@ -488,7 +491,7 @@ def cmd_run(args):
         ("--sm-ctas", args.sm_ctas, False), ("--grid", args.grid, True), ("--block", args.block, True),
         ("--max-instructions", args.max_instructions, True), ("--check", args.check, False),
         ("--shared", args.shared, True), ("--param", args.param, True), ("--buffer", args.buffer, True),
-        ("--texture", args.texture, True), ("--out", args.out, True))
+        ("--texture", args.texture, True), ("--out", args.out, True), ("--predict", args.predict or None, True))
         if val is not None and file_only != is_file]
     if wrong and (is_file or args.target in WORKLOADS):
         what = "a .sass file" if is_file else f"the {args.target} workload"
@@ -520,7 +523,8 @@ def cmd_run(args):
                                         timing=not args.functional, hazards="strict" if args.strict else "warn",
                                         max_cycles=args.max_cycles, max_instructions=args.max_instructions,
                                         progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)),
-                                        occupancy=choice, shared=args.shared or 0, report=True, **arguments)
+                                        occupancy=choice, shared=args.shared or 0, report=True,
+                                        predict=args.predict, **arguments)
         else:
             raise UsageError(f"unknown workload {args.target!r}: expected one of {', '.join(WORKLOADS)} or a .sass file")
     except OccupancyError as e:
@@ -615,13 +619,14 @@ def _trace_writer(args):
 
 def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn", max_cycles=None,
                   max_instructions=None, progress=None, timeline=None, occupancy=None, shared=0,
-                  params=None, buffers=None, textures=None, report=False):
+                  params=None, buffers=None, textures=None, report=False, predict=False):
     """Run a kernel file through the launch API (:func:`maxsim.host.launch`) and report what it
     executed: the fields of ``maxsim run --json`` (and the :class:`~maxsim.host.LaunchReport` with
     ``report``). ``progress``: a progress callback (:mod:`maxsim.report.progress`); ``timeline``:
     a callable that receives the timed SM, run with its issue log on; ``occupancy``:
     ``{"regs": N}``, ``{"warps_per_scheduler": W}`` or ``{"ctas_per_sm": C}``, the residency the
-    kernel runs at (it declares the registers that give it)."""
+    kernel runs at (it declares the registers that give it); ``predict``: the whole-GPU prediction
+    too (with ``timing``)."""
     from .host import Kernel, launch
     kernel = Kernel.load(path, cfg=cfg)
     missing = [p.label for p in kernel.params
@@ -631,10 +636,12 @@ def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn",
         raise UsageError(f"{path}: the kernel takes {n} parameter{'s' if n != 1 else ''} ({', '.join(missing)}): "
                          f"give {'each' if n > 1 else 'it'} with --param NAME=VALUE")
     r = launch(kernel, grid, block, shared=shared, params=params, buffers=buffers, textures=textures, config=cfg,
-               timing=timing, predict=timing, occupancy=occupancy, hazards=hazards, max_cycles=max_cycles,
+               timing=timing, predict=timing and predict, occupancy=occupancy, hazards=hazards, max_cycles=max_cycles,
                max_instructions=max_instructions, progress=progress, timeline=timeline)
     out = {"workload": path}
     out.update(r.fields())
+    if out.get("sm_ctas") == r.grid[0] * r.grid[1]:
+        del out["sm_ctas"]  # the timed SM ran the whole launch: the summary says so in its words
     return (out, r) if report else out
 
 

@@ -266,6 +266,7 @@ def test_cli_runs_vecadd_and_saves_the_outputs(tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["c.npy", "report.json", "summary.txt"]
     assert out["kernel"] == "vecadd" and out["cycles"] > 0 and out["outputs_saved"] == {"c": str(tmp_path / "out" / "c.npy")}
     assert json.loads((tmp_path / "out" / "report.json").read_text())["cycles"] == out["cycles"]
+    assert "gpu_predicted_seconds" not in out  # the whole-GPU prediction of a file is asked for with --predict
 
 
 @pytest.mark.parametrize("extra, fragments", [

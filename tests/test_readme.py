@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
 from pathlib import Path
 
@@ -86,6 +87,7 @@ def test_launch_api_command_lines_run(tmp_path, monkeypatch, capsys):
         assert main(argv[1:]) == 0, capsys.readouterr().err
     a, b = np.load("a.npy"), np.load("b.npy")
     assert (np.load("vecadd_out/c.npy") == a + b).all()
+    assert json.loads(Path("vecadd_out/report.json").read_text())["gpu_prediction_method"] == "full"  # --predict
     partial = np.load("reduce_out/p.npy")
     assert partial.shape == (8,) and partial.sum() == a.sum() == 499500.0
     assert sorted(p.name for p in (tmp_path / "reduce_out").iterdir()) == ["p.npy", "report.json", "summary.txt"]

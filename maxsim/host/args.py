@@ -176,6 +176,9 @@ def _textures(kernel, textures) -> dict:
             number = int(key)
         else:
             raise LaunchError(f"texture key {key!r}: expected a texture number or a name")
+        if isinstance(value, Texture1D):  # already bound (a texture of maxsim.functional)
+            out[number] = value
+            continue
         tex = value if isinstance(value, Texture) else Texture(value)
         if not isinstance(tex.data, np.ndarray):
             raise LaunchError(f"texture {key!r}: expected a numpy array, got {type(tex.data).__name__}")
