@@ -789,7 +789,7 @@ def _shfl_reduce_reference(x, n):
 
 
 @pytest.mark.parametrize("n", [1024, 1500, 4104])
-def test_reduce_shfl_matches_numpy_with_nine_shared_requests_per_cta(n):
+def test_reduce_shfl_matches_numpy_with_shared_requests_counted_by_hand(n):
     rng = np.random.default_rng(n)
     x = rng.standard_normal(n).astype(np.float32)
     ctas = (n + 1023) // 1024
@@ -801,10 +801,11 @@ def test_reduce_shfl_matches_numpy_with_nine_shared_requests_per_cta(n):
     assert np.array_equal(got, _shfl_reduce_reference(x, n))
     assert np.allclose(got.sum(dtype=np.float64), x.sum(dtype=np.float64), rtol=0, atol=1e-4 * np.abs(x).sum())
     st = sm.stats
-    # by hand, per CTA: 5 SHFL in each of 8 warps and 3 more in warp 0; shared memory: lane 0 of
-    # each warp stores its warp sum (8 requests), warp 0 reads the 8 sums (1), no conflicts
+    # by hand, per CTA: 5 SHFL in each of 8 warps and 3 more in warp 0, each one conflict-free
+    # request through the shared-memory crossbar; data in shared memory: lane 0 of each warp
+    # stores its warp sum (8 requests), warp 0 reads the 8 sums (1); no conflicts
     assert res.opcode_counts["SHFL.BFLY"] == ctas * 43
-    assert st.shared_requests == ctas * 9 and st.shared_wavefronts == st.shared_requests
+    assert st.shared_requests == ctas * (43 + 9) and st.shared_wavefronts == st.shared_requests
 
 
 # ---- histogram with shared-memory atomics ----------------------------------------------------
