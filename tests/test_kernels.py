@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -433,3 +435,463 @@ def test_predicated_off_loads_touch_no_memory(shared, nbytes):
     if nbytes:
         mem.alloc(nbytes)
     launch(parse_text(src), 1, 64, [], mem)
+
+
+# =============================================================================================
+# The kernel library (workloads/kernels/*.sass): kernels of our own in the maxas source language,
+# each assembled by maxsim with no control-code hazard, checked against numpy for several shapes
+# and run through the timing model (hazards strict) with a figure counted by hand.
+
+import attrs
+
+from maxsim.analysis import check_controls
+from maxsim.arch.config import load_config
+from maxsim.asm import assemble_text
+from maxsim.sass import format_kernel
+from maxsim.timing.memory_system import MemorySystem
+from maxsim.timing.run import simulate
+from workloads import kernels as library
+
+LIBRARY = ("transpose", "conv3x3", "stencil5_tex", "pointer_chase", "scan_tile", "gcd_divergent",
+           "reduce_shfl", "histogram_atoms")
+
+
+def assemble_library(name, **constants):
+    """Assemble a library kernel, optionally with other values for ``<CONSTANT_MAPPING>`` names
+    (``stride=32``); the result must carry no control-code hazard."""
+    src = library.source(name)
+    for key, value in constants.items():
+        src, n = re.subn(rf"(?m)^(\s*{key}\s*:\s*)\S+", rf"\g<1>{value}", src)
+        assert n == 1, f"{name}: no constant {key}"
+    asm = assemble_text(src, f"{name}.sass")
+    assert asm.hazards == () and check_controls(asm.kernel) == []
+    return asm.kernel
+
+
+def timed(kernel, grid, block, params, memory, textures=None, **kw):
+    """Run a kernel functionally and on one SM in time, control-code hazards as errors."""
+    return simulate(kernel, grid, block, params, memory=memory, textures=textures, hazards="strict", **kw)
+
+
+def fma_chain(terms):
+    """fp32 reference of ``FMUL acc, x0, w0`` then ``FFMA acc, xk, wk, acc`` for the pairs
+    ``terms`` in order. The product of two fp32 numbers is exact in float64 and the float64 sum
+    is rounded once more to fp32: the same as the FFMA's single rounding except in the
+    (probability ~2^-29) case of a float64 tie, so the kernels must match it exactly."""
+    (x0, w0), rest = terms[0], terms[1:]
+    acc = (x0 * np.float32(w0)).astype(np.float32)
+    for x, w in rest:
+        acc = (x.astype(np.float64) * np.float64(np.float32(w)) + acc).astype(np.float32)
+    return acc
+
+
+@pytest.mark.parametrize("name", LIBRARY)
+def test_library_kernel_is_source_with_named_registers_and_scheduled_blocks(name):
+    src = library.source(name)
+    lines = src.splitlines()
+    assert lines[0] == f"# Kernel: {name}"
+    assert "<REGISTER_MAPPING>" in src and "<CONSTANT_MAPPING>" in src
+    assert "Launch:" in src  # the header comment gives the launch shape
+    asm = assemble_text(src, f"{name}.sass")
+    assert asm.hazards == () and check_controls(asm.kernel) == []
+    assert len(asm.registers) >= 3 and not re.search(r"\bR\d+\b", src.split("</REGISTER_MAPPING>")[1])
+    if name != "pointer_chase":  # a loop of dependent loads: nothing to schedule
+        assert "<SCHEDULE_BLOCK>" in src
+    # the final text reads back as the same kernel
+    assert format_kernel(parse_text(asm.text, filename=f"{name}_final.sass")) == asm.text
+
+
+# ---- transpose through shared memory --------------------------------------------------------
+
+def _transpose(kernel, rows, cols, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 2 ** 32, (rows, cols), dtype=np.uint64).astype(np.uint32)
+    m = GlobalMemory()
+    pi, po = m.alloc(x.nbytes), m.alloc(x.nbytes)
+    m.write(pi, x)
+    res, sm = timed(kernel, (cols // 32, rows // 32), 256, (pi, po, rows, cols), m)
+    assert np.array_equal(m.read(po, rows * cols, np.uint32).reshape(cols, rows), x.T)
+    return sm.stats
+
+
+@pytest.mark.parametrize("rows,cols", [(32, 32), (64, 96), (96, 32)])
+def test_transpose_matches_numpy_without_bank_conflicts(rows, cols):
+    st = _transpose(assemble_library("transpose"), rows, cols)
+    ctas = rows * cols // 1024
+    # per CTA 8 warps x (4 STS + 4 LDS); a tile row 33 words apart: every request one wavefront
+    assert st.shared_requests == ctas * 64
+    assert st.shared_wavefronts == st.shared_requests
+
+
+def test_transpose_without_padding_pays_32_way_conflicts_on_the_column_reads():
+    rows, cols = 64, 96
+    padded = _transpose(assemble_library("transpose"), rows, cols)
+    plain = _transpose(assemble_library("transpose", stride=32), rows, cols)
+    ctas = rows * cols // 1024
+    # stride 32: the 32 lanes of a column read all hit bank ty -> 32 wavefronts, 31 more than one,
+    # for each of the 4 LDS of the 8 warps of a CTA; the row-wise STS stay conflict-free
+    assert plain.shared_wavefronts - plain.shared_requests == ctas * 8 * 4 * 31
+    assert padded.shared_wavefronts == padded.shared_requests
+    # the 5952 extra bank cycles go through the SM's one shared-memory pipeline
+    assert plain.cycles - padded.cycles >= ctas * 8 * 4 * 31 // 2
+
+
+# ---- 3 x 3 convolution -----------------------------------------------------------------------
+
+def _conv(kernel, hout, wout, seed=0):
+    rng = np.random.default_rng(seed)
+    img = rng.standard_normal((hout + 2, wout + 2)).astype(np.float32)
+    w = rng.standard_normal(9).astype(np.float32)
+    ref = fma_chain([(img[dy:dy + hout, dx:dx + wout], w[3 * dy + dx]) for dy in range(3) for dx in range(3)])
+    m = GlobalMemory()
+    pi, po = m.alloc(img.nbytes), m.alloc(4 * hout * wout)
+    m.write(pi, img)
+    res, sm = timed(kernel, (wout // 16, hout // 16), 256, [pi, po, wout + 2, wout] + [np.float32(v) for v in w], m)
+    got = m.read(po, hout * wout).reshape(hout, wout)
+    assert np.array_equal(got, ref)
+    # a check of the reference itself: float64 convolution within fp32 rounding
+    ref64 = sum(img[dy:dy + hout, dx:dx + wout].astype(np.float64) * w[3 * dy + dx]
+                for dy in range(3) for dx in range(3))
+    assert np.allclose(got, ref64, rtol=0, atol=1e-5 * np.abs(img).max() * np.abs(w).sum())
+    return res, sm.stats
+
+
+@pytest.mark.parametrize("hout,wout", [(16, 16), (32, 48), (48, 16)])
+def test_conv3x3_matches_numpy_without_bank_conflicts(hout, wout):
+    res, st = _conv(assemble_library("conv3x3"), hout, wout)
+    ctas = hout * wout // 256
+    assert st.shared_wavefronts == st.shared_requests  # pitch 48 = 16 mod 32: the two rows of a warp apart
+    assert res.opcode_counts["FFMA"] == ctas * 8 * 8 and res.opcode_counts["FMUL"] == ctas * 8
+    assert st.flops == ctas * 256 * (8 * 2 + 1)
+
+
+def test_conv3x3_with_a_pitch_of_18_has_two_way_conflicts_counted_by_hand():
+    _, st = _conv(assemble_library("conv3x3", pitch=18), 16, 16)
+    # a warp covers tile rows 2w, 2w+1 (16 lanes each): words a..a+15 and a+18..a+33; a+32, a+33
+    # share banks with a, a+1 -> 2 wavefronts for the 9 window LDS and the tile STS of each of the
+    # 8 warps, and for the bottom-halo STS of warp 0 (rows 16, 17); the right-halo and corner
+    # STS (lanes tx < 2) stay at one
+    assert st.shared_wavefronts - st.shared_requests == 8 * 10 + 1
+
+
+# ---- texture-fed stencil ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [100, 256, 300])
+def test_stencil5_tex_matches_numpy_and_the_texture_cache_serves_the_overlap(n):
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((n, 4)).astype(np.float32)
+    w = rng.standard_normal(5).astype(np.float32)
+    xp = np.zeros((n + 4, 4), np.float32)
+    xp[2:n + 2] = x  # border addressing: texels -2, -1, n, n+1 read as 0
+    ref = fma_chain([(xp[j:j + n], w[j]) for j in range(5)])
+    m = GlobalMemory()
+    po = m.alloc(16 * n)
+    k = assemble_library("stencil5_tex")
+    ctas = (n + 127) // 128
+    res, sm = timed(k, ctas, 128, [po, n] + [np.float32(v) for v in w], m, textures={0: Texture1D(x)})
+    assert np.array_equal(m.read(po, 4 * n).reshape(n, 4), ref)
+    st = sm.stats
+    # by hand: each warp's fetch at offset d touches the 32-byte sectors (2 texels each) of its
+    # texels i+d that lie inside the texture; a fetch with no texel inside (border only) goes
+    # nowhere
+    sectors = requests = 0
+    for wp in range(ctas * 4):
+        i = np.arange(32 * wp, 32 * wp + 32)
+        for d in range(-2, 3):
+            c = i + d
+            inside = np.unique(c[(c >= 0) & (c < n)] // 2).size
+            sectors += inside
+            requests += inside > 0
+    assert st.tex_requests == requests and st.tex_sectors == sectors
+    # the texture (16 n bytes) fits in the 24 KB L1: each sector comes from the L2 once
+    assert st.tex_sectors - st.tex_hits == n // 2
+
+
+# ---- pointer chase ---------------------------------------------------------------------------
+
+def _chase(hops, warm, cfg, nodes=256, stride=128, seed=1):
+    rng = np.random.default_rng(seed)
+    m = GlobalMemory()
+    base, out = m.alloc(nodes * stride), m.alloc(4)
+    addr = base + rng.permutation(nodes) * stride  # one node per 128 bytes, in random order
+    words = np.zeros(nodes * stride // 4, np.uint32)
+    words[(addr - base) // 4] = np.roll(addr, -1)
+    m.write(base, words)
+    ms = MemorySystem(cfg)
+    if warm:
+        ms.warm([int(a) for a in addr])
+    k = assemble_library("pointer_chase")
+    res, sm = timed(k, 1, 1, (int(addr[0]), hops, out), m, cfg=cfg, memory_system=ms)
+    assert m.read(out, 1, np.uint32)[0] == addr[hops % nodes]
+    return sm.stats.cycles
+
+
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("latencies", [None, (250, 500)])
+def test_pointer_chase_measures_the_configured_latency_per_hop(warm, latencies):
+    cfg = load_config()
+    if latencies is not None:
+        cfg = attrs.evolve(cfg, latency=attrs.evolve(cfg.latency, l2_hit=latencies[0], dram=latencies[1]))
+    per_hop = (_chase(128, warm, cfg) - _chase(64, warm, cfg)) / 64
+    # by hand: each LDG waits on the barrier of the one before and issues the cycle its result is
+    # written, `latency` cycles after that load issued; the loop's other instructions (IADD, ISETP,
+    # the 8 + 5 stall cycles of the last LDG and the BRA) fit under the wait. So a hop costs the
+    # latency exactly: the L2 hit on a chain already in the L2, DRAM on a cold one (every node its
+    # own sector, 256 nodes cycled through once in 128 hops: all misses).
+    assert per_hop == (cfg.latency.l2_hit if warm else cfg.latency.dram)
+
+
+# ---- tiled prefix scan -----------------------------------------------------------------------
+
+def _scan(n, x):
+    tiles = (n + 511) // 512
+    m = GlobalMemory()
+    pi, po, pt = m.alloc(4 * n), m.alloc(4 * n), m.alloc(4 * tiles)
+    m.write(pi, x)
+    res, sm = timed(assemble_library("scan_tile"), tiles, 128, (pi, po, pt, n), m)
+    return m.read(po, n, np.uint32), m.read(pt, tiles, np.uint32), res, sm.stats
+
+
+@pytest.mark.parametrize("n", [512, 1000, 2060])
+def test_scan_tile_matches_numpy_and_composes_to_the_whole_scan(n):
+    rng = np.random.default_rng(n)
+    x = rng.integers(0, 2 ** 32, n, dtype=np.uint64).astype(np.uint32)
+    out, totals, res, st = _scan(n, x)
+    tiles = totals.size
+    xp = np.zeros(tiles * 512, np.uint64)
+    xp[:n] = x
+    ref = np.cumsum(xp.reshape(tiles, 512), axis=1) % 2 ** 32
+    assert np.array_equal(out, ref.reshape(-1)[:n].astype(np.uint32))
+    assert np.array_equal(totals, ref[:, -1].astype(np.uint32))
+    # the second pass: the same kernel scans the tile totals; tile c then adds the scan up to c-1
+    scanned, _, _, _ = _scan(4 * ((tiles + 3) // 4), np.pad(totals, (0, -tiles % 4)))
+    offsets = np.concatenate([[0], scanned[:tiles - 1]]).astype(np.uint32)
+    whole = out + np.repeat(offsets, 512)[:n]
+    assert np.array_equal(whole, (np.cumsum(x.astype(np.uint64)) % 2 ** 32).astype(np.uint32))
+    # shared requests by hand, per CTA: 4 warps x 8 STS, and the LDS of the 7 steps except those
+    # of warps whose lanes are all below the step (warp 0 at steps 32 and 64, warp 1 at 64): 25
+    assert st.shared_requests == tiles * (32 + 25) and st.shared_wavefronts == st.shared_requests
+    assert res.opcode_counts["BAR.SYNC"] == tiles * 4 * 15
+
+
+# ---- a divergent kernel: Euclid's subtraction GCD (PBK/BRK loop, SSY/SYNC if/else) -----------
+
+def _euclid(a, b):
+    """(gcd, the x > y choice of each pass) of Euclid's subtraction form."""
+    sides = []
+    while a != b:
+        sides.append(a > b)
+        if a > b:
+            a -= b
+        else:
+            b -= a
+    return a, sides
+
+
+def _gcd_run(a, b):
+    n = len(a)
+    m = GlobalMemory()
+    pa, pb, pg, ps = (m.alloc(4 * n) for _ in range(4))
+    m.write(pa, np.asarray(a, np.uint32))
+    m.write(pb, np.asarray(b, np.uint32))
+    res, sm = timed(assemble_library("gcd_divergent"), (n + 127) // 128, 128, (pa, pb, pg, ps, n), m)
+    return m.read(pg, n, np.uint32), m.read(ps, n, np.uint32), res, sm.stats
+
+
+def _loop_issues(lanes):
+    """Warp instructions one warp issues in the loop, counted by hand: each pass k that any lane
+    reaches issues ISETP + BRK; if a lane goes on, ISETP + SSY + BRA, then IADD + SYNC for each
+    side of the if/else some lane takes (both when they disagree), then IADD + BRA."""
+    most = max(len(s) for s in lanes)
+    count = 0
+    for k in range(most + 1):
+        count += 2
+        on = [s[k] for s in lanes if len(s) > k]
+        if on:
+            count += 3 + 2 * len(set(on)) + 2
+    return count
+
+
+@pytest.mark.parametrize("n,top", [(64, 40), (200, 60), (300, 25)])
+def test_gcd_divergent_matches_python_and_issues_every_serialised_path(n, top):
+    rng = np.random.default_rng(n)
+    a, b = rng.integers(1, top, n), rng.integers(1, top, n)
+    g, steps, res, st = _gcd_run(a, b)
+    ref = [_euclid(int(x), int(y)) for x, y in zip(a, b)]
+    assert g.tolist() == [r[0] for r in ref] and steps.tolist() == [len(r[1]) for r in ref]
+    # against the same launch with a == b (one pass of ISETP + BRK per warp): the extra warp
+    # instructions are the loop passes counted by hand per warp
+    _, _, base, _ = _gcd_run(np.ones(n), np.ones(n))
+    extra = sum(_loop_issues([r[1] for r in ref[w:w + 32]]) - 2 for w in range(0, n, 32))
+    assert res.warp_instructions == base.warp_instructions + extra
+    assert st.warp_instructions == res.warp_instructions  # the timing model issues every one
+    assert res.divergent_branches > 0
+
+
+def test_gcd_divergent_pays_the_second_side_of_the_if_else_in_cycles():
+    k = assemble_library("gcd_divergent")
+    passes = 12
+    # one warp, every lane 12 passes: all lanes on the x > y side, or half on each side
+    uniform = _gcd_run([passes + 1] * 32, [1] * 32)
+    split = _gcd_run([passes + 1, 1] * 16, [1, passes + 1] * 16)
+    assert uniform[1].tolist() == split[1].tolist() == [passes] * 32
+    # by hand from the assembled control codes: a pass where the lanes disagree also issues the
+    # fall-through side, IADD y then SYNC; one warp alone hides nothing, so each such pass costs
+    # their two stall counts (the IADD dual-issues with the SYNC: stall 0)
+    ins_ = k.instructions
+    fall = next(n for n in range(len(ins_) - 1) if ins_[n].opcode == "IADD" and ins_[n + 1].opcode == "SYNC")
+    side = ins_[fall].control.stall + ins_[fall + 1].control.stall
+    assert side >= 5
+    assert split[3].warp_instructions - uniform[3].warp_instructions == 2 * passes
+    assert split[3].cycles - uniform[3].cycles == side * passes
+
+
+# ---- the same kernels through the launch API (named parameters, numpy buffers, textures) -----
+
+def test_library_kernels_through_the_launch_api():
+    import maxsim
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((64, 96)).astype(np.float32)
+    for stride, conflicts in ((33, 0), (32, 6 * 8 * 4 * 31)):
+        src = library.source("transpose").replace("stride     : 33", f"stride     : {stride}")
+        r = maxsim.launch(src, grid=(3, 2), block=256, params={"in": "x", "out": "y", "rows": 64, "cols": 96},
+                          buffers={"x": x, "y": np.zeros((96, 64), np.float32)}, hazards="strict", predict=False)
+        assert np.array_equal(r.read("y"), x.T)
+        assert r.sm_ctas == 6 and r.timing["shared_bank_conflicts"] == conflicts
+    n = 150
+    t = rng.standard_normal((n, 4)).astype(np.float32)
+    w = [np.float32(v) for v in rng.standard_normal(5)]
+    xp = np.zeros((n + 4, 4), np.float32)
+    xp[2:n + 2] = t
+    r = maxsim.launch(library.path("stencil5_tex"), grid=2, block=128, textures={0: t},
+                      params={"out": "out", "n": n, **{f"w{j}": w[j] for j in range(5)}},
+                      buffers={"out": np.zeros((n, 4), np.float32)}, hazards="strict", predict=False)
+    assert np.array_equal(r.read("out"), fma_chain([(xp[j:j + n], w[j]) for j in range(5)]))
+
+
+# ---- reduction with warp shuffles ------------------------------------------------------------
+
+def _shfl_reduce_reference(x, n):
+    """The kernel's order of fp32 additions (see reduce_shfl.sass), in numpy float32."""
+    ctas = (n + 1023) // 1024
+    xp = np.zeros(ctas * 1024, np.float32)
+    xp[:n] = x
+    w = xp.reshape(ctas, 8, 32, 4)
+    v = (w[..., 0] + w[..., 1]) + (w[..., 2] + w[..., 3])
+    lane = np.arange(32)
+    for off in (16, 8, 4, 2, 1):
+        v = v + v[..., lane ^ off]
+    s = np.zeros((ctas, 32), np.float32)
+    s[:, :8] = v[:, :, 0]
+    for off in (4, 2, 1):
+        s = s + s[:, lane ^ off]
+    return s[:, 0]
+
+
+@pytest.mark.parametrize("n", [1024, 1500, 4104])
+def test_reduce_shfl_matches_numpy_with_shared_requests_counted_by_hand(n):
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(np.float32)
+    ctas = (n + 1023) // 1024
+    m = GlobalMemory()
+    px, po = m.alloc(4 * n), m.alloc(4 * ctas)
+    m.write(px, x)
+    res, sm = timed(assemble_library("reduce_shfl"), ctas, 256, (px, po, n), m)
+    got = m.read(po, ctas)
+    assert np.array_equal(got, _shfl_reduce_reference(x, n))
+    assert np.allclose(got.sum(dtype=np.float64), x.sum(dtype=np.float64), rtol=0, atol=1e-4 * np.abs(x).sum())
+    st = sm.stats
+    # by hand, per CTA: 5 SHFL in each of 8 warps and 3 more in warp 0, each one conflict-free
+    # request through the shared-memory crossbar; data in shared memory: lane 0 of each warp
+    # stores its warp sum (8 requests), warp 0 reads the 8 sums (1); no conflicts
+    assert res.opcode_counts["SHFL.BFLY"] == ctas * 43
+    assert st.shared_requests == ctas * (43 + 9) and st.shared_wavefronts == st.shared_requests
+
+
+# ---- histogram with shared-memory atomics ----------------------------------------------------
+
+def _histogram(data):
+    n = data.size
+    ctas = (n + 1023) // 1024
+    m = GlobalMemory()
+    pd, ph = m.alloc(4 * n), m.alloc(1024)
+    m.write(pd, data)
+    res, sm = timed(assemble_library("histogram_atoms"), ctas, 256, (pd, ph, n), m)
+    assert np.array_equal(m.read(ph, 256, np.uint32), np.bincount(data & 0xFF, minlength=256))
+    return res, sm.stats
+
+
+def _atoms_conflicts(data):
+    """Extra shared wavefronts of the ATOMS, counted by hand: ATOMS j of warp w has lane l add to
+    bin data[4 (32 w + l) + j] & 0xff (word = bin, bank = bin % 32); lanes on one bin take one
+    pass each, distinct bins of one bank one pass each: max of the two, less one."""
+    n = data.size
+    extra = 0
+    for w in range(0, n // 4, 32):
+        for j in range(4):
+            bins = data[4 * np.arange(w, min(w + 32, n // 4)) + j] & 0xFF
+            same = np.bincount(bins).max()
+            per_bank = np.bincount(np.unique(bins) % 32).max()
+            extra += max(same, per_bank) - 1
+    return extra
+
+
+@pytest.mark.parametrize("n,top", [(1024, 2 ** 32), (3000, 300), (5000, 7)])
+def test_histogram_atoms_matches_numpy_and_its_atomics_serialise_as_counted(n, top):
+    rng = np.random.default_rng(n)
+    data = rng.integers(0, top, n, dtype=np.uint64).astype(np.uint32)
+    res, st = _histogram(data)
+    # the zeroing STS and the bin reads are one wavefront each: every extra one is an ATOMS's
+    assert st.shared_wavefronts - st.shared_requests == _atoms_conflicts(data)
+    assert res.opcode_counts["ATOMS.ADD"] == 4 * 8 * ((n + 1023) // 1024)
+
+
+def test_histogram_atoms_one_bin_costs_31_passes_per_atomic_and_spread_bins_none():
+    n = 2048
+    _, one = _histogram(np.full(n, 0x1234_5605, np.uint32))  # every word in bin 5
+    spread = (np.arange(n, dtype=np.uint32) // 4) % 32 + 32 * (np.arange(n, dtype=np.uint32) % 4)
+    _, apart = _histogram(spread)  # ATOMS j: lane l -> bin l + 32 j, one per bank
+    # 2 CTAs x 8 warps x 4 ATOMS, each 32 passes on one address (31 more than one) or one
+    assert one.shared_wavefronts - one.shared_requests == 2 * 8 * 4 * 31
+    assert apart.shared_wavefronts == apart.shared_requests
+    assert one.cycles > apart.cycles
+
+
+# ---- control-code rules the kernels rely on ------------------------------------------------
+
+def test_reader_of_an_earlier_ldg_waits_on_that_ldgs_own_barrier():
+    # the conv3x3 halo pattern: two LDGs, the first one's reader placed after a wait on the second
+    src = """\
+<REGISTER_MAPPING>
+    0-7 : a, b, x, y
+</REGISTER_MAPPING>
+--:-:-:-:1      MOV a, c[0x0][0x140];
+--:-:-:-:6      MOV b, c[0x0][0x144];
+--:-:1:-:1      LDG x, [a];
+--:-:2:-:2      LDG y, [b];
+02:-:-:-:1      STS [RZ], y;
+STS [RZ+0x4], x;
+EXIT;
+"""
+    k = assemble_text(src, "ldg_order.sass").kernel
+    # an L2 hit issued after a DRAM miss lands first: waiting on barrier 2 does not cover x
+    assert k.instructions[5].control.wait & 1
+    fixed = src.replace("STS [RZ+0x4], x;", "--:-:-:-:1      STS [RZ+0x4], x;")
+    assert [h.kind for h in check_controls(assemble_text(fixed, "h.sass").kernel)] == ["variable-latency-without-wait"]
+
+
+def test_shfl_result_is_read_through_a_barrier():
+    src = """\
+<REGISTER_MAPPING>
+    0-7 : v, t, s
+</REGISTER_MAPPING>
+S2R v, SR_LANEID;
+SHFL.BFLY PT, t, v, 0x1, 0x1f;
+IADD s, v, t;
+EXIT;
+"""
+    k = assemble_text(src, "shfl.sass").kernel
+    shfl, iadd = k.instructions[1], k.instructions[2]
+    assert shfl.control.write_bar and iadd.control.wait >> (shfl.control.write_bar - 1) & 1
+    m = GlobalMemory()
+    simulate(k, 1, 32, (), memory=m, hazards="strict")  # the timing model agrees: no hazard

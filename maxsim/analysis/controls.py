@@ -55,7 +55,11 @@ Two assumptions are taken from maxas's own kernels, which rely on them (``sgemm_
   operands in issue order, so a wait on the barrier of a later op of the queue covers the earlier
   ones (maxas sets one write barrier on the last LDS.U.128 of a group of four, and one on the last
   of the texture loads of a group), and a later op of the same queue may overwrite an earlier one's
-  destination or source without a wait;
+  destination or source without a wait. Not for the *results* of global loads: maxas's kernels load
+  no global memory, so nothing vouches for LDG results arriving in order, and the timing model
+  completes each LDG when its own sectors arrive (an L2 hit issued after a DRAM miss lands first);
+  a reader of an LDG result waits on that LDG's own barrier. The same for the quarter-rate unit
+  (MUFU and conversions take ``latency.xu``, POPC and FLO ``latency.bitcount``);
 - BAR.SYNC returns only after the warp's earlier shared-memory ops have read their operands (maxas
   overwrites the STS.128 source registers with new texture loads after the BAR without a wait).
 
@@ -73,10 +77,16 @@ from maxsim.isa import instruction as ins
 from maxsim.isa.opcodes import OPCODES
 
 ALU_UNITS = frozenset(("alu", "alu_half"))
-VARIABLE_WRITERS = frozenset(("lds", "tex", "ldg", "s2r", "xu", "fixed"))  # results known only through a barrier
+# results known only through a barrier: memory loads (LDS, ATOMS, TLD, LDG, ATOM), S2R, the
+# quarter-rate unit (MUFU, conversions, POPC, FLO) and LDC; SHFL and ATOMS are shared-memory work (lds)
+VARIABLE_WRITERS = frozenset(("lds", "tex", "ldg", "s2r", "xu", "fixed"))
 QUEUE = {"lds": "shared", "sts": "shared", "tex": "tex", "ldg": "global", "stg": "global", "s2r": "s2r",
          "xu": "xu", "fixed": "fixed"}
-EARLY_READERS = frozenset(("s2r", "xu", "fixed"))  # variable-latency ops that read their sources at issue
+# queues whose ops read their registers at issue, like ALU instructions (no late operand reads)
+REGISTER_QUEUES = frozenset(("s2r", "xu", "fixed"))
+# queues whose results may arrive out of issue order: global loads (each LDG completes when its own
+# sectors arrive) and the quarter-rate unit (POPC and FLO take latency.bitcount, the others latency.xu)
+UNORDERED_RESULTS = frozenset(("global", "xu"))
 DUAL_SECOND = frozenset(("lds", "sts", "tex", "ldg", "stg", "bar", "branch"))
 SHORT_STALL_KIND = {"bar": "short-stall-barrier", "branch": "short-stall-branch", "exit": "short-stall-exit"}
 
@@ -204,9 +214,12 @@ class ControlState:
 
     # ---- what the rules ask of the next instruction --------------------------------------------
     def _covering(self, op, want_release):
-        """The barrier to wait on to finish ``op`` (in issue order within its queue), or 0."""
+        """The barrier to wait on to finish ``op`` (in issue order within its queue, except the
+        results of global loads: their own barrier), or 0."""
         for later in self.inflight:
             if later.queue == op.queue and later.index >= op.index and not later.done:
+                if not want_release and op.queue in UNORDERED_RESULTS and later is not op:
+                    continue
                 if later.write_bar:
                     return later.write_bar
                 if want_release and later.read_bar and not later.released:
@@ -226,7 +239,8 @@ class ControlState:
             op = self.pending.get(r)
             if op is None or op.done:
                 continue
-            if queue is not None and queue == op.queue and r in writes and r not in reads:
+            if queue is not None and queue == op.queue and r in writes and r not in reads \
+                    and queue not in UNORDERED_RESULTS:
                 continue  # same queue overwrite: lands in order
             needs.append(Need(self._covering(op, want_release=False), "variable-latency-without-wait",
                               r, op.index, op.t, r not in reads))
@@ -361,7 +375,7 @@ class ControlState:
         queue = QUEUE.get(instr.unit)
         if queue is not None:
             op = _Op(instr.index, t, queue, control.write_bar, control.read_bar,
-                     frozenset(instr.src_regs) if instr.unit not in EARLY_READERS else frozenset(),
+                     frozenset(instr.src_regs) if queue not in REGISTER_QUEUES else frozenset(),
                      frozenset(writes) if instr.unit in VARIABLE_WRITERS else frozenset(),
                      self._guard(instr))
             if op.regs_written or op.regs_read:
@@ -405,7 +419,7 @@ class ControlState:
         for other in self.inflight:
             if other.queue == op.queue and other.index <= op.index:
                 other.released = True
-                if done:
+                if done and (other is op or op.queue not in UNORDERED_RESULTS):
                     other.done = True
 
 

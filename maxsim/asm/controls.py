@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import attrs
 
-from maxsim.analysis.controls import EARLY_READERS, QUEUE, VARIABLE_WRITERS, ControlState, min_stall
+from maxsim.analysis.controls import QUEUE, REGISTER_QUEUES, VARIABLE_WRITERS, ControlState, min_stall
 from maxsim.arch.config import load_config
 from maxsim.errors import MaxsimError
 from maxsim.isa import instruction as ins
@@ -86,7 +86,7 @@ def _overwritten_soon(instrs, i, window) -> bool:
     more than one stall count holds, without a read barrier to wait on)."""
     op = instrs[i]
     queue = QUEUE.get(op.unit)
-    if queue is None or op.unit in EARLY_READERS or not op.src_regs:
+    if queue is None or queue in REGISTER_QUEUES or not op.src_regs:
         return False
     src = set(op.src_regs)
     for later in instrs[i + 1:i + 1 + window]:

@@ -15,7 +15,7 @@ Dependencies (edges of the block's graph, each with a latency in cycles):
   issue at which a memory instruction reads its registers (``mem_operand_read_*``); a guard
   predicate is read at issue;
 - write after read and write after write: latency 0 (order only);
-- memory: a store or BAR keeps its place relative to every shared or global access (and BAR to
+- memory: a store, an atomic (ATOMS, ATOM, RED) or BAR keeps its place relative to every shared or global access (and BAR to
   texture fetches); loads of one space may pass each other (order only);
 - explicit control fields: an instruction that waits on a barrier follows the block's earlier
   setters of that barrier, and a setter follows the earlier waiters (the writer's barrier
@@ -40,6 +40,7 @@ from ..analysis.controls import ALU_UNITS, DUAL_SECOND, pred_sources, read_delay
 PRED_KEY = 1 << 20  # predicates are keyed apart from registers (registers may be any other ints)
 SHARED, GLOBAL = ("lds", "sts"), ("ldg", "stg")
 STORES = ("sts", "stg")
+ATOMICS = ("ATOMS", "ATOM", "RED")  # read and write memory: ordered like stores
 
 
 @attrs.frozen
@@ -53,10 +54,12 @@ class Item:
     ordered: int = 0
 
 
-def result_latency(unit: str, lat) -> int:
+def result_latency(unit: str, lat, opcode: str = "") -> int:
     """Cycles from issue to a readable result, for ordering (the control rules decide the codes)."""
+    if opcode in ("POPC", "FLO"):
+        return lat.bitcount
     return {"alu": lat.alu, "alu_half": lat.alu_half, "s2r": lat.s2r, "lds": lat.lds,
-            "tex": lat.tex_l1_hit, "ldg": lat.l2_hit}.get(unit, 1)
+            "tex": lat.tex_l1_hit, "ldg": lat.l2_hit, "xu": lat.xu, "fixed": lat.ldc}.get(unit, 1)
 
 
 def _keys(instr):
@@ -76,7 +79,7 @@ def dependency_graph(items, lat):
 
     writers = {}  # key -> indices of writers, newest last, back to the last unguarded one
     readers = {}  # key -> indices reading it since its last unguarded write
-    mem_prev = []  # (index, unit) of earlier memory ops and BARs
+    mem_prev = []  # (index, unit, writes memory) of earlier memory ops and BARs
     setters, waiters = {}, {}
     prev_ordered = {}
     for j, it in enumerate(items):
@@ -89,7 +92,7 @@ def dependency_graph(items, lat):
                 if k >= PRED_KEY:
                     latency = lat.predicate
                 else:
-                    latency = max(0, result_latency(p.unit, lat) - read_delay(instr.unit, lat))
+                    latency = max(0, result_latency(p.unit, lat, p.opcode) - read_delay(instr.unit, lat))
                 edge(w, j, latency)
                 if p.pred == 7:
                     break
@@ -109,12 +112,13 @@ def dependency_graph(items, lat):
         # memory order
         u = instr.unit
         if u in SHARED + GLOBAL + ("bar", "tex"):
-            for i, pu in mem_prev:
+            store = u in STORES or instr.opcode in ATOMICS
+            for i, pu, pstore in mem_prev:
                 same = (u in SHARED and pu in SHARED) or (u in GLOBAL and pu in GLOBAL)
-                if u == "bar" or pu == "bar" or (same and (u in STORES or pu in STORES)):
+                if u == "bar" or pu == "bar" or (same and (store or pstore)):
                     if not (u == "tex" and pu == "tex"):
                         edge(i, j, 0)
-            mem_prev.append((j, u))
+            mem_prev.append((j, u, store))
         # explicit barriers
         for b in range(1, 7):
             if it.wait >> (b - 1) & 1:
