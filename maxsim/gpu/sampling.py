@@ -28,8 +28,9 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   data moves per unit of K), after the L2 has been warmed with the reads of the CTAs that ran before
   (:class:`_History`: the most recent reads of the dispatcher model's schedule, as many as the L2
   can hold). The iterations after the first ``STEADY_SKIP`` give each slot's
-  steady cost per iteration; a slot's steady CTA duration is its first-wave fixed cost plus K
-  iterations at that cost. The dispatcher model is run again with the steady durations (for the
+  steady cost per iteration, from its SM's throughput (:func:`_sm_loop_cycles`); a slot's steady
+  CTA duration is its first-wave fixed cost plus K iterations at that cost. A CTA cut short for
+  the window stores nothing at the window's end (its results are written at its real end). The dispatcher model is run again with the steady durations (for the
   population and for the launch's length).
 * **The L2 filling up.** A launch whose first waves fit in the L2 leaves their results (dirty
   sectors) there; write-backs to DRAM start only when the L2 is full and each new line evicts a
@@ -430,14 +431,16 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
         ids = [(i % gx, i // gx) for _, i in later]
         queue_ids = [(None, cid) for cid in ids]
         _, tr = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids, timing_only=True)
-        queue.extend(tr)
         if run < total_iters:
             cut |= set(ids)
+            tr = [(cid, [_relocated(t, kernel, [], stores=False) for t in traces]) for cid, traces in tr]
+        queue.extend(tr)
     # place: slot j is on SM j mod S; an SM's CTAs oldest first (the order their slots took them)
     placement = [[] for _ in range(sms)]
     for j, cid, done, _ in sorted(pop, key=lambda x: (live[x[0]][1], x[0])):
         ranges = shift(textures_of[cid], done * k_step) if shift is not None else []
-        traces = [_relocated(tr, kernel, ranges) if ranges else tr for tr in traced[cid]]
+        stores = cid not in cut
+        traces = [_relocated(tr, kernel, ranges, stores) if ranges or not stores else tr for tr in traced[cid]]
         placement[j % sms].append((cid, traces))
     ms = MemorySystem(cfg)
     history.warm(ms, schedule, mid)
@@ -499,9 +502,12 @@ def _sm_loop_cycles(warps, stop):
     return (t1 - t0) / mean if mean > 0 else None
 
 
-def _relocated(trace, kernel, ranges):
+def _relocated(trace, kernel, ranges, stores=True):
     """A copy of one warp's trace whose global/texture addresses in ``ranges`` [(lo, hi, delta)]
-    are moved by delta (the same instructions at another position in K)."""
+    are moved by delta (the same instructions at another position in K). ``stores=False``: its
+    global stores write nothing (the trace of a CTA cut short for a window ends with the epilogue
+    of a short K; the real CTA stores its results at its real end, not in the window, and 32
+    CTAs' worth of C tiles there would be as much L2 traffic as a third of the window's reads)."""
     units = kernel.instructions
     parts = []
     for seg, row in trace.parts:
@@ -510,8 +516,11 @@ def _relocated(trace, kernel, ranges):
         mem = {}
         for pos, summ in seg.mem.items():
             v = summ[row]
-            if units[seg.pcs[pos]].unit in ("tex", "ldg"):
+            unit = units[seg.pcs[pos]].unit
+            if unit in ("tex", "ldg"):
                 v = _shift(v, ranges)
+            elif unit == "stg" and not stores:
+                v = np.zeros(0, np.int64)
             mem[pos] = [v]
         new.mem = mem
         parts.append((new, 0))
