@@ -17,7 +17,11 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   steady pattern (sgemm_128, 16 CTAs on 16 SMs: 1,091 cycles per iteration over the first 8,
   1,041 from the 24th on). When the second half of the last sample's iterations still costs more
   than ``WAVE_SETTLE`` less (or more) than its first half, the wave is sampled again at twice the
-  K (at K itself once that is at most 4x the last sample), and the line goes through the last two.
+  K (at K itself once that is at most 4x the last sample), up to ``WAVE_SETTLE_MAX_K``, and the
+  line goes through the last two. This is done for a launch of at most one wave, where the wave is
+  the whole prediction; a first wave or a tail of a longer launch keeps the two small samples (a
+  memory-bound tail speeds up as its CTAs end and never settles: sampled again up to K=8192, it
+  cost a functional run at full K).
 * **Steady state** (launches of two or more full waves). After the first wave, CTAs no longer start
   together: each slot takes its next CTA when its own CTA ends, and slots whose CTAs run at different
   speeds drift apart. A CTA-level model of the dispatcher (:func:`dispatch`: every slot runs its CTAs
@@ -66,6 +70,7 @@ from .gpu import round_robin, run_sms, trace_ctas
 
 WAVE_K_SAMPLES = (64, 128)  # K values at which a first wave or a tail is simulated whole
 WAVE_SETTLE = 0.01  # a wave's cost per iteration has settled when it drifts less than this (see _settled)
+WAVE_SETTLE_MAX_K = 1024  # ... checked for a launch of at most one wave, sampled again up to this K
 STEADY_ITERATIONS = 12  # main-loop iterations each CTA runs in a steady-state window
 STEADY_SKIP = 4  # ... of which the first are left out (prologue and settling)
 HISTORY_FILL = 1.5  # history replayed into the L2 before a window, in multiples of its capacity
@@ -161,7 +166,8 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     # the first wave (or the whole launch when it is at most one wave)
     first_ids = [(i % gx, i // gx) for i in range(min(n, wave))]
     first, ms_first = _whole(kernel, block, grid, k, k_step, build, cfg, first_ids, progress,
-                             "first wave" if full else "launch", traced=traced if n <= wave else None)
+                             "first wave" if full else "launch", traced=traced if n <= wave else None,
+                             settle=n <= wave)
     phases.append(first.phase)
     if n <= wave:
         cycles = first.predicted
@@ -257,7 +263,7 @@ class _Whole:
 
 
 def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, backlog=(0.0, 0.0), warm=None,
-           traced=None):
+           traced=None, settle=False):
     """Simulate the CTAs ``ids`` dealt round-robin over the SMs from cycle 0 at ``WAVE_K_SAMPLES`` (or
     at ``k``), behind ``backlog``, after ``warm(memory system)``; per slot (slot j = the j-th CTA of ``ids``) the duration is affine
     in K. ``traced``: the CTAs' traces at ``k`` (``{cta id: warp traces}``), timed at ``k`` instead of
@@ -292,11 +298,13 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
         loop = _mean_loop(used)
         if progress is not None:
             progress()
-        if not plan and kk != k and not _settled(_iteration_gaps(used)):
+        if settle and not plan and kk != k and not _settled(_iteration_gaps(used)):
             # the cost per iteration is still drifting at the end of this sample (SMs that started
             # together settle into their steady pattern of L2 slice accesses over tens of
             # iterations): sample again at twice the K, or at K itself when that is near
-            plan = [k if 4 * kk >= k else 2 * kk]
+            nxt = k if 4 * kk >= k else 2 * kk
+            if nxt <= WAVE_SETTLE_MAX_K:
+                plan = [nxt]
     if ks[-1] == k:
         # simulated at K itself: the split into fixed cost and iterations (for the dispatcher model
         # of later waves) uses each CTA's measured cycles per iteration
@@ -737,4 +745,4 @@ def samples_needed(grid, k, sms, resident):
 
 
 __all__ = ["predict", "Prediction", "Phase", "dispatch", "resident_at", "samples_needed", "WAVE_K_SAMPLES",
-           "WAVE_SETTLE", "STEADY_ITERATIONS", "STEADY_SKIP", "HISTORY_FILL"]
+           "WAVE_SETTLE", "WAVE_SETTLE_MAX_K", "STEADY_ITERATIONS", "STEADY_SKIP", "HISTORY_FILL"]
