@@ -17,7 +17,11 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   steady pattern (sgemm_128, 16 CTAs on 16 SMs: 1,091 cycles per iteration over the first 8,
   1,041 from the 24th on). When the second half of the last sample's iterations still costs more
   than ``WAVE_SETTLE`` less (or more) than its first half, the wave is sampled again at twice the
-  K (at K itself once that is at most 4x the last sample), and the line goes through the last two.
+  K (at K itself once that is at most 4x the last sample), up to ``WAVE_SETTLE_MAX_K``, and the
+  line goes through the last two. This is done for a launch of at most one wave, where the wave is
+  the whole prediction; a first wave or a tail of a longer launch keeps the two small samples (a
+  memory-bound tail speeds up as its CTAs end and never settles: sampled again up to K=8192, it
+  cost a functional run at full K).
 * **Steady state** (launches of two or more full waves). After the first wave, CTAs no longer start
   together: each slot takes its next CTA when its own CTA ends, and slots whose CTAs run at different
   speeds drift apart. A CTA-level model of the dispatcher (:func:`dispatch`: every slot runs its CTAs
@@ -28,8 +32,9 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   data moves per unit of K), after the L2 has been warmed with the reads of the CTAs that ran before
   (:class:`_History`: the most recent reads of the dispatcher model's schedule, as many as the L2
   can hold). The iterations after the first ``STEADY_SKIP`` give each slot's
-  steady cost per iteration; a slot's steady CTA duration is its first-wave fixed cost plus K
-  iterations at that cost. The dispatcher model is run again with the steady durations (for the
+  steady cost per iteration, from its SM's throughput (:func:`_sm_loop_cycles`); a slot's steady
+  CTA duration is its first-wave fixed cost plus K iterations at that cost. A CTA cut short for
+  the window stores nothing at the window's end (its results are written at its real end). The dispatcher model is run again with the steady durations (for the
   population and for the launch's length).
 * **The L2 filling up.** A launch whose first waves fit in the L2 leaves their results (dirty
   sectors) there; write-backs to DRAM start only when the L2 is full and each new line evicts a
@@ -67,6 +72,7 @@ from .sector_lru import SectorLRU
 
 WAVE_K_SAMPLES = (64, 128)  # K values at which a first wave or a tail is simulated whole
 WAVE_SETTLE = 0.01  # a wave's cost per iteration has settled when it drifts less than this (see _settled)
+WAVE_SETTLE_MAX_K = 1024  # ... checked for a launch of at most one wave, sampled again up to this K
 STEADY_ITERATIONS = 12  # main-loop iterations each CTA runs in a steady-state window
 STEADY_SKIP = 4  # ... of which the first are left out (prologue and settling)
 HISTORY_FILL = 1.5  # history replayed into the L2 before a window, in multiples of its capacity
@@ -162,7 +168,8 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     # the first wave (or the whole launch when it is at most one wave)
     first_ids = [(i % gx, i // gx) for i in range(min(n, wave))]
     first, ms_first = _whole(kernel, block, grid, k, k_step, build, cfg, first_ids, progress,
-                             "first wave" if full else "launch", traced=traced if n <= wave else None)
+                             "first wave" if full else "launch", traced=traced if n <= wave else None,
+                             settle=n <= wave)
     phases.append(first.phase)
     if n <= wave:
         cycles = first.predicted
@@ -258,7 +265,7 @@ class _Whole:
 
 
 def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, backlog=(0.0, 0.0), warm=None,
-           traced=None):
+           traced=None, settle=False):
     """Simulate the CTAs ``ids`` dealt round-robin over the SMs from cycle 0 at ``WAVE_K_SAMPLES`` (or
     at ``k``), behind ``backlog``, after ``warm(memory system)``; per slot (slot j = the j-th CTA of ``ids``) the duration is affine
     in K. ``traced``: the CTAs' traces at ``k`` (``{cta id: warp traces}``), timed at ``k`` instead of
@@ -293,11 +300,13 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
         loop = _mean_loop(used)
         if progress is not None:
             progress()
-        if not plan and kk != k and not _settled(_iteration_gaps(used)):
+        if settle and not plan and kk != k and not _settled(_iteration_gaps(used)):
             # the cost per iteration is still drifting at the end of this sample (SMs that started
             # together settle into their steady pattern of L2 slice accesses over tens of
             # iterations): sample again at twice the K, or at K itself when that is near
-            plan = [k if 4 * kk >= k else 2 * kk]
+            nxt = k if 4 * kk >= k else 2 * kk
+            if nxt <= WAVE_SETTLE_MAX_K:
+                plan = [nxt]
     if ks[-1] == k:
         # simulated at K itself: the split into fixed cost and iterations (for the dispatcher model
         # of later waves) uses each CTA's measured cycles per iteration
@@ -331,11 +340,12 @@ def _cta_loop_cycles(sms, skip):
 
 
 def _mean_loop(sms):
-    """Mean cycles per main-loop iteration of one CTA (its warp 0), skipping the first two."""
+    """Mean cycles per main-loop iteration of one CTA (its warp 0), skipping the first two and the
+    last (the loop's final iteration, cheaper than the others: see :func:`_sm_loop_cycles`)."""
     vals = []
     for sm in sms:
         for w in sm.all_warps:
-            bt = w.branch_times
+            bt = w.branch_times[:-1]
             if w.label.endswith(".w0") and len(bt) > 3:
                 vals.append((bt[-1] - bt[2]) / (len(bt) - 3))
     return float(np.mean(vals)) if vals else 0.0
@@ -431,14 +441,16 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
         ids = [(i % gx, i // gx) for _, i in later]
         queue_ids = [(None, cid) for cid in ids]
         _, tr = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids, timing_only=True)
-        queue.extend(tr)
         if run < total_iters:
             cut |= set(ids)
+            tr = [(cid, [_relocated(t, kernel, [], stores=False) for t in traces]) for cid, traces in tr]
+        queue.extend(tr)
     # place: slot j is on SM j mod S; an SM's CTAs oldest first (the order their slots took them)
     placement = [[] for _ in range(sms)]
     for j, cid, done, _ in sorted(pop, key=lambda x: (live[x[0]][1], x[0])):
         ranges = shift(textures_of[cid], done * k_step) if shift is not None else []
-        traces = [_relocated(tr, kernel, ranges) if ranges else tr for tr in traced[cid]]
+        stores = cid not in cut
+        traces = [_relocated(tr, kernel, ranges, stores) if ranges or not stores else tr for tr in traced[cid]]
         placement[j % sms].append((cid, traces))
     ms = MemorySystem(cfg)
     history.warm(ms, schedule, mid)
@@ -447,14 +459,18 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
         progress()
     ends = [e for sm in used for cid, _, e in sm.cta_log if cid in cut]
     stop = min(ends) if ends else max(sm.now for sm in used)
+    placed = {cid for _, cid, _, _ in pop} & cut  # CTAs in their loop from the window's start to past its end
     per_sm = {}
     for sm in used:
-        gaps = []
-        for w in sm.all_warps:
-            bt = [t for t in w.branch_times if t <= stop]
-            gaps.extend(b - a for a, b in zip(bt[STEADY_SKIP:], bt[STEADY_SKIP + 1:]))
-        if gaps:
-            per_sm[sm.sm_id] = float(np.mean(gaps))
+        rate = _sm_loop_cycles([w for w in sm.all_warps if w.cta.cid in placed], stop)
+        if rate is None:  # no common interval: each warp's own mean over the window
+            gaps = []
+            for w in sm.all_warps:
+                bt = [t for t in w.branch_times[:-1] if t <= stop]
+                gaps.extend(b - a for a, b in zip(bt[STEADY_SKIP:], bt[STEADY_SKIP + 1:]))
+            rate = float(np.mean(gaps)) if gaps else None
+        if rate is not None:
+            per_sm[sm.sm_id] = rate
     per_iter = {j: per_sm[j % sms] for j, *_ in pop if j % sms in per_sm}
     # CTAs the window ran from their start to their real end give their whole duration directly
     fresh = {cid for _, cid in queue_ids} - cut
@@ -472,9 +488,36 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
     return _Steady(phase, per_iter, skew, durations)
 
 
-def _relocated(trace, kernel, ranges):
+def _sm_loop_cycles(warps, stop):
+    """Cycles per main-loop iteration of one CTA on an SM, from the SM's throughput: over the
+    interval in which every one of ``warps`` is past its first ``STEADY_SKIP`` iterations and
+    still in its loop (up to ``stop``), the interval's length over the mean number of iterations
+    the warps completed in it (each warp's progress interpolated between its loop branches).
+    The CTAs sharing an SM need not progress at one pace (the schedulers favour older warps):
+    pooling each warp's own gaps would weigh the faster CTA's short gaps more, and the SM would
+    appear to issue more than it can. A warp's last iteration is left out: a trace cut short for
+    the window ends with the loop's final iteration, which costs less than the others (sgemm_128,
+    2 CTAs per SM: 1,502 cycles against 2,075) and comes once per CTA, not once per window.
+    None when the warps share no such interval."""
+    bts = [np.asarray([t for t in w.branch_times[:-1] if t <= stop], dtype=float) for w in warps]
+    bts = [b for b in bts if len(b) > STEADY_SKIP + 1]
+    if not bts:
+        return None
+    t0 = max(b[STEADY_SKIP] for b in bts)
+    t1 = min(b[-1] for b in bts)
+    if t1 <= t0:
+        return None
+    done = [np.interp(t1, b, np.arange(len(b))) - np.interp(t0, b, np.arange(len(b))) for b in bts]
+    mean = float(np.mean(done))
+    return (t1 - t0) / mean if mean > 0 else None
+
+
+def _relocated(trace, kernel, ranges, stores=True):
     """A copy of one warp's trace whose global/texture addresses in ``ranges`` [(lo, hi, delta)]
-    are moved by delta (the same instructions at another position in K)."""
+    are moved by delta (the same instructions at another position in K). ``stores=False``: its
+    global stores write nothing (the trace of a CTA cut short for a window ends with the epilogue
+    of a short K; the real CTA stores its results at its real end, not in the window, and 32
+    CTAs' worth of C tiles there would be as much L2 traffic as a third of the window's reads)."""
     units = kernel.instructions
     parts = []
     for seg, row in trace.parts:
@@ -483,8 +526,11 @@ def _relocated(trace, kernel, ranges):
         mem = {}
         for pos, summ in seg.mem.items():
             v = summ[row]
-            if units[seg.pcs[pos]].unit in ("tex", "ldg"):
+            unit = units[seg.pcs[pos]].unit
+            if unit in ("tex", "ldg"):
                 v = _shift(v, ranges)
+            elif unit == "stg" and not stores:
+                v = np.zeros(0, np.int64)
             mem[pos] = [v]
         new.mem = mem
         parts.append((new, 0))
@@ -729,4 +775,4 @@ def samples_needed(grid, k, sms, resident):
 
 
 __all__ = ["predict", "Prediction", "Phase", "dispatch", "resident_at", "samples_needed", "WAVE_K_SAMPLES",
-           "WAVE_SETTLE", "STEADY_ITERATIONS", "STEADY_SKIP", "HISTORY_FILL"]
+           "WAVE_SETTLE", "WAVE_SETTLE_MAX_K", "STEADY_ITERATIONS", "STEADY_SKIP", "HISTORY_FILL"]
