@@ -102,3 +102,32 @@ def test_tail_after_a_full_wave_matches_full_simulation():
     first, tail = sampled["phases"]
     assert tail["name"] == "tail" and tail["ctas"] == 4 and tail["k_samples"] == [128]
     assert abs(err) < 0.01
+
+
+class _Warp:
+    def __init__(self, branch_times):
+        self.branch_times = branch_times
+
+
+def test_sm_rate_needs_every_resident_cta_in_its_loop():
+    """Two CTAs on an SM, each 2,048 cycles per iteration: the rate is 2,048. When one of them has
+    only two iterations in the window (it ends there), the SM had fewer CTAs in their loop than
+    slots for most of the window: no rate (the window's other SMs stand for it)."""
+    from maxsim.gpu.sampling import _sm_loop_cycles
+    steady = [_Warp([100.0 + 2048 * i for i in range(20)]) for _ in range(16)]
+    assert _sm_loop_cycles(steady, stop=10 ** 9) == pytest.approx(2048)
+    ending = [_Warp([50.0, 2098.0, 4146.0])] * 8
+    assert _sm_loop_cycles(steady[:8] + ending, stop=10 ** 9) is None
+
+
+def test_prediction_stays_below_the_fp32_peak_when_a_window_has_ctas_ending():
+    """sgemm_128 at N = 4864 on the GTX 980 (45 waves + 4): in the second steady-state window some
+    SMs have a CTA that ends early; their rate, measured while that CTA was in its epilogue, once
+    made the prediction 7,111 GFLOPS, above the 6,582 GFLOPS an SM can issue (measured: 6,170)."""
+    cfg = load_config("gtx980_oc")
+    p = predict_sgemm("sgemm_128", 4864, cfg)
+    assert p["gflops"] < cfg.peak_gflops
+    assert p["loop_cycles"] >= 2048  # 4 warps per scheduler x 512 FFMA per iteration
+    for phase in p["phases"]:
+        if phase["name"] == "steady state":
+            assert phase["loop_cycles"] >= 2048

@@ -459,19 +459,17 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
         progress()
     ends = [e for sm in used for cid, _, e in sm.cta_log if cid in cut]
     stop = min(ends) if ends else max(sm.now for sm in used)
-    placed = {cid for _, cid, _, _ in pop} & cut  # CTAs in their loop from the window's start to past its end
+    present = {cid for _, cid, _, _ in pop}  # the CTAs resident when the window starts
     per_sm = {}
     for sm in used:
-        rate = _sm_loop_cycles([w for w in sm.all_warps if w.cta.cid in placed], stop)
-        if rate is None:  # no common interval: each warp's own mean over the window
-            gaps = []
-            for w in sm.all_warps:
-                bt = [t for t in w.branch_times[:-1] if t <= stop]
-                gaps.extend(b - a for a, b in zip(bt[STEADY_SKIP:], bt[STEADY_SKIP + 1:]))
-            rate = float(np.mean(gaps)) if gaps else None
+        rate = _sm_loop_cycles([w for w in sm.all_warps if w.cta.cid in present], stop)
         if rate is not None:
             per_sm[sm.sm_id] = rate
-    per_iter = {j: per_sm[j % sms] for j, *_ in pop if j % sms in per_sm}
+    # an SM whose resident CTAs share no steady interval (one of them ends early in the window)
+    # takes the mean of the others: its own CTAs' gaps, measured while a neighbour was in its
+    # epilogue or prologue, would show an SM with fewer CTAs in their loop than it has slots
+    mean_rate = float(np.mean(list(per_sm.values()))) if per_sm else None
+    per_iter = {j: per_sm.get(j % sms, mean_rate) for j, *_ in pop if mean_rate is not None}
     # CTAs the window ran from their start to their real end give their whole duration directly
     fresh = {cid for _, cid in queue_ids} - cut
     whole = {}
@@ -498,11 +496,10 @@ def _sm_loop_cycles(warps, stop):
     appear to issue more than it can. A warp's last iteration is left out: a trace cut short for
     the window ends with the loop's final iteration, which costs less than the others (sgemm_128,
     2 CTAs per SM: 1,502 cycles against 2,075) and comes once per CTA, not once per window.
-    None when the warps share no such interval."""
+    None when the warps share no such interval (or one of them has no steady iteration)."""
     bts = [np.asarray([t for t in w.branch_times[:-1] if t <= stop], dtype=float) for w in warps]
-    bts = [b for b in bts if len(b) > STEADY_SKIP + 1]
-    if not bts:
-        return None
+    if not bts or any(len(b) <= STEADY_SKIP + 1 for b in bts):
+        return None  # a warp without steady iterations in the window: no interval has them all
     t0 = max(b[STEADY_SKIP] for b in bts)
     t1 = min(b[-1] for b in bts)
     if t1 <= t0:
