@@ -98,8 +98,8 @@ def _parser():
                                                   "of the generated one (e.g. maxas's sgemm_final_64.sass "
                                                   "with sgemm_64, sgemm_final_128.sass with sgemm_128)")
     r.add_argument("--grid", type=_grid, default=None, metavar="X[,Y[,Z]]",
-                   help="grid of CTAs for a .sass file (default 1; Z must be 1)")
-    r.add_argument("--block", type=_size, default=None, metavar="THREADS",
+                   help="grid of CTAs for a .sass file (default 1)")
+    r.add_argument("--block", type=_grid, default=None, metavar="X[,Y[,Z]]",
                    help="threads per CTA for a .sass file (default 32)")
     r.add_argument("--shared", type=int, default=None, metavar="BYTES",
                    help="dynamic shared memory of a .sass file's CTAs, added to its SharedSize")

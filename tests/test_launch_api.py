@@ -16,7 +16,7 @@ import pytest
 import maxsim
 from maxsim.cli import main as cli
 from maxsim.errors import LaunchError, MaxsimError, SimulationError
-from maxsim.host import Buffer, Kernel, Texture
+from maxsim.host import Buffer, Kernel, Texture, launch
 
 ROOT = Path(__file__).resolve().parents[1]
 VECADD = ROOT / "workloads" / "kernels" / "vecadd.sass"
@@ -203,10 +203,10 @@ def test_texel_size_enters_the_trace():
     (dict(params={"a": "a", "b": "b", "c": "c", "n": 1 << 40}), "does not fit in 32 bits"),
     (dict(params={"a": "a", "b": "b", "c": "c", "n": 8, 0x150: 1}), "no parameter at offset 0x150"),
     (dict(params={"a": "a", "b": "b", "c": "c", "n": 8, "param_n": 8}), "is given twice"),
-    (dict(grid=(1, 1, 2)), "only grids of (X, Y < 65536, 1) CTAs are modelled"),
-    (dict(block=(32, 2)), "only blocks of (X, 1, 1) threads are modelled"),
+    (dict(grid=(1, 300, 300)), "X < 2^31 and Y * Z < 65,536 CTAs are modelled"),
+    (dict(block=(32, 64)), "at most 1024 threads (and Z <= 64) per CTA"),
     (dict(grid=0), "every dimension must be at least 1"),
-    (dict(block=2000), "block of 2000 threads is out of range"),
+    (dict(block=2000), "block 2000: at most 1024 threads"),
 ])
 def test_bad_arguments_are_one_line(vecadd, kw, message):
     args = dict(grid=1, block=32, params={"a": "a", "b": "b", "c": "c", "n": 8},
@@ -278,8 +278,8 @@ def test_cli_runs_vecadd_and_saves_the_outputs(tmp_path, capsys):
     (["--buffer", "a=missing.npy"], ["no file missing.npy"]),
     (["--texture", "0=missing.npy:float4"], ["no file missing.npy"]),
     (["--texture", "0=t.npy:float3"], ["unknown format 'float3'"]),
-    (["--grid", "1,1,2", "--param", "n=1", "--param", "a=a", "--param", "b=a", "--param", "c=a",
-      "--buffer", "a=zeros:4"], ["only grids of (X, Y < 65536, 1) CTAs are modelled"]),
+    (["--grid", "1,300,300", "--param", "n=1", "--param", "a=a", "--param", "b=a", "--param", "c=a",
+      "--buffer", "a=zeros:4"], ["Y * Z < 65,536 CTAs are modelled"]),
     ([], ["takes 4 parameters", "--param NAME=VALUE"]),
     (["--param", "n=4", "--param", "a=a", "--param", "b=a", "--param", "c=q", "--buffer", "a=zeros:4"],
      ["'c' of kernel vecadd = 'q': no buffer of that name"]),
@@ -301,3 +301,50 @@ def test_cli_arguments_do_not_apply_to_sgemm(capsys):
 
 def test_errors_are_maxsim_errors():
     assert issubclass(LaunchError, MaxsimError)
+
+
+IDS = """# Kernel: ids
+# Params(1):
+#\t0:0x140:4:0 out
+// every thread writes its ids, packed in hex digits, at its linear position in the launch
+<CONSTANT_MAPPING>
+    param_out : c[0x0][0x140]
+</CONSTANT_MAPPING>
+<REGISTER_MAPPING>
+    0-15 ~ tx, ty, tz, cx, cy, cz, ntx, lin, blk, addr, v, t0
+</REGISTER_MAPPING>
+S2R tx, SR_TID.X;
+S2R ty, SR_TID.Y;
+S2R tz, SR_TID.Z;
+S2R cx, SR_CTAID.X;
+S2R cy, SR_CTAID.Y;
+S2R cz, SR_CTAID.Z;
+S2R ntx, SR_NTID.X;
+XMAD lin, ty, 4, tx;
+XMAD lin, tz, 12, lin;
+XMAD blk, cy, 2, cx;
+XMAD blk, cz, 6, blk;
+XMAD t0, blk, 96, lin;
+SHL addr, t0, 2;
+IADD addr, addr, param_out;
+ISCADD v, ntx, cx, 4;
+ISCADD v, v, cz, 4;
+ISCADD v, v, cy, 4;
+ISCADD v, v, tz, 4;
+ISCADD v, v, ty, 4;
+ISCADD v, v, tx, 4;
+STG [addr], v;
+EXIT;
+"""
+
+
+def test_three_dimensional_grid_and_block():
+    """A (2, 3, 2) grid of (4, 3, 8)-thread blocks: SR_TID.X/Y/Z, SR_CTAID.X/Y/Z and SR_NTID.X as
+    CUDA numbers them (x fastest), checked against numpy's indices; timed and predicted too."""
+    r = launch(Kernel.load(IDS), grid=(2, 3, 2), block=(4, 3, 8), params={"out": "out"},
+               buffers={"out": Buffer.zeros((12 * 96,), np.uint32)}, timing=True, predict=True)
+    out = r.outputs["out"].reshape(2, 3, 2, 8, 3, 4)  # CTA z, y, x; thread z, y, x
+    cz, cy, cx, tz, ty, tx = np.indices(out.shape)
+    expected = (((((4 * 16 + cx) * 16 + cz) * 16 + cy) * 16 + tz) * 16 + ty) * 16 + tx
+    np.testing.assert_array_equal(out, expected)
+    assert r.prediction is not None and r.timing is not None

@@ -18,7 +18,10 @@ record without the data movement for a memory instruction.
 
 from __future__ import annotations
 
+import struct
+
 import attrs
+
 import numpy as np
 
 from ..errors import SimulationError
@@ -464,15 +467,19 @@ def _extra():
 def _s2r(ctx, instr, ops, zrow):
     name = ops[1].name
     write = _writer(ops[0].reg, zrow)
+    # a block of (X, Y, Z) threads runs as X * Y * Z linear ones, a grid of (X, Y, Z) CTAs as (X, Y * Z):
+    # the geometry words of constant bank 0 say how to split them (see launch._geometry_words)
+    (bx, by, bz), (_, gy, _) = struct.unpack_from("<3I", ctx.const_bank, 0), struct.unpack_from("<3I", ctx.const_bank, 12)
+    bx, by, gy = U32(bx), U32(by), U32(gy)
     getters = {
-        "SR_TID.X": lambda g: g.tid,
-        "SR_TID.Y": lambda g: np.zeros_like(g.tid),
-        "SR_TID.Z": lambda g: np.zeros_like(g.tid),
+        "SR_TID.X": lambda g: g.tid % bx,
+        "SR_TID.Y": lambda g: (g.tid // bx) % by,
+        "SR_TID.Z": lambda g: g.tid // (bx * by),
         "SR_CTAID.X": lambda g: g.ctaid_x,
-        "SR_CTAID.Y": lambda g: g.ctaid_y,
-        "SR_CTAID.Z": lambda g: np.zeros_like(g.tid),
+        "SR_CTAID.Y": lambda g: g.ctaid_y % gy,
+        "SR_CTAID.Z": lambda g: g.ctaid_y // gy,
         "SR_LANEID": lambda g: g.laneid,
-        "SR_NTID.X": lambda g: np.full_like(g.tid, ctx.block),
+        "SR_NTID.X": lambda g: np.full_like(g.tid, bx),
         # the functional model has no clock: the timing model owns time
         "SR_CLOCKLO": lambda g: np.zeros_like(g.tid),
         "SR_CLOCKHI": lambda g: np.zeros_like(g.tid),

@@ -96,9 +96,23 @@ def pack_params(kernel: ins.Kernel, params) -> bytes:
 
 
 def _geometry_words(bank: bytes, block: int, grid) -> bytes:
+    """c[0x0][0x0..0x14]: the block's (X, Y, Z) threads and the grid's (X, Y, Z) CTAs. A bank that
+    already describes this launch in three dimensions (``block`` = X * Y * Z threads, ``grid`` =
+    (X, Y * Z) CTAs: see :func:`maxsim.host.launch._geometry`) keeps its words; otherwise the launch
+    is (block, 1, 1) threads and (grid X, grid Y, 1) CTAs."""
     b = bytearray(bank)
+    if len(b) >= 24:
+        bx, by, bz, gx, gy, gz = struct.unpack_from("<6I", b, 0)
+        if min(bx, by, bz, gx, gy, gz) >= 1 and bx * by * bz == block and (gx, gy * gz) == tuple(grid):
+            return bytes(b)
     b[0:24] = struct.pack("<6I", block, 1, 1, grid[0], grid[1], 1)
     return bytes(b)
+
+
+def geometry(const_bank: bytes):
+    """((X, Y, Z) threads per block, (X, Y, Z) CTAs) of a launch, from its constant bank."""
+    w = struct.unpack_from("<6I", const_bank, 0)
+    return w[:3], w[3:]
 
 
 def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_instructions=None,

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import functools
 import json
+import struct
 
 import attrs
 import numpy as np
 
 from ..errors import LaunchError
+from ..functional.launch import MAX_THREADS_PER_CTA
 from ..isa import instruction as ins
 from .args import Bound, bind
 from .kernel import Kernel
@@ -79,9 +81,8 @@ def as_kernel(kernel, cfg=None) -> Kernel:
     return Kernel.load(kernel, cfg=cfg)
 
 
-def _dims(value, what, limit):
-    """(x, y) of a grid or block given as an int or a tuple of up to three; z (and a block's y)
-    must be 1."""
+def _dims(value, what):
+    """(x, y, z) of a grid or block given as an int or a tuple of up to three positive integers."""
     parts = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
     if not 1 <= len(parts) <= 3 or not all(isinstance(p, (int, np.integer)) and not isinstance(p, bool)
                                            for p in parts):
@@ -89,13 +90,21 @@ def _dims(value, what, limit):
     parts = tuple(int(p) for p in parts) + (1,) * (3 - len(parts))
     if min(parts) < 1:
         raise LaunchError(f"{what} {value!r}: every dimension must be at least 1")
-    if what == "grid" and (parts[2] != 1 or parts[1] >= limit):
-        raise LaunchError(f"grid {value!r}: only grids of (X, Y < {limit}, 1) CTAs are modelled "
-                          f"(SR_CTAID.Z reads 0)")
-    if what == "block" and parts[1:] != (1, 1):
-        raise LaunchError(f"block {value!r}: only blocks of (X, 1, 1) threads are modelled "
-                          f"(SR_TID.Y and SR_TID.Z read 0)")
-    return parts[:2]
+    return parts
+
+
+def _geometry(grid, block):
+    """The launch as the simulator runs it, and as the kernel sees it: a grid of (X, Y, Z) CTAs runs
+    as (X, Y * Z) (CTA (x, y, z) is (x, y + Y * z); SR_CTAID.Y/Z undo it) and a block of (X, Y, Z)
+    threads as X * Y * Z linear threads (SR_TID.X/Y/Z split the linear id, x fastest, as CUDA
+    numbers the threads of a block)."""
+    g, b = _dims(grid, "grid"), _dims(block, "block")
+    if g[0] >= 1 << 31 or g[1] >= 1 << 16 or g[2] >= 1 << 16 or g[1] * g[2] >= 1 << 16:
+        raise LaunchError(f"grid {grid!r}: X < 2^31 and Y * Z < 65,536 CTAs are modelled")
+    threads = b[0] * b[1] * b[2]
+    if threads > MAX_THREADS_PER_CTA or b[2] > 64:
+        raise LaunchError(f"block {block!r}: at most {MAX_THREADS_PER_CTA} threads (and Z <= 64) per CTA")
+    return (g[0], g[1] * g[2]), threads, (b, g)
 
 
 @attrs.frozen(slots=False)
@@ -194,8 +203,7 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     from ..functional.launch import launch as run_functional
     cfg = _arch(config)
     k = as_kernel(kernel, cfg)
-    gx, gy = _dims(grid, "grid", 1 << 16)
-    bx, _ = _dims(block, "block", 2)
+    (gx, gy), bx, dims = _geometry(grid, block)
     code = k.code
     if not isinstance(shared, (int, np.integer)) or shared < 0:
         raise LaunchError(f"dynamic shared memory {shared!r}: expected a number of bytes >= 0")
@@ -207,6 +215,10 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     if code is not k.code:
         k = attrs.evolve(k, code=code)
     bound = bind(k, params, buffers, textures)
+    (tx, ty, tz), (cx, cy, cz) = dims
+    words = struct.pack("<6I", tx, ty, tz, cx, cy, cz)  # the geometry the kernel reads (c[0x0][0x0..])
+    bank = bound.const_bank + bytes(max(0, 24 - len(bound.const_bank)))
+    bound = attrs.evolve(bound, const_bank=words + bank[24:])
     recorder = None
     if timing or predict or trace:
         from ..functional.trace import TraceRecorder
