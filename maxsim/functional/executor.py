@@ -470,9 +470,9 @@ def _s2r(ctx, instr, ops, zrow):
     # a block of (X, Y, Z) threads runs as X * Y * Z linear ones, a grid of (X, Y, Z) CTAs as (X, Y * Z):
     # the geometry words of constant bank 0 say how to split them (see launch._geometry_words)
     (bx, by, bz), (_, gy, _) = struct.unpack_from("<3I", ctx.const_bank, 0), struct.unpack_from("<3I", ctx.const_bank, 12)
-    bx, by, gy = U32(bx), U32(by), U32(gy)
+    bx, by, bz, gy = U32(bx), U32(by), U32(bz), U32(gy)
     getters = {
-        "SR_TID.X": lambda g: g.tid % bx,
+        "SR_TID.X": (lambda g: g.tid) if by == 1 and bz == 1 else (lambda g: g.tid % bx),
         "SR_TID.Y": lambda g: (g.tid // bx) % by,
         "SR_TID.Z": lambda g: g.tid // (bx * by),
         "SR_CTAID.X": lambda g: g.ctaid_x,
