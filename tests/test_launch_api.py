@@ -204,9 +204,9 @@ def test_texel_size_enters_the_trace():
     (dict(params={"a": "a", "b": "b", "c": "c", "n": 8, 0x150: 1}), "no parameter at offset 0x150"),
     (dict(params={"a": "a", "b": "b", "c": "c", "n": 8, "param_n": 8}), "is given twice"),
     (dict(grid=(1, 300, 300)), "X < 2^31 and Y * Z < 65,536 CTAs are modelled"),
-    (dict(block=(32, 64)), "at most 1024 threads (and Z <= 64) per CTA"),
+    (dict(block=(32, 64)), "block of 2048 threads (32 x 64 x 1): at most 1024 threads per CTA"),
     (dict(grid=0), "every dimension must be at least 1"),
-    (dict(block=2000), "block 2000: at most 1024 threads"),
+    (dict(block=2000), "block of 2000 threads: at most 1024 threads per CTA"),
 ])
 def test_bad_arguments_are_one_line(vecadd, kw, message):
     args = dict(grid=1, block=32, params={"a": "a", "b": "b", "c": "c", "n": 8},

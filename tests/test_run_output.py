@@ -150,7 +150,7 @@ def test_output_into_a_closed_pipe_is_quiet(tmp_path):
     (["run", "{badop}"], "maxsim: error: {badop}:2:17: unknown opcode 'FOO'"),
     (["run", "{chain}", "--gpu", "{missing}"], "maxsim: error: {missing}: no such config file"),
     (["run", "{chain}", "--gpu", "{badtoml}"], "maxsim: error: {badtoml}:1: bad TOML syntax"),
-    (["run", "{chain}", "--block", "2000"], "maxsim: error: {chain}: block of 2000 threads is out of range"),
+    (["run", "{chain}", "--block", "2000"], "maxsim: error: {chain}: block of 2000 threads: at most 1024 threads per CTA (and Z <= 64)"),
     (["run", "{chain}", "--regs", "3"], "maxsim: error: {chain}: --regs 3: kernel chain uses 4 registers"),
 ])
 def test_every_error_names_its_file(tmp_path, capsys, argv, message):

@@ -103,7 +103,9 @@ def _geometry(grid, block):
         raise LaunchError(f"grid {grid!r}: X < 2^31 and Y * Z < 65,536 CTAs are modelled")
     threads = b[0] * b[1] * b[2]
     if threads > MAX_THREADS_PER_CTA or b[2] > 64:
-        raise LaunchError(f"block {block!r}: at most {MAX_THREADS_PER_CTA} threads (and Z <= 64) per CTA")
+        shape = f" ({b[0]} x {b[1]} x {b[2]})" if b[1] * b[2] > 1 else ""
+        raise LaunchError(f"block of {threads} threads{shape}: at most {MAX_THREADS_PER_CTA} threads per CTA "
+                          f"(and Z <= 64)")
     return (g[0], g[1] * g[2]), threads, (b, g)
 
 
