@@ -19,9 +19,13 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   than ``WAVE_SETTLE`` less (or more) than its first half, the wave is sampled again at twice the
   K (at K itself once that is at most 4x the last sample), up to ``WAVE_SETTLE_MAX_K``, and the
   line goes through the last two. This is done for a launch of at most one wave, where the wave is
-  the whole prediction; a first wave or a tail of a longer launch keeps the two small samples (a
-  memory-bound tail speeds up as its CTAs end and never settles: sampled again up to K=8192, it
-  cost a functional run at full K).
+  the whole prediction, and for the tail of a longer launch, whose CTAs also start together
+  (sgemm_128 at N = 896 on the GTX 980: a 17-CTA tail ran 2,579 cycles per iteration between K = 64
+  and 128, and the line through them made the launch 17% slow; sampled again at 256 and 896 it
+  agrees with the measured GFLOPS within 0.1%); the first wave of a longer launch keeps the two
+  small samples (its slots' costs feed the dispatcher model, and the steady-state windows measure
+  the steady cost). ``WAVE_SETTLE_MAX_K`` bounds the cost: a memory-bound tail speeds up as its
+  CTAs end and never settles (sampled again up to K=8192, it cost a functional run at full K).
 * **Steady state** (launches of two or more full waves). After the first wave, CTAs no longer start
   together: each slot takes its next CTA when its own CTA ends, and slots whose CTAs run at different
   speeds drift apart. A CTA-level model of the dispatcher (:func:`dispatch`: every slot runs its CTAs
@@ -72,7 +76,7 @@ from .sector_lru import SectorLRU
 
 WAVE_K_SAMPLES = (64, 128)  # K values at which a first wave or a tail is simulated whole
 WAVE_SETTLE = 0.01  # a wave's cost per iteration has settled when it drifts less than this (see _settled)
-WAVE_SETTLE_MAX_K = 1024  # ... checked for a launch of at most one wave, sampled again up to this K
+WAVE_SETTLE_MAX_K = 1024  # ... checked for a launch of at most one wave and for a tail, sampled again up to this K
 STEADY_ITERATIONS = 12  # main-loop iterations each CTA runs in a steady-state window
 STEADY_SKIP = 4  # ... of which the first are left out (prologue and settling)
 HISTORY_FILL = 1.5  # history replayed into the L2 before a window, in multiples of its capacity
@@ -223,7 +227,7 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
         tail_ids = [(i % gx, i // gx) for i in range(full * wave, n)]
         backlog = _backlog(ms_first, first.phase.cycles[-1])
         tail, _ = _whole(kernel, block, grid, k, k_step, build, cfg, tail_ids, progress, "tail",
-                         backlog=backlog, warm=lambda ms: history.warm(ms, schedule, t0))
+                         backlog=backlog, warm=lambda ms: history.warm(ms, schedule, t0), settle=True)
         phases.append(tail.phase)
         schedule = dispatch(n, slots, duration, hold, timed=True)
     cycles = max(e for _, _, e in schedule)
