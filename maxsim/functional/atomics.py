@@ -127,15 +127,7 @@ def atomic(ctx, instr, ops, mods, zrow, values=True):
         sel = m if m is not None else (None if g.full else g.active)
         addr = np.asarray(addr_of(g), dtype=np.uint32)
         lo, hi = (0, ctx.kernel.shared_size) if shared else (GLOBAL_BASE, ctx.memory.top)
-        bad = ((addr & U32(3)) != 0) | (addr < U32(lo)) | (addr.astype(np.int64) > hi - 4)
-        if high_of is not None:
-            bad |= high_of(g, addr) != 0
-        if sel is not None:
-            bad &= sel
-        if bad.any():
-            ctx.fail(instr, g, bad, lambda pos: (
-                f"out-of-bounds or misaligned {what} atomic at address 0x{int(addr[pos]):x}; valid range "
-                f"[0x{lo:x}, 0x{hi:x})"))
+        _check(ctx, instr, g, addr, sel, lo, hi, 4, high_of, f"{what} atomic")
         if ctx.recorder is not None:
             ctx.recorder.memory(rec_kind, g, addr, sel, 4)
         if not values:
@@ -155,6 +147,20 @@ def atomic(ctx, instr, ops, mods, zrow, values=True):
     return run
 
 
+def _check(ctx, instr, g, addr, sel, lo, hi, nbytes, high_of, what):
+    """Stop the run at a lane of ``sel`` whose ``nbytes`` access at ``addr`` is misaligned, outside
+    [lo, hi) or above the 32-bit address space."""
+    bad = ((addr & U32(nbytes - 1)) != 0) | (addr < U32(lo)) | (addr.astype(np.int64) > hi - nbytes)
+    if high_of is not None:
+        bad |= high_of(g, addr) != 0
+    if sel is not None:
+        bad &= sel
+    if bad.any():
+        ctx.fail(instr, g, bad, lambda pos: (
+            f"out-of-bounds or misaligned {what} at address 0x{int(addr[pos]):x}; valid range "
+            f"[0x{lo:x}, 0x{hi:x})"))
+
+
 def subword(ctx, instr, ops, mods, zrow, values=True):
     """LDG/STG/LD/ST .U8/.S8/.U16/.S16: one register holds the zero- or sign-extended value."""
     nbytes = memory_bytes(mods)
@@ -171,16 +177,8 @@ def subword(ctx, instr, ops, mods, zrow, values=True):
     def run(g, m):
         sel = m if m is not None else (None if g.full else g.active)
         addr = np.asarray(addr_of(g), dtype=np.uint32)
-        lo, hi = GLOBAL_BASE, ctx.memory.top
-        bad = ((addr & U32(nbytes - 1)) != 0) | (addr < U32(lo)) | (addr.astype(np.int64) > hi - nbytes)
-        if high_of is not None:
-            bad |= high_of(g, addr) != 0
-        if sel is not None:
-            bad &= sel
-        if bad.any():
-            ctx.fail(instr, g, bad, lambda pos: (
-                f"out-of-bounds or misaligned {nbytes}-byte global access at address 0x{int(addr[pos]):x}; "
-                f"valid range [0x{lo:x}, 0x{hi:x})"))
+        _check(ctx, instr, g, addr, sel, GLOBAL_BASE, ctx.memory.top, nbytes, high_of,
+               f"{nbytes}-byte global access")
         if ctx.recorder is not None:
             ctx.recorder.memory("ldg" if load else "stg", g, addr, sel, nbytes)
         if not values:

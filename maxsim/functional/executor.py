@@ -442,14 +442,19 @@ def _isetp(ctx, instr, ops, mods, zrow):
     def run(g, m):
         r = alu.isetp(a(g), b(g), cmp, signed)
         c = pc(g)
-        for dst, val in ((pd, bop(r, c)), (pq, bop(~r, c))):
-            if dst == ins.PT:
-                continue
-            if m is None:
-                g.preds[dst] = val
-            else:
-                np.copyto(g.preds[dst], np.broadcast_to(val, m.shape), where=m)
+        write_pred(g, pd, bop(r, c), m)
+        write_pred(g, pq, bop(~r, c), m)
     return run
+
+
+def write_pred(g, dst, val, m):
+    """Predicate ``dst`` := val on the lanes of mask m (None: all lanes); PT is not written."""
+    if dst == ins.PT:
+        return
+    if m is None:
+        g.preds[dst] = val
+    else:
+        np.copyto(g.preds[dst], np.broadcast_to(val, m.shape), where=m)
 
 
 _ALU = {

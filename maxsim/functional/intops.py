@@ -13,17 +13,7 @@ import numpy as np
 
 from ..errors import SimulationError
 from ..isa import instruction as ins
-from .executor import U32, _pred_reader, _reader_u32, _writer
-
-
-def write_pred(g, dst, val, m):
-    """Predicate ``dst`` := val on the lanes of mask m (None: all lanes); PT is not written."""
-    if dst == ins.PT:
-        return
-    if m is None:
-        g.preds[dst] = val
-    else:
-        np.copyto(g.preds[dst], np.broadcast_to(val, m.shape), where=m)
+from .executor import U32, _pred_reader, _reader_u32, _writer, write_pred
 
 
 def _imnmx(ctx, instr, ops, mods, zrow):
