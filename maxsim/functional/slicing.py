@@ -185,8 +185,27 @@ def reaching_definitions(kernel, table=None):
     return live_in, defs, by_loc
 
 
+_SLICES = {}  # id(instructions) -> (instructions, TimingSlice): the slice depends on the code only
+SLICE_CACHE = 16  # kernels whose slices are kept (a simulator setting: bounds memory)
+
+
 def timing_slice(kernel) -> TimingSlice:
-    """The instructions a timing-only launch of ``kernel`` must compute (see the module doc)."""
+    """The instructions a timing-only launch of ``kernel`` must compute (see the module doc).
+
+    Computed once per instruction sequence: a sampled prediction launches the same code dozens of
+    times (and kernels that differ only in their declared registers share the instructions)."""
+    instrs = kernel.instructions
+    hit = _SLICES.get(id(instrs))
+    if hit is not None and hit[0] is instrs:
+        return hit[1]
+    if len(_SLICES) >= SLICE_CACHE:
+        del _SLICES[next(iter(_SLICES))]
+    out = _timing_slice(kernel)
+    _SLICES[id(instrs)] = (instrs, out)
+    return out
+
+
+def _timing_slice(kernel) -> TimingSlice:
     instrs = kernel.instructions
     table = [accesses(i) for i in instrs]
     reach, defs, by_loc = reaching_definitions(kernel, table)

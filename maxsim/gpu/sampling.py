@@ -447,14 +447,14 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
         _, tr = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids, timing_only=True)
         if run < total_iters:
             cut |= set(ids)
-            tr = [(cid, [_relocated(t, kernel, [], stores=False) for t in traces]) for cid, traces in tr]
+            tr = [(cid, _relocated(traces, kernel, [], stores=False)) for cid, traces in tr]
         queue.extend(tr)
     # place: slot j is on SM j mod S; an SM's CTAs oldest first (the order their slots took them)
     placement = [[] for _ in range(sms)]
     for j, cid, done, _ in sorted(pop, key=lambda x: (live[x[0]][1], x[0])):
         ranges = shift(textures_of[cid], done * k_step) if shift is not None else []
         stores = cid not in cut
-        traces = [_relocated(tr, kernel, ranges, stores) if ranges or not stores else tr for tr in traced[cid]]
+        traces = _relocated(traced[cid], kernel, ranges, stores) if ranges or not stores else traced[cid]
         placement[j % sms].append((cid, traces))
     ms = MemorySystem(cfg)
     history.warm(ms, schedule, mid)
@@ -513,31 +513,54 @@ def _sm_loop_cycles(warps, stop):
     return (t1 - t0) / mean if mean > 0 else None
 
 
-def _relocated(trace, kernel, ranges, stores=True):
-    """A copy of one warp's trace whose global/texture addresses in ``ranges`` [(lo, hi, delta)]
-    are moved by delta (the same instructions at another position in K). ``stores=False``: its
-    global stores write nothing (the trace of a CTA cut short for a window ends with the epilogue
-    of a short K; the real CTA stores its results at its real end, not in the window, and 32
-    CTAs' worth of C tiles there would be as much L2 traffic as a third of the window's reads)."""
+def _relocated(traces, kernel, ranges, stores=True):
+    """Copies of one CTA's warp traces whose global/texture addresses in ``ranges`` [(lo, hi,
+    delta)] are moved by delta (the same instructions at another position in K). ``stores=False``:
+    their global stores write nothing (the trace of a CTA cut short for a window ends with the
+    epilogue of a short K; the real CTA stores its results at its real end, not in the window, and
+    32 CTAs' worth of C tiles there would be as much L2 traffic as a third of the window's reads).
+    The CTA's warps ran in lockstep, so they share segments: each segment is copied once with the
+    CTA's rows (and the timing model builds its tables once per segment, not once per warp)."""
     units = kernel.instructions
-    parts = []
-    for seg, row in trace.parts:
-        new = Segment(seg.warps[row:row + 1])
+    rows_of = {}  # id(segment) -> (segment, its rows these warps use, in first-use order)
+    for tr in traces:
+        for seg, row in tr.parts:
+            ent = rows_of.get(id(seg))
+            if ent is None:
+                ent = rows_of[id(seg)] = (seg, [])
+            if row not in ent[1]:
+                ent[1].append(row)
+    empty = np.zeros(0, np.int64)
+    copies = {}  # id(segment) -> (copy, {row: row in the copy})
+    for key, (seg, rows) in rows_of.items():
+        new = Segment(seg.warps[rows])
         new.pcs = seg.pcs
         mem = {}
         for pos, summ in seg.mem.items():
-            v = summ[row]
             unit = units[seg.pcs[pos]].unit
             if unit in ("tex", "ldg"):
-                v = _shift(v, ranges)
+                mem[pos] = _shift_rows([summ[r] for r in rows], ranges)
             elif unit == "stg" and not stores:
-                v = np.zeros(0, np.int64)
-            mem[pos] = [v]
+                mem[pos] = [empty] * len(rows)
+            else:
+                mem[pos] = [summ[r] for r in rows]
         new.mem = mem
-        parts.append((new, 0))
-    out = WarpTrace(trace.warp)
-    out.parts = parts
+        copies[key] = (new, {r: i for i, r in enumerate(rows)})
+    out = []
+    for tr in traces:
+        t = WarpTrace(tr.warp)
+        t.parts = [(copies[id(seg)][0], copies[id(seg)][1][row]) for seg, row in tr.parts]
+        out.append(t)
     return out
+
+
+def _shift_rows(arrays, ranges):
+    """:func:`_shift` of several sector arrays at once (one numpy pass over their concatenation)."""
+    if not ranges:
+        return [np.asarray(a, dtype=np.int64) for a in arrays]
+    lens = [len(a) for a in arrays]
+    moved = _shift(np.concatenate(arrays) if arrays else np.zeros(0, np.int64), ranges)
+    return np.split(moved, np.cumsum(lens)[:-1]) if arrays else []
 
 
 def _shift(sectors, ranges):
