@@ -190,8 +190,8 @@ def _parser():
 
     cm = sub.add_parser("compare", help="simulated versus measured SGEMM GFLOPS on a whole GPU",
                         description="Predict the maxas SGEMM kernels on a whole GPU (sampled: short "
-                                    "simulations of one SM's rounds of resident CTAs, or of the whole "
-                                    "GPU for a launch of less than one wave or a small tail, "
+                                    "simulations of every SM of the GPU sharing one L2 and DRAM, of "
+                                    "the first wave, of windows of the steady state and of the tail, "
                                     "extrapolated in K) at every measured size, and compare with the measured GFLOPS "
                                     "in traces/ (GTX 980 at 1607 MHz): a table, the error at each point, "
                                     "the MAPE per kernel, and optionally a plot with cuBLAS as reference. "
@@ -202,7 +202,8 @@ def _parser():
                     help="which kernel to compare (default all)")
     cm.add_argument("--sizes", metavar="N[,N...]", type=_sizes_list, default=None,
                     help="square sizes to predict (default: every measured size; for sgemm_64 also "
-                         "the measured sgemm_128 sizes above 512, predicted only)")
+                         "N = 768 and every multiple of 512 from 1024 to the largest measured "
+                         "sgemm_128 size, predicted only)")
     cm.add_argument("--gpu", "--config", dest="config", default="gtx980_oc",
                     help="architecture config (default gtx980_oc, the measured setup)")
     _occupancy_options(cm, compare=True)
@@ -369,8 +370,11 @@ def cmd_compare(args):
     variants = [("sgemm_64", {"warps_per_scheduler": 3})] if args.workload == "all" and choice is None else []
     extra = None
     if args.sizes is None and "sgemm_64" in names:
-        large = sorted(n for n in load_measurements().get("sgemm_128", {}) if n > 512)
-        extra = {"sgemm_64": large}
+        # sgemm_64 is measured up to N = 512 only: above, its curve (and Max64-3's) is predicted on
+        # a grid of 512 up to the largest measured sgemm_128 size, fine enough to show where the
+        # kernel runs out of DRAM bandwidth, at a quarter of the predictions of every measured size
+        top = max(load_measurements().get("sgemm_128", {512: None}))
+        extra = {"sgemm_64": [768] + list(range(1024, top + 1, 512))}
     if args.output:
         from .report.plots import check_output_path
         check_output_path(args.output)  # before the work
