@@ -112,7 +112,12 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
             points.append({"n": n, "simulated_gflops": p["gflops"], "measured_gflops": m,
                            "error_percent": None if m is None else 100.0 * (p["gflops"] - m) / m,
                            "cycles": p["cycles"], "waves": p["waves"], "loop_cycles": p["loop_cycles"],
-                           "profiler_metrics": metrics})
+                           "profiler_metrics": metrics,
+                           # how the point was predicted: the pieces simulated (the K of each sample)
+                           # and the wall seconds it took
+                           "samples": [{"phase": ph["name"], "ctas": ph["ctas"], "k": ph["k_samples"]}
+                                       for ph in p.get("phases", ())],
+                           "sim_seconds": p.get("sim_seconds")})
         errs = [abs(pt["error_percent"]) for pt in points if pt["error_percent"] is not None]
         result["kernels"][label] = {
             "workload": name, "registers_per_thread": occ.registers, "resident_ctas_per_sm": occ.ctas,

@@ -285,6 +285,7 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
                     shift=sampling.shift, progress=progress, traced=by_cta)
         steady = [ph for ph in p.phases if ph.name == "steady state"]
         details = {"loop_cycles": (steady or p.phases)[0].loop_cycles, "progress_skew_iterations": p.progress_skew,
+                   "sim_seconds": p.sim_seconds,
                    "phases": [{"name": ph.name, "ctas": ph.ctas, "k_samples": list(ph.ks), "cycles": list(ph.cycles),
                                "loop_cycles": ph.loop_cycles, "memory": ph.memory} for ph in p.phases]}
         return Prediction(cfg.name, cfg.gpu.name, cfg.gpu.sms, p.seconds, p.cycles, p.waves, "sampled",
