@@ -22,7 +22,11 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   the whole prediction, and for the tail of a longer launch, whose CTAs also start together
   (sgemm_128 at N = 896 on the GTX 980: a 17-CTA tail ran 2,579 cycles per iteration between K = 64
   and 128, and the line through them made the launch 17% slow; sampled again at 256 and 896 it
-  agrees with the measured GFLOPS within 0.1%); the first wave of a longer launch keeps the two
+  agrees with the measured GFLOPS within 0.1%). A tail is a share of the launch's time only, so it
+  is sampled again only while its drift times that share exceeds ``TAIL_SETTLE`` (0.2% of the
+  launch): a 25-CTA tail after 13 waves of sgemm_128 at N = 2688 wobbled by more than 1% between
+  the halves of its samples (SMs with two CTAs alternate between schedules) at 2,064-2,080 cycles
+  per iteration, and was sampled up to K = 1024 for it. The first wave of a longer launch keeps the two
   small samples (its slots' costs feed the dispatcher model, and the steady-state windows measure
   the steady cost). ``WAVE_SETTLE_MAX_K`` bounds the cost: a memory-bound tail speeds up as its
   CTAs end and never settles (sampled again up to K=8192, it cost a functional run at full K).
@@ -77,6 +81,7 @@ from .sector_lru import SectorLRU
 WAVE_K_SAMPLES = (64, 128)  # K values at which a first wave or a tail is simulated whole
 WAVE_SETTLE = 0.01  # a wave's cost per iteration has settled when it drifts less than this (see _settled)
 WAVE_SETTLE_MAX_K = 1024  # ... checked for a launch of at most one wave and for a tail, sampled again up to this K
+TAIL_SETTLE = 0.002  # a tail drifting by d that is a share s of the launch is sampled again only if d x s exceeds this
 STEADY_ITERATIONS = 12  # main-loop iterations each CTA runs in a steady-state window
 STEADY_SKIP = 4  # ... of which the first are left out (prologue and settling)
 HISTORY_FILL = 1.5  # history replayed into the L2 before a window, in multiples of its capacity
@@ -173,7 +178,7 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     first_ids = [(i % gx, i // gx) for i in range(min(n, wave))]
     first, ms_first = _whole(kernel, block, grid, k, k_step, build, cfg, first_ids, progress,
                              "first wave" if full else "launch", traced=traced if n <= wave else None,
-                             settle=n <= wave)
+                             settle=0.0 if n <= wave else None)
     phases.append(first.phase)
     if n <= wave:
         cycles = first.predicted
@@ -227,7 +232,7 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
         tail_ids = [(i % gx, i // gx) for i in range(full * wave, n)]
         backlog = _backlog(ms_first, first.phase.cycles[-1])
         tail, _ = _whole(kernel, block, grid, k, k_step, build, cfg, tail_ids, progress, "tail",
-                         backlog=backlog, warm=lambda ms: history.warm(ms, schedule, t0), settle=True)
+                         backlog=backlog, warm=lambda ms: history.warm(ms, schedule, t0), settle=t0)
         phases.append(tail.phase)
         schedule = dispatch(n, slots, duration, hold, timed=True)
     cycles = max(e for _, _, e in schedule)
@@ -269,7 +274,7 @@ class _Whole:
 
 
 def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, backlog=(0.0, 0.0), warm=None,
-           traced=None, settle=False):
+           traced=None, settle=None):
     """Simulate the CTAs ``ids`` dealt round-robin over the SMs from cycle 0 at ``WAVE_K_SAMPLES`` (or
     at ``k``), behind ``backlog``, after ``warm(memory system)``; per slot (slot j = the j-th CTA of ``ids``) the duration is affine
     in K. ``traced``: the CTAs' traces at ``k`` (``{cta id: warp traces}``), timed at ``k`` instead of
@@ -304,7 +309,8 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
         loop = _mean_loop(used)
         if progress is not None:
             progress()
-        if settle and not plan and kk != k and not _settled(_iteration_gaps(used)):
+        if settle is not None and not plan and kk != k and not _settled(
+                _iteration_gaps(used), _share(settle, cyc, ks, k)):
             # the cost per iteration is still drifting at the end of this sample (SMs that started
             # together settle into their steady pattern of L2 slice accesses over tens of
             # iterations): sample again at twice the K, or at K itself when that is near
@@ -366,16 +372,30 @@ def _iteration_gaps(sms):
     return np.mean([g[:n] for g in gaps], axis=0)
 
 
-def _settled(gaps):
+def _settled(gaps, share=1.0):
     """Whether a wave's cost per iteration has stopped drifting: the iterations of the sample,
     less the first two (the loop filling) and the last (CTAs ending), split in two halves whose
-    mean costs differ by at most ``WAVE_SETTLE``."""
+    mean costs differ by at most ``WAVE_SETTLE``, or, for CTAs that are only ``share`` of the
+    launch's time (a tail), by so little that the launch's time cannot move by more than
+    ``TAIL_SETTLE``: the drift times the share."""
     h = gaps[2:-1]
     if len(h) < 4:
         return True
     m = len(h) // 2
     a, b = float(np.mean(h[:m])), float(np.mean(h[-m:]))
-    return abs(a - b) <= WAVE_SETTLE * max(a, b)
+    return abs(a - b) <= max(WAVE_SETTLE, TAIL_SETTLE / max(share, 1e-9)) * max(a, b)
+
+
+def _share(start, cyc, ks, k):
+    """The share of a launch's time that CTAs starting at cycle ``start`` of it take, their length
+    at K = ``k`` extrapolated from the samples so far (``cyc`` cycles at ``ks``)."""
+    if start <= 0:
+        return 1.0
+    if len(ks) >= 2:
+        length = cyc[-2] + (cyc[-1] - cyc[-2]) * (k - ks[-2]) / (ks[-1] - ks[-2])
+    else:
+        length = cyc[-1] * k / ks[-1]
+    return length / (start + length)
 
 
 # ---- the steady state --------------------------------------------------------------------------------
@@ -799,4 +819,4 @@ def samples_needed(grid, k, sms, resident):
 
 
 __all__ = ["predict", "Prediction", "Phase", "dispatch", "resident_at", "samples_needed", "WAVE_K_SAMPLES",
-           "WAVE_SETTLE", "WAVE_SETTLE_MAX_K", "STEADY_ITERATIONS", "STEADY_SKIP", "HISTORY_FILL"]
+           "WAVE_SETTLE", "WAVE_SETTLE_MAX_K", "TAIL_SETTLE", "STEADY_ITERATIONS", "STEADY_SKIP", "HISTORY_FILL"]
