@@ -21,7 +21,6 @@ reference core instead (for debugging the model); ``core="compiled"`` is the def
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
@@ -29,6 +28,7 @@ import numpy as np
 from .. import jit  # noqa: F401  (numba without scipy.linalg, before the core's first call)
 from ..errors import HazardError, SimulationError
 from . import core as K
+from .cores import CORES, core_name  # noqa: F401  (CORES: the choices)
 from .reference import ReferenceSM, memory_keywords
 from .shared_memory import SharedMemoryTiming
 from .static import BAR, LDG, LDS, MEMORY, STG, STS, TEX, StaticInfo, residency
@@ -36,17 +36,8 @@ from .stats import STALL_REASONS, Stats
 
 __all__ = ["SM", "ReferenceSM", "residency", "StaticInfo", "core_name"]
 
-CORES = ("compiled", "python")
 LOG_ROWS = 4096  # rows of each log buffer the core fills between two returns to Python
 REGISTERS = 256  # register numbers an instruction can name (R0-R254, RZ is not tracked)
-
-
-def core_name(core=None):
-    """The SM core to run: ``core`` if given, else ``$MAXSIM_CORE``, else "compiled"."""
-    name = core if core is not None else (os.environ.get("MAXSIM_CORE") or "compiled")
-    if name not in CORES:
-        raise SimulationError(f"unknown SM core {name!r} (MAXSIM_CORE or core=): choose one of {', '.join(CORES)}")
-    return name
 
 
 class SchedulerView:
