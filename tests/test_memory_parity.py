@@ -173,3 +173,54 @@ def test_errors_and_views():
     assert new.l2.n_sets == ref.l2.n_sets and new.channel_of_slice == ref.channel_of_slice
     assert new.l2.dirty_sectors(0) == ref.l2.dirty_sectors(0) == 1
     assert math.isclose(new.l2_server.bytes_per_clk, 379.0)
+
+
+def _recording(core, log, systems):
+    """A MemorySystem factory for the sampler: ``core``'s memory systems, every read's and
+    store's answer appended to ``log``."""
+    def make(cfg, *args, **kw):
+        ms = MemorySystem(cfg, *args, core=core, **kw)
+        systems.append(ms)
+        read, write, warm = ms.read, ms.write, ms.warm
+
+        def logged_read(now, sectors):
+            done = read(now, sectors)
+            log.append(("read", now, list(sectors), done))
+            return done
+
+        def logged_write(now, sectors):
+            done = write(now, sectors)
+            log.append(("write", now, list(sectors), done))
+            return done
+
+        def logged_warm(sectors, dirty=False):
+            warm(sectors, dirty)
+            log.append(("warm", len(sectors), dirty))
+
+        ms.read, ms.write, ms.warm = logged_read, logged_write, logged_warm
+        return ms
+    return make
+
+
+@pytest.mark.parametrize("name, n", [("sgemm_64", 448), ("sgemm_128", 640)])
+def test_sampled_prediction_identical_with_either_memory_system(name, n, monkeypatch):
+    # 2 SMs: a first wave, full waves (a steady-state window on a warmed L2) and a one-CTA tail
+    # behind the last wave's backlog; the SM core is the compiled one in both runs
+    from maxsim.gpu import sampling
+    from workloads.sgemm.predict import predict_sgemm
+    cfg = override(CFG, {"gpu.sms": 2})
+    out = {}
+    for core in ("python", "compiled"):
+        log, systems = [], []
+        monkeypatch.setattr(sampling, "MemorySystem", _recording(core, log, systems))
+        p = predict_sgemm(name, n, cfg, k=128)
+        out[core] = (p, log, systems)
+    (p_ref, log_ref, ms_ref), (p_new, log_new, ms_new) = out["python"], out["compiled"]
+    assert [ph["name"] for ph in p_new["phases"]] == ["first wave", "steady state", "tail"]
+    assert all(type(ms) is CompiledMemorySystem for ms in ms_new) and len(ms_new) == len(ms_ref) >= 3
+    assert sum(1 for e in log_new if e[0] == "warm") > 0 and sum(1 for e in log_new if e[0] == "write") > 0
+    assert len(log_new) > 1000
+    assert log_ref == log_new  # every request and its completion cycle, in order
+    for a, b in zip(ms_ref, ms_new):
+        assert_same_state(a, b)
+    assert p_ref == p_new

@@ -11,12 +11,14 @@ the model in plain Python; read it for what each step does and why.
 
 :class:`SM` runs that model in the compiled core (:mod:`maxsim.timing.core`): the per-cycle and
 per-issue work happens in numba on numpy arrays, and the core comes back to Python only when a
-request must go to the L2/DRAM memory system (which stays Python and may be shared by many SMs),
+request must go to the L2/DRAM memory system (a Python object shared by the SMs of a GPU, itself
+compiled unless MAXSIM_CORE=python: :mod:`maxsim.timing.memory_core`),
 when a warp exits (to launch the next CTA), when its logs need draining and at the end of each
 simpy quantum. The numbers are identical to the reference core's (tests/test_core_parity.py).
 
 ``SM(..., core="python")`` or the environment variable ``MAXSIM_CORE=python`` selects the
-reference core instead (for debugging the model); ``core="compiled"`` is the default.
+reference core instead (for debugging the model; the variable selects the reference memory system
+too); ``core="compiled"`` is the default.
 """
 
 from __future__ import annotations
@@ -541,7 +543,7 @@ class SM:
                 self._drain()
             if status == K.MEM:
                 n = int(G[K.G_REQ_N])
-                sectors = self._REQ[:n].tolist()
+                sectors = self._REQ[:n]  # a view: the memory system reads it before the core runs again
                 if G[K.G_REQ_KIND] == K.REQ_STG:
                     memsys.write(int(G[K.G_REQ_NOW]), sectors, **write_kw)
                 else:
