@@ -39,12 +39,10 @@ import numpy as np
 
 from ..errors import SimulationError
 from ..jit import njit
-from .l2 import SliceMap
+from .l2 import _HASH_MUL, SliceMap
 from .memory_system import BandwidthServer, MemorySystem, ServerGroup
 
 EMPTY = np.iinfo(np.int64).min  # no line in a way / no window in a table slot
-_FIB = 0x61C8864680B583EB  # odd 64-bit multiplier of the window tables' hash (2^64 / golden ratio)
-_HASH_MUL = 0x9E3779B1  # the set hash's multiplier, as maxsim.timing.l2
 _TABLE_MIN = 1024  # initial slots of each server's window table
 _DELAYS_MIN = 4096  # initial length of the DRAM delay record
 
@@ -54,8 +52,8 @@ _DELAYS_MIN = 4096  # initial length of the DRAM delay record
 
 # ---- I: counters and bookkeeping (int64) ----
 (I_READS, I_WRITES, I_READ_HITS, I_PENDING_HITS, I_READ_MISSES, I_WRITE_SECTORS, I_WRITE_HITS,
- I_WRITE_MISSES, I_DRAM_READ, I_DRAM_WRITTEN, I_EVICTIONS, I_PIECES, I_DELAYS, I_CLOCK, I_ROOM, I_HSHIFT,
- I_SIZE) = range(17)
+ I_WRITE_MISSES, I_DRAM_READ, I_DRAM_WRITTEN, I_EVICTIONS, I_PIECES, I_DELAYS, I_CLOCK, I_ROOM,
+ I_SIZE) = range(16)
 
 # ---- F: float counters and latencies ----
 F_LAST_REQUEST, F_L2_DELAY, F_L2_LAT, F_DRAM_LAT, F_DRAM_FACTOR, F_SIZE = range(6)
@@ -73,15 +71,18 @@ SMALL_REQUEST = 64  # sectors up to which a request's lines are grouped by a pla
 # ---- bandwidth servers ----------------------------------------------------------------------------
 
 @njit(cache=True)
-def _slot(HK, k, key, shift):
-    """Slot of window ``key`` in server ``k``'s table, or the empty slot where it would go."""
+def _slot(HK, k, key):
+    """Slot of window ``key`` in server ``k``'s table, or the empty slot where it would go: the
+    window number modulo the table size, then the next slots (consecutive windows, the usual
+    case, sit side by side)."""
     mask = HK.shape[1] - 1
-    h = ((key * _FIB) >> shift) & mask
-    while True:
+    h = key & mask
+    for _ in range(mask + 1):
         kk = HK[k, h]
         if kk == key or kk == EMPTY:
             return h
         h = (h + 1) & mask
+    raise RuntimeError("memory system: a bandwidth server's window table is full (room was not made)")
 
 
 @njit(cache=True)
@@ -97,17 +98,17 @@ def _put(HK, HV, HP, SI, I, k, h, key, value):
 
 
 @njit(cache=True)
-def _room(HK, HP, k, b, shift):
+def _room(HK, HP, k, b):
     """The first window at or after ``b`` that is not full (union-find with path compression)."""
     root = b
     while True:
-        h = _slot(HK, k, root, shift)
+        h = _slot(HK, k, root)
         if HK[k, h] == root and HP[k, h] != root:
             root = HP[k, h]
         else:
             break
     while b != root:
-        h = _slot(HK, k, b, shift)
+        h = _slot(HK, k, b)
         nxt = HP[k, h]
         HP[k, h] = root
         b = nxt
@@ -115,7 +116,7 @@ def _room(HK, HP, k, b, shift):
 
 
 @njit(cache=True)
-def _prune(HK, HV, HP, SI, k, old, shift):
+def _prune(HK, HV, HP, SI, k, old):
     """Forget server ``k``'s windows before ``old`` (rebuild its table from the others)."""
     n = SI[k, S_COUNT]
     keys = np.empty(n, np.int64)
@@ -132,7 +133,7 @@ def _prune(HK, HV, HP, SI, k, old, shift):
                 m += 1
             HK[k, j] = EMPTY
     for j in range(m):
-        h = _slot(HK, k, keys[j], shift)
+        h = _slot(HK, k, keys[j])
         HK[k, h] = keys[j]
         HV[k, h] = vals[j]
         HP[k, h] = pars[j]
@@ -146,13 +147,12 @@ def _reserve(k, now, nbytes, SF, SI, HK, HV, HP, I, P):
         SF[k, S_LAST_END] = now
         return now
     w = P[P_WINDOW]
-    shift = I[I_HSHIFT]
     bpc = SF[k, S_BPC]
     b = int(math.floor(now / w))
     t = now
-    h = _slot(HK, k, b, shift)
+    h = _slot(HK, k, b)
     if HK[k, h] == b and HP[k, h] != b:
-        b = _room(HK, HP, k, b, shift)
+        b = _room(HK, HP, k, b)
         t = float(b * w)
     left = float(nbytes)
     start = 0.0
@@ -160,7 +160,7 @@ def _reserve(k, now, nbytes, SF, SI, HK, HV, HP, I, P):
     end = 0.0
     while True:
         end_b = (b + 1) * w
-        h = _slot(HK, k, b, shift)
+        h = _slot(HK, k, b)
         s0 = HV[k, h] if HK[k, h] == b else float(b * w)
         if t > s0:
             s0 = t
@@ -178,13 +178,13 @@ def _reserve(k, now, nbytes, SF, SI, HK, HV, HP, I, P):
         if left <= 0:
             end = float(end_b)
             break
-        b = _room(HK, HP, k, b + 1, shift)
+        b = _room(HK, HP, k, b + 1)
         t = float(b * w)
     SF[k, S_LAST_END] = end
     if end > SF[k, S_NEXT_FREE]:
         SF[k, S_NEXT_FREE] = end
     if SI[k, S_COUNT] > SI[k, S_PRUNE_AT]:
-        _prune(HK, HV, HP, SI, k, b - P[P_KEEP], shift)
+        _prune(HK, HV, HP, SI, k, b - P[P_KEEP])
         SI[k, S_PRUNE_AT] = 2 * max(SI[k, S_COUNT], P[P_KEEP])
     SF[k, S_BUSY] += nbytes / bpc
     SF[k, S_BYTES] += nbytes
@@ -192,19 +192,19 @@ def _reserve(k, now, nbytes, SF, SI, HK, HV, HP, I, P):
 
 
 @njit(cache=True)
-def reserve(k, now, nbytes, SF, SI, HK, HV, HP, I, P):
+def reserve_bytes(k, now, nbytes, SF, SI, HK, HV, HP, I, P):
     """One server's reservation called from Python (``slices[i].reserve``, a backlog)."""
     return _reserve(k, now, nbytes, SF, SI, HK, HV, HP, I, P)
 
 
 @njit(cache=True)
-def rehash(HK, HV, HP, HK2, HV2, HP2, shift2):
+def rehash(HK, HV, HP, HK2, HV2, HP2):
     """Copy every server's windows into the larger tables ``HK2``, ``HV2``, ``HP2``."""
     for k in range(HK.shape[0]):
         for j in range(HK.shape[1]):
             key = HK[k, j]
             if key != EMPTY:
-                h = _slot(HK2, k, key, shift2)
+                h = _slot(HK2, k, key)
                 HK2[k, h] = key
                 HV2[k, h] = HV[k, j]
                 HP2[k, h] = HP[k, j]
@@ -268,7 +268,7 @@ def _place(ln, P, T):
 
 
 @njit(cache=True)
-def place(ln, P, T):
+def place_line(ln, P, T):
     return _place(ln, P, T)
 
 
@@ -357,7 +357,7 @@ def _lines_of(A, P):
         a = A[j]
         ln = a >> ls
         bit = 1 << ((a >> ss) & smask)
-        h = (ln * _FIB) & (size - 1)
+        h = ln & (size - 1)
         while slot_of[h] >= 0 and lines[slot_of[h]] != ln:
             h = (h + 1) & (size - 1)
         if slot_of[h] < 0:
@@ -403,7 +403,7 @@ def _write_back(s, now, n_sectors, SF, SI, HK, HV, HP, I, P):
 # ---- requests -----------------------------------------------------------------------------
 
 @njit(cache=True)
-def read(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAYS):
+def read_request(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAYS):
     """MemorySystem.read: the cycle the last of the sectors ``A`` arrives (before rounding up);
     NaN (nothing changed) for a negative address."""
     lines, masks, m = _lines_of(A, P)
@@ -480,6 +480,8 @@ def read(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAYS):
             ch = P[P_SLICES] + s * P[P_CHANNELS] // P[P_SLICES]
             dstart = _reserve(ch, start, nf * sec * F[F_DRAM_FACTOR], SF, SI, HK, HV, HP, I, P)
             nd = I[I_DELAYS]
+            if nd >= DELAYS.shape[0]:
+                raise RuntimeError("memory system: the DRAM delay record is full (room was not made)")
             DELAYS[nd] = dstart - start
             I[I_DELAYS] = nd + 1
             if nd + 1 + P[P_SLICES] > DELAYS.shape[0]:
@@ -502,7 +504,7 @@ def read(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAYS):
 
 
 @njit(cache=True)
-def write(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP):
+def write_request(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP):
     """MemorySystem.write: the cycle the L2 holds the sectors ``A`` (before rounding up); NaN
     (nothing changed) for a negative address."""
     lines, masks, m = _lines_of(A, P)
@@ -558,7 +560,7 @@ def write(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP):
 
 
 @njit(cache=True)
-def warm(A, dirty, P, T, LINES, READY, I):
+def warm_sectors(A, dirty, P, T, LINES, READY, I):
     """MemorySystem.warm: the sectors ``A`` valid (from cycle 0 unless already), most recent last;
     False (nothing changed) for a negative address."""
     for j in range(A.shape[0]):
@@ -584,7 +586,7 @@ def warm(A, dirty, P, T, LINES, READY, I):
 
 
 @njit(cache=True)
-def insert(sector_no, ready, dirty, P, T, LINES, READY, I):
+def insert_sector(sector_no, ready, dirty, P, T, LINES, READY, I):
     """SlicedL2.insert: sector number ``sector_no`` valid from cycle ``ready`` (dirty or not); a
     line that does not fit evicts its set's LRU line (counted, its dirty data dropped)."""
     addr = sector_no * P[P_SECTOR]
@@ -617,7 +619,7 @@ def dirty_per_slice(P, LINES):
 
 
 @njit(cache=True)
-def clean_slice(s, P, LINES):
+def clean_dirty(s, P, LINES):
     """SlicedL2.clean_slice: clear slice ``s``'s dirty bits; returns how many were set."""
     n = 0
     n_sets = P[P_SETS]
@@ -630,7 +632,7 @@ def clean_slice(s, P, LINES):
 
 
 @njit(cache=True)
-def flush(now, P, I, LINES, SF, SI, HK, HV, HP):
+def flush_dirty(now, P, I, LINES, SF, SI, HK, HV, HP):
     """MemorySystem.flush: every dirty sector written back; the cycle the last write ends."""
     end = now
     n_sets = P[P_SETS]
@@ -677,7 +679,7 @@ class Server:
         """Start cycle of a request of ``nbytes`` arriving at ``now``; occupies the server."""
         ms = self._ms
         ms._make_room(2 + nbytes / (ms._SF[self._k, S_BPC] * BandwidthServer.WINDOW))
-        start = reserve(self._k, float(now), float(nbytes), *ms._servers)
+        start = reserve_bytes(self._k, float(now), float(nbytes), *ms._servers)
         ms._check_room()
         return float(start)
 
@@ -718,7 +720,7 @@ class CompiledL2:
 
     def _where(self, line_no: int):
         ms = self._ms
-        return place(int(line_no), ms._P, ms._T)
+        return place_line(int(line_no), ms._P, ms._T)
 
     def slice_of(self, addr: int) -> int:
         return int(self._where(addr >> self._line_shift)[0])
@@ -748,14 +750,14 @@ class CompiledL2:
         """Place sector number ``sector_no`` (byte address // sector) as valid from cycle ``ready``
         (to preload the L2 before a run); a dirty victim's data is dropped, not written back."""
         ms = self._ms
-        insert(int(sector_no), float(ready), bool(dirty), ms._P, ms._T, ms._LINES, ms._READY, ms._I)
+        insert_sector(int(sector_no), float(ready), bool(dirty), ms._P, ms._T, ms._LINES, ms._READY, ms._I)
 
     def dirty_sectors(self, slice_no: int) -> int:
         return int(dirty_per_slice(self._ms._P, self._ms._LINES)[slice_no])
 
     def clean_slice(self, slice_no: int) -> int:
         """Clear the dirty bits of one slice (LRU order unchanged); returns how many were set."""
-        return int(clean_slice(slice_no, self._ms._P, self._ms._LINES))
+        return int(clean_dirty(slice_no, self._ms._P, self._ms._LINES))
 
     @property
     def sets(self):
@@ -850,15 +852,13 @@ class CompiledMemorySystem:
     # ---- state arrays -------------------------------------------------------------------------
     def _new_tables(self, cap):
         """Window tables of ``cap`` slots per server (the windows held copied over)."""
-        shift = 64 - (cap.bit_length() - 1)
         S = self._SF.shape[0]
         HK = np.full((S, cap), EMPTY, np.int64)
         HV = np.zeros((S, cap), np.float64)
         HP = np.zeros((S, cap), np.int64)
         if hasattr(self, "_HK"):
-            rehash(self._HK, self._HV, self._HP, HK, HV, HP, shift)
+            rehash(self._HK, self._HV, self._HP, HK, HV, HP)
         self._HK, self._HV, self._HP = HK, HV, HP
-        self._I[I_HSHIFT] = shift
         # room a call may use: the tables are at most half full when it starts
         self._headroom = cap - cap // 2 - 2
         self._safe_n = int(self._headroom // self._per_sector)
@@ -900,12 +900,6 @@ class CompiledMemorySystem:
             cap *= 2
         self._new_tables(cap)
 
-    def _sectors(self, sectors):
-        a = np.ascontiguousarray(sectors, dtype=np.int64)
-        if a.ndim != 1:
-            a = a.reshape(-1)
-        return a
-
     @staticmethod
     def _negative(what, a):
         bad = int(a[a < 0][0])
@@ -914,9 +908,9 @@ class CompiledMemorySystem:
     # ---- requests ------------------------------------------------------------------------------
     def reset_stats(self) -> None:
         """Zero every counter (the cache contents and the queued work stay)."""
-        clock, room, shift = self._I[I_CLOCK], self._I[I_ROOM], self._I[I_HSHIFT]
+        clock, room = self._I[I_CLOCK], self._I[I_ROOM]
         self._I[:] = 0
-        self._I[I_CLOCK], self._I[I_ROOM], self._I[I_HSHIFT] = clock, room, shift
+        self._I[I_CLOCK], self._I[I_ROOM] = clock, room
         self._F[F_LAST_REQUEST] = 0.0
         self._F[F_L2_DELAY] = 0.0
         self._SF[:, S_BUSY] = 0.0
@@ -924,12 +918,12 @@ class CompiledMemorySystem:
 
     def read(self, now: int, sectors) -> int:
         """Read the given sectors (byte addresses, distinct); returns the cycle the last arrives."""
-        a = self._sectors(sectors)
+        a = np.ascontiguousarray(sectors, dtype=np.int64)
         if a.shape[0] == 0:
             return now
         if a.shape[0] > self._safe_n:
             self._make_room(a.shape[0] * self._per_sector)
-        done = read(float(now), a, *self._read_args)
+        done = read_request(float(now), a, *self._read_args)
         if self._I[I_ROOM]:
             self._check_room()
         if done != done:
@@ -938,12 +932,12 @@ class CompiledMemorySystem:
 
     def write(self, now: int, sectors) -> int:
         """Posted store of whole sectors into the L2 (STG); returns the cycle the L2 holds them."""
-        a = self._sectors(sectors)
+        a = np.ascontiguousarray(sectors, dtype=np.int64)
         if a.shape[0] == 0:
             return now
         if a.shape[0] > self._safe_n:
             self._make_room(a.shape[0] * self._per_sector)
-        done = write(float(now), a, *self._write_args)
+        done = write_request(float(now), a, *self._write_args)
         if self._I[I_ROOM]:
             self._check_room()
         if done != done:
@@ -953,8 +947,8 @@ class CompiledMemorySystem:
     def warm(self, sectors, dirty: bool = False) -> None:
         """Make the given sectors valid in the L2, most recent last, without time or statistics
         (MemorySystem.warm)."""
-        a = self._sectors(sectors)
-        if not warm(a, bool(dirty), self._P, self._T, self._LINES, self._READY, self._I):
+        a = np.ascontiguousarray(sectors, dtype=np.int64)
+        if not warm_sectors(a, bool(dirty), self._P, self._T, self._LINES, self._READY, self._I):
             raise self._negative("warm", a)
 
     def flush(self, now: int) -> int:
@@ -962,7 +956,7 @@ class CompiledMemorySystem:
         dirty = int(dirty_per_slice(self._P, self._LINES).sum())
         n = self._P[P_SLICES]
         self._make_room(2 * n + dirty * self.sector / (BandwidthServer.WINDOW * float(self._SF[:, S_BPC].min())))
-        end = flush(float(now), self._P, self._I, self._LINES, *self._servers[:5])
+        end = flush_dirty(float(now), self._P, self._I, self._LINES, *self._servers[:5])
         self._check_room()
         return math.ceil(end)
 
