@@ -8,7 +8,10 @@
    (only what the trace needs; see maxsim/functional/slicing.py). Best of --repeat runs.
 2. Functional (timing-only) + SM timing model of the same launch, warp-instructions per second.
 3. The SM timing model alone on that trace: the compiled core against the pure-Python reference
-   core (MAXSIM_CORE=python), in this run: the ratio, and whether both give the same cycles.
+   core (MAXSIM_CORE=python), in this run: the ratio, and whether both give the same cycles. Then
+   the L2/DRAM memory system alone: the requests of that timed run recorded and replayed through
+   the compiled memory system and the pure-Python reference, in this run: requests per CPU second,
+   the ratio, and whether every completion cycle and counter agrees.
 4. `maxsim run sgemm_64` (256^3) as a subprocess: wall time, CPU time and peak resident memory; then
    `maxsim run sgemm_128 --m 128 --n 128 --k 1024`: warp-instructions of the whole grid per second of
    wall time. Each command runs once to warm numba's cache and is then measured.
@@ -104,6 +107,41 @@ def cores(name, k, repeat, cfg):
     return st.warp_instructions, best, ref_t, same
 
 
+def memory_systems(name, k, repeat, cfg):
+    """The memory system alone on the requests of one timed run of the one-wave benchmark, recorded
+    and replayed through each memory system: (requests, sectors, best compiled CPU s, best
+    reference CPU s, same answers and counters)."""
+    import simpy
+    from maxsim.gpu.gpu import trace_ctas
+    from maxsim.timing.memory_system import MemorySystem
+    from maxsim.timing.sm import SM
+    kernel, grid, block, inputs = one_wave(name, k)
+    params, mem, tex = inputs()
+    _, ctas = trace_ctas(kernel, grid, block, params, mem, tex, cfg, timing_only=True)
+    ms = MemorySystem(cfg)
+    stream = []  # (is a store, cycle, sector addresses)
+    read, write = ms.read, ms.write
+    ms.read = lambda now, sectors: stream.append((False, now, np.array(sectors, dtype=np.int64))) or read(now, sectors)
+    ms.write = lambda now, sectors: stream.append((True, now, np.array(sectors, dtype=np.int64))) or write(now, sectors)
+    sm = SM(cfg, kernel, block, ms)
+    for cid, traces in ctas:
+        sm.add_cta(cid, traces)
+    env = simpy.Environment()
+    sm.run(env)
+    env.run()
+
+    def replay(core):
+        m = MemorySystem(cfg, core=core)
+        c0 = time.process_time()
+        out = [m.write(t, s) if store else m.read(t, s) for store, t, s in stream]
+        return time.process_time() - c0, out, m.stats()
+    replay("compiled")  # loads the compiled memory system
+    runs = {core: [replay(core) for _ in range(repeat)] for core in ("compiled", "python")}
+    best = {core: min(r[0] for r in rs) for core, rs in runs.items()}
+    same = all(r[1:] == runs["python"][0][1:] for rs in runs.values() for r in rs)
+    return len(stream), sum(len(s) for _, _, s in stream), best["compiled"], best["python"], same
+
+
 def predictions(sizes, cfg):
     """predict_sgemm of both kernels at each size: [(name, n, CPU s, wall s, GFLOPS)]."""
     from workloads.sgemm.predict import predict_sgemm
@@ -195,6 +233,13 @@ def main():
         print(f"  {name}: compiled {n / wall:>10,.0f}/s ({n / cpu:,.0f} per CPU s)   reference "
               f"{n / rwall:>8,.0f}/s ({n / rcpu:,.0f} per CPU s)   compiled/reference {rwall / wall:.1f}x "
               f"({rcpu / cpu:.1f}x CPU)   same cycles: {'yes' if same else 'NO'}")
+    print("L2/DRAM memory system alone on the requests of those runs (recorded, replayed): compiled vs the "
+          "pure-Python reference")
+    for name in ("sgemm_128", "sgemm_64"):
+        n, secs, cpu, rcpu, same = memory_systems(name, args.k, args.repeat, cfg)
+        print(f"  {name}: {n:,} requests ({secs:,} sectors)   compiled {n / cpu:>9,.0f} requests per CPU s   "
+              f"reference {n / rcpu:>8,.0f}   compiled/reference {rcpu / cpu:.1f}x   "
+              f"same cycles and counters: {'yes' if same else 'NO'}")
     print("maxsim run (subprocess, second run: numba cache warm)")
     wall, cpu, rss, _ = measured(["run", "sgemm_64"], args.repeat)
     print(f"  run sgemm_64 (256^3):                  wall {wall:.2f} s  CPU {cpu:.2f} s  peak RSS {rss:.0f} MB")

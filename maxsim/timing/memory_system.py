@@ -46,6 +46,7 @@ from array import array
 
 import numpy as np
 
+from .cores import core_name
 from .l2 import SlicedL2
 
 _MASKS = 1 << 8  # sector masks of lines of up to 8 sectors
@@ -196,10 +197,25 @@ class ServerGroup:
 
 
 class MemorySystem:
-    """Sliced L2 + DRAM channels shared by the SMs of one simulated GPU (see the module docstring)."""
+    """Sliced L2 + DRAM channels shared by the SMs of one simulated GPU (see the module docstring).
+
+    This class states the model in plain Python. ``MemorySystem(cfg, ...)`` builds the compiled
+    twin, :class:`~maxsim.timing.memory_core.CompiledMemorySystem` (same numbers, same interface),
+    unless ``core="python"`` or ``MAXSIM_CORE=python`` (:func:`~maxsim.timing.cores.core_name`)
+    asks for this one.
+    """
+
+    core = "python"
+
+    def __new__(cls, cfg=None, *args, core=None, **kw):
+        # (copy and pickle call __new__ with the class alone: they get the class itself)
+        if cls is MemorySystem and cfg is not None and core_name(core, "memory system core") == "compiled":
+            from .memory_core import CompiledMemorySystem
+            return CompiledMemorySystem(cfg, *args, **kw)
+        return super().__new__(cls)
 
     def __init__(self, cfg, bandwidth_share: float = 1.0, l2_size_bytes: int | None = None,
-                 dram_traffic_factor: float = 1.0):
+                 dram_traffic_factor: float = 1.0, core: str | None = None):
         """``bandwidth_share``, ``l2_size_bytes`` and ``dram_traffic_factor`` let one simulated SM
         stand for a GPU full of them: its share of the L2 and DRAM bandwidth and of the L2 (spread
         over the slices), and the fraction of its L2 misses that really reach DRAM (the rest are

@@ -11,17 +11,18 @@ the model in plain Python; read it for what each step does and why.
 
 :class:`SM` runs that model in the compiled core (:mod:`maxsim.timing.core`): the per-cycle and
 per-issue work happens in numba on numpy arrays, and the core comes back to Python only when a
-request must go to the L2/DRAM memory system (which stays Python and may be shared by many SMs),
+request must go to the L2/DRAM memory system (a Python object shared by the SMs of a GPU, itself
+compiled unless MAXSIM_CORE=python: :mod:`maxsim.timing.memory_core`),
 when a warp exits (to launch the next CTA), when its logs need draining and at the end of each
 simpy quantum. The numbers are identical to the reference core's (tests/test_core_parity.py).
 
 ``SM(..., core="python")`` or the environment variable ``MAXSIM_CORE=python`` selects the
-reference core instead (for debugging the model); ``core="compiled"`` is the default.
+reference core instead (for debugging the model; the variable selects the reference memory system
+too); ``core="compiled"`` is the default.
 """
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
@@ -29,6 +30,7 @@ import numpy as np
 from .. import jit  # noqa: F401  (numba without scipy.linalg, before the core's first call)
 from ..errors import HazardError, SimulationError
 from . import core as K
+from .cores import CORES, core_name  # noqa: F401  (CORES: the choices)
 from .reference import ReferenceSM, memory_keywords
 from .shared_memory import SharedMemoryTiming
 from .static import BAR, LDG, LDS, MEMORY, STG, STS, TEX, StaticInfo, residency
@@ -36,17 +38,8 @@ from .stats import STALL_REASONS, Stats
 
 __all__ = ["SM", "ReferenceSM", "residency", "StaticInfo", "core_name"]
 
-CORES = ("compiled", "python")
 LOG_ROWS = 4096  # rows of each log buffer the core fills between two returns to Python
 REGISTERS = 256  # register numbers an instruction can name (R0-R254, RZ is not tracked)
-
-
-def core_name(core=None):
-    """The SM core to run: ``core`` if given, else ``$MAXSIM_CORE``, else "compiled"."""
-    name = core if core is not None else (os.environ.get("MAXSIM_CORE") or "compiled")
-    if name not in CORES:
-        raise SimulationError(f"unknown SM core {name!r} (MAXSIM_CORE or core=): choose one of {', '.join(CORES)}")
-    return name
 
 
 class SchedulerView:
@@ -550,7 +543,7 @@ class SM:
                 self._drain()
             if status == K.MEM:
                 n = int(G[K.G_REQ_N])
-                sectors = self._REQ[:n].tolist()
+                sectors = self._REQ[:n]  # a view: the memory system reads it before the core runs again
                 if G[K.G_REQ_KIND] == K.REQ_STG:
                     memsys.write(int(G[K.G_REQ_NOW]), sectors, **write_kw)
                 else:

@@ -1,0 +1,990 @@
+"""The memory system compiled: the model of :mod:`maxsim.timing.memory_system`, same numbers, in numba.
+
+:class:`~maxsim.timing.memory_system.MemorySystem` states the model of the sliced L2 and the DRAM
+channels in plain Python (read it for what each step means and why; change the model there
+first). :class:`CompiledMemorySystem` runs exactly that model on numpy arrays: every ``read`` and
+``write`` gives the same completion cycle (the floating-point operations are done in the same
+order), the L2 holds the same lines in the same LRU order, and every counter and ``stats()`` key
+is equal (tests/test_memory_parity.py). ``MemorySystem(cfg)`` builds this one unless
+``core="python"`` or ``MAXSIM_CORE=python`` (:mod:`maxsim.timing.cores`).
+
+State:
+
+* ``LINES`` (int64, row x way x (tag, stamp, dirty)): row ``slice x sets + set``; the line number
+  held by each way (``EMPTY`` when none), its last-use stamp (the set's least recently used line
+  is the one with the smallest stamp: the order of the reference's OrderedDict) and its dirty
+  sector mask. ``READY`` (float64, row x way x sector): the cycle the sector's data is in the
+  slice, NaN while the sector is not valid (the reference's None).
+* Bandwidth servers (the slices, then the channels): ``SF`` (float64, server x (bytes per cycle,
+  next free cycle, end of the last reservation, busy cycles, bytes)) and ``SI`` (int64, server x
+  (windows held, prune threshold)); their windows in open-addressing hash tables ``HK`` (window
+  index or ``EMPTY``), ``HV`` (first free cycle in the window) and ``HP`` (union-find parent of a
+  full window: a later window; the window itself while not full), one row per server. A table
+  keeps exactly the windows the reference's dicts hold (pruned at the same moments), so requests
+  out of time order find the same room.
+* ``I`` (int64) counters and bookkeeping, ``F`` (float64) float counters and latencies, ``P``
+  (int64) the geometry, ``T`` the slice hash's byte tables, ``DELAYS`` each DRAM read piece's wait.
+
+The tables and ``DELAYS`` grow (Python reallocates them) when a call leaves them more than half
+full; before a call that could add more than the room left (a long request, a flush, a backlog),
+Python makes room first, so a compiled call never runs out of it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import numpy as np
+
+from ..errors import SimulationError
+from ..jit import njit
+from .l2 import _HASH_MUL, SliceMap
+from .memory_system import BandwidthServer, MemorySystem, ServerGroup
+
+EMPTY = np.iinfo(np.int64).min  # no line in a way / no window in a table slot
+_TABLE_MIN = 1024  # initial slots of each server's window table
+_DELAYS_MIN = 4096  # initial length of the DRAM delay record
+
+# ---- P: geometry (int64) ----
+(P_LINE_SHIFT, P_SECTOR_SHIFT, P_SPL, P_ASSOC, P_SETS, P_SLICES, P_CHANNELS, P_LPG, P_MODULO, P_POW2,
+ P_ODD, P_POLY, P_HASH_SETS, P_SECTOR, P_WINDOW, P_KEEP, P_TABLE_BYTES, P_SIZE) = range(18)
+
+# ---- I: counters and bookkeeping (int64) ----
+(I_READS, I_WRITES, I_READ_HITS, I_PENDING_HITS, I_READ_MISSES, I_WRITE_SECTORS, I_WRITE_HITS,
+ I_WRITE_MISSES, I_DRAM_READ, I_DRAM_WRITTEN, I_EVICTIONS, I_PIECES, I_DELAYS, I_CLOCK, I_ROOM,
+ I_SIZE) = range(16)
+
+# ---- F: float counters and latencies ----
+F_LAST_REQUEST, F_L2_DELAY, F_L2_LAT, F_DRAM_LAT, F_DRAM_FACTOR, F_SIZE = range(6)
+
+# ---- servers ----
+S_BPC, S_NEXT_FREE, S_LAST_END, S_BUSY, S_BYTES, S_FSIZE = range(6)  # SF columns
+S_COUNT, S_PRUNE_AT, S_ISIZE = range(3)  # SI columns
+
+# ---- LINES fields ----
+L_TAG, L_STAMP, L_DIRTY = range(3)
+
+SMALL_REQUEST = 64  # sectors up to which a request's lines are grouped by a plain search
+
+
+# ---- bandwidth servers ----------------------------------------------------------------------------
+
+@njit(cache=True)
+def _slot(HK, k, key):
+    """Slot of window ``key`` in server ``k``'s table, or the empty slot where it would go: the
+    window number modulo the table size, then the next slots (consecutive windows, the usual
+    case, sit side by side)."""
+    mask = HK.shape[1] - 1
+    h = key & mask
+    for _ in range(mask + 1):
+        kk = HK[k, h]
+        if kk == key or kk == EMPTY:
+            return h
+        h = (h + 1) & mask
+    raise RuntimeError("memory system: a bandwidth server's window table is full (room was not made)")
+
+
+@njit(cache=True)
+def _put(HK, HV, HP, SI, I, k, h, key, value):
+    """nf[key] = value at slot ``h`` (from :func:`_slot`); a new window counts and is not full."""
+    if HK[k, h] != key:
+        HK[k, h] = key
+        HP[k, h] = key
+        SI[k, S_COUNT] += 1
+        if SI[k, S_COUNT] > HK.shape[1] // 2:
+            I[I_ROOM] = 1
+    HV[k, h] = value
+
+
+@njit(cache=True)
+def _room(HK, HP, k, b):
+    """The first window at or after ``b`` that is not full (union-find with path compression)."""
+    root = b
+    while True:
+        h = _slot(HK, k, root)
+        if HK[k, h] == root and HP[k, h] != root:
+            root = HP[k, h]
+        else:
+            break
+    while b != root:
+        h = _slot(HK, k, b)
+        nxt = HP[k, h]
+        HP[k, h] = root
+        b = nxt
+    return root
+
+
+@njit(cache=True)
+def _prune(HK, HV, HP, SI, k, old):
+    """Forget server ``k``'s windows before ``old`` (rebuild its table from the others)."""
+    n = SI[k, S_COUNT]
+    keys = np.empty(n, np.int64)
+    vals = np.empty(n, np.float64)
+    pars = np.empty(n, np.int64)
+    m = 0
+    for j in range(HK.shape[1]):
+        key = HK[k, j]
+        if key != EMPTY:
+            if key >= old:
+                keys[m] = key
+                vals[m] = HV[k, j]
+                pars[m] = HP[k, j]
+                m += 1
+            HK[k, j] = EMPTY
+    for j in range(m):
+        h = _slot(HK, k, keys[j])
+        HK[k, h] = keys[j]
+        HV[k, h] = vals[j]
+        HP[k, h] = pars[j]
+    SI[k, S_COUNT] = m
+
+
+@njit(cache=True)
+def _reserve(k, now, nbytes, SF, SI, HK, HV, HP, I, P):
+    """BandwidthServer.reserve of server ``k``: start cycle of ``nbytes`` arriving at ``now``."""
+    if nbytes <= 0:
+        SF[k, S_LAST_END] = now
+        return now
+    w = P[P_WINDOW]
+    bpc = SF[k, S_BPC]
+    b = int(math.floor(now / w))
+    t = now
+    h = _slot(HK, k, b)
+    if HK[k, h] == b and HP[k, h] != b:
+        b = _room(HK, HP, k, b)
+        t = float(b * w)
+    left = float(nbytes)
+    start = 0.0
+    first = True
+    end = 0.0
+    while True:
+        end_b = (b + 1) * w
+        h = _slot(HK, k, b)
+        s0 = HV[k, h] if HK[k, h] == b else float(b * w)
+        if t > s0:
+            s0 = t
+        if first:
+            start = s0
+            first = False
+        room = (end_b - s0) * bpc
+        if room > left:
+            end = s0 + left / bpc
+            _put(HK, HV, HP, SI, I, k, h, b, end)
+            break
+        _put(HK, HV, HP, SI, I, k, h, b, float(end_b))
+        HP[k, h] = b + 1
+        left -= room
+        if left <= 0:
+            end = float(end_b)
+            break
+        b = _room(HK, HP, k, b + 1)
+        t = float(b * w)
+    SF[k, S_LAST_END] = end
+    if end > SF[k, S_NEXT_FREE]:
+        SF[k, S_NEXT_FREE] = end
+    if SI[k, S_COUNT] > SI[k, S_PRUNE_AT]:
+        _prune(HK, HV, HP, SI, k, b - P[P_KEEP])
+        SI[k, S_PRUNE_AT] = 2 * max(SI[k, S_COUNT], P[P_KEEP])
+    SF[k, S_BUSY] += nbytes / bpc
+    SF[k, S_BYTES] += nbytes
+    return start
+
+
+@njit(cache=True)
+def reserve_bytes(k, now, nbytes, SF, SI, HK, HV, HP, I, P):
+    """One server's reservation called from Python (``slices[i].reserve``, a backlog)."""
+    return _reserve(k, now, nbytes, SF, SI, HK, HV, HP, I, P)
+
+
+@njit(cache=True)
+def rehash(HK, HV, HP, HK2, HV2, HP2):
+    """Copy every server's windows into the larger tables ``HK2``, ``HV2``, ``HP2``."""
+    for k in range(HK.shape[0]):
+        for j in range(HK.shape[1]):
+            key = HK[k, j]
+            if key != EMPTY:
+                h = _slot(HK2, k, key)
+                HK2[k, h] = key
+                HV2[k, h] = HV[k, j]
+                HP2[k, h] = HP[k, j]
+
+
+# ---- where a line lives ---------------------------------------------------------------------------
+
+@njit(cache=True)
+def _gf2_mod(value, poly):
+    """Remainder of ``value`` modulo ``poly`` over GF(2) (l2.gf2_mod), for granules past the tables."""
+    d = 0
+    while poly >> (d + 1):
+        d += 1
+    n = 0
+    while value >> n:
+        n += 1
+    while n > d:
+        value ^= poly << (n - 1 - d)
+        n = 0
+        while value >> n:
+            n += 1
+    return value
+
+
+@njit(cache=True)
+def _slice_of_granule(g, P, T):
+    """SliceMap.of_granule."""
+    if P[P_MODULO]:
+        return g % P[P_SLICES]
+    low = 0
+    poly = P[P_POLY]
+    if poly:
+        if g >> (8 * P[P_TABLE_BYTES]):
+            low = _gf2_mod(g, poly)
+        else:
+            x = g
+            for k in range(P[P_TABLE_BYTES]):
+                low ^= T[k, x & 0xFF]
+                x >>= 8
+                if x == 0:
+                    break
+    odd = P[P_ODD]
+    if odd == 1:
+        return low
+    return low + P[P_POW2] * (g % odd)
+
+
+@njit(cache=True)
+def _place(ln, P, T):
+    """(slice, row of LINES) of line number ``ln``: SlicedL2.locate."""
+    lpg = P[P_LPG]
+    s = _slice_of_granule(ln // lpg, P, T)
+    n_sets = P[P_SETS]
+    if P[P_HASH_SETS]:
+        st = (((ln * _HASH_MUL) & 0xFFFFFFFF) * n_sets) >> 32
+    else:
+        g = ln // lpg
+        within = ln - g * lpg
+        st = ((g // P[P_SLICES]) * lpg + within) % n_sets
+    return s, s * n_sets + st
+
+
+@njit(cache=True)
+def place_line(ln, P, T):
+    return _place(ln, P, T)
+
+
+# ---- lines ------------------------------------------------------------------------------------
+
+@njit(cache=True)
+def _find(LINES, row, ln):
+    """Way of line ``ln`` in ``row``, or -1 - (the way a new line takes) when absent; that way is
+    an empty one, or the least recently used line's when the set is full (``_victim``)."""
+    empty = -1
+    lru = -1
+    oldest = 0
+    for way in range(LINES.shape[1]):
+        tag = LINES[row, way, L_TAG]
+        if tag == ln:
+            return way
+        if tag == EMPTY:
+            if empty < 0:
+                empty = way
+        elif lru < 0 or LINES[row, way, L_STAMP] < oldest:
+            lru = way
+            oldest = LINES[row, way, L_STAMP]
+    return -1 - (empty if empty >= 0 else lru)
+
+
+@njit(cache=True)
+def _new_line(LINES, READY, I, row, way, ln):
+    """Line ``ln`` (every sector invalid, clean, most recent) in ``way`` of ``row``."""
+    LINES[row, way, L_TAG] = ln
+    LINES[row, way, L_DIRTY] = 0
+    I[I_CLOCK] += 1
+    LINES[row, way, L_STAMP] = I[I_CLOCK]
+    for i in range(READY.shape[2]):
+        READY[row, way, i] = np.nan
+
+
+@njit(cache=True)
+def _touch(LINES, I, row, way):
+    """The line becomes the set's most recent (move_to_end)."""
+    I[I_CLOCK] += 1
+    LINES[row, way, L_STAMP] = I[I_CLOCK]
+
+
+@njit(cache=True)
+def _popcount(m):
+    c = 0
+    while m:
+        c += m & 1
+        m >>= 1
+    return c
+
+
+@njit(cache=True)
+def _lines_of(A, P):
+    """The distinct lines of sector addresses ``A`` in the order of their first sector, with the
+    mask of their sectors (MemorySystem._by_slice); m = -1 for a negative address."""
+    n = A.shape[0]
+    ls, ss, smask = P[P_LINE_SHIFT], P[P_SECTOR_SHIFT], P[P_SPL] - 1
+    lines = np.empty(n, np.int64)
+    masks = np.empty(n, np.int64)
+    for j in range(n):
+        if A[j] < 0:
+            return lines, masks, -1
+    m = 0
+    if n <= SMALL_REQUEST:
+        for j in range(n):
+            a = A[j]
+            ln = a >> ls
+            bit = 1 << ((a >> ss) & smask)
+            u = 0
+            while u < m and lines[u] != ln:
+                u += 1
+            if u == m:
+                lines[m] = ln
+                masks[m] = bit
+                m += 1
+            else:
+                masks[u] |= bit
+        return lines, masks, m
+    # many sectors: find each line through a hash table of the lines seen so far
+    size = 1
+    while size < 2 * n:
+        size *= 2
+    slot_of = np.full(size, -1, np.int64)
+    for j in range(n):
+        a = A[j]
+        ln = a >> ls
+        bit = 1 << ((a >> ss) & smask)
+        h = ln & (size - 1)
+        while slot_of[h] >= 0 and lines[slot_of[h]] != ln:
+            h = (h + 1) & (size - 1)
+        if slot_of[h] < 0:
+            slot_of[h] = m
+            lines[m] = ln
+            masks[m] = bit
+            m += 1
+        else:
+            masks[slot_of[h]] |= bit
+    return lines, masks, m
+
+
+@njit(cache=True)
+def _groups(lines, m, P, T):
+    """Slice and row of each line, and the slices in the order of their first line."""
+    slc = np.empty(m, np.int64)
+    rows = np.empty(m, np.int64)
+    order = np.empty(m, np.int64)
+    ng = 0
+    for u in range(m):
+        s, row = _place(lines[u], P, T)
+        slc[u] = s
+        rows[u] = row
+        g = 0
+        while g < ng and order[g] != s:
+            g += 1
+        if g == ng:
+            order[ng] = s
+            ng += 1
+    return slc, rows, order, ng
+
+
+@njit(cache=True)
+def _write_back(s, now, n_sectors, SF, SI, HK, HV, HP, I, P):
+    """MemorySystem._write_back: queue a slice's dirty sectors in its channel; returns the channel."""
+    nbytes = n_sectors * P[P_SECTOR]
+    I[I_DRAM_WRITTEN] += nbytes
+    ch = P[P_SLICES] + s * P[P_CHANNELS] // P[P_SLICES]
+    _reserve(ch, now, float(nbytes), SF, SI, HK, HV, HP, I, P)
+    return ch
+
+
+# ---- requests -----------------------------------------------------------------------------
+
+@njit(cache=True)
+def read_request(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAYS):
+    """MemorySystem.read: the cycle the last of the sectors ``A`` arrives (before rounding up);
+    NaN (nothing changed) for a negative address."""
+    lines, masks, m = _lines_of(A, P)
+    if m < 0:
+        return np.nan
+    I[I_READS] += 1
+    if now > F[F_LAST_REQUEST]:
+        F[F_LAST_REQUEST] = now
+    sec = P[P_SECTOR]
+    spl = P[P_SPL]
+    lat2 = F[F_L2_LAT]
+    done = now
+    hits = 0
+    pending = 0
+    misses = 0
+    slc, rows, order, ng = _groups(lines, m, P, T)
+    f_row = np.empty(m * spl, np.int64)
+    f_way = np.empty(m * spl, np.int64)
+    f_i = np.empty(m * spl, np.int64)
+    f_ln = np.empty(m * spl, np.int64)
+    for g in range(ng):
+        s = order[g]
+        count = 0
+        for u in range(m):
+            if slc[u] == s:
+                count += _popcount(masks[u])
+        start = _reserve(s, now, float(count * sec), SF, SI, HK, HV, HP, I, P)
+        F[F_L2_DELAY] += start - now
+        I[I_PIECES] += 1
+        hit_t = start + lat2
+        nf = 0
+        n_evicted = 0
+        wb = 0
+        for u in range(m):
+            if slc[u] != s:
+                continue
+            row, ln, mask = rows[u], lines[u], masks[u]
+            way = _find(LINES, row, ln)
+            if way < 0:
+                way = -1 - way
+                if LINES[row, way, L_TAG] != EMPTY:
+                    n_evicted += 1
+                    wb += _popcount(LINES[row, way, L_DIRTY])
+                _new_line(LINES, READY, I, row, way, ln)
+                for i in range(spl):
+                    if mask >> i & 1:
+                        f_row[nf] = row
+                        f_way[nf] = way
+                        f_i[nf] = i
+                        f_ln[nf] = ln
+                        nf += 1
+                continue
+            _touch(LINES, I, row, way)
+            for i in range(spl):
+                if not mask >> i & 1:
+                    continue
+                r = READY[row, way, i]
+                if np.isnan(r):
+                    f_row[nf] = row
+                    f_way[nf] = way
+                    f_i[nf] = i
+                    f_ln[nf] = ln
+                    nf += 1
+                    continue
+                hits += 1
+                if r > hit_t:
+                    pending += 1
+                    if r > done:
+                        done = r
+                elif hit_t > done:
+                    done = hit_t
+        if nf:
+            misses += nf
+            ch = P[P_SLICES] + s * P[P_CHANNELS] // P[P_SLICES]
+            dstart = _reserve(ch, start, nf * sec * F[F_DRAM_FACTOR], SF, SI, HK, HV, HP, I, P)
+            nd = I[I_DELAYS]
+            if nd >= DELAYS.shape[0]:
+                raise RuntimeError("memory system: the DRAM delay record is full (room was not made)")
+            DELAYS[nd] = dstart - start
+            I[I_DELAYS] = nd + 1
+            if nd + 1 + P[P_SLICES] > DELAYS.shape[0]:
+                I[I_ROOM] = 1
+            ready = dstart + F[F_DRAM_LAT]
+            for j in range(nf):
+                if LINES[f_row[j], f_way[j], L_TAG] == f_ln[j]:  # not evicted by a later line of this request
+                    READY[f_row[j], f_way[j], f_i[j]] = ready
+            if ready > done:
+                done = ready
+        if n_evicted:
+            I[I_EVICTIONS] += n_evicted
+            if wb:
+                _write_back(s, start, wb, SF, SI, HK, HV, HP, I, P)
+    I[I_READ_HITS] += hits
+    I[I_PENDING_HITS] += pending
+    I[I_READ_MISSES] += misses
+    I[I_DRAM_READ] += misses * sec
+    return done
+
+
+@njit(cache=True)
+def write_request(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP):
+    """MemorySystem.write: the cycle the L2 holds the sectors ``A`` (before rounding up); NaN
+    (nothing changed) for a negative address."""
+    lines, masks, m = _lines_of(A, P)
+    if m < 0:
+        return np.nan
+    n = A.shape[0]
+    I[I_WRITES] += 1
+    if now > F[F_LAST_REQUEST]:
+        F[F_LAST_REQUEST] = now
+    sec = P[P_SECTOR]
+    spl = P[P_SPL]
+    done = now
+    hits = 0
+    slc, rows, order, ng = _groups(lines, m, P, T)
+    for g in range(ng):
+        s = order[g]
+        count = 0
+        for u in range(m):
+            if slc[u] == s:
+                count += _popcount(masks[u])
+        start = _reserve(s, now, float(count * sec), SF, SI, HK, HV, HP, I, P)
+        F[F_L2_DELAY] += start - now
+        I[I_PIECES] += 1
+        t = start + F[F_L2_LAT]
+        for u in range(m):
+            if slc[u] != s:
+                continue
+            row, ln, mask = rows[u], lines[u], masks[u]
+            way = _find(LINES, row, ln)
+            if way < 0:
+                way = -1 - way
+                if LINES[row, way, L_TAG] != EMPTY:
+                    I[I_EVICTIONS] += 1
+                    d = LINES[row, way, L_DIRTY]
+                    if d:
+                        _write_back(s, start, _popcount(d), SF, SI, HK, HV, HP, I, P)
+                _new_line(LINES, READY, I, row, way, ln)
+            else:
+                _touch(LINES, I, row, way)
+            for i in range(spl):
+                if mask >> i & 1:
+                    if np.isnan(READY[row, way, i]):
+                        READY[row, way, i] = t
+                    else:
+                        hits += 1
+            LINES[row, way, L_DIRTY] |= mask
+        if t > done:
+            done = t
+    I[I_WRITE_SECTORS] += n
+    I[I_WRITE_HITS] += hits
+    I[I_WRITE_MISSES] += n - hits
+    return done
+
+
+@njit(cache=True)
+def warm_sectors(A, dirty, P, T, LINES, READY, I):
+    """MemorySystem.warm: the sectors ``A`` valid (from cycle 0 unless already), most recent last;
+    False (nothing changed) for a negative address."""
+    for j in range(A.shape[0]):
+        if A[j] < 0:
+            return False
+    ls, ss, smask = P[P_LINE_SHIFT], P[P_SECTOR_SHIFT], P[P_SPL] - 1
+    for j in range(A.shape[0]):
+        a = A[j]
+        ln = a >> ls
+        _, row = _place(ln, P, T)
+        way = _find(LINES, row, ln)
+        if way < 0:
+            way = -1 - way
+            _new_line(LINES, READY, I, row, way, ln)
+        else:
+            _touch(LINES, I, row, way)
+        i = (a >> ss) & smask
+        if np.isnan(READY[row, way, i]):
+            READY[row, way, i] = 0.0
+        if dirty:
+            LINES[row, way, L_DIRTY] |= 1 << i
+    return True
+
+
+@njit(cache=True)
+def insert_sector(sector_no, ready, dirty, P, T, LINES, READY, I):
+    """SlicedL2.insert: sector number ``sector_no`` valid from cycle ``ready`` (dirty or not); a
+    line that does not fit evicts its set's LRU line (counted, its dirty data dropped)."""
+    addr = sector_no * P[P_SECTOR]
+    ln = addr >> P[P_LINE_SHIFT]
+    _, row = _place(ln, P, T)
+    way = _find(LINES, row, ln)
+    if way < 0:
+        way = -1 - way
+        if LINES[row, way, L_TAG] != EMPTY:
+            I[I_EVICTIONS] += 1
+        _new_line(LINES, READY, I, row, way, ln)
+    else:
+        _touch(LINES, I, row, way)
+    i = (addr // P[P_SECTOR]) % P[P_SPL]
+    READY[row, way, i] = ready
+    if dirty:
+        LINES[row, way, L_DIRTY] |= 1 << i
+
+
+@njit(cache=True)
+def dirty_per_slice(P, LINES):
+    """Dirty sectors held by each slice."""
+    out = np.zeros(P[P_SLICES], np.int64)
+    n_sets = P[P_SETS]
+    for row in range(LINES.shape[0]):
+        for way in range(LINES.shape[1]):
+            if LINES[row, way, L_TAG] != EMPTY:
+                out[row // n_sets] += _popcount(LINES[row, way, L_DIRTY])
+    return out
+
+
+@njit(cache=True)
+def clean_dirty(s, P, LINES):
+    """SlicedL2.clean_slice: clear slice ``s``'s dirty bits; returns how many were set."""
+    n = 0
+    n_sets = P[P_SETS]
+    for row in range(s * n_sets, (s + 1) * n_sets):
+        for way in range(LINES.shape[1]):
+            if LINES[row, way, L_TAG] != EMPTY and LINES[row, way, L_DIRTY]:
+                n += _popcount(LINES[row, way, L_DIRTY])
+                LINES[row, way, L_DIRTY] = 0
+    return n
+
+
+@njit(cache=True)
+def flush_dirty(now, P, I, LINES, SF, SI, HK, HV, HP):
+    """MemorySystem.flush: every dirty sector written back; the cycle the last write ends."""
+    end = now
+    n_sets = P[P_SETS]
+    for s in range(P[P_SLICES]):
+        n = 0
+        for row in range(s * n_sets, (s + 1) * n_sets):
+            for way in range(LINES.shape[1]):
+                if LINES[row, way, L_TAG] != EMPTY and LINES[row, way, L_DIRTY]:
+                    n += _popcount(LINES[row, way, L_DIRTY])
+                    LINES[row, way, L_DIRTY] = 0
+        if n:
+            ch = _write_back(s, now, n, SF, SI, HK, HV, HP, I, P)
+            if SF[ch, S_LAST_END] > end:
+                end = SF[ch, S_LAST_END]
+    return end
+
+
+# ---- Python side --------------------------------------------------------------------------------
+
+def _float_field(column, doc):
+    return property(lambda self: float(self._ms._SF[self._k, column]), doc=doc)
+
+
+class Server:
+    """One slice or channel of a :class:`CompiledMemorySystem`, seen as a
+    :class:`~maxsim.timing.memory_system.BandwidthServer` (its state lives in the memory system's
+    arrays)."""
+
+    __slots__ = ("_ms", "_k")
+    WINDOW = BandwidthServer.WINDOW
+    KEEP = BandwidthServer.KEEP
+
+    def __init__(self, ms, k):
+        self._ms = ms
+        self._k = k
+
+    bytes_per_clk = _float_field(S_BPC, "Bytes the server passes per cycle.")
+    next_free = _float_field(S_NEXT_FREE, "The latest cycle a reservation's bytes have passed.")
+    last_end = _float_field(S_LAST_END, "The cycle the last reservation's bytes have passed.")
+    busy = _float_field(S_BUSY, "Cycles of work passed since the last reset_counters().")
+    bytes = _float_field(S_BYTES, "Bytes passed since the last reset_counters().")
+
+    def reserve(self, now: float, nbytes: float) -> float:
+        """Start cycle of a request of ``nbytes`` arriving at ``now``; occupies the server."""
+        ms = self._ms
+        ms._make_room(2 + nbytes / (ms._SF[self._k, S_BPC] * BandwidthServer.WINDOW))
+        start = reserve_bytes(self._k, float(now), float(nbytes), *ms._servers)
+        ms._check_room()
+        return float(start)
+
+    def reset_counters(self) -> None:
+        self._ms._SF[self._k, S_BUSY] = 0.0
+        self._ms._SF[self._k, S_BYTES] = 0.0
+
+
+class CompiledL2:
+    """The L2 of a :class:`CompiledMemorySystem` as :class:`~maxsim.timing.l2.SlicedL2` shows it:
+    geometry, ``evictions``, ``slice_of``, ``set_index``, ``contains``, ``is_dirty``, ``insert``,
+    ``dirty_sectors``, ``clean_slice``, ``len()``, and ``sets`` (a copy of the tag state as the
+    reference keeps it)."""
+
+    def __init__(self, ms, size, slices, line, sector, assoc, interleave, slice_hash="ipoly", hash_sets=True):
+        if line % sector or interleave % line:
+            raise ValueError("sector must divide line, line must divide the slice interleave")
+        self._ms = ms
+        self.line = line
+        self.sector = sector
+        self.sectors_per_line = line // sector
+        self.assoc = assoc
+        self.n_slices = slices
+        self.slice_size = max(size // slices, line * assoc)
+        self.n_sets = self.slice_size // (line * assoc)
+        self.hash_sets = hash_sets
+        self.map = SliceMap(slices, interleave, slice_hash)
+        self._line_shift = line.bit_length() - 1
+        self._lines_per_granule = interleave // line
+
+    @property
+    def evictions(self) -> int:
+        return int(self._ms._I[I_EVICTIONS])
+
+    @evictions.setter
+    def evictions(self, value: int) -> None:
+        self._ms._I[I_EVICTIONS] = value
+
+    def _where(self, line_no: int):
+        ms = self._ms
+        return place_line(int(line_no), ms._P, ms._T)
+
+    def slice_of(self, addr: int) -> int:
+        return int(self._where(addr >> self._line_shift)[0])
+
+    def set_index(self, line_no: int) -> int:
+        """Set of line number ``line_no`` within its slice."""
+        return int(self._where(line_no)[1]) % self.n_sets
+
+    def _entry(self, addr: int):
+        """(row, way or -1, sector index) of byte address ``addr`` (no LRU update)."""
+        line_no = addr >> self._line_shift
+        row = int(self._where(line_no)[1])
+        tags = self._ms._LINES[row, :, L_TAG]
+        ways = np.flatnonzero(tags == line_no)
+        return row, int(ways[0]) if ways.size else -1, (addr // self.sector) % self.sectors_per_line
+
+    def contains(self, addr: int) -> bool:
+        """Whether the sector holding byte ``addr`` is valid (no LRU update)."""
+        row, way, i = self._entry(addr)
+        return way >= 0 and not math.isnan(self._ms._READY[row, way, i])
+
+    def is_dirty(self, addr: int) -> bool:
+        row, way, i = self._entry(addr)
+        return way >= 0 and bool(int(self._ms._LINES[row, way, L_DIRTY]) >> i & 1)
+
+    def insert(self, sector_no: int, ready: float, dirty: bool = False) -> None:
+        """Place sector number ``sector_no`` (byte address // sector) as valid from cycle ``ready``
+        (to preload the L2 before a run); a dirty victim's data is dropped, not written back."""
+        ms = self._ms
+        insert_sector(int(sector_no), float(ready), bool(dirty), ms._P, ms._T, ms._LINES, ms._READY, ms._I)
+
+    def dirty_sectors(self, slice_no: int) -> int:
+        return int(dirty_per_slice(self._ms._P, self._ms._LINES)[slice_no])
+
+    def clean_slice(self, slice_no: int) -> int:
+        """Clear the dirty bits of one slice (LRU order unchanged); returns how many were set."""
+        return int(clean_dirty(slice_no, self._ms._P, self._ms._LINES))
+
+    @property
+    def sets(self):
+        """A copy of the tag state as :class:`~maxsim.timing.l2.SlicedL2` keeps it:
+        ``sets[slice][set]`` an OrderedDict line number -> [ready_0, ..., dirty mask], least
+        recently used first (changing it changes nothing)."""
+        LINES, READY = self._ms._LINES, self._ms._READY
+        out = []
+        for s in range(self.n_slices):
+            sl = []
+            for st in range(self.n_sets):
+                row = s * self.n_sets + st
+                ways = [w for w in range(self.assoc) if LINES[row, w, L_TAG] != EMPTY]
+                ways.sort(key=lambda w: LINES[row, w, L_STAMP])
+                sl.append(OrderedDict(
+                    (int(LINES[row, w, L_TAG]),
+                     [None if math.isnan(r) else float(r) for r in READY[row, w].tolist()]
+                     + [int(LINES[row, w, L_DIRTY])]) for w in ways))
+            out.append(sl)
+        return out
+
+    def __len__(self) -> int:
+        """Valid sectors held."""
+        ms = self._ms
+        present = ms._LINES[:, :, L_TAG] != EMPTY
+        return int(np.count_nonzero(~np.isnan(ms._READY[present])))
+
+
+def _counter(index, doc):
+    return property(lambda self: int(self._I[index]), doc=doc)
+
+
+class CompiledMemorySystem:
+    """Sliced L2 + DRAM channels shared by the SMs of one simulated GPU, compiled: the model and
+    the interface of :class:`~maxsim.timing.memory_system.MemorySystem` (see there)."""
+
+    core = "compiled"
+
+    def __init__(self, cfg, bandwidth_share: float = 1.0, l2_size_bytes: int | None = None,
+                 dram_traffic_factor: float = 1.0):
+        if not 0 < bandwidth_share <= 1:
+            raise ValueError("bandwidth_share must be in (0, 1]")
+        if not 0 < dram_traffic_factor <= 1:
+            raise ValueError("dram_traffic_factor must be in (0, 1]")
+        self.dram_factor = dram_traffic_factor
+        self.clock_hz = cfg.clock_hz
+        self.sector = cfg.l2.sector
+        self.l2_latency = cfg.latency.l2_hit
+        self.dram_latency = cfg.latency.dram
+        c = cfg.l2
+        self.l2 = l2 = CompiledL2(self, l2_size_bytes or c.size, c.slices, c.line, c.sector, c.assoc,
+                                  c.slice_interleave, c.slice_hash, c.hash_sets)
+        n, ch = c.slices, cfg.dram.channels
+        self.channel_of_slice = [s * ch // n for s in range(n)]
+        self._sector_shift = self.sector.bit_length() - 1
+        m = l2.map
+        P = np.zeros(P_SIZE, np.int64)
+        P[P_LINE_SHIFT], P[P_SECTOR_SHIFT], P[P_SPL] = l2._line_shift, self._sector_shift, l2.sectors_per_line
+        P[P_ASSOC], P[P_SETS], P[P_SLICES], P[P_CHANNELS] = l2.assoc, l2.n_sets, n, ch
+        P[P_LPG], P[P_MODULO], P[P_POW2], P[P_ODD] = l2._lines_per_granule, m.method == "modulo", m._pow2, m._odd
+        P[P_POLY], P[P_HASH_SETS], P[P_SECTOR] = m._poly or 0, bool(l2.hash_sets), self.sector
+        P[P_WINDOW], P[P_KEEP], P[P_TABLE_BYTES] = BandwidthServer.WINDOW, BandwidthServer.KEEP, SliceMap.TABLE_BYTES
+        self._P = P
+        self._T = (np.array(m._tables, dtype=np.int64) if m._tables else np.zeros((SliceMap.TABLE_BYTES, 256), np.int64))
+        self._I = np.zeros(I_SIZE, np.int64)
+        self._F = np.zeros(F_SIZE, np.float64)
+        self._F[F_L2_LAT], self._F[F_DRAM_LAT] = self.l2_latency, self.dram_latency
+        self._F[F_DRAM_FACTOR] = dram_traffic_factor
+        rows = n * l2.n_sets
+        self._LINES = np.zeros((rows, l2.assoc, 3), np.int64)
+        self._LINES[:, :, L_TAG] = EMPTY
+        self._READY = np.full((rows, l2.assoc, l2.sectors_per_line), np.nan)
+        bpc = [cfg.l2.bandwidth_bytes_per_clk * bandwidth_share / n] * n + \
+              [cfg.dram_bytes_per_clk * bandwidth_share / ch] * ch
+        if min(bpc) <= 0:
+            raise ValueError("bytes_per_clk must be positive")
+        self._SF = np.zeros((n + ch, S_FSIZE), np.float64)
+        self._SF[:, S_BPC] = bpc
+        self._SI = np.zeros((n + ch, S_ISIZE), np.int64)
+        self._SI[:, S_PRUNE_AT] = 2 * BandwidthServer.KEEP
+        # windows a request can add to one server's table, per sector: a slice piece, a DRAM piece
+        # and a write-back per line (each at most 2 windows plus one per full window of its bytes)
+        self._per_sector = 6 + self.sector * (2 + l2.sectors_per_line) / (BandwidthServer.WINDOW * min(bpc))
+        self._DELAYS = np.empty(_DELAYS_MIN, np.float64)
+        self._new_tables(_TABLE_MIN)
+        self.slices = [Server(self, k) for k in range(n)]
+        self.channels = [Server(self, n + k) for k in range(ch)]
+        self.l2_server = ServerGroup(self.slices)
+        self.dram_server = ServerGroup(self.channels)
+        self.reset_stats()
+
+    # ---- state arrays -------------------------------------------------------------------------
+    def _new_tables(self, cap):
+        """Window tables of ``cap`` slots per server (the windows held copied over)."""
+        S = self._SF.shape[0]
+        HK = np.full((S, cap), EMPTY, np.int64)
+        HV = np.zeros((S, cap), np.float64)
+        HP = np.zeros((S, cap), np.int64)
+        if hasattr(self, "_HK"):
+            rehash(self._HK, self._HV, self._HP, HK, HV, HP)
+        self._HK, self._HV, self._HP = HK, HV, HP
+        # room a call may use: the tables are at most half full when it starts
+        self._headroom = cap - cap // 2 - 2
+        self._safe_n = int(self._headroom // self._per_sector)
+        self._bind()
+
+    def _bind(self):
+        self._servers = (self._SF, self._SI, self._HK, self._HV, self._HP, self._I, self._P)
+        self._read_args = (self._P, self._I, self._F, self._T, self._LINES, self._READY, self._SF, self._SI,
+                           self._HK, self._HV, self._HP, self._DELAYS)
+        self._write_args = self._read_args[:-1]
+
+    def _check_room(self):
+        """Grow the window tables or the delay record when the last call left them too full."""
+        if not self._I[I_ROOM]:
+            return
+        self._I[I_ROOM] = 0
+        cap = self._HK.shape[1]
+        most = int(self._SI[:, S_COUNT].max())
+        if most > cap // 2:
+            while most > cap // 2:
+                cap *= 2
+            self._new_tables(cap)
+        nd = int(self._I[I_DELAYS])
+        if nd + self._P[P_SLICES] > self._DELAYS.shape[0]:
+            size = self._DELAYS.shape[0]
+            while nd + self._P[P_SLICES] > size:
+                size *= 2
+            d = np.empty(size, np.float64)
+            d[:nd] = self._DELAYS[:nd]
+            self._DELAYS = d
+            self._bind()
+
+    def _make_room(self, windows):
+        """Grow the window tables so that ``windows`` more fit in any server's."""
+        if windows <= self._headroom:
+            return
+        cap = self._HK.shape[1]
+        while cap - cap // 2 - 2 < windows:
+            cap *= 2
+        self._new_tables(cap)
+
+    @staticmethod
+    def _negative(what, a):
+        bad = int(a[a < 0][0])
+        return SimulationError(f"memory system {what}: negative sector address {bad}")
+
+    # ---- requests ------------------------------------------------------------------------------
+    def reset_stats(self) -> None:
+        """Zero every counter (the cache contents and the queued work stay)."""
+        clock, room = self._I[I_CLOCK], self._I[I_ROOM]
+        self._I[:] = 0
+        self._I[I_CLOCK], self._I[I_ROOM] = clock, room
+        self._F[F_LAST_REQUEST] = 0.0
+        self._F[F_L2_DELAY] = 0.0
+        self._SF[:, S_BUSY] = 0.0
+        self._SF[:, S_BYTES] = 0.0
+
+    def read(self, now: int, sectors) -> int:
+        """Read the given sectors (byte addresses, distinct); returns the cycle the last arrives."""
+        a = np.ascontiguousarray(sectors, dtype=np.int64)
+        if a.shape[0] == 0:
+            return now
+        if a.shape[0] > self._safe_n:
+            self._make_room(a.shape[0] * self._per_sector)
+        done = read_request(float(now), a, *self._read_args)
+        if self._I[I_ROOM]:
+            self._check_room()
+        if done != done:
+            raise self._negative("read", a)
+        return math.ceil(done)
+
+    def write(self, now: int, sectors) -> int:
+        """Posted store of whole sectors into the L2 (STG); returns the cycle the L2 holds them."""
+        a = np.ascontiguousarray(sectors, dtype=np.int64)
+        if a.shape[0] == 0:
+            return now
+        if a.shape[0] > self._safe_n:
+            self._make_room(a.shape[0] * self._per_sector)
+        done = write_request(float(now), a, *self._write_args)
+        if self._I[I_ROOM]:
+            self._check_room()
+        if done != done:
+            raise self._negative("write", a)
+        return math.ceil(done)
+
+    def warm(self, sectors, dirty: bool = False) -> None:
+        """Make the given sectors valid in the L2, most recent last, without time or statistics
+        (MemorySystem.warm)."""
+        a = np.ascontiguousarray(sectors, dtype=np.int64)
+        if not warm_sectors(a, bool(dirty), self._P, self._T, self._LINES, self._READY, self._I):
+            raise self._negative("warm", a)
+
+    def flush(self, now: int) -> int:
+        """Write every dirty L2 sector back to DRAM; returns the cycle the last write ends."""
+        dirty = int(dirty_per_slice(self._P, self._LINES).sum())
+        n = self._P[P_SLICES]
+        self._make_room(2 * n + dirty * self.sector / (BandwidthServer.WINDOW * float(self._SF[:, S_BPC].min())))
+        end = flush_dirty(float(now), self._P, self._I, self._LINES, *self._servers[:5])
+        self._check_room()
+        return math.ceil(end)
+
+    # ---- statistics ----------------------------------------------------------------------------
+    reads = _counter(I_READS, "Read requests.")
+    writes = _counter(I_WRITES, "Write requests.")
+    l2_read_hits = _counter(I_READ_HITS, "Read sectors that hit (pending hits included).")
+    l2_pending_hits = _counter(I_PENDING_HITS, "Hits on sectors still being filled.")
+    l2_read_misses = _counter(I_READ_MISSES, "Read sectors fetched from DRAM.")
+    l2_write_sectors = _counter(I_WRITE_SECTORS, "Sectors stored.")
+    l2_write_hits = _counter(I_WRITE_HITS, "Stores to a valid sector.")
+    l2_write_misses = _counter(I_WRITE_MISSES, "Stores that allocated their sector.")
+    dram_bytes_read = _counter(I_DRAM_READ, "Bytes of missed sectors.")
+    dram_bytes_written = _counter(I_DRAM_WRITTEN, "Bytes written back.")
+    _l2_pieces = _counter(I_PIECES, "Request pieces (a request's sectors in one slice).")
+
+    @property
+    def last_request(self) -> float:
+        """The latest request cycle seen."""
+        return float(self._F[F_LAST_REQUEST])
+
+    @property
+    def _l2_delay_sum(self) -> float:
+        return float(self._F[F_L2_DELAY])
+
+    @property
+    def _dram_delays(self):
+        return self._DELAYS[:int(self._I[I_DELAYS])]
+
+    l2_hit_rate = MemorySystem.l2_hit_rate
+    stats = MemorySystem.stats
