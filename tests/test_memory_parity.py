@@ -223,4 +223,5 @@ def test_sampled_prediction_identical_with_either_memory_system(name, n, monkeyp
     assert log_ref == log_new  # every request and its completion cycle, in order
     for a, b in zip(ms_ref, ms_new):
         assert_same_state(a, b)
+    assert p_ref.pop("sim_seconds") > 0 and p_new.pop("sim_seconds") > 0  # (the time each took)
     assert p_ref == p_new
