@@ -705,7 +705,11 @@ class _History:
             if t >= until:
                 return None
             if i not in self.base:
-                self._trace(sorted([i] + [x for x in order[nxt:nxt + self.batch - 1] if x not in self.base]))
+                # one functional launch for this CTA, the others already running (in the heap) and
+                # the next to start, up to a batch (a launch costs tens of ms before its first CTA)
+                want = [i] + [x for _, x, _ in sorted(heap) if x not in self.base]
+                want += [x for x in order[nxt:nxt + self.batch] if x not in self.base]
+                self._trace(sorted(list(dict.fromkeys(want))[:self.batch]))
                 if not any(len(v) for v in self.stores.values()):
                     return None
             if q < 0:
