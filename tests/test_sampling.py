@@ -131,3 +131,21 @@ def test_prediction_stays_below_the_fp32_peak_when_a_window_has_ctas_ending():
     for phase in p["phases"]:
         if phase["name"] == "steady state":
             assert phase["loop_cycles"] >= 2048
+
+
+def test_a_tail_is_sampled_again_only_while_its_drift_matters_to_the_launch():
+    import numpy as np
+
+    from maxsim.gpu.sampling import TAIL_SETTLE, WAVE_SETTLE, _settled, _share
+    # 2 loop-filling gaps, 12 gaps whose second half costs 2% less than the first, the last
+    gaps = np.array([1500.0, 1200.0] + [1020.0] * 6 + [1000.0] * 6 + [700.0])
+    assert not _settled(gaps)  # a wave that is the whole launch: a 2% drift > WAVE_SETTLE
+    assert not _settled(gaps, share=0.5)  # half the launch: 1% of it could still move
+    assert _settled(gaps, share=TAIL_SETTLE / 0.03)  # tolerance 3%: the 2% drift is settled
+    assert _settled(np.array([1500.0, 1200.0] + [1000.0] * 12 + [700.0]))
+    assert 0.02 > WAVE_SETTLE and 0.02 * 0.5 > TAIL_SETTLE
+    # a tail's share of the launch: its length at K (the line through its samples) over the whole
+    assert _share(0.0, [100.0, 180.0], [64, 128], 1024) == 1.0  # a launch of at most one wave
+    length = 100.0 + 80.0 * (1024 - 64) / 64  # 1,300 cycles at K = 1024
+    assert _share(3900.0, [100.0, 180.0], [64, 128], 1024) == pytest.approx(length / (3900.0 + length))
+    assert _share(3900.0, [180.0], [128], 1024) == pytest.approx(1440.0 / (3900.0 + 1440.0))
