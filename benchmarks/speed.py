@@ -22,7 +22,8 @@
 The machine's load average is printed first: wall times of a loaded machine are not comparable
 with an idle one's (CPU time is the steadier figure then). Whether Python caches bytecode
 (PYTHONDONTWRITEBYTECODE) is printed too: without it every command compiles maxsim's sources
-again (about 0.3 s of CPU a command); an installed copy has its bytecode.
+again (about 0.3-0.4 s of CPU a command); an installed copy has its bytecode. The commands of 4.
+run with the bytecode cache (as a user's second run does) unless --no-bytecode is given.
 """
 
 from __future__ import annotations
@@ -182,9 +183,15 @@ print(wall, u.ru_utime + u.ru_stime, u.ru_maxrss / 1024, p.returncode)
 """
 
 
+BYTECODE = True  # the commands keep Python's bytecode cache (--no-bytecode: compile sources every run)
+
+
 def command(args):
     """Run ``python -m maxsim.cli args`` from this tree: (wall s, CPU s, peak RSS MB, exit code)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if BYTECODE:
+        # a user's second run: Python keeps maxsim's compiled bytecode (the warm-up run writes it)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     p = subprocess.run([sys.executable, "-c", _WRAPPER, sys.executable, "-m", "maxsim.cli", *args], cwd=ROOT,
                        env=env, capture_output=True, text=True)
     wall, cpu, rss, rc = p.stdout.split()
@@ -208,11 +215,17 @@ def main():
                     help="also time `maxsim compare --quiet`: 'all' (the default: slow) or its options "
                          "for a subset, e.g. '--workload sgemm_128 --sizes 512,2048'")
     ap.add_argument("--config", default="gm204")
+    ap.add_argument("--no-bytecode", action="store_true",
+                    help="run the commands without Python's bytecode cache (as with PYTHONDONTWRITEBYTECODE: "
+                         "about 0.3-0.4 s of CPU more a command, compiling maxsim's sources)")
     args = ap.parse_args()
+    global BYTECODE
+    BYTECODE = not args.no_bytecode
     from maxsim.arch.config import load_config
     cfg = load_config(args.config)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; best of {args.repeat} runs; "
-          f"bytecode cached: {'no (PYTHONDONTWRITEBYTECODE)' if sys.dont_write_bytecode else 'yes'}")
+          f"bytecode cached: {'no (PYTHONDONTWRITEBYTECODE)' if sys.dont_write_bytecode else 'yes'} in this "
+          f"process, {'yes' if BYTECODE else 'no'} in the commands run")
 
     print(f"functional model, one-wave benchmark, K={args.k} (warp-instructions / s)")
     for name in ("sgemm_128", "sgemm_64"):
