@@ -656,6 +656,27 @@ class _History:
     def textures(self):
         return self._known["textures"]
 
+    def sectors(self, i, q):
+        """The sectors CTA ``i`` reads for slice ``q`` of K: its slice-0 sectors moved by ``shift``.
+        When the shift is linear in K (the same ranges, deltas proportional to the distance, as for
+        data stored K-major), each sector's move per slice is computed once per CTA and slice q is
+        ``base + q x step``."""
+        step = self._step(i)
+        if step is None:
+            return _shift(self.base[i], self.shift(self.textures, q * self.k_step))
+        return self.base[i] + q * step
+
+    def _step(self, i):
+        steps = self._known.setdefault("steps", {})
+        if i in steps:
+            return steps[i]
+        one = self.shift(self.textures, self.k_step)
+        two = self.shift(self.textures, 2 * self.k_step)
+        linear = len(one) == len(two) and all(
+            (lo1, hi1, 2 * d1) == (lo2, hi2, d2) for (lo1, hi1, d1), (lo2, hi2, d2) in zip(one, two))
+        steps[i] = _shift(self.base[i], one) - self.base[i] if linear else None
+        return steps[i]
+
     def _trace(self, indices):
         need = [i for i in indices if i not in self.base]
         if not need:
@@ -715,7 +736,7 @@ class _History:
             if q < 0:
                 secs, dirty = self.stores[i], True
             else:
-                secs, dirty = _shift(self.base[i], self.shift(self.textures, q * self.k_step)), False
+                secs, dirty = self.sectors(i, q), False
                 heapq.heappush(heap, (when(i, q + 1 if q + 1 < iters else -1), i, q + 1 if q + 1 < iters else -1))
             if lru.access(secs, dirty):
                 return t
@@ -752,7 +773,7 @@ class _History:
                 secs = self.stores[i]
                 q = iters
             else:
-                secs = _shift(self.base[i], self.shift(self.textures, q * self.k_step))
+                secs = self.sectors(i, q)
             picked.append((secs, q == iters))
             seen.update(secs.tolist())
             if q > 0:
