@@ -149,3 +149,19 @@ def test_a_tail_is_sampled_again_only_while_its_drift_matters_to_the_launch():
     length = 100.0 + 80.0 * (1024 - 64) / 64  # 1,300 cycles at K = 1024
     assert _share(3900.0, [100.0, 180.0], [64, 128], 1024) == pytest.approx(length / (3900.0 + length))
     assert _share(3900.0, [180.0], [128], 1024) == pytest.approx(1440.0 / (3900.0 + 1440.0))
+
+
+def test_a_steady_window_does_not_start_just_before_aligned_ctas_end():
+    from maxsim.gpu.sampling import STEADY_ITERATIONS, WINDOW_SHIFTS, _clear_of_ends
+    # 4 slots running CTAs of 100 cycles (100 iterations) back to back, in step
+    schedule = dispatch(12, 4, lambda j, i: 100.0)
+    # at cycle 199 every resident CTA has 1 iteration left: the nearest start with a window's
+    # iterations left is one step (100 / 32 cycles) later, after the next CTAs began
+    step = 100.0 / (2 * WINDOW_SHIFTS)
+    assert _clear_of_ends(schedule, 199.0, 150.0, 250.0, 100) == pytest.approx(199.0 + step)
+    # where the CTAs have enough left, the window stays
+    assert _clear_of_ends(schedule, 150.0, 100.0, 200.0, 100) == 150.0
+    assert 200.0 - 150.0 >= STEADY_ITERATIONS
+    # confined to [lo, hi]: of the starts tried inside it (195 and 195 +- 3.125), the one with
+    # the most iterations left
+    assert _clear_of_ends(schedule, 195.0, 190.0, 199.0, 100) == pytest.approx(195.0 - step)

@@ -39,7 +39,9 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   its memory addresses those of its real position in K (the workload's ``shift`` says how far its
   data moves per unit of K), after the L2 has been warmed with the reads of the CTAs that ran before
   (:class:`_History`: the most recent reads of the dispatcher model's schedule, as many as the L2
-  can hold). The iterations after the first ``STEADY_SKIP`` give each slot's
+  can hold). A window starts where every resident CTA has a window's iterations left (the nearest
+  such cycle, at most half a CTA away: :func:`_clear_of_ends`), not just before aligned CTAs end.
+  The iterations after the first ``STEADY_SKIP`` give each slot's
   steady cost per iteration, from its SM's throughput (:func:`_sm_loop_cycles`); a slot's steady
   CTA duration is its first-wave fixed cost plus K iterations at that cost. A CTA cut short for
   the window stores nothing at the window's end (its results are written at its real end). The dispatcher model is run again with the steady durations (for the
@@ -421,10 +423,42 @@ def _window_times(schedule, wave, full, history):
     a = float(np.mean(ends[:wave]))
     b = float(np.mean(ends[(full - 1) * wave: full * wave]))
     t = history.writeback_time(schedule, b)
+    iters = history.iters
     if t is None or t <= a:
-        return [(a + b) / 2], len(schedule)
+        return [_clear_of_ends(schedule, (a + b) / 2, a, b, iters)], len(schedule)
     after = min((i for i, (_, s, _) in enumerate(schedule) if s >= t), default=len(schedule))
-    return [(a + t) / 2, (t + b) / 2], after
+    # the part before the write-backs may be shorter than a CTA (they begin as the second wave
+    # starts): its window may then start up to half a CTA later, inside the CTAs it stands for
+    d = float(np.median([e - s for _, s, e in schedule]))
+    return [_clear_of_ends(schedule, (a + t) / 2, a, max(t, min(b, a + d / 2)), iters),
+            _clear_of_ends(schedule, (t + b) / 2, t, b, iters)], after
+
+
+WINDOW_SHIFTS = 16  # candidate window starts tried on each side of the middle (see _clear_of_ends)
+
+
+def _clear_of_ends(schedule, t, lo, hi, iters):
+    """The window start nearest to ``t`` (within [lo, hi], at most half a CTA's duration away) at
+    which every resident CTA has a window's iterations left, or failing that the most left.
+    Early in a launch the waves are still aligned and every slot's CTA ends at about the same
+    time: a window started just before those ends would have no SM with all of its CTAs in their
+    loop, and no steady cost to measure (sgemm_64 at N = 2560 on the GTX 980: its first window
+    found no SM rate and fell back to the first wave's cost)."""
+    d = float(np.median([e - s for _, s, e in schedule]))
+    best = None
+    for f in sorted(np.linspace(-0.5, 0.5, 2 * WINDOW_SHIFTS + 1).tolist(), key=abs):
+        c = t + f * d
+        if not lo <= c <= hi:
+            continue
+        live = resident_at(schedule, c)
+        if not live:
+            continue
+        left = min((e - c) / (e - s) * iters if e > s else 0.0 for _, s, e in live.values())
+        if left >= STEADY_ITERATIONS:
+            return c
+        if best is None or left > best[0]:
+            best = (left, c)
+    return best[1] if best is not None else t
 
 
 def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, mid, resident, gx, progress,
