@@ -152,16 +152,15 @@ def test_a_tail_is_sampled_again_only_while_its_drift_matters_to_the_launch():
 
 
 def test_a_steady_window_does_not_start_just_before_aligned_ctas_end():
-    from maxsim.gpu.sampling import STEADY_ITERATIONS, WINDOW_SHIFTS, _clear_of_ends
-    # 4 slots running CTAs of 100 cycles (100 iterations) back to back, in step
+    from maxsim.gpu.sampling import STEADY_SKIP, WINDOW_SHIFTS, _clear_of_ends
+    # 4 slots on 2 SMs running CTAs of 100 cycles (100 iterations) back to back, in step
     schedule = dispatch(12, 4, lambda j, i: 100.0)
-    # at cycle 199 every resident CTA has 1 iteration left: the nearest start with a window's
-    # iterations left is one step (100 / 32 cycles) later, after the next CTAs began
     step = 100.0 / (2 * WINDOW_SHIFTS)
-    assert _clear_of_ends(schedule, 199.0, 150.0, 250.0, 100) == pytest.approx(199.0 + step)
+    # at cycle 199 every resident CTA has 1 iteration left, no SM could be measured: the nearest
+    # start where one can is one step (100 / 32 cycles) later, after the next CTAs began
+    assert _clear_of_ends(schedule, 199.0, 150.0, 250.0, 100, 2) == pytest.approx(199.0 + step)
     # where the CTAs have enough left, the window stays
-    assert _clear_of_ends(schedule, 150.0, 100.0, 200.0, 100) == 150.0
-    assert 200.0 - 150.0 >= STEADY_ITERATIONS
-    # confined to [lo, hi]: of the starts tried inside it (195 and 195 +- 3.125), the one with
-    # the most iterations left
-    assert _clear_of_ends(schedule, 195.0, 190.0, 199.0, 100) == pytest.approx(195.0 - step)
+    assert _clear_of_ends(schedule, 150.0, 100.0, 200.0, 100, 2) == 150.0
+    assert _clear_of_ends(schedule, 200.0 - (STEADY_SKIP + 2), 100.0, 200.0, 100, 2) == 194.0
+    # confined to [lo, hi]: 195 leaves 5 iterations (< STEADY_SKIP + 2), 195 - 3.125 leaves 8.1
+    assert _clear_of_ends(schedule, 195.0, 190.0, 199.0, 100, 2) == pytest.approx(195.0 - step)

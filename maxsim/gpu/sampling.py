@@ -39,8 +39,8 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   its memory addresses those of its real position in K (the workload's ``shift`` says how far its
   data moves per unit of K), after the L2 has been warmed with the reads of the CTAs that ran before
   (:class:`_History`: the most recent reads of the dispatcher model's schedule, as many as the L2
-  can hold). A window starts where every resident CTA has a window's iterations left (the nearest
-  such cycle, at most half a CTA away: :func:`_clear_of_ends`), not just before aligned CTAs end.
+  can hold). A window that would start just before aligned CTAs end, with no SM whose CTAs all stay
+  in their loop, moves (at most half a CTA) to where one has (:func:`_clear_of_ends`).
   The iterations after the first ``STEADY_SKIP`` give each slot's
   steady cost per iteration, from its SM's throughput (:func:`_sm_loop_cycles`); a slot's steady
   CTA duration is its first-wave fixed cost plus K iterations at that cost. A CTA cut short for
@@ -423,28 +423,32 @@ def _window_times(schedule, wave, full, history):
     a = float(np.mean(ends[:wave]))
     b = float(np.mean(ends[(full - 1) * wave: full * wave]))
     t = history.writeback_time(schedule, b)
-    iters = history.iters
+    iters, sms = history.iters, history.cfg.gpu.sms
     if t is None or t <= a:
-        return [_clear_of_ends(schedule, (a + b) / 2, a, b, iters)], len(schedule)
+        return [_clear_of_ends(schedule, (a + b) / 2, a, b, iters, sms)], len(schedule)
     after = min((i for i, (_, s, _) in enumerate(schedule) if s >= t), default=len(schedule))
     # the part before the write-backs may be shorter than a CTA (they begin as the second wave
     # starts): its window may then start up to half a CTA later, inside the CTAs it stands for
     d = float(np.median([e - s for _, s, e in schedule]))
-    return [_clear_of_ends(schedule, (a + t) / 2, a, max(t, min(b, a + d / 2)), iters),
-            _clear_of_ends(schedule, (t + b) / 2, t, b, iters)], after
+    return [_clear_of_ends(schedule, (a + t) / 2, a, max(t, min(b, a + d / 2)), iters, sms),
+            _clear_of_ends(schedule, (t + b) / 2, t, b, iters, sms)], after
 
 
 WINDOW_SHIFTS = 16  # candidate window starts tried on each side of the middle (see _clear_of_ends)
 
 
-def _clear_of_ends(schedule, t, lo, hi, iters):
-    """The window start nearest to ``t`` (within [lo, hi], at most half a CTA's duration away) at
-    which every resident CTA has a window's iterations left, or failing that the most left.
-    Early in a launch the waves are still aligned and every slot's CTA ends at about the same
-    time: a window started just before those ends would have no SM with all of its CTAs in their
-    loop, and no steady cost to measure (sgemm_64 at N = 2560 on the GTX 980: its first window
-    found no SM rate and fell back to the first wave's cost)."""
+def _clear_of_ends(schedule, t, lo, hi, iters, sms):
+    """``t``, or when no SM would have all its resident CTAs far enough from their ends
+    (``STEADY_SKIP + 2`` iterations left) for :func:`_sm_loop_cycles` to measure it, the nearest
+    start (within [lo, hi], at most half a CTA's duration away) where one has. Early in a launch the
+    waves are still aligned and every slot's CTA ends at about the same time: a window started just
+    before those ends finds no steady cost to measure (sgemm_64 at N = 2560 on the GTX 980: its
+    first window fell back to the first wave's cost). A window is moved only then: the steady cost
+    of one window depends on where it falls (moved whenever a CTA had less than a window left,
+    sgemm_128's windows at N = 1920 landed at a wave's start, where CTAs run in step as a first
+    wave does, and one SM's 2,431 cycles per iteration made the launch 10% slower)."""
     d = float(np.median([e - s for _, s, e in schedule]))
+    need = STEADY_SKIP + 2
     best = None
     for f in sorted(np.linspace(-0.5, 0.5, 2 * WINDOW_SHIFTS + 1).tolist(), key=abs):
         c = t + f * d
@@ -453,11 +457,13 @@ def _clear_of_ends(schedule, t, lo, hi, iters):
         live = resident_at(schedule, c)
         if not live:
             continue
-        left = min((e - c) / (e - s) * iters if e > s else 0.0 for _, s, e in live.values())
-        if left >= STEADY_ITERATIONS:
+        short = {j % sms for j, (_, s, e) in live.items() if e <= s or (e - c) / (e - s) * iters < need}
+        used = {j % sms for j in live}
+        good = len(used - short)
+        if good:
             return c
-        if best is None or left > best[0]:
-            best = (left, c)
+        if best is None or good > best[0]:
+            best = (good, c)
     return best[1] if best is not None else t
 
 
