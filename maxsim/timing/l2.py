@@ -98,6 +98,23 @@ class SliceMap:
         return self.of_granule(addr // self.interleave)
 
 
+def set_geometry(l2, size, slices, line, sector, assoc, interleave, slice_hash, hash_sets):
+    """The geometry attributes every L2 model has (this module's and the compiled one's)."""
+    if line % sector or interleave % line:
+        raise ValueError("sector must divide line, line must divide the slice interleave")
+    l2.line = line
+    l2.sector = sector
+    l2.sectors_per_line = line // sector
+    l2.assoc = assoc
+    l2.n_slices = slices
+    l2.slice_size = max(size // slices, line * assoc)
+    l2.n_sets = l2.slice_size // (line * assoc)
+    l2.hash_sets = hash_sets
+    l2.map = SliceMap(slices, interleave, slice_hash)
+    l2._line_shift = line.bit_length() - 1
+    l2._lines_per_granule = interleave // line
+
+
 class SlicedL2:
     """Tag state of every slice: ``sets[slice][set]`` is an OrderedDict line number -> line.
 
@@ -109,19 +126,7 @@ class SlicedL2:
 
     def __init__(self, size: int, slices: int, line: int, sector: int, assoc: int, interleave: int,
                  slice_hash: str = "ipoly", hash_sets: bool = True):
-        if line % sector or interleave % line:
-            raise ValueError("sector must divide line, line must divide the slice interleave")
-        self.line = line
-        self.sector = sector
-        self.sectors_per_line = line // sector
-        self.assoc = assoc
-        self.n_slices = slices
-        self.slice_size = max(size // slices, line * assoc)
-        self.n_sets = self.slice_size // (line * assoc)
-        self.hash_sets = hash_sets
-        self.map = SliceMap(slices, interleave, slice_hash)
-        self._line_shift = line.bit_length() - 1
-        self._lines_per_granule = interleave // line
+        set_geometry(self, size, slices, line, sector, assoc, interleave, slice_hash, hash_sets)
         self.sets = [[OrderedDict() for _ in range(self.n_sets)] for _ in range(slices)]
         self._memo = {}
         self.evictions = 0

@@ -39,8 +39,8 @@ import numpy as np
 
 from ..errors import SimulationError
 from ..jit import njit
-from .l2 import _HASH_MUL, SliceMap
-from .memory_system import BandwidthServer, MemorySystem, ServerGroup
+from .l2 import _HASH_MUL, SliceMap, set_geometry
+from .memory_system import BandwidthServer, MemorySystem, ServerGroup, set_common
 
 EMPTY = np.iinfo(np.int64).min  # no line in a way / no window in a table slot
 _TABLE_MIN = 1024  # initial slots of each server's window table
@@ -695,20 +695,8 @@ class CompiledL2:
     reference keeps it)."""
 
     def __init__(self, ms, size, slices, line, sector, assoc, interleave, slice_hash="ipoly", hash_sets=True):
-        if line % sector or interleave % line:
-            raise ValueError("sector must divide line, line must divide the slice interleave")
+        set_geometry(self, size, slices, line, sector, assoc, interleave, slice_hash, hash_sets)
         self._ms = ms
-        self.line = line
-        self.sector = sector
-        self.sectors_per_line = line // sector
-        self.assoc = assoc
-        self.n_slices = slices
-        self.slice_size = max(size // slices, line * assoc)
-        self.n_sets = self.slice_size // (line * assoc)
-        self.hash_sets = hash_sets
-        self.map = SliceMap(slices, interleave, slice_hash)
-        self._line_shift = line.bit_length() - 1
-        self._lines_per_granule = interleave // line
 
     @property
     def evictions(self) -> int:
@@ -798,15 +786,7 @@ class CompiledMemorySystem:
 
     def __init__(self, cfg, bandwidth_share: float = 1.0, l2_size_bytes: int | None = None,
                  dram_traffic_factor: float = 1.0):
-        if not 0 < bandwidth_share <= 1:
-            raise ValueError("bandwidth_share must be in (0, 1]")
-        if not 0 < dram_traffic_factor <= 1:
-            raise ValueError("dram_traffic_factor must be in (0, 1]")
-        self.dram_factor = dram_traffic_factor
-        self.clock_hz = cfg.clock_hz
-        self.sector = cfg.l2.sector
-        self.l2_latency = cfg.latency.l2_hit
-        self.dram_latency = cfg.latency.dram
+        set_common(self, cfg, bandwidth_share, dram_traffic_factor)
         c = cfg.l2
         self.l2 = l2 = CompiledL2(self, l2_size_bytes or c.size, c.slices, c.line, c.sector, c.assoc,
                                   c.slice_interleave, c.slice_hash, c.hash_sets)
@@ -918,30 +898,25 @@ class CompiledMemorySystem:
 
     def read(self, now: int, sectors) -> int:
         """Read the given sectors (byte addresses, distinct); returns the cycle the last arrives."""
-        a = np.ascontiguousarray(sectors, dtype=np.int64)
-        if a.shape[0] == 0:
-            return now
-        if a.shape[0] > self._safe_n:
-            self._make_room(a.shape[0] * self._per_sector)
-        done = read_request(float(now), a, *self._read_args)
-        if self._I[I_ROOM]:
-            self._check_room()
-        if done != done:
-            raise self._negative("read", a)
-        return math.ceil(done)
+        return self._request("read", read_request, "_read_args", now, sectors)
 
     def write(self, now: int, sectors) -> int:
         """Posted store of whole sectors into the L2 (STG); returns the cycle the L2 holds them."""
+        return self._request("write", write_request, "_write_args", now, sectors)
+
+    def _request(self, what, request, args, now, sectors):
+        """One read or write: ``request`` called with the arrays named ``args`` (fetched after
+        making room: growing a table replaces them)."""
         a = np.ascontiguousarray(sectors, dtype=np.int64)
         if a.shape[0] == 0:
             return now
         if a.shape[0] > self._safe_n:
             self._make_room(a.shape[0] * self._per_sector)
-        done = write_request(float(now), a, *self._write_args)
+        done = request(float(now), a, *getattr(self, args))
         if self._I[I_ROOM]:
             self._check_room()
         if done != done:
-            raise self._negative("write", a)
+            raise self._negative(what, a)
         return math.ceil(done)
 
     def warm(self, sectors, dirty: bool = False) -> None:

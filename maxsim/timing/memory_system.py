@@ -196,6 +196,20 @@ class ServerGroup:
         return min(m.reserve(now, nbytes * m.bytes_per_clk / total) for m in self.members)
 
 
+def set_common(ms, cfg, bandwidth_share, dram_traffic_factor):
+    """Check the options and set the attributes every memory system model has (this module's and
+    the compiled one's)."""
+    if not 0 < bandwidth_share <= 1:
+        raise ValueError("bandwidth_share must be in (0, 1]")
+    if not 0 < dram_traffic_factor <= 1:
+        raise ValueError("dram_traffic_factor must be in (0, 1]")
+    ms.dram_factor = dram_traffic_factor
+    ms.clock_hz = cfg.clock_hz
+    ms.sector = cfg.l2.sector
+    ms.l2_latency = cfg.latency.l2_hit
+    ms.dram_latency = cfg.latency.dram
+
+
 class MemorySystem:
     """Sliced L2 + DRAM channels shared by the SMs of one simulated GPU (see the module docstring).
 
@@ -220,15 +234,7 @@ class MemorySystem:
         stand for a GPU full of them: its share of the L2 and DRAM bandwidth and of the L2 (spread
         over the slices), and the fraction of its L2 misses that really reach DRAM (the rest are
         data that other SMs of the same wave fetch, so the L2 serves them)."""
-        if not 0 < bandwidth_share <= 1:
-            raise ValueError("bandwidth_share must be in (0, 1]")
-        if not 0 < dram_traffic_factor <= 1:
-            raise ValueError("dram_traffic_factor must be in (0, 1]")
-        self.dram_factor = dram_traffic_factor
-        self.clock_hz = cfg.clock_hz
-        self.sector = cfg.l2.sector
-        self.l2_latency = cfg.latency.l2_hit
-        self.dram_latency = cfg.latency.dram
+        set_common(self, cfg, bandwidth_share, dram_traffic_factor)
         self.l2 = SlicedL2.from_config(cfg, l2_size_bytes)
         n, ch = cfg.l2.slices, cfg.dram.channels
         self.slices = [BandwidthServer(cfg.l2.bandwidth_bytes_per_clk * bandwidth_share / n) for _ in range(n)]
