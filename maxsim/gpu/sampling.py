@@ -507,15 +507,20 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
         _, tr = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids, timing_only=True)
         if run < total_iters:
             cut |= set(ids)
-            tr = [(cid, _relocated(traces, kernel, [], stores=False)) for cid, traces in tr]
+            moved = _relocated({cid: (traces, [], False) for cid, traces in tr}, kernel)
+            tr = [(cid, moved[cid]) for cid, _ in tr]
         queue.extend(tr)
     # place: slot j is on SM j mod S; an SM's CTAs oldest first (the order their slots took them)
     placement = [[] for _ in range(sms)]
-    for j, cid, done, _ in sorted(pop, key=lambda x: (live[x[0]][1], x[0])):
+    order = sorted(pop, key=lambda x: (live[x[0]][1], x[0]))
+    jobs = {}
+    for j, cid, done, _ in order:
         ranges = shift(textures_of[cid], done * k_step) if shift is not None else []
-        stores = cid not in cut
-        traces = _relocated(traced[cid], kernel, ranges, stores) if ranges or not stores else traced[cid]
-        placement[j % sms].append((cid, traces))
+        if ranges or cid in cut:
+            jobs[cid] = (traced[cid], ranges, cid not in cut)
+    moved = _relocated(jobs, kernel)
+    for j, cid, done, _ in order:
+        placement[j % sms].append((cid, moved.get(cid, traced[cid])))
     ms = MemorySystem(cfg)
     history.warm(ms, schedule, mid)
     used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=None)
@@ -573,54 +578,76 @@ def _sm_loop_cycles(warps, stop):
     return (t1 - t0) / mean if mean > 0 else None
 
 
-def _relocated(traces, kernel, ranges, stores=True):
-    """Copies of one CTA's warp traces whose global/texture addresses in ``ranges`` [(lo, hi,
-    delta)] are moved by delta (the same instructions at another position in K). ``stores=False``:
-    their global stores write nothing (the trace of a CTA cut short for a window ends with the
-    epilogue of a short K; the real CTA stores its results at its real end, not in the window, and
-    32 CTAs' worth of C tiles there would be as much L2 traffic as a third of the window's reads).
-    The CTA's warps ran in lockstep, so they share segments: each segment is copied once with the
-    CTA's rows (and the timing model builds its tables once per segment, not once per warp)."""
+def _relocated(jobs, kernel):
+    """Copies of CTAs' warp traces whose global/texture addresses are moved to another position in K.
+
+    ``jobs``: ``{cta id: (warp traces, ranges, stores)}``; addresses in a range ``(lo, hi, delta)``
+    move by delta (the same instructions further along K). ``stores`` false: the CTA's global
+    stores write nothing (the trace of a CTA cut short for a window ends with the epilogue of a
+    short K; the real CTA stores its results at its real end, not in the window, and 32 CTAs' worth
+    of C tiles there would be as much L2 traffic as a third of the window's reads). Returns
+    ``{cta id: warp traces}``. Warps that ran in lockstep share segments (the CTAs of one functional
+    launch, all of them): each segment is copied once with all the rows the jobs use, every
+    memory record moved in one numpy pass over those rows, and the timing model builds its tables
+    once per segment."""
     units = kernel.instructions
-    rows_of = {}  # id(segment) -> (segment, its rows these warps use, in first-use order)
-    for tr in traces:
-        for seg, row in tr.parts:
-            ent = rows_of.get(id(seg))
-            if ent is None:
-                ent = rows_of[id(seg)] = (seg, [])
-            if row not in ent[1]:
-                ent[1].append(row)
+    rows_of = {}  # id(segment) -> (segment, {row: cta id}), rows in first-use order
+    for cid, (traces, _, _) in jobs.items():
+        for tr in traces:
+            for seg, row in tr.parts:
+                ent = rows_of.get(id(seg))
+                if ent is None:
+                    ent = rows_of[id(seg)] = (seg, {})
+                ent[1].setdefault(row, cid)
     empty = np.zeros(0, np.int64)
     copies = {}  # id(segment) -> (copy, {row: row in the copy})
-    for key, (seg, rows) in rows_of.items():
+    for key, (seg, owner) in rows_of.items():
+        rows = list(owner)
+        ranges = [jobs[owner[r]][1] for r in rows]
+        stores = [jobs[owner[r]][2] for r in rows]
         new = Segment(seg.warps[rows])
         new.pcs = seg.pcs
         mem = {}
         for pos, summ in seg.mem.items():
             unit = units[seg.pcs[pos]].unit
+            vals = [summ[r] for r in rows]
             if unit in ("tex", "ldg"):
-                mem[pos] = _shift_rows([summ[r] for r in rows], ranges)
-            elif unit == "stg" and not stores:
-                mem[pos] = [empty] * len(rows)
+                mem[pos] = _shift_rows(vals, ranges)
+            elif unit == "stg" and not all(stores):
+                mem[pos] = [v if keep else empty for v, keep in zip(vals, stores)]
             else:
-                mem[pos] = [summ[r] for r in rows]
+                mem[pos] = vals
         new.mem = mem
         copies[key] = (new, {r: i for i, r in enumerate(rows)})
-    out = []
-    for tr in traces:
-        t = WarpTrace(tr.warp)
-        t.parts = [(copies[id(seg)][0], copies[id(seg)][1][row]) for seg, row in tr.parts]
-        out.append(t)
+    out = {}
+    for cid, (traces, _, _) in jobs.items():
+        moved = []
+        for tr in traces:
+            t = WarpTrace(tr.warp)
+            t.parts = [(copies[id(seg)][0], copies[id(seg)][1][row]) for seg, row in tr.parts]
+            moved.append(t)
+        out[cid] = moved
     return out
 
 
 def _shift_rows(arrays, ranges):
-    """:func:`_shift` of several sector arrays at once (one numpy pass over their concatenation)."""
-    if not ranges:
+    """:func:`_shift` of each sector array by its own ranges (``ranges[i]`` for ``arrays[i]``), in
+    one numpy pass over their concatenation when the ranges differ only in their deltas (the
+    same data at other positions in K), else one array at a time."""
+    spans = {tuple((lo, hi) for lo, hi, _ in rg) for rg in ranges if rg}
+    if not spans:
         return [np.asarray(a, dtype=np.int64) for a in arrays]
-    lens = [len(a) for a in arrays]
-    moved = _shift(np.concatenate(arrays) if arrays else np.zeros(0, np.int64), ranges)
-    return np.split(moved, np.cumsum(lens)[:-1]) if arrays else []
+    if len(spans) > 1:
+        return [_shift(a, rg) for a, rg in zip(arrays, ranges)]
+    span, = spans
+    lens = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+    a = np.concatenate(arrays).astype(np.int64, copy=False) if len(arrays) else np.zeros(0, np.int64)
+    row = np.repeat(np.arange(len(arrays)), lens)
+    out = a.copy()
+    for n, (lo, hi) in enumerate(span):
+        delta = np.array([rg[n][2] if rg else 0 for rg in ranges], dtype=np.int64)[row]
+        out = np.where((a >= lo) & (a < hi), a + delta, out)
+    return np.split(out, np.cumsum(lens)[:-1])
 
 
 def _shift(sectors, ranges):
