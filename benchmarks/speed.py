@@ -83,23 +83,15 @@ def functional(name, k, repeat, cfg):
 def cores(name, k, repeat, cfg):
     """The SM timing model alone on one traced launch, compiled and reference core:
     (warp instructions, best compiled (wall, CPU), reference (wall, CPU), same cycles)."""
-    import simpy
     from maxsim.gpu.gpu import trace_ctas
-    from maxsim.timing.memory_system import MemorySystem
-    from maxsim.timing.sm import SM
+    from sm_speed import time_sm  # (this folder)
     kernel, grid, block, inputs = one_wave(name, k)
     params, mem, tex = inputs()
     _, ctas = trace_ctas(kernel, grid, block, params, mem, tex, cfg, timing_only=True)
 
     def once(core):
-        t0, c0 = time.perf_counter(), time.process_time()
-        sm = SM(cfg, kernel, block, MemorySystem(cfg), core=core)
-        for cid, traces in ctas:
-            sm.add_cta(cid, traces)
-        env = simpy.Environment()
-        sm.run(env)
-        env.run()
-        return sm.stats, (time.perf_counter() - t0, time.process_time() - c0)
+        sm, wall, cpu = time_sm(kernel, block, ctas, cfg, core)
+        return sm.stats, (wall, cpu)
     once("compiled")  # loads the compiled core
     runs = [once("compiled") for _ in range(repeat)]
     st, best = min(runs, key=lambda r: r[1][0])

@@ -400,6 +400,20 @@ def _write_back(s, now, n_sectors, SF, SI, HK, HV, HP, I, P):
     return ch
 
 
+@njit(cache=True)
+def _slice_piece(s, now, slc, masks, m, SF, SI, HK, HV, HP, I, F, P):
+    """A request's sectors in slice ``s`` as one piece of work for the slice: its start cycle
+    (MemorySystem.read/write: ``slices[s].reserve(now, count x sector)``, the wait counted)."""
+    count = 0
+    for u in range(m):
+        if slc[u] == s:
+            count += _popcount(masks[u])
+    start = _reserve(s, now, float(count * P[P_SECTOR]), SF, SI, HK, HV, HP, I, P)
+    F[F_L2_DELAY] += start - now
+    I[I_PIECES] += 1
+    return start
+
+
 # ---- requests -----------------------------------------------------------------------------
 
 @njit(cache=True)
@@ -426,13 +440,7 @@ def read_request(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAYS):
     f_ln = np.empty(m * spl, np.int64)
     for g in range(ng):
         s = order[g]
-        count = 0
-        for u in range(m):
-            if slc[u] == s:
-                count += _popcount(masks[u])
-        start = _reserve(s, now, float(count * sec), SF, SI, HK, HV, HP, I, P)
-        F[F_L2_DELAY] += start - now
-        I[I_PIECES] += 1
+        start = _slice_piece(s, now, slc, masks, m, SF, SI, HK, HV, HP, I, F, P)
         hit_t = start + lat2
         nf = 0
         n_evicted = 0
@@ -514,20 +522,13 @@ def write_request(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP):
     I[I_WRITES] += 1
     if now > F[F_LAST_REQUEST]:
         F[F_LAST_REQUEST] = now
-    sec = P[P_SECTOR]
     spl = P[P_SPL]
     done = now
     hits = 0
     slc, rows, order, ng = _groups(lines, m, P, T)
     for g in range(ng):
         s = order[g]
-        count = 0
-        for u in range(m):
-            if slc[u] == s:
-                count += _popcount(masks[u])
-        start = _reserve(s, now, float(count * sec), SF, SI, HK, HV, HP, I, P)
-        F[F_L2_DELAY] += start - now
-        I[I_PIECES] += 1
+        start = _slice_piece(s, now, slc, masks, m, SF, SI, HK, HV, HP, I, F, P)
         t = start + F[F_L2_LAT]
         for u in range(m):
             if slc[u] != s:
