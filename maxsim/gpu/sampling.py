@@ -674,6 +674,12 @@ _KNOWN = {}  # the sectors of CTAs traced for a history, by problem (see _known_
 KNOWN_PROBLEMS = 2  # problems whose CTAs' sectors are kept (a simulator setting: bounds memory)
 
 
+def _record():
+    """What a history learns of a problem's CTAs: each one's sectors for slice 0 of K ("base") and
+    its stores, its move per slice ("steps", see :meth:`_History.sectors`), and the textures."""
+    return {"base": {}, "stores": {}, "steps": {}, "textures": None}
+
+
 def _known_sectors(kernel, grid, block, build, k_step, cfg):
     """The record ``{"base", "stores", "textures"}`` a :class:`_History` fills with the sectors of
     the CTAs it traces. Histories of the same problem share it: the same code (whatever registers
@@ -690,10 +696,10 @@ def _known_sectors(kernel, grid, block, build, k_step, cfg):
         except TypeError:
             key = None
     if key is None:
-        return {"base": {}, "stores": {}, "textures": None}
+        return _record()
     rec = _KNOWN.pop(key, None)
     if rec is None:
-        rec = {"base": {}, "stores": {}, "textures": None}
+        rec = _record()
     _KNOWN[key] = rec
     while len(_KNOWN) > KNOWN_PROBLEMS:
         del _KNOWN[next(iter(_KNOWN))]
@@ -718,6 +724,7 @@ class _History:
         self._known = _known_sectors(kernel, grid, block, build, k_step, cfg)
         self.base = self._known["base"]  # CTA index -> its sectors for slice 0
         self.stores = self._known["stores"]  # CTA index -> the sectors its epilogue stores
+        self._linear = None  # whether ``shift`` moves the data in proportion to K (see sectors)
 
     @property
     def textures(self):
@@ -734,14 +741,14 @@ class _History:
         return self.base[i] + q * step
 
     def _step(self, i):
-        steps = self._known.setdefault("steps", {})
-        if i in steps:
-            return steps[i]
-        one = self.shift(self.textures, self.k_step)
-        two = self.shift(self.textures, 2 * self.k_step)
-        linear = len(one) == len(two) and all(
-            (lo1, hi1, 2 * d1) == (lo2, hi2, d2) for (lo1, hi1, d1), (lo2, hi2, d2) in zip(one, two))
-        steps[i] = _shift(self.base[i], one) - self.base[i] if linear else None
+        steps = self._known["steps"]
+        if i not in steps:
+            one = self.shift(self.textures, self.k_step)
+            if self._linear is None:  # the shift of the problem's data: checked once
+                two = self.shift(self.textures, 2 * self.k_step)
+                self._linear = len(one) == len(two) and all(
+                    (lo1, hi1, 2 * d1) == (lo2, hi2, d2) for (lo1, hi1, d1), (lo2, hi2, d2) in zip(one, two))
+            steps[i] = _shift(self.base[i], one) - self.base[i] if self._linear else None
         return steps[i]
 
     def _trace(self, indices):
