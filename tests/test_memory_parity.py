@@ -87,8 +87,18 @@ def drive(ref, new, seed, ops=1500, hot_lines=300, big=False):
         op = rng.random()
         if op < 0.55:
             assert ref.read(t, secs) == new.read(t, secs), step
-        elif op < 0.85:
+        elif op < 0.78:
             assert ref.write(t, secs) == new.write(t, secs), step
+        elif op < 0.85:
+            # the SM core's queue of posted stores: (cycle, count, sectors) each, some of them long
+            queue = []
+            for _ in range(int(rng.integers(1, 12))):
+                m = int(rng.integers(1, 400 if big and rng.random() < 0.2 else 20))
+                cyc = max(0, t + int(rng.integers(-50, 50)))
+                ss = hot[rng.integers(0, hot_lines, size=m)] + sector * rng.integers(0, spl, size=m)
+                queue += [cyc, m] + ss.tolist()
+                ref.write(cyc, ss)
+            new.write_queue(np.array(queue, dtype=np.int64))
         elif op < 0.92:
             dirty = bool(rng.random() < 0.5)
             ref.warm(secs, dirty)
@@ -153,6 +163,21 @@ def test_window_tables_prune_as_the_reference_does():
     assert len(a._nf) < 3 * BandwidthServer.KEEP  # it did prune
 
 
+def test_a_long_store_queue_grows_the_tables_between_its_stores():
+    # 20,000 one-sector stores 700 cycles apart: each opens bandwidth windows, far more than the
+    # first window tables hold, so the queue must stop and make room on the way
+    ref, new = twins(CFG)
+    cap = new._HK.shape[1]
+    queue = []
+    for i in range(20_000):
+        sector = (i * 4099 % 100_000) * 256
+        queue += [i * 700, 1, sector]
+        ref.write(i * 700, [sector])
+    new.write_queue(np.array(queue, dtype=np.int64))
+    assert new._HK.shape[1] > cap
+    assert_same_state(ref, new)
+
+
 def test_errors_and_views():
     new = MemorySystem(CFG)
     with pytest.raises(MaxsimError, match="negative sector address -32"):
@@ -162,6 +187,13 @@ def test_errors_and_views():
         MemorySystem(CFG, core="fast")
     with pytest.raises(ValueError, match="bandwidth_share"):
         MemorySystem(CFG, bandwidth_share=0)
+    # a store queue with a negative address: the stores before it happen, the error names it
+    ref, new = twins(CFG)
+    ref.write(5, [0])
+    with pytest.raises(MaxsimError, match="write: negative sector address -64"):
+        new.write_queue(np.array([5, 1, 0, 7, 2, 32, -64, 9, 1, 96], dtype=np.int64))
+    assert new.writes == 1 and new.l2.is_dirty(0) and not new.l2.contains(96)
+    assert_same_state(ref, new)
     ref, new = twins(CFG)
     for ms in (ref, new):
         ms.read(0, [0, 32])
@@ -193,11 +225,20 @@ def _recording(core, log, systems):
             log.append(("write", now, list(sectors), done))
             return done
 
+        def logged_queue(queue):  # the SM core's posted stores, logged one by one
+            i = 0
+            while i < len(queue):
+                n = int(queue[i + 1])
+                logged_write(int(queue[i]), queue[i + 2:i + 2 + n])
+                i += 2 + n
+
         def logged_warm(sectors, dirty=False):
             warm(sectors, dirty)
             log.append(("warm", len(sectors), dirty))
 
         ms.read, ms.write, ms.warm = logged_read, logged_write, logged_warm
+        if hasattr(ms, "write_queue"):
+            ms.write_queue = logged_queue
         return ms
     return make
 

@@ -22,11 +22,13 @@ for what each step means and why), on state held in numpy arrays instead of Pyth
 * ``L1`` (set x way x (2 + sectors per line)): the L1/texture cache's tags, LRU stamps and the
   arrival cycle of each sector.
 * ``ILOG``, ``SLOG``, ``BLOG``, ``HLOG``: issue log, stall log, back-branch times and hazard
-  records, drained by Python whenever the core returns; ``REQ`` the sectors of a memory request.
+  records, drained by Python whenever the core returns; ``REQ`` the sectors of a memory request,
+  then (from ``G[G_WQ_BASE]``) the queue of posted stores, also handed on at every return.
 
 :func:`run` advances the SM until something needs Python and returns a status: a quantum ended
-(``YIELD``), the L2/DRAM memory system must serve a read or a store (``MEM``: Python writes the
-completion cycle into ``G[G_MEM_RESULT]`` and calls again; the core resumes inside the same issue),
+(``YIELD``), the L2/DRAM memory system must serve a read or a store the queue has no room for
+(``MEM``: Python writes the completion cycle into ``G[G_MEM_RESULT]`` and calls again; the core
+resumes inside the same issue),
 a warp exited (``EXIT``: Python flushes its statistics and launches CTAs into freed slots), the logs
 need draining (``DRAIN``), the SM is idle (``DONE``) or an error (``ERR_*``). A suspended cycle
 resumes at the scheduler where it stopped, so the order of events is that of the reference core.
@@ -59,14 +61,14 @@ _NONE = 10  # a scheduler found no warp to issue (internal)
  G_DUAL, G_REUSE_HITS, G_BANK_CONFLICTS, G_BANK_CYCLES, G_DELAYED, G_SHARED_REQ, G_SHARED_WF,
  G_STORES, G_TEX_REQ, G_TEX_SECTORS, G_TEX_HITS, G_L1_HITS, G_L1_MISSES, G_L1_PENDING, G_L1_EVICT,
  G_SHM_BUSY,
- # log fill levels
- G_NILOG, G_NSLOG, G_NBLOG, G_NHLOG,
+ # log fill levels; the queue of posted stores in REQ (from G_WQ_BASE, G_WQ_N words used)
+ G_NILOG, G_NSLOG, G_NBLOG, G_NHLOG, G_WQ_BASE, G_WQ_N,
  # config
  G_NSCHED, G_HAZARDS, G_LOG, G_LOOKAHEAD, G_REUSE_ENTRIES, G_SWITCH_CLEARS, G_PENALTY,
  G_MEM_INTERVAL, G_PIPE_INT0, G_PIPE_INT1, G_REUSE_SLOTS, G_SHARED_DEPTH, G_GLOBAL_DEPTH,
  G_SECTOR, G_DUAL_ON, G_BAR_DELAY, G_LAT_S2R, G_READ_SHARED, G_READ_TEX, G_READ_GLOBAL,
  G_READ_BAR_RELEASE, G_TEX_L1_HIT, G_BARRIER_SYNC, G_LAT_LDS, G_LAT_STS, G_L1_LINE, G_L1_SPL,
- G_L1_SETS, G_L1_ASSOC, G_SIZE) = range(68)
+ G_L1_SETS, G_L1_ASSOC, G_SIZE) = range(70)
 
 # request kinds (G_REQ_KIND)
 REQ_TEX, REQ_LDG, REQ_STG = range(3)
@@ -417,6 +419,18 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u
     if u == STG:
         G_[G_STORES] += 1
         if n:
+            # a posted store: queued (cycle, count, sectors) for Python to hand to the memory system
+            # at the core's next return, before anything else (so the memory system sees the
+            # requests in the same order as when each store returns at once); the store returns at
+            # once only when the queue is full
+            q = G_[G_WQ_BASE] + G_[G_WQ_N]
+            if q + 2 + n <= REQ.shape[0]:
+                REQ[q] = read_at
+                REQ[q + 1] = n
+                for k in range(n):
+                    REQ[q + 2 + k] = SEC[aux + 1 + k]
+                G_[G_WQ_N] += 2 + n
+                return False, t + 1
             for k in range(n):
                 REQ[k] = SEC[aux + 1 + k]
             G_[G_REQ_KIND] = REQ_STG

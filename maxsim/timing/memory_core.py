@@ -417,6 +417,26 @@ def _slice_piece(s, now, slc, masks, m, SF, SI, HK, HV, HP, I, F, P):
 # ---- requests -----------------------------------------------------------------------------
 
 @njit(cache=True)
+def write_requests(Q, i, safe_n, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP):
+    """The posted stores queued in ``Q`` from word ``i`` on (each: cycle, sector count, sectors),
+    one write_request each, in order. Stops before a store of more than ``safe_n`` sectors and
+    after one that leaves the tables too full (I[I_ROOM]); returns the word reached, or -1 - the
+    word of a store with a negative address."""
+    n = Q.shape[0]
+    while i < n:
+        m = Q[i + 1]
+        if m > safe_n:
+            return i
+        done = write_request(float(Q[i]), Q[i + 2:i + 2 + m], P, I, F, T, LINES, READY, SF, SI, HK, HV, HP)
+        if done != done:
+            return -1 - i
+        i += 2 + m
+        if I[I_ROOM]:
+            return i
+    return i
+
+
+@njit(cache=True)
 def read_request(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAYS):
     """MemorySystem.read: the cycle the last of the sectors ``A`` arrives (before rounding up);
     NaN (nothing changed) for a negative address."""
@@ -904,6 +924,24 @@ class CompiledMemorySystem:
     def write(self, now: int, sectors) -> int:
         """Posted store of whole sectors into the L2 (STG); returns the cycle the L2 holds them."""
         return self._request("write", write_request, "_write_args", now, sectors)
+
+    def write_queue(self, queue) -> None:
+        """Posted stores in order, as many :meth:`write` calls: ``queue`` holds for each its cycle,
+        its sector count and its sectors (the SM core's store queue)."""
+        q = np.ascontiguousarray(queue, dtype=np.int64)
+        i, n = 0, q.shape[0]
+        while i < n:
+            j = write_requests(q, i, self._safe_n, *self._write_args)
+            if j < 0:
+                m = int(q[-1 - j + 1])
+                raise self._negative("write", q[-1 - j + 2:-1 - j + 2 + m])
+            if self._I[I_ROOM]:
+                self._check_room()
+            if j == i:  # a store too long for the tables' headroom: the one-by-one path makes room
+                m = int(q[i + 1])
+                self.write(int(q[i]), q[i + 2:i + 2 + m])
+                j = i + 2 + m
+            i = j
 
     def _request(self, what, request, args, now, sectors):
         """One read or write: ``request`` called with the arrays named ``args`` (fetched after

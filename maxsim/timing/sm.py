@@ -39,6 +39,8 @@ from .stats import STALL_REASONS, Stats
 __all__ = ["SM", "ReferenceSM", "residency", "StaticInfo", "core_name"]
 
 LOG_ROWS = 4096  # rows of each log buffer the core fills between two returns to Python
+STORE_QUEUE_WORDS = 4096  # room for the posted stores the core queues between two returns (each
+# takes 2 + its sector count; a store that does not fit returns at once, so this only sets speed)
 REGISTERS = 256  # register numbers an instruction can name (R0-R254, RZ is not tracked)
 
 
@@ -345,7 +347,8 @@ class SM:
         SLOG = np.zeros((rows, K.SLOG_W), dtype=np.int64)
         BLOG = np.zeros((LOG_ROWS, 2), dtype=np.int64)
         HLOG = np.zeros((LOG_ROWS, K.HLOG_W), dtype=np.int64)
-        REQ = np.zeros(64, dtype=np.int64)
+        REQ = np.zeros(64 + STORE_QUEUE_WORDS, dtype=np.int64)
+        G[K.G_WQ_BASE] = 64
         CNT = np.zeros(len(P), dtype=np.int64)
         self._G, self._F, self._W, self._REGS, self._Q, self._S, self._SW = G, F, W, REGS, Q, S, SW
         self._C, self._L1, self._ILOG, self._SLOG, self._BLOG, self._HLOG = C, L1, ILOG, SLOG, BLOG, HLOG
@@ -415,8 +418,14 @@ class SM:
         self._tfill += pcs.size
         self._sfill += sec.size
         self._slot_trace[slot] = (tb, pcs.size, sb, sec.size, offs)
-        if most > self._REQ.size:
-            self._REQ = np.zeros(most, dtype=np.int64)
+        G = self._G
+        if most > G[K.G_WQ_BASE]:
+            # a longer request: REQ grows (any queued stores move with the queue)
+            base, used = int(G[K.G_WQ_BASE]), int(G[K.G_WQ_N])
+            req = np.zeros(most + STORE_QUEUE_WORDS, dtype=np.int64)
+            req[most:most + used] = self._REQ[base:base + used]
+            self._REQ = req
+            G[K.G_WQ_BASE] = most
             self._pack()
         return pcs, tb
 
@@ -539,6 +548,8 @@ class SM:
         memsys = self.memsys
         while True:
             status = run(*self._args)
+            if G[K.G_WQ_N]:
+                self._post_stores()
             if G[K.G_NBLOG] or G[K.G_NHLOG] or G[K.G_NILOG] or G[K.G_NSLOG]:
                 self._drain()
             if status == K.MEM:
@@ -598,6 +609,23 @@ class SM:
                     st.ffma += n
         st.opcode_counts = dict(sorted(st.opcode_counts.items(), key=lambda kv: -kv[1]))
         yield t
+
+    def _post_stores(self):
+        """Hand the stores the core queued since its last return to the memory system, in order."""
+        G = self._G
+        base, used = int(G[K.G_WQ_BASE]), int(G[K.G_WQ_N])
+        G[K.G_WQ_N] = 0
+        queue = self._REQ[base:base + used]
+        write_kw = self._mem_kw[1]
+        post = getattr(self.memsys, "write_queue", None)
+        if post is not None and not write_kw:
+            post(queue)
+            return
+        i = 0
+        while i < used:
+            n = int(queue[i + 1])
+            self.memsys.write(int(queue[i]), queue[i + 2:i + 2 + n], **write_kw)
+            i += 2 + n
 
     def _drain(self):
         """Move what the core logged since the last return into Python lists."""
