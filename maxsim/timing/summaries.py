@@ -35,7 +35,8 @@ def sectors(addr, active, nbytes, sector=32):
 _NONE = np.iinfo(np.int64).max  # sorts after every sector
 
 
-SEEN_LIMIT = 4096  # remembered shared-memory patterns per summariser (a bound on its memory)
+SEEN_LIMIT = 4096  # remembered shared-memory patterns per bank geometry (a bound on the memory held)
+_SEEN = {}  # (banks, bank width) -> {pattern: wavefronts per warp}
 
 
 def atomic_wavefronts(addr, active, banks, width):
@@ -59,7 +60,9 @@ def make_summariser(cfg):
     access pattern seen before gets the same (read-only) summary array back."""
     banks, width, sector = cfg.shared.banks, cfg.shared.bank_width, cfg.l1tex.sector
 
-    seen = {}  # shared-memory access patterns already summarised (loops repeat them)
+    # shared-memory access patterns already summarised (loops repeat them, and so do the launches of
+    # one kernel): kept per bank geometry for every summariser of the process
+    seen = _SEEN.setdefault((banks, width), {})
 
     def summarise(kind, addr, active, nbytes):
         if kind == "shfl":  # one conflict-free pass per warp with an active lane
@@ -73,6 +76,7 @@ def make_summariser(cfg):
                 if len(seen) >= SEEN_LIMIT:
                     seen.clear()
                 out = seen[key] = warp_wavefronts(addr, active, nbytes, banks, width)
+                out.flags.writeable = False  # shared by every trace with this pattern
             return out
         return sectors(addr, active, nbytes, sector)
     summarise.key = ("banks", banks, "bank_width", width, "sector", sector)
