@@ -35,3 +35,24 @@ def test_lru_by_hand():
     assert not lru.access([0, 32], False)
     assert not lru.access([64, 96], False)  # clean evictions only
     assert len(lru) == 2
+
+
+def test_compiled_lru_matches_reference_on_strided_streams():
+    # a few thousand sectors at power-of-two strides (the matrices' rows) and random ones: long
+    # probe runs in the table, with evictions shifting entries back across its end
+    rng = np.random.default_rng(11)
+    capacity = 3000
+    fast, ref = SectorLRU(capacity), ReferenceLRU(capacity)
+    bases = [0, 1 << 20, 3 << 22]
+    for step in range(3000):
+        stride = 32 << int(rng.integers(0, 10))
+        base = bases[step % 3] + 32 * int(rng.integers(0, 4096))
+        sectors = np.unique(base + stride * np.arange(int(rng.integers(1, 60))))
+        if rng.random() < 0.3:
+            sectors = np.unique(32 * rng.integers(0, 50_000, size=40))
+        dirty = bool(rng.random() < 0.002)
+        got, want = fast.access(sectors, dirty), ref.access(sectors, dirty)
+        assert got == want, step
+        if want:
+            fast, ref = SectorLRU(capacity), ReferenceLRU(capacity)
+        assert len(fast) == len(ref.lru)
