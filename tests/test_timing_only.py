@@ -205,6 +205,27 @@ def test_sector_summaries_equal_a_per_warp_unique():
             assert got[w].tolist() == want
 
 
+def test_sector_summaries_of_many_warps_in_any_lane_order():
+    # the functional model's own dtype (uint32 addresses) and group sizes (hundreds of warps), lanes
+    # in address order, reversed or shuffled, addresses far above 2^31
+    from maxsim.timing.summaries import sectors
+    rng = np.random.default_rng(9)
+    for order in ("sorted", "reversed", "shuffled"):
+        nw, nb = 300, 16
+        base = rng.integers(0, 1 << 27, nw)[:, None] * 16 + (3 << 30)
+        addr = (base + 16 * np.arange(32)[None, :] * rng.integers(1, 5, (nw, 1))).astype(np.uint32)
+        if order == "reversed":
+            addr = addr[:, ::-1].copy()
+        elif order == "shuffled":
+            addr = rng.permuted(addr, axis=1)
+        act = rng.random((nw, 32)) < 0.9
+        got = sectors(addr, act, nb)
+        assert len(got) == nw
+        for w in range(0, nw, 7):
+            want = sorted({int(a) // 32 * 32 for a, on in zip(addr[w], act[w]) if on})
+            assert got[w].tolist() == want
+
+
 def test_repeated_shared_patterns_get_the_same_summary():
     from maxsim.arch.config import load_config
     from maxsim.timing.shared_memory import warp_wavefronts

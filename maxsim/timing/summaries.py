@@ -9,30 +9,55 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..jit import njit
 from .shared_memory import warp_wavefronts
 
 
 def sectors(addr, active, nbytes, sector=32):
     """Each warp's distinct ``sector``-byte sectors as sorted byte addresses (int64 array per warp;
     views of one array, read-only)."""
-    nw = addr.shape[0]
-    per = max(1, (nbytes + sector - 1) // sector)
-    a64 = addr.astype(np.int64)
-    secs = (a64 // sector)[:, :, None] + np.arange(per, dtype=np.int64)
-    # an access of nbytes may end inside the first sector: keep only sectors it touches
-    last = (a64 + nbytes - 1) // sector
-    valid = (secs <= last[:, :, None]) & active[:, :, None]
-    secs = np.where(valid, secs, _NONE).reshape(nw, -1)
-    secs.sort(axis=1)
-    keep = secs != _NONE
-    keep[:, 1:] &= secs[:, 1:] != secs[:, :-1]
-    flat = secs[keep] * sector
-    ends = np.cumsum(keep.sum(axis=1)).tolist()
+    flat, ends = _sectors(np.ascontiguousarray(addr), np.ascontiguousarray(active), int(nbytes), int(sector))
+    ends = ends.tolist()
     # views of ``flat`` (np.split gives the same views at several times the cost per warp)
     return [flat[a:b] for a, b in zip([0] + ends[:-1], ends)]
 
 
-_NONE = np.iinfo(np.int64).max  # sorts after every sector
+@njit(cache=True)
+def _sectors(addr, active, nbytes, sector):
+    """The sectors of :func:`sectors` for all warps: (byte addresses, warp after warp; the end of
+    each warp's run). A lane touches the sectors of its first byte onwards, as many as ``nbytes``
+    can span, those up to its last byte."""
+    nw, nl = addr.shape
+    per = max(1, (nbytes + sector - 1) // sector)
+    out = np.empty(nw * nl * per, np.int64)
+    ends = np.empty(nw, np.int64)
+    run = np.empty(nl * per, np.int64)
+    k = 0
+    for w in range(nw):
+        m = 0
+        for lane in range(nl):
+            if active[w, lane]:
+                a = np.int64(addr[w, lane])
+                first = a // sector
+                last = (a + nbytes - 1) // sector
+                for j in range(per):
+                    if first + j <= last:
+                        run[m] = first + j
+                        m += 1
+        # insertion sort (a warp's lanes mostly come in address order already)
+        for j in range(1, m):
+            x = run[j]
+            i = j - 1
+            while i >= 0 and run[i] > x:
+                run[i + 1] = run[i]
+                i -= 1
+            run[i + 1] = x
+        for j in range(m):
+            if j == 0 or run[j] != run[j - 1]:
+                out[k] = run[j] * sector
+                k += 1
+        ends[w] = k
+    return out[:k], ends
 
 
 SEEN_LIMIT = 4096  # remembered shared-memory patterns per bank geometry (a bound on the memory held)
