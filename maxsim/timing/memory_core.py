@@ -312,6 +312,21 @@ def _touch(LINES, I, row, way):
     LINES[row, way, L_STAMP] = I[I_CLOCK]
 
 
+@njit(cache=True, inline="always")
+def _use_line(LINES, READY, I, row, ln):
+    """The way of ``row`` holding line ``ln``, made the set's most recent: the line found, or
+    allocated (every sector invalid, clean) in an empty way or over the least recently used line.
+    Returns (way, the evicted line's dirty mask, or -1 when no line was evicted)."""
+    way = _find(LINES, row, ln)
+    if way >= 0:
+        _touch(LINES, I, row, way)
+        return way, -1
+    way = -1 - way
+    evicted = LINES[row, way, L_DIRTY] if LINES[row, way, L_TAG] != EMPTY else -1
+    _new_line(LINES, READY, I, row, way, ln)
+    return way, evicted
+
+
 @njit(cache=True)
 def _popcount(m):
     c = 0
@@ -469,22 +484,10 @@ def read_request(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAYS):
             if slc[u] != s:
                 continue
             row, ln, mask = rows[u], lines[u], masks[u]
-            way = _find(LINES, row, ln)
-            if way < 0:
-                way = -1 - way
-                if LINES[row, way, L_TAG] != EMPTY:
-                    n_evicted += 1
-                    wb += _popcount(LINES[row, way, L_DIRTY])
-                _new_line(LINES, READY, I, row, way, ln)
-                for i in range(spl):
-                    if mask >> i & 1:
-                        f_row[nf] = row
-                        f_way[nf] = way
-                        f_i[nf] = i
-                        f_ln[nf] = ln
-                        nf += 1
-                continue
-            _touch(LINES, I, row, way)
+            way, evicted = _use_line(LINES, READY, I, row, ln)  # a new line's sectors all miss below
+            if evicted >= 0:
+                n_evicted += 1
+                wb += _popcount(evicted)
             for i in range(spl):
                 if not mask >> i & 1:
                     continue
@@ -554,17 +557,11 @@ def write_request(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP):
             if slc[u] != s:
                 continue
             row, ln, mask = rows[u], lines[u], masks[u]
-            way = _find(LINES, row, ln)
-            if way < 0:
-                way = -1 - way
-                if LINES[row, way, L_TAG] != EMPTY:
-                    I[I_EVICTIONS] += 1
-                    d = LINES[row, way, L_DIRTY]
-                    if d:
-                        _write_back(s, start, _popcount(d), SF, SI, HK, HV, HP, I, P)
-                _new_line(LINES, READY, I, row, way, ln)
-            else:
-                _touch(LINES, I, row, way)
+            way, evicted = _use_line(LINES, READY, I, row, ln)
+            if evicted >= 0:
+                I[I_EVICTIONS] += 1
+                if evicted:
+                    _write_back(s, start, _popcount(evicted), SF, SI, HK, HV, HP, I, P)
             for i in range(spl):
                 if mask >> i & 1:
                     if np.isnan(READY[row, way, i]):
@@ -592,12 +589,7 @@ def warm_sectors(A, dirty, P, T, LINES, READY, I):
         a = A[j]
         ln = a >> ls
         _, row = _place(ln, P, T)
-        way = _find(LINES, row, ln)
-        if way < 0:
-            way = -1 - way
-            _new_line(LINES, READY, I, row, way, ln)
-        else:
-            _touch(LINES, I, row, way)
+        way, _ = _use_line(LINES, READY, I, row, ln)
         i = (a >> ss) & smask
         if np.isnan(READY[row, way, i]):
             READY[row, way, i] = 0.0
@@ -613,14 +605,9 @@ def insert_sector(sector_no, ready, dirty, P, T, LINES, READY, I):
     addr = sector_no * P[P_SECTOR]
     ln = addr >> P[P_LINE_SHIFT]
     _, row = _place(ln, P, T)
-    way = _find(LINES, row, ln)
-    if way < 0:
-        way = -1 - way
-        if LINES[row, way, L_TAG] != EMPTY:
-            I[I_EVICTIONS] += 1
-        _new_line(LINES, READY, I, row, way, ln)
-    else:
-        _touch(LINES, I, row, way)
+    way, evicted = _use_line(LINES, READY, I, row, ln)
+    if evicted >= 0:
+        I[I_EVICTIONS] += 1
     i = (addr // P[P_SECTOR]) % P[P_SPL]
     READY[row, way, i] = ready
     if dirty:
@@ -932,9 +919,9 @@ class CompiledMemorySystem:
         i, n = 0, q.shape[0]
         while i < n:
             j = write_requests(q, i, self._safe_n, *self._write_args)
-            if j < 0:
-                m = int(q[-1 - j + 1])
-                raise self._negative("write", q[-1 - j + 2:-1 - j + 2 + m])
+            if j < 0:  # the store at word -1 - j has a negative address
+                bad = -1 - j
+                raise self._negative("write", q[bad + 2:bad + 2 + int(q[bad + 1])])
             if self._I[I_ROOM]:
                 self._check_room()
             if j == i:  # a store too long for the tables' headroom: the one-by-one path makes room

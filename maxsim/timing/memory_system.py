@@ -331,11 +331,9 @@ class MemorySystem:
                 if e is None:
                     if len(st) >= assoc:
                         evicted.append(st.popitem(last=False)[1][-1])
-                    e = st[ln] = [None] * spl + [0]
-                    for i in _BITS[m]:
-                        fills.append((e, i))
-                    continue
-                st.move_to_end(ln)
+                    e = st[ln] = [None] * spl + [0]  # every sector invalid: all of them miss below
+                else:
+                    st.move_to_end(ln)
                 for i in _BITS[m]:
                     r = e[i]
                     if r is None:

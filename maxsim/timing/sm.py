@@ -286,6 +286,8 @@ class SM:
         self.issue_done = [] if log else None
         self.stall_log = [] if log else None
         self._mem_kw = memory_keywords(memory_system, sm_id)
+        # a memory system that takes the core's whole store queue in one call (and no keywords)
+        self._write_queue = None if self._mem_kw[1] else getattr(memory_system, "write_queue", None)
         self._slot_warp = [None] * cfg.sm.max_warps
         self._ctas = [None] * self.max_ctas
         self._build_state(log)
@@ -616,11 +618,10 @@ class SM:
         base, used = int(G[K.G_WQ_BASE]), int(G[K.G_WQ_N])
         G[K.G_WQ_N] = 0
         queue = self._REQ[base:base + used]
-        write_kw = self._mem_kw[1]
-        post = getattr(self.memsys, "write_queue", None)
-        if post is not None and not write_kw:
-            post(queue)
+        if self._write_queue is not None:
+            self._write_queue(queue)
             return
+        write_kw = self._mem_kw[1]
         i = 0
         while i < used:
             n = int(queue[i + 1])
