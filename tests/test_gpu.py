@@ -47,3 +47,20 @@ def test_merged_statistics_keep_every_warps_stall_reasons():
     assert {k.split(".")[0] for k in per} == {"sm0", "sm1", "sm2", "sm3"}
     for reason, total in g.stats.stall_reasons.items():
         assert sum(v[reason] for v in per.values()) == total
+
+
+def test_a_new_cta_spreads_its_warps_over_the_schedulers():
+    """A CTA takes the warp slots of its CTA slot (maxsim.timing.static.cta_warp_slots): its eight
+    warps land two per scheduler even when it starts while warps of the other resident CTA have
+    already exited and freed lower slots (the lowest free slots could put three on one scheduler,
+    which made that CTA's loop 40-60% slower in a tail of sgemm_128 at N = 768)."""
+    kernel, p = _problem("sgemm_128", 384, 384, 32)  # 9 CTAs, 2 resident: 4.5 waves on one SM
+    g = simulate_gpu(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=override(CFG, {"gpu.sms": 1}))
+    (sm,) = g.sms
+    ctas = {}
+    for w in sm.all_warps:
+        ctas.setdefault(w.cta.cid, []).append(w.slot)
+    assert len(ctas) == 9
+    for slots in ctas.values():
+        assert sorted(s % 4 for s in slots) == [0, 0, 1, 1, 2, 2, 3, 3]
+        assert max(slots) - min(slots) == 7  # one block of 8 slots

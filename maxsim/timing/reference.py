@@ -10,7 +10,8 @@ Four warp schedulers issue from the functional trace.
 The functional model has already executed the kernel and recorded, per warp, the instructions it
 executed and a summary of each memory access. This model decides *when* each of them issues:
 
-* Warps are assigned to schedulers by warp slot mod 4. Each scheduler issues at most one warp per
+* Warps are assigned to schedulers by warp slot mod 4; a CTA takes the warp slots of its CTA slot
+  (:func:`~maxsim.timing.static.cta_warp_slots`), so its warps spread evenly. Each scheduler issues at most one warp per
   cycle, and a second instruction of the same warp in the same cycle when the first has stall 0 and
   the pair uses different units (math + memory/branch/barrier): dual issue.
 * Warp selection: *greedy then oldest*. The scheduler keeps issuing the warp it issued last while
@@ -45,7 +46,7 @@ from ..errors import HazardError, SimulationError
 from .regfile import RegisterBanks
 from .shared_memory import SharedMemoryTiming
 from .static import (ALU, ALU_HALF, BAR, BRANCH, EXIT, LDG, LDS, MEMORY, NEVER, S2R, STG, STS, TEX,
-                     StaticInfo, residency)
+                     StaticInfo, cta_warp_slots, residency)
 from .stats import Stats
 
 _NO_REUSE = ((), (), ())  # empty reuse caches of the three operand slots
@@ -119,10 +120,11 @@ class Scheduler:
 
 
 class Cta:
-    __slots__ = ("cid", "warps", "live", "arrived", "start")
+    __slots__ = ("cid", "warps", "live", "arrived", "start", "index")
 
     def __init__(self, cid, start):
         self.cid = cid
+        self.index = -1  # its CTA slot on the SM
         self.start = start  # the cycle its warps were placed
         self.warps = []
         self.live = 0
@@ -151,6 +153,7 @@ class ReferenceSM:
         self.max_ctas, self.limited_by = residency(kernel, block, cfg)
         self.wpc = (block + 31) // 32
         self.free_slots = list(range(cfg.sm.max_warps))
+        self._cta_slots = [None] * self.max_ctas  # the CTA in each CTA slot (its warp slots: cta_warp_slots)
         self.pending = []  # (cta id, [warp traces]) queued for this SM
         self.dispatcher = None  # a GPU's shared queue of further CTAs (collections.deque)
         self.dispatched = []  # (cycle, cta id) taken from the dispatcher
@@ -222,10 +225,13 @@ class ReferenceSM:
             else:
                 break
             cta = Cta(cid, t)
-            self.free_slots.sort()
+            cta.index = self._cta_slots.index(None)
+            self._cta_slots[cta.index] = cta
+            slots = cta_warp_slots(cta.index, len(traces))
             nregs = self.kernel.reg_cnt
             for w, tr in enumerate(traces):
-                slot = self.free_slots.pop(0)
+                slot = slots[w]
+                self.free_slots.remove(slot)
                 sched = self.scheds[slot % len(self.scheds)]
                 warp = Warp(slot, sched, cta, f"cta{cid[0]},{cid[1]}.w{w}", tr.parts, t, nregs)
                 cta.warps.append(warp)
@@ -246,6 +252,7 @@ class ReferenceSM:
         cta.live -= 1
         if cta.live == 0:
             self.resident -= 1
+            self._cta_slots[cta.index] = None
             self.finished_ctas += 1
             self.cta_log.append((cta.cid, cta.start, t))
             self._launch_ready_ctas(t + self.cta_launch)

@@ -33,7 +33,7 @@ from . import core as K
 from .cores import CORES, core_name  # noqa: F401  (CORES: the choices)
 from .reference import ReferenceSM, memory_keywords
 from .shared_memory import SharedMemoryTiming
-from .static import BAR, LDG, LDS, MEMORY, STG, STS, TEX, StaticInfo, residency
+from .static import BAR, LDG, LDS, MEMORY, STG, STS, TEX, StaticInfo, cta_warp_slots, residency
 from .stats import STALL_REASONS, Stats
 
 __all__ = ["SM", "ReferenceSM", "residency", "StaticInfo", "core_name"]
@@ -475,9 +475,10 @@ class SM:
             c = self._ctas.index(None)
             cta = CtaView(cid, c, t)
             self._ctas[c] = cta
-            self.free_slots.sort()
+            slots = cta_warp_slots(c, len(traces))
             for w, tr in enumerate(traces):
-                slot = self.free_slots.pop(0)
+                slot = slots[w]
+                self.free_slots.remove(slot)
                 s = slot % nsched
                 wid = len(self.all_warps)
                 view = WarpView(wid, slot, self.scheds[s], cta, f"cta{cid[0]},{cid[1]}.w{w}", tr.parts)

@@ -90,6 +90,16 @@ def _n_dst(i):
     return OPCODES[i.opcode].n_dst
 
 
+def cta_warp_slots(cta_slot, warps):
+    """The warp slots of a CTA placed in CTA slot ``cta_slot`` of an SM: ``warps`` consecutive slots
+    of its own (slot c holds warps c x warps ... c x warps + warps - 1), so a CTA's warps spread
+    over the schedulers (slot mod 4) the same way whenever it starts, whatever order the other
+    CTAs' warps exited in. choice: the layout GPGPU-Sim uses; [jia18] measured warp w of a block
+    on scheduler w mod 4. Handing a new CTA the lowest free slots instead could put three of its
+    eight warps on one scheduler behind warps of a CTA still ending."""
+    return range(cta_slot * warps, (cta_slot + 1) * warps)
+
+
 def residency(kernel, block, cfg):
     """CTAs of this kernel that fit on one SM at once, and the resource that limits them (the
     rules: :mod:`maxsim.timing.occupancy`)."""
