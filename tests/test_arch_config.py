@@ -38,7 +38,8 @@ def test_every_shipped_config_loads(name):
     assert isinstance(cfg, ArchConfig)
     assert cfg.name == name
     assert cfg.description
-    assert cfg.clock_hz == cfg.gpu.core_clock_mhz * 1e6
+    assert cfg.clock_hz == cfg.gpu.core_clock_mhz * 1e6 * cfg.gpu.sustained_clock_fraction
+    assert cfg.nominal_clock_hz == cfg.gpu.core_clock_mhz * 1e6
 
 
 def test_list_configs_names_and_descriptions():
@@ -82,9 +83,10 @@ def test_measured_setup_and_chip_variants():
 
 def test_derived_bandwidths():
     c = load_config("gtx980_oc")
-    assert c.dram_peak_bytes_per_clk == pytest.approx(256e9 / 1.607e9)
-    assert c.dram_bytes_per_clk == pytest.approx(256e9 / 1.607e9 * c.dram.efficiency)
-    # L2 bandwidth derived from 446 GB/s on the M60 at 1177 MHz
+    f = c.gpu.sustained_clock_fraction  # DRAM bytes per sustained SM cycle
+    assert c.dram_peak_bytes_per_clk == pytest.approx(256e9 / (1.607e9 * f))
+    assert c.dram_bytes_per_clk == pytest.approx(256e9 / (1.607e9 * f) * c.dram.efficiency)
+    # L2 bandwidth derived from 446 GB/s on the M60 at its nominal 1177 MHz
     assert c.l2.bandwidth_bytes_per_clk == pytest.approx(446e9 / 1.177e9, rel=0.01)
 
 
@@ -190,6 +192,9 @@ def test_bad_float_and_bool_and_fraction(tmp_path):
     assert "key 'l1tex.throughput_bytes_per_clk' must be a positive number" in msg
     msg = _error(_write(tmp_path, "b5.toml", 'inherit = "gm204"\n[l1tex]\nunits = 0\n'))
     assert "key 'l1tex.units'" in msg
+    for bad in ("0", "1.5"):
+        msg = _error(_write(tmp_path, "b6.toml", f'inherit = "gm204"\n[gpu]\nsustained_clock_fraction = {bad}\n'))
+        assert "key 'gpu.sustained_clock_fraction' must be a number in (0, 1]" in msg
 
 
 @pytest.mark.parametrize("key,value", [("warp_size", 64), ("cta_barriers", 8), ("dependency_barriers", 7),
@@ -247,3 +252,18 @@ def test_override_validates():
         override(cfg, {"latency.lds": -3})
     with pytest.raises(ConfigError, match="unknown key"):
         override(cfg, {"latency.nope": 3})
+
+
+def test_sustained_clock_fraction_of_each_chip():
+    """GM204 sustains 96% of the SGEMM's issue-bound rate where GM107 sustains 98% [maxas-sgemm]:
+    the GM204 configs' cycles last 0.98 / 0.96 longer, GM107's not. Peak GFLOPS stay nominal; the
+    DRAM keeps its clock, so it moves more bytes per (longer) SM cycle."""
+    for name in ("gm204", "gtx980", "gtx980_oc", "m60", "titanx"):
+        assert load_config(name).gpu.sustained_clock_fraction == pytest.approx(0.96 / 0.98, abs=5e-5)
+    assert load_config("gtx750ti").gpu.sustained_clock_fraction == 1.0
+    oc = load_config("gtx980_oc")
+    f = oc.gpu.sustained_clock_fraction
+    assert oc.clock_hz == pytest.approx(1607e6 * f)
+    assert oc.dram_peak_bytes_per_clk == pytest.approx(256e9 / (1607e6 * f))
+    assert oc.cycles_to_seconds(1607e6 * f) == pytest.approx(1.0)
+    assert round(oc.peak_gflops) == 6582  # nominal, as the measured GFLOPS are quoted against it

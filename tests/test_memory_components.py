@@ -182,7 +182,7 @@ def test_l1_lru_eviction():
 # 379 B/clk for the chip = 47.375 B/clk per slice; 8 DRAM channels, one behind each slice.
 
 SLICE_BPC = CFG.l2.bandwidth_bytes_per_clk / 8  # 47.375
-CHAN_BPC = CFG.dram_bytes_per_clk / 8  # 224e9 x 0.79 / 1.216e9 / 8 = 18.19
+CHAN_BPC = CFG.dram_bytes_per_clk / 8  # 224e9 x 0.79 / (1.216e9 x 0.96 / 0.98) / 8 = 18.57
 L2_LAT, DRAM_LAT = CFG.latency.l2_hit, CFG.latency.dram
 
 
@@ -192,7 +192,8 @@ def test_gm204_geometry_from_the_config():
     assert ms.l2.n_sets == 2 * 1024 * 1024 // 8 // (128 * 16) == 128
     assert ms.channel_of_slice == list(range(8))
     assert ms.slices[0].bytes_per_clk == pytest.approx(47.375)
-    assert ms.channels[0].bytes_per_clk == pytest.approx(224e9 * 0.79 / 1.216e9 / 8)
+    # the DRAM's bandwidth per SM cycle as sustained (gpu.sustained_clock_fraction = 0.96 / 0.98)
+    assert ms.channels[0].bytes_per_clk == pytest.approx(224e9 * 0.79 / (1.216e9 * 0.96 / 0.98) / 8, rel=1e-4)
 
 
 def test_ipoly_slice_mapping_by_hand():

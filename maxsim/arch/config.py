@@ -107,6 +107,9 @@ class GpuConfig:
     dram_bus_bits: int = _pos_int()
     dram_bandwidth_gbs: float = _pos_float()  # peak, 1e9 bytes/s; must equal clock x bus / 8
     launch_overhead_us: float = _nonneg_float()
+    # the share of the nominal clock the SMs (and the L2, which runs with them) sustain: a cycle
+    # lasts 1 / (core_clock_mhz x this) in time; the DRAM keeps its own clock (dram_bandwidth_gbs)
+    sustained_clock_fraction: float = _unit_fraction()
 
 
 @attrs.frozen
@@ -303,6 +306,12 @@ class ArchConfig:
     # ---- derived quantities -----------------------------------------------------------------
     @property
     def clock_hz(self) -> float:
+        """The SM clock as sustained: the nominal clock x ``gpu.sustained_clock_fraction``. Every
+        conversion between cycles and time (and DRAM bytes per cycle) uses it."""
+        return self.gpu.core_clock_mhz * 1e6 * self.gpu.sustained_clock_fraction
+
+    @property
+    def nominal_clock_hz(self) -> float:
         return self.gpu.core_clock_mhz * 1e6
 
     @property
@@ -317,9 +326,10 @@ class ArchConfig:
 
     @property
     def peak_gflops(self) -> float:
-        """FP32 peak: 2 flops per FFMA lane."""
+        """FP32 peak at the nominal clock: 2 flops per FFMA lane (the figure GFLOPS are quoted
+        against)."""
         lanes = self.gpu.sms * self.sm.schedulers * self.sm.warp_size * self.pipes.alu
-        return 2.0 * lanes * self.clock_hz / 1e9
+        return 2.0 * lanes * self.nominal_clock_hz / 1e9
 
     def cycles_to_seconds(self, cycles: float) -> float:
         return cycles / self.clock_hz
