@@ -120,6 +120,9 @@ def test_default_comparison_has_the_max64_3_curve(tmp_path, capsys, fake_predict
     assert main(["compare", "--quiet", "--jobs", "1", "--workload", "sgemm_64", "--sizes", "256,512"]) == 0
     text = capsys.readouterr().out
     assert "L2 hit %" in text and "60.0" in text and "sgemm_64: 125 registers per thread, 8 CTAs per SM" in text
+    # the header names the nominal and the sustained clock (gtx980_oc: 1607 x 0.96 / 0.98 = 1574 MHz)
+    assert "1607 MHz (1574 sustained: gpu.sustained_clock_fraction)" in text.splitlines()[0]
+    assert res["core_clock_mhz"] == 1607 and res["sustained_clock_mhz"] == pytest.approx(1607 * 0.96 / 0.98, rel=1e-4)
 
 
 def test_memory_panels_of_the_plot(fake_predictions):
