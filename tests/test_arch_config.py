@@ -38,7 +38,7 @@ def test_every_shipped_config_loads(name):
     assert isinstance(cfg, ArchConfig)
     assert cfg.name == name
     assert cfg.description
-    assert cfg.clock_hz == cfg.gpu.core_clock_mhz * 1e6 * cfg.gpu.sustained_clock_fraction
+    assert cfg.clock_hz == cfg.gpu.core_clock_mhz * 1e6 * cfg.gpu.effective_clock_fraction
     assert cfg.nominal_clock_hz == cfg.gpu.core_clock_mhz * 1e6
 
 
@@ -83,7 +83,7 @@ def test_measured_setup_and_chip_variants():
 
 def test_derived_bandwidths():
     c = load_config("gtx980_oc")
-    f = c.gpu.sustained_clock_fraction  # DRAM bytes per sustained SM cycle
+    f = c.gpu.effective_clock_fraction  # DRAM bytes per effective SM cycle
     assert c.dram_peak_bytes_per_clk == pytest.approx(256e9 / (1.607e9 * f))
     assert c.dram_bytes_per_clk == pytest.approx(256e9 / (1.607e9 * f) * c.dram.efficiency)
     # L2 bandwidth derived from 446 GB/s on the M60 at its nominal 1177 MHz
@@ -193,8 +193,8 @@ def test_bad_float_and_bool_and_fraction(tmp_path):
     msg = _error(_write(tmp_path, "b5.toml", 'inherit = "gm204"\n[l1tex]\nunits = 0\n'))
     assert "key 'l1tex.units'" in msg
     for bad in ("0", "1.5"):
-        msg = _error(_write(tmp_path, "b6.toml", f'inherit = "gm204"\n[gpu]\nsustained_clock_fraction = {bad}\n'))
-        assert "key 'gpu.sustained_clock_fraction' must be a number in (0, 1]" in msg
+        msg = _error(_write(tmp_path, "b6.toml", f'inherit = "gm204"\n[gpu]\neffective_clock_fraction = {bad}\n'))
+        assert "key 'gpu.effective_clock_fraction' must be a number in (0, 1]" in msg
 
 
 @pytest.mark.parametrize("key,value", [("warp_size", 64), ("cta_barriers", 8), ("dependency_barriers", 7),
@@ -254,15 +254,15 @@ def test_override_validates():
         override(cfg, {"latency.nope": 3})
 
 
-def test_sustained_clock_fraction_of_each_chip():
+def test_effective_clock_fraction_of_each_chip():
     """GM204 sustains 96% of the SGEMM's issue-bound rate where GM107 sustains 98% [maxas-sgemm]:
     the GM204 configs' cycles last 0.98 / 0.96 longer, GM107's not. Peak GFLOPS stay nominal; the
     DRAM keeps its clock, so it moves more bytes per (longer) SM cycle."""
     for name in ("gm204", "gtx980", "gtx980_oc", "m60", "titanx"):
-        assert load_config(name).gpu.sustained_clock_fraction == pytest.approx(0.96 / 0.98, abs=5e-5)
-    assert load_config("gtx750ti").gpu.sustained_clock_fraction == 1.0
+        assert load_config(name).gpu.effective_clock_fraction == pytest.approx(0.96 / 0.98, abs=5e-5)
+    assert load_config("gtx750ti").gpu.effective_clock_fraction == 1.0
     oc = load_config("gtx980_oc")
-    f = oc.gpu.sustained_clock_fraction
+    f = oc.gpu.effective_clock_fraction
     assert oc.clock_hz == pytest.approx(1607e6 * f)
     assert oc.dram_peak_bytes_per_clk == pytest.approx(256e9 / (1607e6 * f))
     assert oc.cycles_to_seconds(1607e6 * f) == pytest.approx(1.0)

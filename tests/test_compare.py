@@ -120,9 +120,9 @@ def test_default_comparison_has_the_max64_3_curve(tmp_path, capsys, fake_predict
     assert main(["compare", "--quiet", "--jobs", "1", "--workload", "sgemm_64", "--sizes", "256,512"]) == 0
     text = capsys.readouterr().out
     assert "L2 hit %" in text and "60.0" in text and "sgemm_64: 125 registers per thread, 8 CTAs per SM" in text
-    # the header names the nominal and the sustained clock (gtx980_oc: 1607 x 0.96 / 0.98 = 1574 MHz)
-    assert "1607 MHz (1574 sustained: gpu.sustained_clock_fraction)" in text.splitlines()[0]
-    assert res["core_clock_mhz"] == 1607 and res["sustained_clock_mhz"] == pytest.approx(1607 * 0.96 / 0.98, rel=1e-4)
+    # the header names the nominal and the effective clock (gtx980_oc: 1607 x 0.96 / 0.98 = 1574 MHz)
+    assert "1607 MHz (1574 effective: gpu.effective_clock_fraction)" in text.splitlines()[0]
+    assert res["core_clock_mhz"] == 1607 and res["effective_clock_mhz"] == pytest.approx(1607 * 0.96 / 0.98, rel=1e-4)
 
 
 def test_memory_panels_of_the_plot(fake_predictions):
@@ -145,7 +145,7 @@ def test_memory_panels_of_the_plot(fake_predictions):
         assert list(lines["sgemm_64 at 3 warps/scheduler"].get_ydata()) == pytest.approx([65.0] * 3)
         assert list(lines["sgemm_64"].get_xdata()) == [256, 512, 1024]
         util = {ln.get_label(): ln for ln in dram.get_lines()}["sgemm_64"].get_ydata()
-        # 32 x 400 x n bytes in 1000 n cycles at 1607 MHz as sustained (x 0.96 / 0.98, see gm204.toml),
+        # 32 x 400 x n bytes in 1000 n cycles at 1607 MHz x 0.96 / 0.98 (the effective clock, gm204.toml),
         # of 256 GB/s (gtx980_oc's 8 Gbps), in percent
         assert util[0] == pytest.approx(100 * 32 * 400 / (1000 / (1.607e9 * 0.96 / 0.98)) / 256e9, rel=1e-4)
     finally:

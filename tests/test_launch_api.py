@@ -94,8 +94,8 @@ def test_timed_launch_reports_the_sm_and_the_gpu(reduce):
     assert out["gpu_prediction_method"] == "full" and out["cycles"] == r.timing["cycles"]
 
 
-def test_predicted_time_runs_at_the_sustained_clock(reduce):
-    """A launch's predicted time is the launch overhead plus its cycles at the sustained clock
+def test_predicted_time_runs_at_the_effective_clock(reduce):
+    """A launch's predicted time is the launch overhead plus its cycles at the effective clock
     (gtx980_oc: 1607 MHz x 0.96 / 0.98, see gm204.toml); with the fraction set to 1 the same launch
     takes about as many cycles (the DRAM moves a little less per cycle) and less time."""
     from maxsim.arch.config import load_config, override
@@ -104,11 +104,11 @@ def test_predicted_time_runs_at_the_sustained_clock(reduce):
     for f in (None, 1.0):
         cfg = load_config("gtx980_oc")
         if f is not None:
-            cfg = override(cfg, {"gpu.sustained_clock_fraction": f})
+            cfg = override(cfg, {"gpu.effective_clock_fraction": f})
         r = maxsim.launch(reduce, grid=4, block=TILE, params={"x": "x", "partial": "p", "n": n},
                           buffers={"x": np.ones(n, np.float32), "p": np.zeros(4, np.float32)}, config=cfg)
         p = r.prediction
-        clock = 1607e6 * cfg.gpu.sustained_clock_fraction
+        clock = 1607e6 * cfg.gpu.effective_clock_fraction
         assert p.seconds == pytest.approx(cfg.gpu.launch_overhead_us * 1e-6 + p.cycles / clock, rel=1e-12)
         times[f] = p
     derated, nominal = times[None], times[1.0]

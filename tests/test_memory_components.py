@@ -192,7 +192,7 @@ def test_gm204_geometry_from_the_config():
     assert ms.l2.n_sets == 2 * 1024 * 1024 // 8 // (128 * 16) == 128
     assert ms.channel_of_slice == list(range(8))
     assert ms.slices[0].bytes_per_clk == pytest.approx(47.375)
-    # the DRAM's bandwidth per SM cycle as sustained (gpu.sustained_clock_fraction = 0.96 / 0.98)
+    # the DRAM's bandwidth per effective SM cycle (gpu.effective_clock_fraction = 0.96 / 0.98)
     assert ms.channels[0].bytes_per_clk == pytest.approx(224e9 * 0.79 / (1.216e9 * 0.96 / 0.98) / 8, rel=1e-4)
 
 

@@ -88,7 +88,7 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
     it: every prediction is deterministic)."""
     measured = load_measurements()
     result = {"config": cfg.name, "gpu": cfg.gpu.name, "core_clock_mhz": cfg.gpu.core_clock_mhz,
-              "sustained_clock_mhz": cfg.clock_hz / 1e6, "peak_gflops": cfg.peak_gflops, "kernels": {},
+              "effective_clock_mhz": cfg.clock_hz / 1e6, "peak_gflops": cfg.peak_gflops, "kernels": {},
               "reference": {}}
     for ref in REFERENCE_COLUMNS:
         result["reference"][ref] = sorted(measured.get(ref, {}).items())
@@ -182,9 +182,9 @@ def _predict_all(cfg, tasks, jobs, progress):
 
 def format_table(result):
     clock = f"{result['core_clock_mhz']:.0f} MHz"
-    sustained = result.get("sustained_clock_mhz")
-    if sustained is not None and abs(sustained - result["core_clock_mhz"]) > 0.5:
-        clock += f" ({sustained:.0f} sustained: gpu.sustained_clock_fraction)"
+    effective = result.get("effective_clock_mhz")
+    if effective is not None and abs(effective - result["core_clock_mhz"]) > 0.5:
+        clock += f" ({effective:.0f} effective: gpu.effective_clock_fraction)"
     lines = [f"simulated vs measured SGEMM GFLOPS on {result['gpu']} "
              f"(config {result['config']}, {clock}, FP32 peak {result['peak_gflops']:.0f})"]
     for name, k in result["kernels"].items():

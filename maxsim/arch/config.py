@@ -107,9 +107,9 @@ class GpuConfig:
     dram_bus_bits: int = _pos_int()
     dram_bandwidth_gbs: float = _pos_float()  # peak, 1e9 bytes/s; must equal clock x bus / 8
     launch_overhead_us: float = _nonneg_float()
-    # the share of the nominal clock the SMs (and the L2, which runs with them) sustain: a cycle
-    # lasts 1 / (core_clock_mhz x this) in time; the DRAM keeps its own clock (dram_bandwidth_gbs)
-    sustained_clock_fraction: float = _unit_fraction()
+    # the SMs' (and the L2's) cycles per second as a share of the nominal clock: a cycle lasts
+    # 1 / (core_clock_mhz x this) in time; the DRAM keeps its own rate (dram_bandwidth_gbs)
+    effective_clock_fraction: float = _unit_fraction()
 
 
 @attrs.frozen
@@ -306,9 +306,9 @@ class ArchConfig:
     # ---- derived quantities -----------------------------------------------------------------
     @property
     def clock_hz(self) -> float:
-        """The SM clock as sustained: the nominal clock x ``gpu.sustained_clock_fraction``. Every
+        """The SM clock in effect: the nominal clock x ``gpu.effective_clock_fraction``. Every
         conversion between cycles and time (and DRAM bytes per cycle) uses it."""
-        return self.gpu.core_clock_mhz * 1e6 * self.gpu.sustained_clock_fraction
+        return self.gpu.core_clock_mhz * 1e6 * self.gpu.effective_clock_fraction
 
     @property
     def nominal_clock_hz(self) -> float:
