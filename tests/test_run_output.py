@@ -80,6 +80,11 @@ def test_sgemm_summary_says_the_answer_first(sgemm_run):
     assert [r for r, _ in s["top_stalls"]] == [first, second]
     assert text[5].startswith(f"top stalls (share of warp-cycles): {first} {100 * stalls[first] / total:.1f}% (")
     assert f"; {second} {100 * stalls[second] / total:.1f}% (" in text[5]
+    # the SM's cycles become time at the clock in effect: 1216 MHz x 0.96 / 0.98 (gm204.toml); its
+    # GFLOPS are the run's flops in that time (64 x 64 x 64 FFMAs + the beta term: 2 n^3 + n^2 flops)
+    assert out["sm_clock_mhz"] == pytest.approx(1216 * 0.96 / 0.98, rel=1e-4)
+    assert out["gflops"] == pytest.approx((2 * 64 ** 3 + 64 ** 2) / (out["cycles"] / (out["sm_clock_mhz"] * 1e6)) / 1e9,
+                                          rel=1e-6)
     # the text report starts with the same lines, then the details as before
     report = format_run(out).split("\n")
     assert report[:len(text)] == text and report[len(text)] == ""

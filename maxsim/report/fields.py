@@ -34,6 +34,8 @@ def timing_fields(sm) -> dict:
     out["cycles_per_loop_iteration"] = sm.loop_cycles_per_iteration()
     out["hazard_messages"] = sm.stats.hazards[:20]
     seconds = sm.stats.cycles / sm.cfg.clock_hz
+    # the clock its cycles become time at: the nominal one x gpu.effective_clock_fraction
+    out["sm_clock_mhz"] = sm.cfg.clock_hz / 1e6
     out["profiler_metrics"] = profiler_metrics(sm_counters(sm), seconds, sm.cfg)
     return out
 

@@ -15,7 +15,7 @@ _ORDER = (
     ("sm_warp_instructions", "warp instructions (timed SM)"),
     ("cycles", "cycles (timed SM)"), ("ipc", "IPC"),
     ("divergent_branches", "divergent branches"), ("simd_efficiency", "SIMD efficiency (active lanes/32)"),
-    ("gflops", "GFLOPS (SM, config clock)"), ("ffma_pipe_utilisation", "FFMA pipe utilisation"),
+    ("sm_clock_mhz", "SM clock in effect (MHz)"), ("gflops", "GFLOPS (SM, clock in effect)"), ("ffma_pipe_utilisation", "FFMA pipe utilisation"),
     ("cycles_per_loop_iteration", "cycles per main-loop iteration"),
     ("dual_issues", "dual issues"), ("register_bank_conflicts", "register bank conflicts"),
     ("bank_conflict_cycles", "bank conflict cycles"), ("delayed_bank_conflicts", "delayed bank conflicts"),
