@@ -64,3 +64,21 @@ def test_a_new_cta_spreads_its_warps_over_the_schedulers():
     for slots in ctas.values():
         assert sorted(s % 4 for s in slots) == [0, 0, 1, 1, 2, 2, 3, 3]
         assert max(slots) - min(slots) == 7  # one block of 8 slots
+
+
+def test_a_cta_with_more_warps_than_its_block_is_refused():
+    """Each CTA slot owns the warp slots of one block (cta_warp_slots): a CTA handed more warp
+    traces than its block has warps is an error naming both, in either core."""
+    import pytest
+
+    from maxsim.errors import SimulationError
+    from maxsim.gpu.gpu import trace_ctas
+    from maxsim.timing.memory_system import MemorySystem
+    from maxsim.timing.sm import SM
+    kernel, p = _problem("sgemm_64", 64, 64, 16)
+    _, ((cid, traces),) = trace_ctas(kernel, p.grid, p.block, p.params, p.memory, p.textures, CFG, timing_only=True)
+    for core in ("compiled", "python"):
+        sm = SM(CFG, kernel, p.block, MemorySystem(CFG), core=core)
+        sm.add_cta(cid, traces + traces[:1])  # 3 warps for a block of 64 threads
+        with pytest.raises(SimulationError, match=r"CTA \(0, 0\) has 3 warps, more than its block of 64 threads"):
+            sm.run()

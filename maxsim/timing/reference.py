@@ -227,7 +227,10 @@ class ReferenceSM:
             cta = Cta(cid, t)
             cta.index = self._cta_slots.index(None)
             self._cta_slots[cta.index] = cta
-            slots = cta_warp_slots(cta.index, len(traces))
+            if len(traces) > self.wpc:
+                raise SimulationError(f"CTA {cid} has {len(traces)} warps, more than its block of "
+                                      f"{self.block} threads holds")
+            slots = cta_warp_slots(cta.index, self.wpc)
             nregs = self.kernel.reg_cnt
             for w, tr in enumerate(traces):
                 slot = slots[w]

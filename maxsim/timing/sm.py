@@ -475,7 +475,10 @@ class SM:
             c = self._ctas.index(None)
             cta = CtaView(cid, c, t)
             self._ctas[c] = cta
-            slots = cta_warp_slots(c, len(traces))
+            if len(traces) > self.wpc:
+                raise SimulationError(f"CTA {cid} has {len(traces)} warps, more than its block of "
+                                      f"{self.block} threads holds")
+            slots = cta_warp_slots(c, self.wpc)
             for w, tr in enumerate(traces):
                 slot = slots[w]
                 self.free_slots.remove(slot)
