@@ -21,6 +21,7 @@ from maxsim.arch.config import load_config, override
 from maxsim.errors import MaxsimError
 from maxsim.timing.memory_core import EMPTY, CompiledMemorySystem
 from maxsim.timing.memory_system import BandwidthServer, MemorySystem
+from maxsim.timing.sm import serves_in_core
 
 CFG = load_config("gtx980_oc")
 
@@ -266,3 +267,14 @@ def test_sampled_prediction_identical_with_either_memory_system(name, n, monkeyp
         assert_same_state(a, b)
     assert p_ref.pop("sim_seconds") > 0 and p_new.pop("sim_seconds") > 0  # (the time each took)
     assert p_ref == p_new
+    # the compiled memory system as it is: the SM core serves its reads itself (no Python call per
+    # read, so no log), with the same prediction and the same final state of every memory system
+    systems = []
+    monkeypatch.setattr(sampling, "MemorySystem", lambda cfg, *a, **kw: systems.append(
+        MemorySystem(cfg, *a, core="compiled", **kw)) or systems[-1])
+    p_core = predict_sgemm(name, n, cfg, k=128)
+    assert all(serves_in_core(ms) for ms in systems) and len(systems) == len(ms_ref)
+    for a, b in zip(ms_ref, systems):
+        assert_same_state(a, b)
+    p_core.pop("sim_seconds")
+    assert p_core == p_ref

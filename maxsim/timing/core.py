@@ -24,13 +24,19 @@ for what each step means and why), on state held in numpy arrays instead of Pyth
 * ``ILOG``, ``SLOG``, ``BLOG``, ``HLOG``: issue log, stall log, back-branch times and hazard
   records, drained by Python whenever the core returns; ``REQ`` the sectors of a memory request,
   then (from ``G[G_WQ_BASE]``) the queue of posted stores, also handed on at every return.
+* ``MS``: the compiled memory system's arrays (``CompiledMemorySystem._read_args``; stand-ins
+  with ``G[G_MEMC]`` = 0 for any other memory system): the core serves a read itself with
+  :func:`~maxsim.timing.memory_core.read_request`, exactly as Python's call would, when no posted
+  store is waiting to go first and the memory system's tables have room (``G[G_SAFE_N]`` sectors).
 
 :func:`run` advances the SM until something needs Python and returns a status: a quantum ended
 (``YIELD``), the L2/DRAM memory system must serve a read or a store the queue has no room for
 (``MEM``: Python writes the completion cycle into ``G[G_MEM_RESULT]`` and calls again; the core
 resumes inside the same issue),
 a warp exited (``EXIT``: Python flushes its statistics and launches CTAs into freed slots), the logs
-need draining (``DRAIN``), the SM is idle (``DONE``) or an error (``ERR_*``). A suspended cycle
+need draining (``DRAIN``), a read served here left the memory system's tables too full (``ROOM``:
+Python grows them, every SM takes the new arrays), the SM is idle (``DONE``) or an error
+(``ERR_*``). A suspended cycle
 resumes at the scheduler where it stopped, so the order of events is that of the reference core.
 
 Speed: the helpers are written as small functions but marked ``inline="always"``, so numba compiles
@@ -51,11 +57,12 @@ from numba import njit
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .memory_core import I_ROOM, read_request
 from .static import ALU_HALF, BAR, BRANCH, EXIT, LDG, LDS, NEVER, S2R, STG, STS, TEX
 
 # ---- statuses returned by run() ----
-OK, YIELD, DONE, MEM, EXITED, DRAIN, ERR_LIMIT, ERR_DEADLOCK, ERR_TRACE_END, ERR_HAZARD = range(10)
-_NONE = 10  # a scheduler found no warp to issue (internal)
+OK, YIELD, DONE, MEM, EXITED, DRAIN, ERR_LIMIT, ERR_DEADLOCK, ERR_TRACE_END, ERR_HAZARD, ROOM = range(11)
+_NONE = 11  # a scheduler found no warp to issue (internal)
 
 # ---- G: SM-wide scalars ----
 (G_T, G_SI, G_ISSUED, G_PHASE, G_CTX_SLOT, G_CTX_PC, G_CTX_DONE, G_REQ_KIND, G_REQ_NOW, G_REQ_N,
@@ -71,7 +78,7 @@ _NONE = 10  # a scheduler found no warp to issue (internal)
  G_MEM_INTERVAL, G_PIPE_INT0, G_PIPE_INT1, G_REUSE_SLOTS, G_SHARED_DEPTH, G_GLOBAL_DEPTH,
  G_SECTOR, G_DUAL_ON, G_BAR_DELAY, G_LAT_S2R, G_READ_SHARED, G_READ_TEX, G_READ_GLOBAL,
  G_READ_BAR_RELEASE, G_TEX_L1_HIT, G_BARRIER_SYNC, G_LAT_LDS, G_LAT_STS, G_L1_LINE, G_L1_SPL,
- G_L1_SETS, G_L1_ASSOC, G_SIZE) = range(70)
+ G_L1_SETS, G_L1_ASSOC, G_MEMC, G_SAFE_N, G_SIZE) = range(72)
 
 # request kinds (G_REQ_KIND)
 REQ_TEX, REQ_LDG, REQ_STG = range(3)
@@ -643,7 +650,7 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay
 
 @njit(cache=True, inline="always")
 def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
-                REQ, CNT, w, s, pc, t, phase):
+                REQ, CNT, MS, w, s, pc, t, phase):
     """One issue (a scheduler's pick): compiled into its caller. :func:`_issue` is the same as a call."""
     CNT[pc] += 1
     u = P[pc, P_UNIT]
@@ -665,10 +672,22 @@ def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC,
     elif u >= LDS and u <= STG:
         need, done_at = _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u)
         if need:
-            G[G_PHASE] = phase
-            G[G_CTX_SLOT] = w
-            G[G_CTX_PC] = pc
-            return MEM
+            # a read served here by the compiled memory system, as Python would serve
+            # it: only with no posted store waiting to go first and room in its tables
+            served = False
+            if G[G_MEMC] and G[G_REQ_KIND] != REQ_STG and G[G_WQ_N] == 0 and not MS[1][I_ROOM] \
+                    and G[G_REQ_N] <= G[G_SAFE_N]:
+                r = read_request(float(G[G_REQ_NOW]), REQ[:G[G_REQ_N]], MS[0], MS[1], MS[2], MS[3], MS[4],
+                                 MS[5], MS[6], MS[7], MS[8], MS[9], MS[10], MS[11])
+                if r == r:  # NaN: a negative address, left to Python to report
+                    G[G_MEM_RESULT] = int(np.ceil(r))
+                    done_at = _memory_done(G, W, Q, L1, REQ, w)
+                    served = True
+            if not served:
+                G[G_PHASE] = phase
+                G[G_CTX_SLOT] = w
+                G[G_CTX_PC] = pc
+                return MEM
     elif u == S2R:
         done_at = t + P[pc, P_LATENCY]  # S2R, LDC: a fixed latency of their own
     elif u == BRANCH:
@@ -686,15 +705,15 @@ def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC,
 
 @njit(cache=True)
 def _issue(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
-           REQ, CNT, w, s, pc, t, phase):
+           REQ, CNT, MS, w, s, pc, t, phase):
     """:func:`_issue_here` as a call, for the rarer second issue of a cycle (dual issue)."""
     return _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG,
-                       HLOG, REQ, CNT, w, s, pc, t, phase)
+                       HLOG, REQ, CNT, MS, w, s, pc, t, phase)
 
 
 @njit(cache=True, inline="always")
 def _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
-          REQ, CNT, w, s, pc, t):
+          REQ, CNT, MS, w, s, pc, t):
     """Dual issue: a stall-0 instruction and the next one of the same warp, different units."""
     if P[pc, P_STALL] == 0 and G[G_DUAL_ON] and not W[w, W_DONE] and not W[w, W_AT_BAR]:
         nxt = W[w, W_PC]
@@ -708,13 +727,13 @@ def _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, I
             if clear and _unit_ok(G, W, Q, S, P, w, nxt, t, s):
                 G[G_DUAL] += 1
                 return _issue(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1,
-                              ILOG, BLOG, HLOG, REQ, CNT, w, s, nxt, t, 2)
+                              ILOG, BLOG, HLOG, REQ, CNT, MS, w, s, nxt, t, 2)
     return OK
 
 
 @njit(cache=True, inline="always")
 def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, SLOG, BLOG,
-              HLOG, REQ, CNT, s, t):
+              HLOG, REQ, CNT, MS, s, t):
     """One scheduler's turn in cycle t: greedy-then-oldest selection, stall accounting, issue."""
     w = S[s, S_LAST]
     nw = S[s, S_NW]
@@ -777,11 +796,11 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
     W[w, W_BAR_WAIT] = 0
     pc = W[w, W_PC]
     st = _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
-                     REQ, CNT, w, s, pc, t, 1)
+                     REQ, CNT, MS, w, s, pc, t, 1)
     if st != OK:
         return st
     return _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
-                 REQ, CNT, w, s, pc, t)
+                 REQ, CNT, MS, w, s, pc, t)
 
 
 @njit(cache=True, inline="always")
@@ -802,7 +821,7 @@ def _next_time(G, W, S, SW):
 
 @njit(cache=True)
 def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, SLOG, BLOG, HLOG,
-        REQ, CNT):
+        REQ, CNT, MS):
     """Advance the SM from G[G_T] until Python is needed; returns a status (module docstring)."""
     G, F, W, REGS, Q, S, SW = _borrow(G), _borrow(F), _borrow(W), _borrow(REGS), _borrow(Q), _borrow(S), \
         _borrow(SW)
@@ -810,6 +829,8 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
     TPC, TAUX, SEC, L1 = _borrow(TPC), _borrow(TAUX), _borrow(SEC), _borrow(L1)
     ILOG, SLOG, BLOG, HLOG = _borrow(ILOG), _borrow(SLOG), _borrow(BLOG), _borrow(HLOG)
     REQ, CNT = _borrow(REQ), _borrow(CNT)
+    MS = (_borrow(MS[0]), _borrow(MS[1]), _borrow(MS[2]), _borrow(MS[3]), _borrow(MS[4]), _borrow(MS[5]),
+           _borrow(MS[6]), _borrow(MS[7]), _borrow(MS[8]), _borrow(MS[9]), _borrow(MS[10]), _borrow(MS[11]))
     nsched = G[G_NSCHED]
     t = G[G_T]
     phase = G[G_PHASE]
@@ -824,13 +845,15 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
                          done, True)
         if st == OK and phase == 1:
             st = _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG,
-                       HLOG, REQ, CNT, w, s, pc, t)
+                       HLOG, REQ, CNT, MS, w, s, pc, t)
         if st == EXITED:
             G[G_SI] = s + 1
             return st
         if st != OK:
             return st
         G[G_SI] = s + 1
+        if MS[1][I_ROOM] and G[G_MEMC]:
+            return ROOM
     ilog_cap = ILOG.shape[0] - 2 * nsched
     slog_cap = SLOG.shape[0] - nsched
     blog_cap = BLOG.shape[0] - 2 * nsched
@@ -853,12 +876,17 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
         while s < nsched:
             if S[s, S_BUSY] <= t and S[s, S_NW]:
                 st = _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG,
-                               SLOG, BLOG, HLOG, REQ, CNT, s, t)
+                               SLOG, BLOG, HLOG, REQ, CNT, MS, s, t)
                 if st != _NONE:
                     G[G_ISSUED] = 1
                     if st != OK:
                         G[G_SI] = s + 1 if st == EXITED else s
                         return st
+                    if MS[1][I_ROOM] and G[G_MEMC]:
+                        # a read served here left the memory system's tables too full: Python
+                        # grows them before the next request
+                        G[G_SI] = s + 1
+                        return ROOM
             s += 1
         G[G_SI] = 0
         if G[G_ISSUED]:

@@ -853,6 +853,8 @@ class CompiledMemorySystem:
         self._bind()
 
     def _bind(self):
+        # a new binding: SM cores holding the arrays (for reads served in the core) take them again
+        self._version = getattr(self, "_version", -1) + 1
         self._servers = (self._SF, self._SI, self._HK, self._HV, self._HP, self._I, self._P)
         self._read_args = (self._P, self._I, self._F, self._T, self._LINES, self._READY, self._SF, self._SI,
                            self._HK, self._HV, self._HP, self._DELAYS)

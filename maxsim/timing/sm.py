@@ -39,9 +39,25 @@ from .stats import STALL_REASONS, Stats
 __all__ = ["SM", "ReferenceSM", "residency", "StaticInfo", "core_name"]
 
 LOG_ROWS = 4096  # rows of each log buffer the core fills between two returns to Python
+# stand-ins for the compiled memory system's arrays when the core does not serve reads itself
+# (the reference memory system, or one that takes keywords): the types core.run is compiled for
+_NO_MEMORY_ARRAYS = (np.zeros(1, np.int64), np.zeros(64, np.int64), np.zeros(1, np.float64),
+                     np.zeros((1, 1), np.int64), np.zeros((1, 1, 1), np.int64), np.zeros((1, 1, 1), np.float64),
+                     np.zeros((1, 1), np.float64), np.zeros((1, 1), np.int64), np.zeros((1, 1), np.int64),
+                     np.zeros((1, 1), np.float64), np.zeros((1, 1), np.int64), np.zeros(1, np.float64))
 STORE_QUEUE_WORDS = 4096  # room for the posted stores the core queues between two returns (each
 # takes 2 + its sector count; a store that does not fit returns at once, so this only sets speed)
 REGISTERS = 256  # register numbers an instruction can name (R0-R254, RZ is not tracked)
+
+
+def serves_in_core(memory_system):
+    """Whether the SM core can serve this memory system's reads itself (from its arrays, in the same
+    order and with the same answers as calling its ``read``): the compiled one, ``read`` not
+    replaced (a recording or instrumented memory system is called from Python instead)."""
+    from .memory_core import CompiledMemorySystem
+    return (isinstance(memory_system, CompiledMemorySystem)
+            and type(memory_system).read is CompiledMemorySystem.read
+            and "read" not in getattr(memory_system, "__dict__", {}))
 
 
 class SchedulerView:
@@ -288,6 +304,10 @@ class SM:
         self._mem_kw = memory_keywords(memory_system, sm_id)
         # a memory system that takes the core's whole store queue in one call (and no keywords)
         self._write_queue = None if self._mem_kw[1] else getattr(memory_system, "write_queue", None)
+        # the compiled memory system as it is (no keywords, its own read): the core serves reads from
+        # its arrays itself; a wrapped or instrumented one is called from Python
+        self._memc = memory_system if serves_in_core(memory_system) and not any(self._mem_kw) else None
+        self._mem_version = -1
         self._slot_warp = [None] * cfg.sm.max_warps
         self._ctas = [None] * self.max_ctas
         self._build_state(log)
@@ -366,9 +386,19 @@ class SM:
 
     def _pack(self):
         RC, BANKS, C, P, L, RD = self._fixed
+        memc = self._memc
+        if memc is not None:
+            # the compiled memory system's arrays: the core serves reads itself (see core.run)
+            self._mem_version = memc._version
+            self._G[K.G_MEMC] = 1
+            self._G[K.G_SAFE_N] = memc._safe_n
+            margs = memc._read_args
+        else:
+            self._G[K.G_MEMC] = 0
+            margs = _NO_MEMORY_ARRAYS
         self._args = (self._G, self._F, self._W, self._REGS, self._Q, self._S, self._SW, RC, BANKS, C,
                       P, L, RD, self._TPC, self._TAUX, self._SEC, self._L1, self._ILOG, self._SLOG,
-                      self._BLOG, self._HLOG, self._REQ, self._CNT)
+                      self._BLOG, self._HLOG, self._REQ, self._CNT, tuple(margs))
 
     def _import_l1(self, G):
         """The L1/texture cache's tags as the core's array (in LRU order from its sets)."""
@@ -552,13 +582,20 @@ class SM:
         run = K.run
         read_kw, write_kw = self._mem_kw
         memsys = self.memsys
+        memc = self._memc
         while True:
+            if memc is not None and memc._version != self._mem_version:
+                self._pack()  # the memory system's tables grew (here or on another SM)
             status = run(*self._args)
+            if memc is not None and memc._I[K.I_ROOM]:
+                memc._check_room()  # a read the core served left its tables too full: grow them first
             if G[K.G_WQ_N]:
                 self._post_stores()
             if G[K.G_NBLOG] or G[K.G_NHLOG] or G[K.G_NILOG] or G[K.G_NSLOG]:
                 self._drain()
-            if status == K.MEM:
+            if status == K.ROOM:
+                pass  # done above; the loop takes the grown tables
+            elif status == K.MEM:
                 n = int(G[K.G_REQ_N])
                 sectors = self._REQ[:n]  # a view: the memory system reads it before the core runs again
                 if G[K.G_REQ_KIND] == K.REQ_STG:
