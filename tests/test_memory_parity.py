@@ -278,3 +278,39 @@ def test_sampled_prediction_identical_with_either_memory_system(name, n, monkeyp
         assert_same_state(a, b)
     p_core.pop("sim_seconds")
     assert p_core == p_ref
+
+
+def test_reads_served_in_the_core_grow_the_tables_through_python(monkeypatch):
+    """With small window tables, reads the SM core serves itself fill them: the core returns ROOM,
+    Python grows the tables and every SM takes the new arrays; the prediction and the final state
+    of every memory system stay those of the reference memory system."""
+    from maxsim.gpu import sampling
+    from maxsim.timing import core as K
+    from maxsim.timing import memory_core
+    from workloads.sgemm.predict import predict_sgemm
+    cfg = override(CFG, {"gpu.sms": 2})
+    monkeypatch.setattr(memory_core, "_TABLE_MIN", 64)
+    statuses = []
+    run = K.run
+
+    def counting(*args):
+        # every call of the core starts with room in the tables (Python grew them after a ROOM)
+        assert not args[-1][1][memory_core.I_ROOM]
+        st = run(*args)
+        statuses.append(st)
+        return st
+    monkeypatch.setattr(K, "run", counting)
+    out = {}
+    for core in ("python", "compiled"):
+        systems = []
+        monkeypatch.setattr(sampling, "MemorySystem", lambda c, *a, _core=core, _s=systems, **kw: _s.append(
+            MemorySystem(c, *a, core=_core, **kw)) or _s[-1])
+        p = predict_sgemm("sgemm_64", 448, cfg, k=128)
+        p.pop("sim_seconds")
+        out[core] = (p, systems)
+    (p_ref, ms_ref), (p_new, ms_new) = out["python"], out["compiled"]
+    assert statuses.count(K.ROOM) > 0  # the path under test was taken (only the compiled run has it)
+    assert max(ms._HK.shape[1] for ms in ms_new) > 64  # and the tables grew
+    assert p_new == p_ref
+    for a, b in zip(ms_ref, ms_new):
+        assert_same_state(a, b)
