@@ -852,7 +852,7 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
         if st != OK:
             return st
         G[G_SI] = s + 1
-        if MS[1][I_ROOM] and G[G_MEMC]:
+        if MS[1][I_ROOM]:  # (never set in the stand-ins: G_MEMC = 0)
             return ROOM
     ilog_cap = ILOG.shape[0] - 2 * nsched
     slog_cap = SLOG.shape[0] - nsched
@@ -882,7 +882,7 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
                     if st != OK:
                         G[G_SI] = s + 1 if st == EXITED else s
                         return st
-                    if MS[1][I_ROOM] and G[G_MEMC]:
+                    if MS[1][I_ROOM]:  # (never set in the stand-ins: G_MEMC = 0)
                         # a read served here left the memory system's tables too full: Python
                         # grows them before the next request
                         G[G_SI] = s + 1

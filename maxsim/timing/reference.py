@@ -10,9 +10,9 @@ Four warp schedulers issue from the functional trace.
 The functional model has already executed the kernel and recorded, per warp, the instructions it
 executed and a summary of each memory access. This model decides *when* each of them issues:
 
-* Warps are assigned to schedulers by warp slot mod 4; a CTA takes the warp slots of its CTA slot
-  (:func:`~maxsim.timing.static.cta_warp_slots`), so its warps spread evenly. Each scheduler issues at most one warp per
-  cycle, and a second instruction of the same warp in the same cycle when the first has stall 0 and
+* Warps are assigned to schedulers by warp slot mod 4; a CTA takes the warp slots of its CTA
+  slot (:func:`~maxsim.timing.static.cta_warp_slots`), so its warps spread evenly. Each scheduler
+  issues at most one warp per cycle, and a second instruction of the same warp in the same cycle when the first has stall 0 and
   the pair uses different units (math + memory/branch/barrier): dual issue.
 * Warp selection: *greedy then oldest*. The scheduler keeps issuing the warp it issued last while
   that warp is ready and did not set the yield flag; otherwise it takes the ready warp that issued
@@ -152,7 +152,6 @@ class ReferenceSM:
         self.scheds = [Scheduler(s) for s in range(cfg.sm.schedulers)]
         self.max_ctas, self.limited_by = residency(kernel, block, cfg)
         self.wpc = (block + 31) // 32
-        self.free_slots = list(range(cfg.sm.max_warps))
         self._cta_slots = [None] * self.max_ctas  # the CTA in each CTA slot (its warp slots: cta_warp_slots)
         self.pending = []  # (cta id, [warp traces]) queued for this SM
         self.dispatcher = None  # a GPU's shared queue of further CTAs (collections.deque)
@@ -227,14 +226,9 @@ class ReferenceSM:
             cta = Cta(cid, t)
             cta.index = self._cta_slots.index(None)
             self._cta_slots[cta.index] = cta
-            if len(traces) > self.wpc:
-                raise SimulationError(f"CTA {cid} has {len(traces)} warps, more than its block of "
-                                      f"{self.block} threads holds")
-            slots = cta_warp_slots(cta.index, self.wpc)
+            slots = cta_warp_slots(cid, cta.index, self.block, len(traces))
             nregs = self.kernel.reg_cnt
-            for w, tr in enumerate(traces):
-                slot = slots[w]
-                self.free_slots.remove(slot)
+            for w, (slot, tr) in enumerate(zip(slots, traces)):
                 sched = self.scheds[slot % len(self.scheds)]
                 warp = Warp(slot, sched, cta, f"cta{cid[0]},{cid[1]}.w{w}", tr.parts, t, nregs)
                 cta.warps.append(warp)
@@ -249,7 +243,6 @@ class ReferenceSM:
         w.sched.warps.remove(w)
         if w.sched.last is w:
             w.sched.last = None
-        self.free_slots.append(w.slot)
         self._flush_stalls(w)
         cta = w.cta
         cta.live -= 1

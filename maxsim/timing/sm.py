@@ -31,6 +31,7 @@ from .. import jit  # noqa: F401  (numba without scipy.linalg, before the core's
 from ..errors import HazardError, SimulationError
 from . import core as K
 from .cores import CORES, core_name  # noqa: F401  (CORES: the choices)
+from .memory_core import I_SIZE
 from .reference import ReferenceSM, memory_keywords
 from .shared_memory import SharedMemoryTiming
 from .static import BAR, LDG, LDS, MEMORY, STG, STS, TEX, StaticInfo, cta_warp_slots, residency
@@ -41,7 +42,7 @@ __all__ = ["SM", "ReferenceSM", "residency", "StaticInfo", "core_name"]
 LOG_ROWS = 4096  # rows of each log buffer the core fills between two returns to Python
 # stand-ins for the compiled memory system's arrays when the core does not serve reads itself
 # (the reference memory system, or one that takes keywords): the types core.run is compiled for
-_NO_MEMORY_ARRAYS = (np.zeros(1, np.int64), np.zeros(64, np.int64), np.zeros(1, np.float64),
+_NO_MEMORY_ARRAYS = (np.zeros(1, np.int64), np.zeros(I_SIZE, np.int64), np.zeros(1, np.float64),
                      np.zeros((1, 1), np.int64), np.zeros((1, 1, 1), np.int64), np.zeros((1, 1, 1), np.float64),
                      np.zeros((1, 1), np.float64), np.zeros((1, 1), np.int64), np.zeros((1, 1), np.int64),
                      np.zeros((1, 1), np.float64), np.zeros((1, 1), np.int64), np.zeros(1, np.float64))
@@ -281,7 +282,6 @@ class SM:
         self.scheds = [SchedulerView(s, self) for s in range(nsched)]
         self.max_ctas, self.limited_by = residency(kernel, block, cfg)
         self.wpc = (block + 31) // 32
-        self.free_slots = list(range(cfg.sm.max_warps))
         self.pending = []  # (cta id, [warp traces]) queued for this SM
         self.dispatcher = None  # a GPU's shared queue of further CTAs (collections.deque)
         self.dispatched = []  # (cycle, cta id) taken from the dispatcher
@@ -505,13 +505,8 @@ class SM:
             c = self._ctas.index(None)
             cta = CtaView(cid, c, t)
             self._ctas[c] = cta
-            if len(traces) > self.wpc:
-                raise SimulationError(f"CTA {cid} has {len(traces)} warps, more than its block of "
-                                      f"{self.block} threads holds")
-            slots = cta_warp_slots(c, self.wpc)
-            for w, tr in enumerate(traces):
-                slot = slots[w]
-                self.free_slots.remove(slot)
+            slots = cta_warp_slots(cid, c, self.block, len(traces))
+            for w, (slot, tr) in enumerate(zip(slots, traces)):
                 s = slot % nsched
                 wid = len(self.all_warps)
                 view = WarpView(wid, slot, self.scheds[s], cta, f"cta{cid[0]},{cid[1]}.w{w}", tr.parts)
@@ -542,7 +537,6 @@ class SM:
         slot = int(G[K.G_EXIT_SLOT])
         view = self._slot_warp[slot]
         view.done = True
-        self.free_slots.append(slot)
         del self._slot_trace[slot]
         st = self.stats
         d = st.warp_stalls.setdefault(view.label, {r: 0 for r in STALL_REASONS})

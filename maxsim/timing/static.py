@@ -90,14 +90,18 @@ def _n_dst(i):
     return OPCODES[i.opcode].n_dst
 
 
-def cta_warp_slots(cta_slot, warps):
-    """The warp slots of a CTA placed in CTA slot ``cta_slot`` of an SM: ``warps`` consecutive slots
-    of its own (slot c holds warps c x warps ... c x warps + warps - 1), so a CTA's warps spread
-    over the schedulers (slot mod 4) the same way whenever it starts, whatever order the other
-    CTAs' warps exited in. choice: the layout GPGPU-Sim uses; [jia18] measured warp w of a block
-    on scheduler w mod 4. Handing a new CTA the lowest free slots instead could put three of its
-    eight warps on one scheduler behind warps of a CTA still ending."""
-    return range(cta_slot * warps, (cta_slot + 1) * warps)
+def cta_warp_slots(cid, cta_slot, block, warps):
+    """The warp slots of CTA ``cid`` (``warps`` warps of a ``block``-thread block) placed in CTA slot
+    ``cta_slot`` of an SM: the slots of that CTA slot's own block (slot c holds c x n ... c x n + n - 1,
+    n the block's warps), so a CTA's warps spread over the schedulers (slot mod 4) the same way
+    whenever it starts, whatever order the other CTAs' warps exited in. choice: the layout GPGPU-Sim
+    uses; [jia18] measured warp w of a block on scheduler w mod 4. Handing a new CTA the lowest free
+    slots instead could put three of its eight warps on one scheduler behind warps of a CTA still
+    ending. More warps than the block holds would overlap another CTA slot's: an error."""
+    per = (block + 31) // 32
+    if warps > per:
+        raise SimulationError(f"CTA {cid} has {warps} warps, more than its block of {block} threads holds")
+    return range(cta_slot * per, cta_slot * per + warps)
 
 
 def residency(kernel, block, cfg):
