@@ -1,4 +1,24 @@
-"""numba, as the compiled parts of maxsim use it (fp32 arithmetic, the SM core).
+"""numba, as the compiled parts of maxsim use it (fp32 arithmetic, the SM core, the memory system).
+
+**Inlined helpers.** ``njit(..., forceinline=True)`` makes a helper that LLVM inlines into every
+compiled caller (:class:`InlinedDispatcher`). numba compiles it once, as a function of its own
+marked always-inline, with no wrappers for calls from Python (only compiled code calls it); LLVM
+inlines it before the caller's reference-count pruning and optimisation. A call from compiled code
+passes constant arguments as plain values (``phase=1`` is an int64, not the literal 1), so a helper
+is not compiled again for each constant it is called with (LLVM folds the constant once inlined).
+Functions such a helper calls are inlined too (numba passes ``forceinline`` on to the functions it
+compiles for it) unless they say ``forceinline=False``. numba's own ``inline="always"`` copies the
+callee's IR into the caller in Python and runs the callee's whole front end again at every call
+site, nested helpers again inside each: fine for a small helper, but for the SM core's issue path
+it was most of the ~45 CPU seconds the core took to compile (now ~15 s, and the core runs as fast
+or faster: benchmarks/sm_speed.py).
+
+**The cache, and saying so.** Compiled code is kept on disk (``cache=True``): by numba beside the
+modules (``__pycache__`` folders of the installed package) when the package's folder is writable,
+else (a read-only install) in ``$XDG_CACHE_HOME/maxsim/numba`` (``~/.cache/maxsim/numba``);
+``NUMBA_CACHE_DIR`` chooses another place. Whenever a process starts to build compiled code (no
+cached version for this machine and these sources), one line on stderr says what is being compiled,
+that it happens once, and where the cache lives (``MAXSIM_COMPILE_NOTICE=0`` silences it).
 
 The first call of a compiled function (compiled now or loaded from numba's disk cache) makes numba
 import its implementations of NumPy, and one of them (``numba.np.arraymath``) imports
@@ -13,7 +33,9 @@ when it is compiled). Nothing changes when ``scipy.linalg`` is already imported.
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
 
 class _HideScipyLinalg:
@@ -38,9 +60,118 @@ def _import_numba():
 
 _import_numba()
 
-from numba import njit, types  # noqa: E402
-from numba.core import cgutils  # noqa: E402
+import numba  # noqa: E402
+from numba import types  # noqa: E402
+from numba.core import cgutils, event  # noqa: E402
+from numba.core.registry import CPUDispatcher  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 from numba.typed import Dict  # noqa: E402
 
-__all__ = ["njit", "types", "cgutils", "intrinsic", "Dict"]
+PACKAGE = Path(__file__).resolve().parent
+
+
+def _choose_cache_dir():
+    """Where numba keeps maxsim's compiled code: ``(directory, how it is told)``. Set before any
+    compiled function of maxsim is defined (numba reads it when ``cache=True`` is applied)."""
+    if numba.config.CACHE_DIR:
+        return Path(numba.config.CACHE_DIR), "NUMBA_CACHE_DIR"
+    folders = [PACKAGE, *(d for d in PACKAGE.rglob("*") if d.is_dir())]
+    if all(os.access(d, os.W_OK) for d in folders):
+        return PACKAGE, "in-tree"  # numba's own choice: __pycache__ beside each module
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    where = Path(base) / "maxsim" / "numba"
+    numba.config.CACHE_DIR = str(where)
+    return where, "user"
+
+
+CACHE_DIR, CACHE_KIND = _choose_cache_dir()
+
+# what each module's compiled code is, for the notice
+WHAT = {
+    "maxsim.timing.core": "the SM core",
+    "maxsim.timing.memory_core": "the L2/DRAM memory system",
+    "maxsim.functional.fp32": "the fp32 arithmetic",
+    "maxsim.timing.summaries": "the memory-access summaries",
+    "maxsim.gpu.sector_lru": "the L2 sector cache",
+}
+
+
+def cache_place():
+    """The cache's place in words."""
+    if CACHE_KIND == "in-tree":
+        return f"the __pycache__ folders under {CACHE_DIR}"
+    return str(CACHE_DIR)
+
+
+class CompileNotice(event.Listener):
+    """Says on stderr, once per outermost compilation, that compiled code is being built."""
+
+    def __init__(self, stream=None):
+        self.stream = stream
+        self.depth = 0
+        self.told = set()  # functions already announced (one line each, whatever its signatures)
+
+    def on_start(self, ev):
+        self.depth += 1
+        if self.depth > 1 or os.environ.get("MAXSIM_COMPILE_NOTICE", "1") == "0":
+            return
+        func = ev.data["dispatcher"].py_func
+        module = func.__module__ or ""
+        if not module.startswith("maxsim"):
+            return
+        name = f"{module}.{func.__qualname__}"
+        if name in self.told:
+            return
+        what = f"{WHAT.get(module, module)} ({name})"
+        if self.told:
+            line = f"maxsim: compiling {what} too"
+        else:
+            line = (f"maxsim: compiling {what} to machine code (numba); this happens once, later runs "
+                    f"load it from the cache in {cache_place()}")
+        self.told.add(name)
+        stream = self.stream or sys.stderr
+        try:
+            stream.write(line + "\n")
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def on_end(self, ev):
+        self.depth -= 1
+
+
+NOTICE = CompileNotice()
+event.register("numba:compile", NOTICE)
+
+
+class InlinedDispatcher(CPUDispatcher):
+    """A helper compiled as its own always-inline function (``forceinline``), specialised on the
+    types of its arguments only: a call from compiled code with constant arguments compiles (or
+    finds) the version for their plain types."""
+
+    def get_call_template(self, args, kws):
+        args = tuple(types.unliteral(a) for a in args)
+        kws = {k: types.unliteral(v) for k, v in kws.items()}
+        return super().get_call_template(args, kws)
+
+
+def njit(*args, **options):
+    """``numba.njit``, except that ``forceinline=True`` makes an :class:`InlinedDispatcher` (LLVM
+    inlines the helper into its compiled callers, module docstring). A function such a helper calls
+    is inlined too (numba passes ``forceinline`` on to the functions compiled for it) unless it says
+    ``forceinline=False``."""
+    if not options.get("forceinline"):
+        return numba.njit(*args, **options)
+    cache = options.pop("cache", False)
+    # compiled code only calls it (no wrappers for calls from Python), always inlined by LLVM
+    options.update(nopython=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+
+    def wrap(py_func):
+        dispatcher = InlinedDispatcher(py_func=py_func, locals={}, targetoptions=options)
+        if cache:
+            dispatcher.enable_caching()
+        return dispatcher
+    return wrap(args[0]) if args else wrap
+
+
+__all__ = ["njit", "types", "cgutils", "intrinsic", "Dict", "InlinedDispatcher", "CACHE_DIR", "cache_place"]

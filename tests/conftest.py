@@ -2,7 +2,13 @@
 of sasskit used by test_opcodes.py) is also checked in timing-only mode: its trace must equal the
 full run's (see timing_only_check.py)."""
 
+import os
+
 import pytest
+
+# The one-line notice a process prints when it compiles maxsim's numba code (maxsim/jit.py) would
+# land in the stderr that tests compare exactly, on a fresh checkout; tests/test_jit.py turns it on.
+os.environ.setdefault("MAXSIM_COMPILE_NOTICE", "0")
 
 SHADOWED = ("test_kernels", "test_opcodes")
 

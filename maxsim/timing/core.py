@@ -39,24 +39,26 @@ Python grows them, every SM takes the new arrays), the SM is idle (``DONE``) or 
 (``ERR_*``). A suspended cycle
 resumes at the scheduler where it stopped, so the order of events is that of the reference core.
 
-Speed: the helpers are written as small functions but marked ``inline="always"``, so numba compiles
-the per-issue work into :func:`run` itself (the first issue of a scheduler's turn, ``_issue_here``)
-and into ``_issue`` (the same code as a call, for the second instruction of a dual issue); a call
-between compiled functions passes every array as 7-9 machine words and counts references to each,
-which with ~20 state arrays cost more than the model's work: compiling the first issue into ``run``
-halved the core's time (sgemm_128, one wave at K = 512: 0.123 -> 0.062 s) for ~15 s more compile
-time, once (the rare steps - L1 lookups, barrier release, warp exit, hazard records - stay calls).
-``run`` also passes the arrays on without reference counts (``_borrow``).
-Inlining everything would cost ~200 s of compile time for little more speed.
+Speed: the helpers are written as small functions but compiled into their callers: a call between
+compiled functions passes every array as 7-9 machine words and counts references to each, which
+with ~20 state arrays cost more than the model's work. The issue path's helpers are
+``forceinline=True`` (:func:`maxsim.jit.njit`: numba compiles each once, LLVM inlines it), so
+:func:`run` holds the whole per-issue work twice, for the first issue of a scheduler's turn
+(``_issue_here``) and for the second of a dual issue (``_issue``), and the rare steps they call (L1
+lookups, barrier release, warp exit, hazard records) too; the small scheduling steps (``_schedule``,
+``_dual``, ``_next_time``) are ``inline="always"`` (numba's own inliner, cheap for them).
+``run`` also passes the arrays on without reference counts (``_borrow``). The L2/DRAM model's
+``read_request`` stays a call. Compiling the core takes ~15 s of CPU, once (cached); numba's own
+inliner for the whole issue path took ~45 s.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from ..jit import njit
 from .memory_core import I_ROOM, read_request
 from .static import ALU_HALF, BAR, BRANCH, EXIT, LDG, LDS, NEVER, S2R, STG, STS, TEX
 
@@ -132,7 +134,7 @@ def _borrow(typingctx, arr):
     return arr(arr), codegen
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _book(BANKS, s, bank, cycle, collide_from):
     """regfile.RegisterBanks.book: (cycle of the read, collided with a late read)."""
     bit = 1 << bank
@@ -152,7 +154,7 @@ def _book(BANKS, s, bank, cycle, collide_from):
         cycle += 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _book_late_reads(BANKS, P, L, s, pc, when):
     o = P[pc, P_MREADS]
     for k in range(P[pc, P_NMREADS]):
@@ -161,7 +163,7 @@ def _book_late_reads(BANKS, P, L, s, pc, when):
         BANKS[s, 1, c & (RING - 1)] |= 1 << (bank + LATE)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _unit_ok(G, W, Q, S, P, w, pc, t, s):
     u = P[pc, P_UNIT]
     if u <= ALU_HALF:
@@ -192,7 +194,7 @@ def _unit_ok(G, W, Q, S, P, w, pc, t, s):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t):
     """Reuse caches and bank booking for one ALU instruction; returns the dispatch delay."""
     wid = W[w, W_WID]
@@ -275,7 +277,7 @@ def _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t):
     return delay
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _forget(S, RC, s, r):
     """A write of register r removes it from every reuse cache of scheduler s."""
     for slot in range(3):
@@ -288,7 +290,7 @@ def _forget(S, RC, s, r):
                 break
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _push(G, W, Q, w, queue, done):
     if queue == 0:
         Q[w, W[w, W_NQ0]] = done
@@ -298,7 +300,7 @@ def _push(G, W, Q, w, queue, done):
         W[w, W_NQ1] += 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _set_read_barrier(W, P, w, pc, t, release):
     rb = P[pc, P_RBAR]
     if rb:
@@ -307,7 +309,7 @@ def _set_read_barrier(W, P, w, pc, t, release):
         W[w, W_BAR_SET + rb] = t
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _mark_reads(W, REGS, P, L, w, pc, when):
     o = P[pc, P_SRC]
     for k in range(P[pc, P_NSRC]):
@@ -388,7 +390,7 @@ def _l1_fill(G, L1, REQ, n, ready):
                 break
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u):
     """The memory part of an issue: (needs the memory system, completion cycle).
 
@@ -480,7 +482,7 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u
     return True, 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _memory_done(G, W, Q, L1, REQ, w):
     """Complete a memory issue with the memory system's answer: its completion cycle."""
     kind = G[G_REQ_KIND]
@@ -512,7 +514,7 @@ def _hazard(G, W, HLOG, kind, w, pc, t, reg, a, b):
     G[G_NHLOG] = k + 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _check_hazards(G, W, REGS, P, L, HLOG, w, pc, t, u):
     """Record reads before results are ready and overwrites before reads (kinds 0, 1, 2);
     True when one was found."""
@@ -588,7 +590,7 @@ def _finish_warp(G, W, S, SW, C, w, s, t):
     G[G_EXIT_SLOT] = w
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay, done_at, arrives):
     """Everything of an issue after its unit's work: results, barriers, the next pc."""
     if G[G_LOG]:
@@ -648,7 +650,7 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay
     return OK
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
                 REQ, CNT, MS, w, s, pc, t, phase):
     """One issue (a scheduler's pick): compiled into its caller. :func:`_issue` is the same as a call."""
@@ -703,10 +705,10 @@ def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC,
                        arrives)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _issue(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
            REQ, CNT, MS, w, s, pc, t, phase):
-    """:func:`_issue_here` as a call, for the rarer second issue of a cycle (dual issue)."""
+    """:func:`_issue_here` for the second issue of a cycle (dual issue): its own copy in ``run``."""
     return _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG,
                        HLOG, REQ, CNT, MS, w, s, pc, t, phase)
 

@@ -451,7 +451,10 @@ def write_requests(Q, i, safe_n, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP):
     return i
 
 
-@njit(cache=True)
+# forceinline=False: the SM core calls it from its inlined issue code; it stays a function of its own
+# (it runs once per L2 read, not per issue; inlined into both copies of the issue it would only add
+# compile time)
+@njit(cache=True, forceinline=False)
 def read_request(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAYS):
     """MemorySystem.read: the cycle the last of the sectors ``A`` arrives (before rounding up);
     NaN (nothing changed) for a negative address."""
