@@ -1,7 +1,7 @@
 """Parse Maxwell SASS in the maxas text format into a decoded :class:`~maxsim.isa.Kernel`.
 
 The format (header comments, control field ``WW:R:W:Y:S``, predicate column, instruction text ending
-in ``;``, labels) is described in docs of the maxas project; see README. Every problem is reported as
+in ``;``, labels) is described in docs of the maxas project; see docs/writing-kernels.md. Every problem is reported as
 a :class:`~maxsim.errors.SassParseError` naming file, line and column.
 """
 
