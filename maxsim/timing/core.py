@@ -44,7 +44,7 @@ compiled functions passes every array as 7-9 machine words and counts references
 with ~20 state arrays cost more than the model's work. The issue path's helpers are
 ``forceinline=True`` (:func:`maxsim.jit.njit`: numba compiles each once, LLVM inlines it), so
 :func:`run` holds the whole per-issue work twice, for the first issue of a scheduler's turn
-(``_issue_here``) and for the second of a dual issue (``_issue``), and the rare steps they call (L1
+(``_issue_here``) and for the second of a dual issue, and the rare steps it calls (L1
 lookups, barrier release, warp exit, hazard records) too; the small scheduling steps (``_schedule``,
 ``_dual``, ``_next_time``) are ``inline="always"`` (numba's own inliner, cheap for them).
 ``run`` also passes the arrays on without reference counts (``_borrow``). The L2/DRAM model's
@@ -653,7 +653,7 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay
 @njit(cache=True, forceinline=True)
 def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
                 REQ, CNT, MS, w, s, pc, t, phase):
-    """One issue (a scheduler's pick): compiled into its caller. :func:`_issue` is the same as a call."""
+    """One issue (a scheduler's pick, or the second instruction of a dual issue): compiled into its caller."""
     CNT[pc] += 1
     u = P[pc, P_UNIT]
     W[w, W_LAST_ISSUE] = t
@@ -705,14 +705,6 @@ def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC,
                        arrives)
 
 
-@njit(cache=True, forceinline=True)
-def _issue(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
-           REQ, CNT, MS, w, s, pc, t, phase):
-    """:func:`_issue_here` for the second issue of a cycle (dual issue): its own copy in ``run``."""
-    return _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG,
-                       HLOG, REQ, CNT, MS, w, s, pc, t, phase)
-
-
 @njit(cache=True, inline="always")
 def _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
           REQ, CNT, MS, w, s, pc, t):
@@ -728,7 +720,7 @@ def _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, I
                     break
             if clear and _unit_ok(G, W, Q, S, P, w, nxt, t, s):
                 G[G_DUAL] += 1
-                return _issue(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1,
+                return _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1,
                               ILOG, BLOG, HLOG, REQ, CNT, MS, w, s, nxt, t, 2)
     return OK
 
