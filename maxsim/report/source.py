@@ -153,6 +153,7 @@ table { border-collapse: collapse; font-size: 12px; }
 th, td { border: 1px solid #ccc; padding: 1px 5px; }
 #source th { background: #eee; position: sticky; top: 0; cursor: pointer; user-select: none; }
 #source th.sorted-asc::after { content: " ▲"; } #source th.sorted-desc::after { content: " ▼"; }
+tr.ins { scroll-margin-top: 40px; }
 td.n, td.p { text-align: right; font-variant-numeric: tabular-nums; }
 td.z { color: #bbb; }
 td.t { white-space: pre; font-family: monospace; }
@@ -262,7 +263,8 @@ def render(out: dict, title: str = "") -> str:
     marked = [dict(r, _head_of=heads.get(r["index"]), _branch_of=branches.get(r["index"])) for r in rows]
     marks = _loop_marks(marked, n_loops)
     hottest = sorted((r["heat"] for r in rows), reverse=True)
-    hot_cut = hottest[min(len(hottest), max(1, len(hottest) // 20)) - 1] if hottest else 1.0
+    # hot: at least a quarter of the hottest row's heat and twice the average row's
+    hot_cut = max(hottest[0] / 4, 2 / len(hottest)) if hottest else 1.0
     stall_max = max((r["stall_cycles"] for r in rows), default=0)
     name = out.get("workload") or out.get("kernel") or ""
     title = title or f"maxsim source view: {name}"
@@ -294,8 +296,8 @@ def render(out: dict, title: str = "") -> str:
                  "issued as the second of a dual-issued pair; <b>issue cyc</b>: exec &minus; dual + "
                  "bank-conflict cycles; <b>stall cyc</b> and the six reason columns: warp-cycles warps "
                  "spent stalled <i>waiting to issue this instruction</i>, by the reasons of the run's "
-                 "totals; <b>heat</b>: its issue and stall cycles as a share of all. The hottest 5% of "
-                 "rows are shaded. Click a column header to sort by it (again to reverse; "
+                 "totals; <b>heat</b>: its issue and stall cycles as a share of all. Hot rows (heat at least a "
+                 "quarter of the hottest's and twice the average) are shaded. Click a column header to sort by it (again to reverse; "
                  "<b>#</b> restores program order). Hover a header for its meaning.</p>")
     parts.append(f'<table id="source" data-rows="{len(rows)}"><thead><tr>')
     for key, head, tip, kind in cols:
@@ -335,7 +337,7 @@ def render(out: dict, title: str = "") -> str:
                 tds.append(f'<td class="{" ".join(klass)}" data-v="{data}">{text}</td>')
                 continue
             tds.append(f'<td class="{" ".join(klass)}" data-v="{data}">{e(text)}</td>')
-        parts.append(f'<tr class="{" ".join(cls)}" data-order="{order}" data-index="{r["index"]}">' + "".join(tds) + "</tr>")
+        parts.append(f'<tr id="i{r["index"]}" class="{" ".join(cls)}" data-order="{order}" data-index="{r["index"]}">' + "".join(tds) + "</tr>")
         order += 1
     parts.append("</tbody></table>")
     parts.append(f"<script>{_SCRIPT}</script></body></html>")
