@@ -154,6 +154,7 @@ th, td { border: 1px solid #ccc; padding: 1px 5px; }
 #source th { background: #eee; position: sticky; top: 0; cursor: pointer; user-select: none; }
 #source th.sorted-asc::after { content: " ▲"; } #source th.sorted-desc::after { content: " ▼"; }
 tr.ins { scroll-margin-top: 40px; }
+tr.hidden { display: none; }
 td.n, td.p { text-align: right; font-variant-numeric: tabular-nums; }
 td.z { color: #bbb; }
 td.t { white-space: pre; font-family: monospace; }
@@ -217,6 +218,21 @@ _SCRIPT = """
     })(k);
   }
   table.setAttribute('data-sorted', '0:asc');
+  // the rows shown: all, one loop's (data-loops holds the row's loops) or the hot ones
+  var pick = document.getElementById('show');
+  function show(what) {
+    var rows = body.rows;
+    for (var i = 0; i < rows.length; i++) {
+      var tr = rows[i], on = true;
+      if (what === 'hot') on = tr.classList.contains('hot');
+      else if (what.indexOf('loop') === 0) on = (' ' + (tr.getAttribute('data-loops') || '') + ' ').indexOf(' ' + what.slice(4) + ' ') >= 0;
+      tr.classList.toggle('hidden', !on);
+    }
+    pick.value = what;
+  }
+  pick.addEventListener('change', function () { show(pick.value); });
+  var want = location.hash.slice(1);
+  for (var j = 0; j < pick.options.length; j++) if (pick.options[j].value === want) show(want);
 })();
 """
 
@@ -299,6 +315,13 @@ def render(out: dict, title: str = "") -> str:
                  "totals; <b>heat</b>: its issue and stall cycles as a share of all. Hot rows (heat at least a "
                  "quarter of the hottest's and twice the average) are shaded. Click a column header to sort by it (again to reverse; "
                  "<b>#</b> restores program order). Hover a header for its meaning.</p>")
+    options = ['<option value="all">all instructions</option>']
+    for a, b, k in lps:
+        at = next((r["labels"][0] for r in rows if r["index"] == a and r["labels"]), f"instruction {a}")
+        options.append(f'<option value="loop{k}">loop {k + 1}: {e(at)} (instructions {a}-{b})</option>')
+    options.append('<option value="hot">hot rows</option>')
+    parts.append(f'<p>Show: <select id="show">{"".join(options)}</select> (or open the page with '
+                 f'#loop0, #hot ... after its name)</p>')
     parts.append(f'<table id="source" data-rows="{len(rows)}"><thead><tr>')
     for key, head, tip, kind in cols:
         parts.append(f'<th data-key="{e(key)}" data-kind="{kind}" title="{e(tip)}">{head}</th>')
@@ -306,7 +329,8 @@ def render(out: dict, title: str = "") -> str:
     order = 0
     for r, mark in zip(rows, marks):
         for lab in r["labels"]:
-            parts.append(f'<tr class="label" data-order="{order}"><td colspan="{len(cols)}">{e(lab)}:</td></tr>')
+            parts.append(f'<tr class="label" data-order="{order}" data-loops="{" ".join(map(str, r["loops"]))}">'
+                         f'<td colspan="{len(cols)}">{e(lab)}:</td></tr>')
             order += 1
         cls = ["ins"] + (["inloop"] if r["loops"] else []) + (["hot"] if r["heat"] >= hot_cut and r["heat"] > 0 else [])
         tds = []
@@ -337,7 +361,8 @@ def render(out: dict, title: str = "") -> str:
                 tds.append(f'<td class="{" ".join(klass)}" data-v="{data}">{text}</td>')
                 continue
             tds.append(f'<td class="{" ".join(klass)}" data-v="{data}">{e(text)}</td>')
-        parts.append(f'<tr id="i{r["index"]}" class="{" ".join(cls)}" data-order="{order}" data-index="{r["index"]}">' + "".join(tds) + "</tr>")
+        parts.append(f'<tr id="i{r["index"]}" class="{" ".join(cls)}" data-order="{order}" data-index="{r["index"]}" '
+                     f'data-loops="{" ".join(map(str, r["loops"]))}">' + "".join(tds) + "</tr>")
         order += 1
     parts.append("</tbody></table>")
     parts.append(f"<script>{_SCRIPT}</script></body></html>")

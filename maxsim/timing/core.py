@@ -21,7 +21,7 @@ for what each step means and why), on state held in numpy arrays instead of Pyth
   ``SEC`` (count, then sector byte addresses) / barrier arrival (-1: none).
 * ``L1`` (set x way x (2 + sectors per line)): the L1/texture cache's tags, LRU stamps and the
   arrival cycle of each sector.
-* ``CNT`` (pc x ``stats.PC_FIELDS``): the per-instruction counters (executions, dual issues, bank
+* ``CNT`` (``stats.PC_FIELDS`` x pc): the per-instruction counters (executions, dual issues, bank
   conflicts, reuse hits, shared wavefronts, texture and L2 hits, stall cycles by reason).
 * ``ILOG``, ``SLOG``, ``BLOG``, ``HLOG``: issue log, stall log, back-branch times and hazard
   records, drained by Python whenever the core returns; ``REQ`` the sectors of a memory request,
@@ -255,7 +255,7 @@ def _collect(G, W, S, RC, BANKS, P, L, RD, CNT, w, s, pc, t):
     S[s, S_RC_WARP] = wid
     if hits:
         G[G_REUSE_HITS] += hits
-        CNT[pc, PC_REUSE_HITS] += hits
+        CNT[PC_REUSE_HITS, pc] += hits
     if nb == 0:
         return 0
     distinct = 1
@@ -265,7 +265,7 @@ def _collect(G, W, S, RC, BANKS, P, L, RD, CNT, w, s, pc, t):
         distinct += 1
     if nb > distinct:
         G[G_BANK_CONFLICTS] += nb - distinct
-        CNT[pc, PC_BANK_CONFLICTS] += nb - distinct
+        CNT[PC_BANK_CONFLICTS, pc] += nb - distinct
     last = t
     start = t - G[G_LOOKAHEAD]
     delayed = False
@@ -277,10 +277,10 @@ def _collect(G, W, S, RC, BANKS, P, L, RD, CNT, w, s, pc, t):
     delay = (last - t) * G[G_PENALTY]
     if delay:
         G[G_BANK_CYCLES] += delay
-        CNT[pc, PC_BANK_CYCLES] += delay
+        CNT[PC_BANK_CYCLES, pc] += delay
         if delayed:
             G[G_DELAYED] += 1
-            CNT[pc, PC_DELAYED] += 1
+            CNT[PC_DELAYED, pc] += 1
     return delay
 
 
@@ -416,8 +416,8 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, CNT, w, s, pc,
         else:
             G_[G_SHARED_REQ] += 1
             G_[G_SHARED_WF] += wf
-            CNT[pc, PC_SHARED_REQ] += 1
-            CNT[pc, PC_SHARED_WF] += wf
+            CNT[PC_SHARED_REQ, pc] += 1
+            CNT[PC_SHARED_WF, pc] += wf
             nf = G_[G_SHARED_FREE]
             start = t if t > nf else nf
             G_[G_SHARED_FREE] = start + wf
@@ -463,15 +463,15 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, CNT, w, s, pc,
     if u == TEX:
         G_[G_TEX_REQ] += 1
         G_[G_TEX_SECTORS] += n
-        CNT[pc, PC_TEX_REQ] += 1
-        CNT[pc, PC_TEX_SECTORS] += n
+        CNT[PC_TEX_REQ, pc] += 1
+        CNT[PC_TEX_SECTORS, pc] += n
         tf = F[F_TEX_FREE]
         fstart = tf if tf > read_at else float(read_at)
         F[F_TEX_FREE] = fstart + (n * G_[G_SECTOR]) / F[F_TEX_BPC]
         start = int(np.ceil(fstart))
         hits, nmiss, pending = _l1_access(G_, L1, REQ, start, SEC, aux + 1, n)
         G_[G_TEX_HITS] += hits
-        CNT[pc, PC_TEX_HITS] += hits
+        CNT[PC_TEX_HITS, pc] += hits
         issued = start - (read_at - t)
         done = issued + G_[G_TEX_L1_HIT]
         if pending > done:
@@ -666,7 +666,7 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay
 def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
                 REQ, CNT, MS, w, s, pc, t, phase):
     """One issue (a scheduler's pick): compiled into its caller. :func:`_issue` is the same as a call."""
-    CNT[pc, PC_EXEC] += 1
+    CNT[PC_EXEC, pc] += 1
     u = P[pc, P_UNIT]
     W[w, W_LAST_ISSUE] = t
     delay = 0
@@ -694,8 +694,8 @@ def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC,
                 h0, m0 = MS[1][I_READ_HITS], MS[1][I_READ_MISSES]
                 r = read_request(float(G[G_REQ_NOW]), REQ[:G[G_REQ_N]], MS[0], MS[1], MS[2], MS[3], MS[4],
                                  MS[5], MS[6], MS[7], MS[8], MS[9], MS[10], MS[11])
-                CNT[pc, PC_L2_HITS] += MS[1][I_READ_HITS] - h0
-                CNT[pc, PC_L2_MISSES] += MS[1][I_READ_MISSES] - m0
+                CNT[PC_L2_HITS, pc] += MS[1][I_READ_HITS] - h0
+                CNT[PC_L2_MISSES, pc] += MS[1][I_READ_MISSES] - m0
                 if r == r:  # NaN: a negative address, left to Python to report
                     G[G_MEM_RESULT] = int(np.ceil(r))
                     done_at = _memory_done(G, W, Q, L1, REQ, w)
@@ -743,7 +743,7 @@ def _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, I
                     break
             if clear and _unit_ok(G, W, Q, S, P, w, nxt, t, s):
                 G[G_DUAL] += 1
-                CNT[nxt, PC_DUAL] += 1
+                CNT[PC_DUAL, nxt] += 1
                 return _issue(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1,
                               ILOG, BLOG, HLOG, REQ, CNT, MS, w, s, nxt, t, 2)
     return OK
@@ -798,13 +798,13 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
         end_reason = blocked if blocked == 3 or blocked == 4 else 5
         if a > gap_start:
             W[w, W_STALLS] += a - gap_start
-            CNT[pc, PC_STALLS] += a - gap_start
+            CNT[PC_STALLS, pc] += a - gap_start
         if b > a:
             W[w, W_STALLS + dep_reason] += b - a
-            CNT[pc, PC_STALLS + dep_reason] += b - a
+            CNT[PC_STALLS + dep_reason, pc] += b - a
         if t > b:
             W[w, W_STALLS + end_reason] += t - b
-            CNT[pc, PC_STALLS + end_reason] += t - b
+            CNT[PC_STALLS + end_reason, pc] += t - b
         if G[G_LOG]:
             k = G[G_NSLOG]
             SLOG[k, 0] = W[w, W_WID]

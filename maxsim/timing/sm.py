@@ -371,7 +371,9 @@ class SM:
         HLOG = np.zeros((LOG_ROWS, K.HLOG_W), dtype=np.int64)
         REQ = np.zeros(64 + STORE_QUEUE_WORDS, dtype=np.int64)
         G[K.G_WQ_BASE] = 64
-        CNT = np.zeros((len(P), PC_SIZE), dtype=np.int64)  # per instruction: stats.PC_FIELDS
+        # per instruction: stats.PC_FIELDS x pc (a field's counters side by side: the loop's rows
+        # of one field stay in a few cache lines)
+        CNT = np.zeros((PC_SIZE, len(P)), dtype=np.int64)
         self._G, self._F, self._W, self._REGS, self._Q, self._S, self._SW = G, F, W, REGS, Q, S, SW
         self._C, self._L1, self._ILOG, self._SLOG, self._BLOG, self._HLOG = C, L1, ILOG, SLOG, BLOG, HLOG
         self._CNT = CNT
@@ -599,9 +601,9 @@ class SM:
                     G[K.G_MEM_RESULT] = memsys.read(int(G[K.G_REQ_NOW]), sectors, **read_kw)
                     if before is not None:  # the request's L2 hits and misses, to its instruction
                         after = l2_read_counts(memsys)
-                        row = self._CNT[int(G[K.G_CTX_PC])]
-                        row[PC_L2_HITS] += after[0] - before[0]
-                        row[PC_L2_MISSES] += after[1] - before[1]
+                        pc = int(G[K.G_CTX_PC])
+                        self._CNT[PC_L2_HITS, pc] += after[0] - before[0]
+                        self._CNT[PC_L2_MISSES, pc] += after[1] - before[1]
             elif status == K.YIELD:
                 t = int(G[K.G_T])
                 self.now = t
@@ -641,8 +643,8 @@ class SM:
         self._export_l1()
         static = self.static
         instrs = self.kernel.instructions
-        st.add_per_pc(self._CNT[:len(instrs)])
-        for pc, n in enumerate(self._CNT[:len(instrs), PC_EXEC].tolist()):
+        st.add_per_pc(self._CNT[:, :len(instrs)].T)
+        for pc, n in enumerate(self._CNT[PC_EXEC, :len(instrs)].tolist()):
             if n:
                 op = instrs[pc].full_opcode
                 st.opcode_counts[op] = st.opcode_counts.get(op, 0) + n
@@ -764,7 +766,7 @@ class SM:
 
     def issued(self):
         """Warp instructions issued so far (the statistics are summed when the run ends)."""
-        return int(self._CNT[:, PC_EXEC].sum())
+        return int(self._CNT[PC_EXEC].sum())
 
     def warps_alive(self):
         return bool(self._S[:, K.S_NW].any()) or bool(self.pending) or \
