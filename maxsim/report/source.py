@@ -72,7 +72,8 @@ def instruction_rows(sm) -> list:
     lps = loops(kernel)
     rows = []
     for i in kernel.instructions:
-        c = dict(zip(PC_FIELDS, per_pc[i.index].tolist())) if per_pc is not None else dict.fromkeys(PC_FIELDS, 0)
+        c = (dict(zip(PC_FIELDS, per_pc[i.index].tolist())) if per_pc is not None
+             else dict.fromkeys(PC_FIELDS, 0))
         stalls = {r: c["stall_" + r] for r in STALL_REASONS}
         n = c["executions"]
         row = {
@@ -332,7 +333,9 @@ def render(out: dict, title: str = "") -> str:
             parts.append(f'<tr class="label" data-order="{order}" data-loops="{" ".join(map(str, r["loops"]))}">'
                          f'<td colspan="{len(cols)}">{e(lab)}:</td></tr>')
             order += 1
-        cls = ["ins"] + (["inloop"] if r["loops"] else []) + (["hot"] if r["heat"] >= hot_cut and r["heat"] > 0 else [])
+        cls = ["ins"] + (["inloop"] if r["loops"] else [])
+        if r["heat"] >= hot_cut and r["heat"] > 0:
+            cls.append("hot")
         tds = []
         for key, head, tip, kind in cols:
             if key == "loop":

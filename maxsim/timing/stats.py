@@ -72,7 +72,8 @@ class Stats:
     functional_seconds: float = 0.0  # wall time of the functional run that produced the trace
     schedulers: int = 4
     warps_per_scheduler: float = 0.0
-    per_pc: object = attrs.field(default=None, eq=False)  # numpy int64 array (instruction x PC_FIELDS), summed like the totals
+    # per instruction: numpy int64 array (instruction x PC_FIELDS), summed like the totals
+    per_pc: object = attrs.field(default=None, eq=False)
 
     def add_per_pc(self, rows) -> None:
         """Add an SM's per-instruction counters (instruction x PC_FIELDS)."""
