@@ -37,6 +37,8 @@ EXAMPLES = """examples:
       --param c=c --buffer a=a.npy:in --buffer b=b.npy:in --buffer c=zeros:1000 --out results
                                                     a kernel with parameters and buffers (c saved as results/c.npy)
   maxsim run sgemm_64 --warps-per-scheduler 3       maxas's "Max64-3": 6 CTAs per SM (129 registers)
+  maxsim run sgemm_64 --report run.html             the source view: every SASS line with its stalls,
+                                                    bank conflicts, reuse and hit rates (one HTML page)
   maxsim compare --workload sgemm_64 --warps-per-scheduler 3 --json
   maxsim analyze sgemm_64 --traversal zigzag        static register-bank / reuse analysis
   maxsim plot conflicts -o conflicts.png            bank conflicts and reuse of every variant
