@@ -37,6 +37,8 @@ EXAMPLES = """examples:
       --param c=c --buffer a=a.npy:in --buffer b=b.npy:in --buffer c=zeros:1000 --out results
                                                     a kernel with parameters and buffers (c saved as results/c.npy)
   maxsim run sgemm_64 --warps-per-scheduler 3       maxas's "Max64-3": 6 CTAs per SM (129 registers)
+  maxsim run sgemm_64 --report run.html             the source view: every SASS line with its stalls,
+                                                    bank conflicts, reuse and hit rates (one HTML page)
   maxsim compare --workload sgemm_64 --warps-per-scheduler 3 --json
   maxsim analyze sgemm_64 --traversal zigzag        static register-bank / reuse analysis
   maxsim plot conflicts -o conflicts.png            bank conflicts and reuse of every variant
@@ -148,6 +150,13 @@ def _parser():
                         "https://ui.perfetto.dev or chrome://tracing; 1 us of trace time = 1 cycle): "
                         "a track per warp grouped by scheduler, a slice per issued instruction, stall "
                         "reasons between issues, IPC and memory requests in flight")
+    r.add_argument("--report", metavar="FILE.html", default=None,
+                   help="write the source view of the timed SM to FILE.html: one self-contained page "
+                        "(no network), a row per SASS instruction with its control code, executions, "
+                        "issue cycles, the warp-cycles stalled at it by reason, its register-bank "
+                        "conflicts and reuse hits, shared-memory wavefronts and L1/L2 hit rates; loops "
+                        "marked, hottest rows shaded, sortable by any column (the same rows are "
+                        "--json's \"instructions\")")
     r.add_argument("--trace-window", metavar="START:END", default=None,
                    help="cycles [START, END) the timeline keeps (either may be left out; default: the "
                         "whole run, cut short at about 2 million events)")
@@ -504,6 +513,7 @@ def cmd_run(args):
         raise UsageError(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to {what} "
                          f"(see `maxsim run --help`)")
     timeline = _trace_writer(args)
+    _check_report_path(args)
     cfg = load_config(args.config)
     flag, choice = _occupancy_choice(args)
     from .report.progress import Progress
@@ -546,6 +556,14 @@ def cmd_run(args):
         reference = MAIN_LOOP_CYCLES[args.target]
     out["summary"] = summarise(out, cfg.peak_gflops, cfg.gpu.sms, reference,
                                reference_warps_per_scheduler=reference and WARPS_PER_SCHEDULER)
+    if args.report is not None:
+        from .report.source import write_page
+        try:
+            write_page(args.report, out)
+        except OSError as e:
+            raise UsageError(f"--report {args.report}: cannot write the page: {e.strerror or e}") from None
+        if not args.json:
+            print(f"maxsim: source view written to {args.report}", file=sys.stderr)
     if getattr(args, "out", None):
         _save_outputs(args.out, report, out, format_run(out))
     if args.json:
@@ -594,6 +612,19 @@ def _duration(seconds):
     if seconds < 5400:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def _check_report_path(args):
+    """--report FILE.html: checked before the run."""
+    if args.report is None:
+        return
+    if args.functional:
+        raise UsageError("--report needs the timing run (leave out --functional)")
+    if not args.report.lower().endswith((".html", ".htm")):
+        raise UsageError(f"--report {args.report}: the source view is HTML, give a file name ending in .html")
+    folder = os.path.dirname(os.path.abspath(args.report))
+    if not os.path.isdir(folder):
+        raise UsageError(f"--report {args.report}: the folder {folder} does not exist")
 
 
 def _trace_writer(args):

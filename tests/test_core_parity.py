@@ -26,6 +26,7 @@ from maxsim.gpu import simulate_gpu
 from maxsim.timing import run as timing_run
 from maxsim.timing.memory_system import MemorySystem
 from maxsim.timing.sm import SM, ReferenceSM
+from maxsim.timing.stats import PC_FIELDS, STALL_REASONS
 from workloads.sgemm.harness import _kernel, _prepare, _sizes
 
 # every micro-kernel test, collected again in this module (run with the twin below)
@@ -65,6 +66,7 @@ def figures(sm):
         "loop": sm.loop_cycles_per_iteration(), "issued": sm.issued(),
         "l1": sm.l1.stats(), "l1_tags": [list(s.items()) for s in sm.l1._sets],
         "shared": sm.shared.stats(),
+        "per_pc": st.per_pc.tolist(),  # the per-instruction counters (stats.PC_FIELDS)
     }
 
 
@@ -99,7 +101,28 @@ def twin_simulate(kernel, grid, block, params=(), memory=None, textures=None, **
     assert_same(ref[1], new[1])
     if ref_ms is not None:
         assert ref_ms.stats() == kw["memory_system"].stats()
+    assert_per_pc_sums(new[1], kw.get("memory_system"))
     return new
+
+
+def assert_per_pc_sums(sm, shared_memory_system=None):
+    """Each per-instruction column sums to the run's total (the L2 columns to the memory
+    system's read counters when the SM had it to itself)."""
+    st = sm.stats
+    col = dict(zip(PC_FIELDS, st.per_pc.sum(axis=0).tolist()))
+    assert st.per_pc.shape == (len(sm.kernel.instructions), len(PC_FIELDS))
+    assert col["executions"] == st.warp_instructions == sm.issued()
+    for field, total in (("dual_issued", st.dual_issues), ("bank_conflicts", st.bank_conflicts),
+                         ("bank_conflict_cycles", st.bank_conflict_cycles),
+                         ("delayed_conflicts", st.delayed_conflicts), ("reuse_hits", st.reuse_hits),
+                         ("shared_requests", st.shared_requests), ("shared_wavefronts", st.shared_wavefronts),
+                         ("texture_requests", st.tex_requests), ("texture_sectors", st.tex_sectors),
+                         ("texture_hits", st.tex_hits)):
+        assert col[field] == total, field
+    for r in STALL_REASONS:
+        assert col["stall_" + r] == st.stall_reasons[r], r
+    if shared_memory_system is None:
+        assert (col["l2_hits"], col["l2_misses"]) == (st.l2_hits, st.l2_misses)
 
 
 @pytest.fixture(autouse=True)
@@ -196,6 +219,11 @@ def test_multi_sm_gpu():
     assert len(ref.sms) == len(new.sms) == 3
     for a, b in zip(ref.sms, new.sms):
         assert_same(a, b)
+    # per instruction on the GPU: the SMs' rows sum to the merged ones, their L2 reads to the shared
+    # memory system's
+    assert (new.stats.per_pc == sum(sm.stats.per_pc for sm in new.sms)).all()
+    l2 = new.stats.per_pc[:, PC_FIELDS.index("l2_hits"):PC_FIELDS.index("l2_misses") + 1].sum(axis=0).tolist()
+    assert l2 == [new.memory.l2_read_hits, new.memory.l2_read_misses] and l2[1] > 0
     assert sum(len(sm.dispatched) for sm in new.sms) > 0  # CTAs came from the shared dispatcher
 
 

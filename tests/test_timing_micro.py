@@ -653,3 +653,58 @@ def test_shared_atomics_serialise_on_one_address(same_address):
     extra = 31 if same_address else 0
     assert first_issue(sm, 3) - first_issue(sm, 2) == LAT.lds + extra
     assert d["shared_bank_conflicts"] == extra and d["shared_requests"] == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# (per instruction) the counters of the source view (maxsim.report.source), stats.per_pc: each is
+# kept at the instruction it belongs to; tests/test_core_parity.py also checks every column sums to
+# its total in every micro-kernel above
+
+
+def _at(sm, pc):
+    from maxsim.timing.stats import PC_FIELDS
+    return dict(zip(PC_FIELDS, sm.stats.per_pc[pc].tolist()))
+
+
+def test_per_instruction_stalls_and_hit_rates_of_a_texture_miss_then_hit():
+    # the TLD kernel of test_tld_miss_then_hit: MOV (pc 1, stall alu), TLD (pc 2, stall 2, sets
+    # barrier 1; an L1 miss and an L2 miss), TLD (pc 3, waits on 1; an L1 hit), FADD (pc 4, waits
+    # on 2). A warp stalled waiting to issue pc 3 spends 1 cycle on pc 2's stall count, then the
+    # DRAM fetch less the 2 cycles of that stall on the dependency; pc 4 likewise the L1 hit.
+    sm, d = run(_tld_kernel(), textures={0: _texture()})
+    stall = {pc: {r: _at(sm, pc)["stall_" + r] for r in ("stall_count", "dependency")} for pc in range(6)}
+    assert stall[2] == {"stall_count": LAT.alu - 1, "dependency": 0}
+    assert stall[3] == {"stall_count": 1, "dependency": LAT.dram - 2}  # 1, 373
+    assert stall[4] == {"stall_count": 1, "dependency": LAT.tex_l1_hit - 2}  # 1, 80
+    first, second = _at(sm, 2), _at(sm, 3)
+    assert (first["texture_requests"], first["texture_sectors"], first["texture_hits"]) == (1, 1, 0)
+    assert (first["l2_hits"], first["l2_misses"]) == (0, 1)
+    assert (second["texture_requests"], second["texture_sectors"], second["texture_hits"]) == (1, 1, 1)
+    assert (second["l2_hits"], second["l2_misses"]) == (0, 0)  # an L1 hit never reaches the L2
+    assert [_at(sm, pc)["executions"] for pc in range(6)] == [1] * 6
+
+
+def test_per_instruction_l2_hit_of_a_warm_sector():
+    tex = _texture()
+    ms = MemorySystem(CFG)
+    ms.l2.insert(tex.address // CFG.l2.sector, 0)
+    sm, d = run(_tld_kernel(), textures={0: tex}, memory_system=ms)
+    assert (_at(sm, 2)["l2_hits"], _at(sm, 2)["l2_misses"]) == (1, 0)
+
+
+def test_per_instruction_dual_issue_and_bank_conflict():
+    # FFMA (stall 0) + LDS issue in one cycle: the LDS is the dual-issued one
+    sm, d = run(_pair(0, "--:-:1:-:2 LDS R6, [R4];"))
+    assert [_at(sm, pc)["dual_issued"] for pc in range(3)] == [0, 1, 0]
+    assert _at(sm, 1)["shared_requests"] == 1 and _at(sm, 1)["shared_wavefronts"] == 1
+    # the conflicting FFMA R0, R4, R8, R1 (pc 4; R4 and R8 both in bank 0) without look-ahead
+    cfg = _cfg(regfile__collector_lookahead=0)
+    sm, d = run(_bank_kernel(["--:-:-:-:1 FFMA R0, R4, R8, R1;"]), cfg=cfg)
+    rows = [_at(sm, pc) for pc in range(10)]
+    assert [r["bank_conflicts"] for r in rows] == [0] * 4 + [1] + [0] * 5
+    assert [r["bank_conflict_cycles"] for r in rows] == [0] * 4 + [cfg.regfile.conflict_penalty] + [0] * 5
+    # .reuse on the FFMA before: the conflicting FFMA's R4 comes from the slot-0 reuse cache
+    mid = ["--:-:-:-:1 FFMA R2, R4.reuse, R10, R1;", "--:-:-:-:1 FFMA R0, R4, R8, R1;"]
+    sm, d = run(_bank_kernel(mid), cfg=cfg)
+    assert [_at(sm, pc)["reuse_hits"] for pc in range(11)] == [0] * 5 + [1] + [0] * 5
+    assert sum(_at(sm, pc)["bank_conflicts"] for pc in range(11)) == 0

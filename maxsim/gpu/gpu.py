@@ -111,6 +111,8 @@ def merge_stats(sms, cfg):
             total.opcode_counts[k] = total.opcode_counts.get(k, 0) + v
         for k, v in st.stall_reasons.items():
             total.stall_reasons[k] += v
+        if st.per_pc is not None:
+            total.add_per_pc(st.per_pc)
         for label, reasons in st.warp_stalls.items():  # warp labels name the CTA: unique on the GPU
             total.warp_stalls[f"sm{sm.sm_id}.{label}"] = reasons
         total.hazards.extend(st.hazards[:100])

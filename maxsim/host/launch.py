@@ -175,6 +175,20 @@ class LaunchReport:
                 out["gpu_predicted_gflops"] = p.gflops
         return out
 
+    @property
+    def instructions(self) -> list:
+        """The timed SM's figures per instruction (``maxsim run --json``'s ``instructions``; see
+        :mod:`maxsim.report.source`); empty when the launch was not timed."""
+        return (self.timing or {}).get("instructions", [])
+
+    def write_source_page(self, path) -> str:
+        """Write the source view of the timed SM (``maxsim run --report``) to ``path``: one
+        self-contained HTML page, a row per SASS instruction. Returns the path."""
+        if self.timing is None:
+            raise LaunchError("the source view needs the timing run: launch with timing=True")
+        from ..report.source import write_page
+        return write_page(path, self.fields())
+
     def to_json(self, **kw) -> str:
         """The figures (:meth:`fields`) and the output arrays' shapes, dtypes and sums as JSON."""
         out = self.fields()

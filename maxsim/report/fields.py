@@ -15,6 +15,7 @@ from ..analysis import analyze_banks, executed_bank_figures
 from ..errors import SimulationError
 from ..timing.occupancy import occupancy
 from .metrics import profiler_metrics, sm_counters
+from .source import instruction_rows
 
 _SM_PREFIXED = ("register_bank_conflicts", "reuse_hits", "operand_reads", "reuse_hit_rate",
                 "warp_instructions", "opcode_counts")
@@ -37,6 +38,8 @@ def timing_fields(sm) -> dict:
     # the clock its cycles become time at: the nominal one x gpu.effective_clock_fraction
     out["sm_clock_mhz"] = sm.cfg.clock_hz / 1e6
     out["profiler_metrics"] = profiler_metrics(sm_counters(sm), seconds, sm.cfg)
+    # per instruction (maxsim.report.source): each column sums to the totals above
+    out["instructions"] = instruction_rows(sm)
     return out
 
 

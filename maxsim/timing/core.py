@@ -21,6 +21,8 @@ for what each step means and why), on state held in numpy arrays instead of Pyth
   ``SEC`` (count, then sector byte addresses) / barrier arrival (-1: none).
 * ``L1`` (set x way x (2 + sectors per line)): the L1/texture cache's tags, LRU stamps and the
   arrival cycle of each sector.
+* ``CNT`` (``stats.PC_FIELDS`` x pc): the per-instruction counters (executions, dual issues, bank
+  conflicts, reuse hits, shared wavefronts, texture and L2 hits, stall cycles by reason).
 * ``ILOG``, ``SLOG``, ``BLOG``, ``HLOG``: issue log, stall log, back-branch times and hazard
   records, drained by Python whenever the core returns; ``REQ`` the sectors of a memory request,
   then (from ``G[G_WQ_BASE]``) the queue of posted stores, also handed on at every return.
@@ -59,8 +61,11 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ..jit import njit
-from .memory_core import I_ROOM, read_request
+from .memory_core import I_READ_HITS, I_READ_MISSES, I_ROOM, read_request
 from .static import ALU_HALF, BAR, BRANCH, EXIT, LDG, LDS, NEVER, S2R, STG, STS, TEX
+from .stats import (PC_BANK_CONFLICTS, PC_BANK_CYCLES, PC_DELAYED, PC_DUAL, PC_EXEC, PC_L2_HITS,
+                    PC_L2_MISSES, PC_REUSE_HITS, PC_SHARED_REQ, PC_SHARED_WF, PC_STALLS, PC_TEX_HITS,
+                    PC_TEX_REQ, PC_TEX_SECTORS)
 
 # ---- statuses returned by run() ----
 OK, YIELD, DONE, MEM, EXITED, DRAIN, ERR_LIMIT, ERR_DEADLOCK, ERR_TRACE_END, ERR_HAZARD, ROOM = range(11)
@@ -195,7 +200,7 @@ def _unit_ok(G, W, Q, S, P, w, pc, t, s):
 
 
 @njit(cache=True, forceinline=True)
-def _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t):
+def _collect(G, W, S, RC, BANKS, P, L, RD, CNT, w, s, pc, t):
     """Reuse caches and bank booking for one ALU instruction; returns the dispatch delay."""
     wid = W[w, W_WID]
     if S[s, S_RC_WARP] != wid:  # another warp's caches are no use: start empty
@@ -252,6 +257,7 @@ def _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t):
     S[s, S_RC_WARP] = wid
     if hits:
         G[G_REUSE_HITS] += hits
+        CNT[PC_REUSE_HITS, pc] += hits
     if nb == 0:
         return 0
     distinct = 1
@@ -261,6 +267,7 @@ def _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t):
         distinct += 1
     if nb > distinct:
         G[G_BANK_CONFLICTS] += nb - distinct
+        CNT[PC_BANK_CONFLICTS, pc] += nb - distinct
     last = t
     start = t - G[G_LOOKAHEAD]
     delayed = False
@@ -272,8 +279,10 @@ def _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t):
     delay = (last - t) * G[G_PENALTY]
     if delay:
         G[G_BANK_CYCLES] += delay
+        CNT[PC_BANK_CYCLES, pc] += delay
         if delayed:
             G[G_DELAYED] += 1
+            CNT[PC_DELAYED, pc] += 1
     return delay
 
 
@@ -391,7 +400,7 @@ def _l1_fill(G, L1, REQ, n, ready):
 
 
 @njit(cache=True, forceinline=True)
-def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u):
+def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, CNT, w, s, pc, t, u):
     """The memory part of an issue: (needs the memory system, completion cycle).
 
     When the L2/DRAM memory system is needed, the request is left in G/REQ and the first value
@@ -409,6 +418,8 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u
         else:
             G_[G_SHARED_REQ] += 1
             G_[G_SHARED_WF] += wf
+            CNT[PC_SHARED_REQ, pc] += 1
+            CNT[PC_SHARED_WF, pc] += wf
             nf = G_[G_SHARED_FREE]
             start = t if t > nf else nf
             G_[G_SHARED_FREE] = start + wf
@@ -454,12 +465,15 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u
     if u == TEX:
         G_[G_TEX_REQ] += 1
         G_[G_TEX_SECTORS] += n
+        CNT[PC_TEX_REQ, pc] += 1
+        CNT[PC_TEX_SECTORS, pc] += n
         tf = F[F_TEX_FREE]
         fstart = tf if tf > read_at else float(read_at)
         F[F_TEX_FREE] = fstart + (n * G_[G_SECTOR]) / F[F_TEX_BPC]
         start = int(np.ceil(fstart))
         hits, nmiss, pending = _l1_access(G_, L1, REQ, start, SEC, aux + 1, n)
         G_[G_TEX_HITS] += hits
+        CNT[PC_TEX_HITS, pc] += hits
         issued = start - (read_at - t)
         done = issued + G_[G_TEX_L1_HIT]
         if pending > done:
@@ -654,7 +668,7 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay
 def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
                 REQ, CNT, MS, w, s, pc, t, phase):
     """One issue (a scheduler's pick, or the second instruction of a dual issue): compiled into its caller."""
-    CNT[pc] += 1
+    CNT[PC_EXEC, pc] += 1
     u = P[pc, P_UNIT]
     W[w, W_LAST_ISSUE] = t
     delay = 0
@@ -665,22 +679,25 @@ def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC,
             return ERR_HAZARD
     if u <= ALU_HALF:
         if P[pc, P_NREADS]:
-            delay = _collect(G, W, S, RC, BANKS, P, L, RD, w, s, pc, t)
+            delay = _collect(G, W, S, RC, BANKS, P, L, RD, CNT, w, s, pc, t)
         pipe = P[pc, P_PIPE]
         S[s, S_PIPE0 + pipe if pipe < 2 else S_PIPE2] = t + P[pc, P_INTERVAL]
         done_at = t + delay + P[pc, P_LATENCY]
         if delay:
             S[s, S_BUSY] = t + 1 + delay
     elif u >= LDS and u <= STG:
-        need, done_at = _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, w, s, pc, t, u)
+        need, done_at = _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, CNT, w, s, pc, t, u)
         if need:
             # a read served here by the compiled memory system, as Python would serve
             # it: only with no posted store waiting to go first and room in its tables
             served = False
             if G[G_MEMC] and G[G_REQ_KIND] != REQ_STG and G[G_WQ_N] == 0 and not MS[1][I_ROOM] \
                     and G[G_REQ_N] <= G[G_SAFE_N]:
+                h0, m0 = MS[1][I_READ_HITS], MS[1][I_READ_MISSES]
                 r = read_request(float(G[G_REQ_NOW]), REQ[:G[G_REQ_N]], MS[0], MS[1], MS[2], MS[3], MS[4],
                                  MS[5], MS[6], MS[7], MS[8], MS[9], MS[10], MS[11])
+                CNT[PC_L2_HITS, pc] += MS[1][I_READ_HITS] - h0
+                CNT[PC_L2_MISSES, pc] += MS[1][I_READ_MISSES] - m0
                 if r == r:  # NaN: a negative address, left to Python to report
                     G[G_MEM_RESULT] = int(np.ceil(r))
                     done_at = _memory_done(G, W, Q, L1, REQ, w)
@@ -720,6 +737,7 @@ def _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, I
                     break
             if clear and _unit_ok(G, W, Q, S, P, w, nxt, t, s):
                 G[G_DUAL] += 1
+                CNT[PC_DUAL, nxt] += 1
                 return _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1,
                               ILOG, BLOG, HLOG, REQ, CNT, MS, w, s, nxt, t, 2)
     return OK
@@ -756,7 +774,9 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
         S[s, S_LAST] = w
         if G[G_SWITCH_CLEARS]:
             S[s, S_RC_WARP] = -1
-    # stall accounting for the cycles since this warp last issued
+    # stall accounting for the cycles since this warp last issued (charged to the warp and to the
+    # instruction it waited to issue)
+    pc = W[w, W_PC]
     gap_start = W[w, W_LAST_ISSUE] + 1
     if t > gap_start:
         a = W[w, W_STALL_UNTIL]
@@ -772,10 +792,13 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
         end_reason = blocked if blocked == 3 or blocked == 4 else 5
         if a > gap_start:
             W[w, W_STALLS] += a - gap_start
+            CNT[PC_STALLS, pc] += a - gap_start
         if b > a:
             W[w, W_STALLS + dep_reason] += b - a
+            CNT[PC_STALLS + dep_reason, pc] += b - a
         if t > b:
             W[w, W_STALLS + end_reason] += t - b
+            CNT[PC_STALLS + end_reason, pc] += t - b
         if G[G_LOG]:
             k = G[G_NSLOG]
             SLOG[k, 0] = W[w, W_WID]
@@ -788,7 +811,6 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
             G[G_NSLOG] = k + 1
     W[w, W_BLOCKED] = 0
     W[w, W_BAR_WAIT] = 0
-    pc = W[w, W_PC]
     st = _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
                      REQ, CNT, MS, w, s, pc, t, 1)
     if st != OK:

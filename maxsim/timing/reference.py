@@ -47,9 +47,21 @@ from .regfile import RegisterBanks
 from .shared_memory import SharedMemoryTiming
 from .static import (ALU, ALU_HALF, BAR, BRANCH, EXIT, LDG, LDS, MEMORY, NEVER, S2R, STG, STS, TEX,
                      StaticInfo, cta_warp_slots, residency)
-from .stats import Stats
+from .stats import (PC_BANK_CONFLICTS, PC_BANK_CYCLES, PC_DELAYED, PC_DUAL, PC_EXEC, PC_L2_HITS,
+                    PC_L2_MISSES, PC_REUSE_HITS, PC_SHARED_REQ, PC_SHARED_WF, PC_SIZE, PC_STALLS,
+                    PC_TEX_HITS, PC_TEX_REQ, PC_TEX_SECTORS, Stats)
 
 _NO_REUSE = ((), (), ())  # empty reuse caches of the three operand slots
+
+
+def l2_read_counts(memory_system):
+    """(read sectors that hit, that missed) in the L2 so far, or None when the memory system does
+    not count them: the difference over one ``read`` call is that request's."""
+    hits = getattr(memory_system, "l2_read_hits", None)
+    misses = getattr(memory_system, "l2_read_misses", None)
+    if hits is None or misses is None:
+        return None
+    return int(hits), int(misses)
 
 
 def memory_keywords(memory_system, sm_id):
@@ -166,6 +178,8 @@ class ReferenceSM:
         self.sm_id = sm_id
         self.now = 0
         self.counts = [0] * len(kernel.instructions)
+        # per instruction: the counters of stats.PC_FIELDS (executions as counts above)
+        self.per_pc = [[0] * PC_SIZE for _ in kernel.instructions]
         self._reuse_memo = {}
         self.bar_delay = cfg.latency.barrier_set_delay
         self.finished_ctas = 0
@@ -319,6 +333,9 @@ class ReferenceSM:
         st.cycles = max(st.cycles, t)
         st.sim_seconds += time.perf_counter() - wall
         static = self.static
+        for row, n in zip(self.per_pc, self.counts):
+            row[PC_EXEC] = n
+        st.add_per_pc(np.array(self.per_pc, dtype=np.int64).reshape(-1, PC_SIZE))
         for pc, n in enumerate(self.counts):
             if n:
                 op = self.kernel.instructions[pc].full_opcode
@@ -427,20 +444,26 @@ class ReferenceSM:
             s.last = w
             if self.switch_clears_reuse:
                 s.rc_warp = None
-        # stall accounting for the cycles since this warp last issued
+        # stall accounting for the cycles since this warp last issued (charged to the warp and
+        # to the instruction it waited to issue)
         gap_start = w.last_issue + 1
         if t > gap_start:
             a = min(w.stall_until, t)
             b = min(max(w.dep_until, a), t)
             stalls = w.stalls
+            at = self.per_pc[w.pc]
             dep_reason = 2 if w.bar_wait else 1
             # (a unit seen busy after the release must not turn the barrier wait into a dependency)
             if a > gap_start:
                 stalls[0] += a - gap_start
+                at[PC_STALLS] += a - gap_start
             if b > a:
                 stalls[dep_reason] += b - a
+                at[PC_STALLS + dep_reason] += b - a
             if t > b:
-                stalls[w.blocked if w.blocked in (3, 4) else 5] += t - b
+                end_reason = w.blocked if w.blocked in (3, 4) else 5
+                stalls[end_reason] += t - b
+                at[PC_STALLS + end_reason] += t - b
             if self.stall_log is not None:
                 self.stall_log.append((w.label, gap_start, a, b, t, dep_reason,
                                        w.blocked if w.blocked in (3, 4) else 5))
@@ -454,6 +477,7 @@ class ReferenceSM:
             if st.math[pc] != st.math[nxt] and s.busy_until <= t + 1 \
                     and all(w.bar_clear[b] <= t for b in st.waits[nxt]) and self._unit_ok(w, nxt, t, s):
                 self.stats.dual_issues += 1
+                self.per_pc[nxt][PC_DUAL] += 1
                 self._issue(w, s, nxt, t)
         return True
 
@@ -594,12 +618,15 @@ class ReferenceSM:
         s.rcs, hits, nreads, banks, extra = step
         s.rc_warp = w
         stats = self.stats
+        at = self.per_pc[pc]
         if hits:
             stats.reuse_hits += hits
+            at[PC_REUSE_HITS] += hits
         if not banks:
             return 0
         if extra:
             stats.bank_conflicts += extra
+            at[PC_BANK_CONFLICTS] += extra
         last = t
         start = t - self.lookahead
         book = s.banks.book
@@ -612,8 +639,10 @@ class ReferenceSM:
         delay = (last - t) * self.conflict_penalty
         if delay:
             stats.bank_conflict_cycles += delay
+            at[PC_BANK_CYCLES] += delay
             if delayed:
                 stats.delayed_conflicts += 1
+                at[PC_DELAYED] += 1
         return delay
 
     def _book_late_reads(self, s, pc, when):
@@ -638,6 +667,9 @@ class ReferenceSM:
             else:
                 stats.shared_requests += 1
                 stats.shared_wavefronts += wf
+                at = self.per_pc[pc]
+                at[PC_SHARED_REQ] += 1
+                at[PC_SHARED_WF] += wf
                 done = self.shared.issue(t, wf, store=(u == STS))
                 # the data registers are read while the banks take them in
                 release = max(self.shared.next_free + lat.mem_operand_read_shared, read_at + 1)
@@ -675,11 +707,15 @@ class ReferenceSM:
         if u == TEX:
             stats.tex_requests += 1
             stats.tex_sectors += n
+            at = self.per_pc[pc]
+            at[PC_TEX_REQ] += 1
+            at[PC_TEX_SECTORS] += n
             start = self.tex_free if self.tex_free > read_at else read_at
             self.tex_free = start + n * self.sector / self.tex_bytes_per_clk
             start = math.ceil(start)
             hits, misses = self.l1.access(start, [int(x) for x in sectors])
             stats.tex_hits += hits
+            at[PC_TEX_HITS] += hits
             # the latencies (tex_l1_hit, l2_hit, dram) count from the instruction's issue, which
             # includes the operand read: time the request from its issue-equivalent cycle
             issued = start - (read_at - t)
@@ -687,13 +723,25 @@ class ReferenceSM:
             if self.l1.pending_ready > done:
                 done = self.l1.pending_ready
             if misses:
-                mdone = self.memsys.read(issued, misses, **self._mem_kw[0])
+                mdone = self._read(pc, issued, misses)
                 self.l1.fill(misses, mdone)
                 if mdone > done:
                     done = mdone
         else:  # LDG: through the L2
-            done = self.memsys.read(t, [int(x) for x in sectors], **self._mem_kw[0])  # l2_hit / dram count from issue
+            done = self._read(pc, t, [int(x) for x in sectors])  # l2_hit / dram count from issue
         heapq.heappush(w.gmem_out, done)
+        return done
+
+    def _read(self, pc, now, sectors):
+        """A read of the L2/DRAM memory system for instruction ``pc``: its completion cycle; the
+        request's L2 hits and misses go to the instruction's counters."""
+        before = l2_read_counts(self.memsys)
+        done = self.memsys.read(now, sectors, **self._mem_kw[0])
+        if before is not None:
+            after = l2_read_counts(self.memsys)
+            at = self.per_pc[pc]
+            at[PC_L2_HITS] += after[0] - before[0]
+            at[PC_L2_MISSES] += after[1] - before[1]
         return done
 
     def _check_hazards(self, w, pc, t, u):

@@ -32,10 +32,10 @@ from ..errors import HazardError, SimulationError
 from . import core as K
 from .cores import CORES, core_name  # noqa: F401  (CORES: the choices)
 from .memory_core import I_SIZE
-from .reference import ReferenceSM, memory_keywords
+from .reference import ReferenceSM, l2_read_counts, memory_keywords
 from .shared_memory import SharedMemoryTiming
 from .static import BAR, LDG, LDS, MEMORY, STG, STS, TEX, StaticInfo, cta_warp_slots, residency
-from .stats import STALL_REASONS, Stats
+from .stats import PC_EXEC, PC_L2_HITS, PC_L2_MISSES, PC_SIZE, STALL_REASONS, Stats
 
 __all__ = ["SM", "ReferenceSM", "residency", "StaticInfo", "core_name"]
 
@@ -371,7 +371,9 @@ class SM:
         HLOG = np.zeros((LOG_ROWS, K.HLOG_W), dtype=np.int64)
         REQ = np.zeros(64 + STORE_QUEUE_WORDS, dtype=np.int64)
         G[K.G_WQ_BASE] = 64
-        CNT = np.zeros(len(P), dtype=np.int64)
+        # per instruction: stats.PC_FIELDS x pc (a field's counters side by side: the loop's rows
+        # of one field stay in a few cache lines)
+        CNT = np.zeros((PC_SIZE, len(P)), dtype=np.int64)
         self._G, self._F, self._W, self._REGS, self._Q, self._S, self._SW = G, F, W, REGS, Q, S, SW
         self._C, self._L1, self._ILOG, self._SLOG, self._BLOG, self._HLOG = C, L1, ILOG, SLOG, BLOG, HLOG
         self._CNT = CNT
@@ -595,7 +597,13 @@ class SM:
                 if G[K.G_REQ_KIND] == K.REQ_STG:
                     memsys.write(int(G[K.G_REQ_NOW]), sectors, **write_kw)
                 else:
+                    before = l2_read_counts(memsys)
                     G[K.G_MEM_RESULT] = memsys.read(int(G[K.G_REQ_NOW]), sectors, **read_kw)
+                    if before is not None:  # the request's L2 hits and misses, to its instruction
+                        after = l2_read_counts(memsys)
+                        pc = int(G[K.G_CTX_PC])
+                        self._CNT[PC_L2_HITS, pc] += after[0] - before[0]
+                        self._CNT[PC_L2_MISSES, pc] += after[1] - before[1]
             elif status == K.YIELD:
                 t = int(G[K.G_T])
                 self.now = t
@@ -635,7 +643,8 @@ class SM:
         self._export_l1()
         static = self.static
         instrs = self.kernel.instructions
-        for pc, n in enumerate(self._CNT.tolist()[:len(instrs)]):
+        st.add_per_pc(self._CNT[:, :len(instrs)].T)
+        for pc, n in enumerate(self._CNT[PC_EXEC, :len(instrs)].tolist()):
             if n:
                 op = instrs[pc].full_opcode
                 st.opcode_counts[op] = st.opcode_counts.get(op, 0) + n
@@ -757,7 +766,7 @@ class SM:
 
     def issued(self):
         """Warp instructions issued so far (the statistics are summed when the run ends)."""
-        return int(self._CNT.sum())
+        return int(self._CNT[PC_EXEC].sum())
 
     def warps_alive(self):
         return bool(self._S[:, K.S_NW].any()) or bool(self.pending) or \

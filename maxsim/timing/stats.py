@@ -16,6 +16,28 @@ STALL_REASONS = (
     "not_selected",  # ready, but the scheduler issued another warp
 )
 
+# per-instruction counters (``Stats.per_pc``: one row per instruction index, these columns), kept
+# by both SM cores at the same points as the totals above, so each column sums to its total
+PC_FIELDS = (
+    "executions",  # warp instructions issued
+    "dual_issued",  # issued as the second instruction of a dual issue (no issue cycle of its own)
+    "bank_conflicts",  # extra register-bank reads (after the reuse caches)
+    "bank_conflict_cycles",  # dispatch cycles lost to them
+    "delayed_conflicts",  # collisions with a memory instruction's late operand read
+    "reuse_hits",  # operands served by the reuse caches
+    "shared_requests",
+    "shared_wavefronts",
+    "texture_requests",
+    "texture_sectors",
+    "texture_hits",  # sectors hit in the L1/texture cache
+    "l2_hits",  # sectors of its L2 reads that hit (texture misses and global loads)
+    "l2_misses",
+) + tuple("stall_" + r for r in STALL_REASONS)  # warp-cycles stalled waiting to issue it
+(PC_EXEC, PC_DUAL, PC_BANK_CONFLICTS, PC_BANK_CYCLES, PC_DELAYED, PC_REUSE_HITS, PC_SHARED_REQ,
+ PC_SHARED_WF, PC_TEX_REQ, PC_TEX_SECTORS, PC_TEX_HITS, PC_L2_HITS, PC_L2_MISSES) = range(13)
+PC_STALLS = 13  # the STALL_REASONS, in order
+PC_SIZE = len(PC_FIELDS)
+
 
 @attrs.define
 class Stats:
@@ -50,6 +72,14 @@ class Stats:
     functional_seconds: float = 0.0  # wall time of the functional run that produced the trace
     schedulers: int = 4
     warps_per_scheduler: float = 0.0
+    # per instruction: numpy int64 array (instruction x PC_FIELDS), summed like the totals
+    per_pc: object = attrs.field(default=None, eq=False)
+
+    def add_per_pc(self, rows) -> None:
+        """Add an SM's per-instruction counters (instruction x PC_FIELDS)."""
+        import numpy as np
+        rows = np.asarray(rows, dtype=np.int64)
+        self.per_pc = rows.copy() if self.per_pc is None else self.per_pc + rows
 
     def to_dict(self) -> dict:
         cyc = max(self.cycles, 1)
