@@ -430,19 +430,20 @@ def test_bar_sync_waits_for_last_warp(bar_lat):
     cfg = override(CFG, {"latency.barrier_sync": bar_lat})
     sm, d = run(_bar_kernel(), block=64, cfg=cfg)
     bar_pc, after_pc = 3 + N_CHAIN, 4 + N_CHAIN
-    # S2R at 0; ISETP when S2R's barrier clears (s2r); BRA predicate cycles later; the branch
-    # target / fall-through branch cycles after that
+    # S2R at 0; ISETP when S2R's barrier clears (s2r); BRA predicate cycles later; warp 0 takes
+    # it: the target issues max(stall, branch_taken) cycles later; warp 1 falls through after the
+    # stall count
     t_bra = LAT.s2r + LAT.predicate  # 38
-    start = t_bra + LAT.branch  # 43
-    assert first_issue(sm, bar_pc, warp=0) == start  # warp 0 arrives at 43 and waits
+    start = t_bra + max(LAT.branch, LAT.branch_taken)  # 44
+    assert first_issue(sm, bar_pc, warp=0) == start  # warp 0 arrives at 44 and waits
     arrive1 = first_issue(sm, bar_pc, warp=1)
-    assert arrive1 == start + N_CHAIN * LAT.alu  # 103: warp 1 arrives after its chain
+    assert arrive1 == t_bra + LAT.branch + N_CHAIN * LAT.alu  # 103: warp 1 arrives after its chain
     assert first_issue(sm, after_pc, warp=0) == arrive1 + bar_lat  # 108 (123)
     assert first_issue(sm, after_pc, warp=1) == arrive1 + bar_lat
     assert d["cycles"] == arrive1 + bar_lat + 2
     # warp 0 waited at the barrier from the end of its BAR's stall count to the release
     assert d["stall_reasons_per_warp"]["cta0,0.w0"]["barrier_wait"] == \
-        (arrive1 + bar_lat) - (start + LAT.barrier_sync)  # 60 (75)
+        (arrive1 + bar_lat) - (start + LAT.barrier_sync)  # 59 (74)
 
 
 def _guarded_bar_kernel():

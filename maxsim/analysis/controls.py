@@ -74,6 +74,7 @@ import attrs
 
 from maxsim.arch.config import load_config
 from maxsim.isa import instruction as ins
+from maxsim.isa.issue import can_dual_issue, operand_read_delay, taken_branch_stall, why_not_dual
 from maxsim.isa.opcodes import OPCODES
 
 ALU_UNITS = frozenset(("alu", "alu_half"))
@@ -87,7 +88,6 @@ REGISTER_QUEUES = frozenset(("s2r", "xu", "fixed"))
 # queues whose results may arrive out of issue order: global loads (each LDG completes when its own
 # sectors arrive) and the quarter-rate unit (POPC and FLO take latency.bitcount, the others latency.xu)
 UNORDERED_RESULTS = frozenset(("global", "xu"))
-DUAL_SECOND = frozenset(("lds", "sts", "tex", "ldg", "stg", "bar", "branch"))
 SHORT_STALL_KIND = {"bar": "short-stall-barrier", "branch": "short-stall-branch", "exit": "short-stall-exit"}
 
 KINDS = ("raw-alu", "raw-predicate", "variable-latency-without-wait", "variable-latency-without-barrier",
@@ -119,11 +119,9 @@ def min_stall(instr, lat) -> int:
     return {"bar": lat.barrier_sync, "branch": lat.branch, "exit": lat.exit}.get(instr.unit, 1)
 
 
-def read_delay(unit, lat) -> int:
-    """Cycles after issue at which an instruction of class ``unit`` reads its source registers."""
-    return {"lds": lat.mem_operand_read_shared, "sts": lat.mem_operand_read_shared,
-            "ldg": lat.mem_operand_read_global, "stg": lat.mem_operand_read_global,
-            "tex": lat.mem_operand_read_tex}.get(unit, 0)
+def read_delay(instr, lat) -> int:
+    """Cycles after issue at which ``instr`` reads its source registers (:mod:`maxsim.isa.issue`)."""
+    return operand_read_delay(instr.unit, instr.opcode, lat)
 
 
 def pred_sources(instr):
@@ -266,7 +264,7 @@ class ControlState:
             if wait >> (b - 1) & 1 and b in self.bar_set:
                 t, who = self.bar_set[b]
                 out.append(Timing(t + 1 + self.lat.barrier_set_delay, "wait-too-soon", b, who, t))
-        delay = read_delay(instr.unit, self.lat)
+        delay = read_delay(instr, self.lat)
         for r in instr.src_regs:
             if r in self.alu_ready:
                 ready, who, t = self.alu_ready[r]
@@ -280,15 +278,15 @@ class ControlState:
     def can_dual(self, instr) -> bool:
         """Whether the previous instruction may dual-issue with ``instr`` (stall 0 on it)."""
         p = self.prev
-        return p is not None and p.unit in ALU_UNITS and instr.unit in DUAL_SECOND and not self.dual_prev
+        return p is not None and not self.dual_prev and can_dual_issue(p, instr)
 
     def stall_hazards(self, instr, stall):
         """Hazards of the previous instruction's ``stall`` when ``instr`` follows it."""
         p = self.prev
         out = []
         if stall == 0 and not self.can_dual(instr):
-            why = ("it is itself the second of a dual issue" if self.dual_prev and p.unit in ALU_UNITS
-                   else f"{p.opcode} cannot dual-issue with {instr.opcode}")
+            why = ("it is itself the second of a dual issue" if self.dual_prev and can_dual_issue(p, instr)
+                   else why_not_dual(p, instr))
             out.append(self._hazard(p, "illegal-dual-issue", f"{_name(p)} has stall 0 (dual issue) before "
                                     f"{_name(instr)}, which is not allowed: {why}", instr, 0, 1))
         n = min_stall(p, self.lat)
@@ -328,10 +326,10 @@ class ControlState:
         d, req = t - x.since, x.earliest - x.since
         tail = f"{d} cycle(s) after {_name(p)}"
         if x.kind == "raw-alu":
-            late = read_delay(instr.unit, self.lat)
+            late = read_delay(instr, self.lat)
             what = f"reads R{x.what} too early: {tail} writes it, it needs {req}"
             if late:
-                what += f" (a memory op reads its operands {late} cycles after issue)"
+                what += f" ({instr.opcode} reads its operands {late} cycles after issue)"
         elif x.kind == "raw-predicate":
             what = f"reads P{x.what} too early: {tail} sets it, it needs {req}"
         elif x.kind == "wait-too-soon":
@@ -433,7 +431,7 @@ def check_controls(kernel: ins.Kernel, cfg=None) -> list:
     at_branch = {}  # index of a backward branch -> state after it issued
 
     def walk(st, indices, loop):
-        for i in indices:
+        for n, i in enumerate(indices):
             instr = instrs[i]
             c = instr.control
             if st.t_prev is None:
@@ -442,6 +440,8 @@ def check_controls(kernel: ins.Kernel, cfg=None) -> list:
                 for h in st.stall_hazards(instr, st.prev.control.stall):
                     add(h, loop)
                 t = st.t_prev + st.prev.control.stall
+                if loop is not None and n == 0:  # the loop head after the taken back branch
+                    t = st.t_prev + taken_branch_stall(st.prev.control.stall, cfg.latency)
             needs, timings = st.needs(instr)
             for n in needs:
                 if n.barrier == 0 or not c.wait >> (n.barrier - 1) & 1:

@@ -46,7 +46,7 @@ from ..errors import HazardError, SimulationError
 from .regfile import RegisterBanks
 from .shared_memory import SharedMemoryTiming
 from .static import (ALU, ALU_HALF, BAR, BRANCH, EXIT, LDG, LDS, MEMORY, NEVER, S2R, STG, STS, TEX,
-                     StaticInfo, cta_warp_slots, residency)
+                     StaticInfo, cta_warp_slots, pairs, residency)
 from .stats import Stats
 
 _NO_REUSE = ((), (), ())  # empty reuse caches of the three operand slots
@@ -448,10 +448,11 @@ class ReferenceSM:
         w.bar_wait = False
         pc = w.pc
         self._issue(w, s, pc, t)
-        # dual issue: a stall-0 instruction and the next one of the same warp, different units
+        # dual issue: a stall-0 instruction and the next one of the same warp, a pair the rules allow
+        # (maxsim.isa.issue)
         if st.stall[pc] == 0 and self.dual and not w.done and not w.at_bar:
             nxt = w.pc
-            if st.math[pc] != st.math[nxt] and s.busy_until <= t + 1 \
+            if pairs(st.dual[pc], st.dual[nxt]) and s.busy_until <= t + 1 \
                     and all(w.bar_clear[b] <= t for b in st.waits[nxt]) and self._unit_ok(w, nxt, t, s):
                 self.stats.dual_issues += 1
                 self._issue(w, s, nxt, t)
@@ -522,6 +523,8 @@ class ReferenceSM:
         nxt = w.pcs[w.pos]
         w.pc = nxt
         stall = st.stall[pc]
+        if u == BRANCH and nxt != pc + 1 and stall < lat.branch_taken:
+            stall = lat.branch_taken  # a taken branch: its target issues latency.branch_taken on at least
         # a dispatch held back by bank conflicts shifts the warp's later instructions with it
         ready = t + delay + (stall if stall > 0 else 1)
         w.stall_until = ready
@@ -698,14 +701,7 @@ class ReferenceSM:
 
     def _check_hazards(self, w, pc, t, u):
         st = self.static
-        lat = self.lat
-        read_t = t
-        if u in (LDS, STS):
-            read_t = t + lat.mem_operand_read_shared
-        elif u == TEX:
-            read_t = t + lat.mem_operand_read_tex
-        elif u in (LDG, STG):
-            read_t = t + lat.mem_operand_read_global
+        read_t = t + st.read_delay[pc]  # memory ops and LDC read their sources late (maxsim.isa.issue)
         rr = w.reg_ready
         for r in st.srcs[pc]:
             if rr[r] > read_t:
