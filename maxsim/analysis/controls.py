@@ -87,7 +87,7 @@ QUEUE = {"lds": "shared", "sts": "shared", "tex": "tex", "ldg": "global", "stg":
 REGISTER_QUEUES = frozenset(("s2r", "xu", "fixed"))
 # queues whose results may arrive out of issue order: global loads (each LDG completes when its own
 # sectors arrive) and the quarter-rate unit (POPC and FLO take latency.bitcount, the others latency.xu)
-UNORDERED_RESULTS = frozenset(("global", "xu"))
+UNORDERED_RESULTS = frozenset(("global", "xu", "s2r"))
 SHORT_STALL_KIND = {"bar": "short-stall-barrier", "branch": "short-stall-branch", "exit": "short-stall-exit"}
 
 KINDS = ("raw-alu", "raw-predicate", "variable-latency-without-wait", "variable-latency-without-barrier",
