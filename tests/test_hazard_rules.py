@@ -253,3 +253,25 @@ def test_s2r_results_each_need_their_own_barrier():
     (h,) = static(body.format(w="02"))
     assert h.kind == "variable-latency-without-wait" and "R0" in h.message and "barrier 1" in h.message
     assert static(body.format(w="03")) == []
+
+
+# ---- the documentation page ---------------------------------------------------------------------
+
+def test_the_page_quotes_colsum_as_it_is_and_analyze_finds_no_hazard(capsys):
+    import re
+    from pathlib import Path
+
+    from maxsim.cli import main
+    page = (Path(__file__).resolve().parents[1] / "docs" / "hazard-rules.md").read_text()
+    src = library.source("colsum")
+    blocks = re.findall(r"```text\n(.*?)```", page, re.S)
+    assert len(blocks) == 2
+    for block in blocks:
+        for line in block.splitlines():
+            assert line in src, line
+    cmd = re.search(r"```sh\n(maxsim analyze \S+)\s+# (.*)\n```", page)
+    assert main(cmd.group(1).split()[1:] + ["--rows", "none"]) == 0
+    assert cmd.group(2) in capsys.readouterr().out
+    for key in ("branch_taken", "mem_operand_read_constant"):  # the config keys the page names
+        assert f"`latency.{key}`" in page or f"`{key}`" in page
+        assert hasattr(LAT, key)

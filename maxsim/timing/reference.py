@@ -13,7 +13,9 @@ executed and a summary of each memory access. This model decides *when* each of 
 * Warps are assigned to schedulers by warp slot mod 4; a CTA takes the warp slots of its CTA
   slot (:func:`~maxsim.timing.static.cta_warp_slots`), so its warps spread evenly. Each scheduler
   issues at most one warp per cycle, and a second instruction of the same warp in the same cycle when the first has stall 0 and
-  the pair uses different units (math + memory/branch/barrier): dual issue.
+  the pair is one :func:`maxsim.isa.issue.can_dual_issue` allows (an ALU instruction, then a memory
+  op, LDC, BAR, quarter-rate op or branch): dual issue. The next instruction after a taken branch
+  (the warp's next pc is not the one after it) issues ``max(stall, latency.branch_taken)`` cycles on.
 * Warp selection: *greedy then oldest*. The scheduler keeps issuing the warp it issued last while
   that warp is ready and did not set the yield flag; otherwise it takes the ready warp that issued
   least recently. Greedy issue is what lets the operand reuse caches work at all (a warp switch
