@@ -239,6 +239,20 @@ def test_ldc_reads_its_address_register_four_cycles_after_issue():
     assert h.kind == "raw-alu" and "LDC reads its operands 4 cycles after issue" in h.message
 
 
+@pytest.mark.parametrize("op,late", [("MUFU.RCP R2, R1", LAT.xu_operand_read),
+                                     ("I2F.F32.S32 R2, R1", LAT.xu_operand_read), ("POPC R2, R1", 0)])
+def test_quarter_rate_ops_read_their_operands_late(op, late, core):
+    # MUFU and the conversions read their source 4 cycles after issue (maxas's qtr class); POPC and
+    # FLO at issue (its s2r class): an IADD may feed MUFU 2 cycles on, POPC only 6 on
+    body = "--:-:-:-:{s} IADD R1, R3, 0x4;\n--:-:1:-:2 " + op + ";\n01:-:-:-:1 MOV R5, R2;\n--:-:-:-:5 EXIT;"
+    need = LAT.alu - late
+    assert static(body.format(s=need)) == [] and dynamic(body.format(s=need), hazards="strict")[1] == []
+    (h,) = static(body.format(s=need - 1))
+    assert (h.kind, h.distance, h.required) == ("raw-alu", need - 1, need)
+    _, hz = dynamic(body.format(s=need - 1))
+    assert len(hz) == 1 and "reads R1" in hz[0] and "1 cycle(s) before the result of IADD" in hz[0]
+
+
 # ---- S2R results may arrive out of order ---------------------------------------------------------
 
 def test_s2r_results_each_need_their_own_barrier():

@@ -192,6 +192,7 @@ class LatencyConfig:
     mem_operand_read_global: int = _nonneg_int()
     mem_operand_read_tex: int = _nonneg_int()
     mem_operand_read_constant: int = _nonneg_int()
+    xu_operand_read: int = _nonneg_int()
     read_barrier_release: int = _pos_int()
 
 

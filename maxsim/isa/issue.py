@@ -98,9 +98,12 @@ def operand_read_delay(instr_unit: str, opcode: str, lat) -> int:
     """Cycles after issue at which an instruction reads its source registers (``lat``: the config's
     latency section). Memory instructions read late [maxas-cc]: shared 2, global 4, texture
     ``mem_operand_read_tex``; LDC like its maxas class, global memory [maxas-grammar]
-    (``mem_operand_read_constant``); everything else at issue."""
+    (``mem_operand_read_constant``); MUFU and the conversions ``xu_operand_read`` (maxas's qtr class,
+    rlat 4 [maxas-grammar]); everything else, POPC and FLO too, at issue."""
     if opcode == "LDC":
         return lat.mem_operand_read_constant
+    if instr_unit == "xu" and opcode not in ("POPC", "FLO"):
+        return lat.xu_operand_read
     return {"lds": lat.mem_operand_read_shared, "sts": lat.mem_operand_read_shared,
             "ldg": lat.mem_operand_read_global, "stg": lat.mem_operand_read_global,
             "tex": lat.mem_operand_read_tex}.get(instr_unit, 0)
