@@ -535,6 +535,49 @@ def test_no_dual_issue_of_two_ffma():
     assert d0["cycles"] == d1["cycles"] == 3
 
 
+@pytest.mark.parametrize("second", ["--:-:1:-:2 LDC R6, c[0x0][0x0];", "--:-:1:-:2 MUFU.RCP R6, R7;",
+                                    "--:-:1:-:2 I2F.F32.S32 R6, R7;"])
+def test_dual_issue_ffma_with_ldc_and_quarter_rate(second):
+    # maxas's scheduler pairs an ALU instruction with LDC (its global-memory class) and with the
+    # quarter-rate class (maxsim/isa/issue.py)
+    sm0, d0 = run(_pair(0, second))
+    assert issues(sm0)[:2] == [(0, 0), (0, 1)] and d0["dual_issues"] == 1
+    assert d0["cycles"] == 0 + 2 + 1
+
+
+def test_no_dual_issue_of_ldc_then_ffma():
+    k = kernel(f"""
+--:-:1:-:0 LDC R6, c[0x0][0x0];
+--:-:-:-:1 FFMA R5, R1, R2, R3;
+{exit_line()}
+""")
+    sm, d = run(k)
+    assert [t for t, _ in issues(sm)] == [0, 1, 2] and d["dual_issues"] == 0
+
+
+def test_taken_branch_target_issues_branch_taken_cycles_on():
+    # a counted loop written the maxas way: the IADD that advances the counter dual-issues with the
+    # BRA and the loop head's ISETP reads it. MOV32I at 1, the first ISETP alu cycles later; each
+    # pass: ISETP, predicate cycles to the IADD + BRA, the taken branch's target
+    # max(branch, branch_taken) cycles on; the fifth ISETP fails: the BRA falls through, EXIT
+    # `branch` cycles on
+    k = kernel(f"""
+--:-:-:-:1 MOV R1, RZ;
+--:-:-:-:{s(LAT.alu)} MOV32I R2, 0x4;
+LOOP:
+--:-:-:-:{s(LAT.predicate)} ISETP.LT.AND P0, PT, R1, R2, PT;
+--:-:-:-:0 @P0 IADD R1, R1, 0x1;
+--:-:-:-:{s(LAT.branch)} @P0 BRA LOOP;
+{exit_line()}
+""")
+    sm, d = run(k, hazards="strict")
+    step = LAT.predicate + max(LAT.branch, LAT.branch_taken)  # 19
+    head = [t for t, pc in issues(sm) if pc == 2]
+    assert head == [1 + LAT.alu + i * step for i in range(5)]  # 7, 26, 45, 64, 83
+    assert d["dual_issues"] == 5 and d["hazards"] == 0
+    assert d["cycles"] == head[-1] + LAT.predicate + LAT.branch + 1  # 102
+
+
 # ---------------------------------------------------------------------------------------------
 # (9) the hazard checker: control codes that let a read happen before the result is written
 
