@@ -439,7 +439,7 @@ def check_controls(kernel: ins.Kernel, cfg=None) -> list:
     at_branch = {}  # index of a backward branch -> state after it issued
 
     def walk(st, indices, loop):
-        for n, i in enumerate(indices):
+        for pos, i in enumerate(indices):
             instr = instrs[i]
             c = instr.control
             if st.t_prev is None:
@@ -448,7 +448,7 @@ def check_controls(kernel: ins.Kernel, cfg=None) -> list:
                 for h in st.stall_hazards(instr, st.prev.control.stall):
                     add(h, loop)
                 t = st.t_prev + st.prev.control.stall
-                if loop is not None and n == 0:  # the loop head after the taken back branch
+                if loop is not None and pos == 0:  # the loop head after the taken back branch
                     t = st.t_prev + taken_branch_stall(st.prev.control.stall, cfg.latency)
             needs, timings = st.needs(instr)
             for n in needs:
