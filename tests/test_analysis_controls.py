@@ -181,20 +181,23 @@ def test_dual_issue_only_alu_then_memory_or_branch():
 
 LOOP = ("--:-:-:Y:d      ISETP.LT.AND P0, PT, R0, 0x10, PT;",
         "LOOP:",
-        "--:-:-:-:6      IADD R1, R2, 0x1;",  # reads R2 of the previous iteration
+        "--:-:-:-:6  @P1 IADD R1, R2, 0x1;",  # reads P1 of the previous iteration
         "--:-:-:-:6      IADD R3, R1, 0x1;",
-        "--:-:-:-:{s}      IADD R2, R3, 0x1;",
+        "--:-:-:-:{s}      ISETP.LT.AND P1, PT, R3, 0x10, PT;",
         "--:-:-:-:5  @P0 BRA LOOP;",
         "--:-:-:-:5      EXIT;")
 
 
 def test_loop_hazard_found_only_across_the_back_edge():
-    # IADD R2 dual-issues with the BRA; the loop head issues 5 cycles later: R2 read 1 cycle early
+    # ISETP P1 dual-issues with the BRA; the loop head issues latency.branch_taken (6) cycles later
+    # and reads P1, which needs 13: 7 cycles early, and only on the back edge
     (h,) = hazards(*(x.format(s=0) for x in LOOP))
-    assert (h.kind, h.index, h.other, h.distance, h.required, h.loop) == ("raw-alu", 1, 3, 5, 6, 4)
+    assert (h.kind, h.index, h.other, h.distance, h.required, h.loop) == ("raw-predicate", 1, 3, 6, 13, 4)
     assert "back edge of BRA (line 8)" in h.message and "line 5" in h.message and "line 7" in h.message
-    # one more cycle on the producer closes it
-    assert hazards(*(x.format(s=1) for x in LOOP)) == []
+    # 7 cycles on the ISETP plus the taken branch's 6 close it; the branch's stall count (5) would not
+    assert hazards(*(x.format(s=7) for x in LOOP)) == []
+    (h,) = hazards(*(x.format(s=6) for x in LOOP))
+    assert (h.kind, h.distance, h.required) == ("raw-predicate", 12, 13)
 
 
 def test_conditional_branch_fall_through_skips_the_ops_under_its_guard():

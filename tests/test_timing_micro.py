@@ -430,19 +430,20 @@ def test_bar_sync_waits_for_last_warp(bar_lat):
     cfg = override(CFG, {"latency.barrier_sync": bar_lat})
     sm, d = run(_bar_kernel(), block=64, cfg=cfg)
     bar_pc, after_pc = 3 + N_CHAIN, 4 + N_CHAIN
-    # S2R at 0; ISETP when S2R's barrier clears (s2r); BRA predicate cycles later; the branch
-    # target / fall-through branch cycles after that
+    # S2R at 0; ISETP when S2R's barrier clears (s2r); BRA predicate cycles later; warp 0 takes
+    # it: the target issues max(stall, branch_taken) cycles later; warp 1 falls through after the
+    # stall count
     t_bra = LAT.s2r + LAT.predicate  # 38
-    start = t_bra + LAT.branch  # 43
-    assert first_issue(sm, bar_pc, warp=0) == start  # warp 0 arrives at 43 and waits
+    start = t_bra + max(LAT.branch, LAT.branch_taken)  # 44
+    assert first_issue(sm, bar_pc, warp=0) == start  # warp 0 arrives at 44 and waits
     arrive1 = first_issue(sm, bar_pc, warp=1)
-    assert arrive1 == start + N_CHAIN * LAT.alu  # 103: warp 1 arrives after its chain
+    assert arrive1 == t_bra + LAT.branch + N_CHAIN * LAT.alu  # 103: warp 1 arrives after its chain
     assert first_issue(sm, after_pc, warp=0) == arrive1 + bar_lat  # 108 (123)
     assert first_issue(sm, after_pc, warp=1) == arrive1 + bar_lat
     assert d["cycles"] == arrive1 + bar_lat + 2
     # warp 0 waited at the barrier from the end of its BAR's stall count to the release
     assert d["stall_reasons_per_warp"]["cta0,0.w0"]["barrier_wait"] == \
-        (arrive1 + bar_lat) - (start + LAT.barrier_sync)  # 60 (75)
+        (arrive1 + bar_lat) - (start + LAT.barrier_sync)  # 59 (74)
 
 
 def _guarded_bar_kernel():
@@ -532,6 +533,49 @@ def test_no_dual_issue_of_two_ffma():
     assert [t for t, _ in issues(sm0)] == [0, 1, 2]
     assert d0["dual_issues"] == 0
     assert d0["cycles"] == d1["cycles"] == 3
+
+
+@pytest.mark.parametrize("second", ["--:-:1:-:2 LDC R6, c[0x0][0x0];", "--:-:1:-:2 MUFU.RCP R6, R7;",
+                                    "--:-:1:-:2 I2F.F32.S32 R6, R7;"])
+def test_dual_issue_ffma_with_ldc_and_quarter_rate(second):
+    # maxas's scheduler pairs an ALU instruction with LDC (its global-memory class) and with the
+    # quarter-rate class (maxsim/isa/issue.py)
+    sm0, d0 = run(_pair(0, second))
+    assert issues(sm0)[:2] == [(0, 0), (0, 1)] and d0["dual_issues"] == 1
+    assert d0["cycles"] == 0 + 2 + 1
+
+
+def test_no_dual_issue_of_ldc_then_ffma():
+    k = kernel(f"""
+--:-:1:-:0 LDC R6, c[0x0][0x0];
+--:-:-:-:1 FFMA R5, R1, R2, R3;
+{exit_line()}
+""")
+    sm, d = run(k)
+    assert [t for t, _ in issues(sm)] == [0, 1, 2] and d["dual_issues"] == 0
+
+
+def test_taken_branch_target_issues_branch_taken_cycles_on():
+    # a counted loop written the maxas way: the IADD that advances the counter dual-issues with the
+    # BRA and the loop head's ISETP reads it. MOV32I at 1, the first ISETP alu cycles later; each
+    # pass: ISETP, predicate cycles to the IADD + BRA, the taken branch's target
+    # max(branch, branch_taken) cycles on; the fifth ISETP fails: the BRA falls through, EXIT
+    # `branch` cycles on
+    k = kernel(f"""
+--:-:-:-:1 MOV R1, RZ;
+--:-:-:-:{s(LAT.alu)} MOV32I R2, 0x4;
+LOOP:
+--:-:-:-:{s(LAT.predicate)} ISETP.LT.AND P0, PT, R1, R2, PT;
+--:-:-:-:0 @P0 IADD R1, R1, 0x1;
+--:-:-:-:{s(LAT.branch)} @P0 BRA LOOP;
+{exit_line()}
+""")
+    sm, d = run(k, hazards="strict")
+    step = LAT.predicate + max(LAT.branch, LAT.branch_taken)  # 19
+    head = [t for t, pc in issues(sm) if pc == 2]
+    assert head == [1 + LAT.alu + i * step for i in range(5)]  # 7, 26, 45, 64, 83
+    assert d["dual_issues"] == 5 and d["hazards"] == 0
+    assert d["cycles"] == head[-1] + LAT.predicate + LAT.branch + 1  # 102
 
 
 # ---------------------------------------------------------------------------------------------

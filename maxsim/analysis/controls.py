@@ -12,10 +12,12 @@ generator and of the assembler (``maxsim/asm/controls.py``), which fills open fi
 these rules and raises on a hazard in fixed fields; so a generated kernel checks clean by
 construction, and a rule changed here changes both.
 
-Paths. The walk is the straight program order: every branch is taken as not taken. In addition,
-for each backward branch (a loop) the loop body is walked once more, from the loop head, starting
-from the state and time the straight walk had at the branch (the loop head issues the branch's
-stall count after it): hazards between the end of one iteration and the start of the next are found
+Paths. The walk is the straight program order: every branch is taken as not taken (the next
+instruction issues the branch's stall count after it). In addition, for each backward branch (a
+loop) the loop body is walked once more, from the loop head, starting from the state and time the
+straight walk had at the branch (the loop head, the taken branch's target, issues
+``max(stall, latency.branch_taken)`` cycles after it, :func:`maxsim.isa.issue.taken_branch_stall`):
+hazards between the end of one iteration and the start of the next are found
 there (:attr:`Hazard.loop` names the branch). Forward branches taken, and a second wrap of a loop,
 are not followed. Past a conditional branch the straight walk knows the branch's guard is false, so
 memory ops issued under the same guard (the predicate not written since) did not execute: their
@@ -24,11 +26,12 @@ the bottom of the loop and reuses those registers right after ``@P0 BRA`` falls 
 this rule its two files report 16 overwrites each). The generator's scheduler does not use this
 path fact and stays conservative.
 
-The rules (numbers from the architecture config, ``[latency]`` and ``[sm]`` sections):
+The rules (numbers from the architecture config, ``[latency]`` and ``[sm]`` sections; the issue
+rules from :mod:`maxsim.isa.issue`; each with its source in docs/hazard-rules.md):
 
 - ``raw-alu``: an ALU result (``alu``, ``alu_half`` classes) may be read by an ALU instruction
-  ``latency.alu`` cycles after issue; by a memory instruction ``mem_operand_read_*`` cycles earlier
-  (memory ops read their operands late);
+  ``latency.alu`` cycles after issue; by a memory instruction or LDC ``mem_operand_read_*`` cycles
+  earlier (they read their operands late);
 - ``raw-predicate``: a predicate written by ISETP is usable ``latency.predicate`` cycles after issue
   (guard or predicate source);
 - ``variable-latency-without-wait``: the results of S2R, LDS, TLD and LDG (and of the other
@@ -43,8 +46,10 @@ The rules (numbers from the architecture config, ``[latency]`` and ``[sm]`` sect
   done), or, when the op set neither, issues ``read_barrier_release`` cycles after it;
 - ``short-stall-branch`` / ``short-stall-barrier`` / ``short-stall-exit``: BRA/CAL/RET, BAR and EXIT
   need a stall of at least ``latency.branch`` / ``barrier_sync`` / ``exit`` when an instruction follows;
-- ``illegal-dual-issue``: stall 0 only lets an ALU instruction dual-issue with a following memory
-  op, BAR or branch, and the second of a pair cannot start another pair;
+- ``illegal-dual-issue``: stall 0 dual-issues only the pairs :func:`maxsim.isa.issue.can_dual_issue`
+  allows (maxas's scheduler classes: an ALU instruction, S2R, POPC or FLO first; a memory op, LDC,
+  BAR, MUFU or conversion, or branch second; not two constant-operand reads), and the second of a
+  pair cannot start another pair;
 - ``wait-on-unset-barrier``: a wait mask names a barrier that no instruction on any walked path
   sets before it (the wait does nothing: usually a wrong barrier number).
 
@@ -59,7 +64,8 @@ Two assumptions are taken from maxas's own kernels, which rely on them (``sgemm_
   no global memory, so nothing vouches for LDG results arriving in order, and the timing model
   completes each LDG when its own sectors arrive (an L2 hit issued after a DRAM miss lands first);
   a reader of an LDG result waits on that LDG's own barrier. The same for the quarter-rate unit
-  (MUFU and conversions take ``latency.xu``, POPC and FLO ``latency.bitcount``);
+  (MUFU and conversions take ``latency.xu``, POPC and FLO ``latency.bitcount``) and for S2R, which
+  maxas's Control-Codes page says may complete out of order ("use an explicit barrier for each");
 - BAR.SYNC returns only after the warp's earlier shared-memory ops have read their operands (maxas
   overwrites the STS.128 source registers with new texture loads after the BAR without a wait).
 
@@ -74,6 +80,7 @@ import attrs
 
 from maxsim.arch.config import load_config
 from maxsim.isa import instruction as ins
+from maxsim.isa.issue import can_dual_issue, operand_read_delay, taken_branch_stall, why_not_dual
 from maxsim.isa.opcodes import OPCODES
 
 ALU_UNITS = frozenset(("alu", "alu_half"))
@@ -85,9 +92,10 @@ QUEUE = {"lds": "shared", "sts": "shared", "tex": "tex", "ldg": "global", "stg":
 # queues whose ops read their registers at issue, like ALU instructions (no late operand reads)
 REGISTER_QUEUES = frozenset(("s2r", "xu", "fixed"))
 # queues whose results may arrive out of issue order: global loads (each LDG completes when its own
-# sectors arrive) and the quarter-rate unit (POPC and FLO take latency.bitcount, the others latency.xu)
-UNORDERED_RESULTS = frozenset(("global", "xu"))
-DUAL_SECOND = frozenset(("lds", "sts", "tex", "ldg", "stg", "bar", "branch"))
+# sectors arrive), the quarter-rate unit (POPC and FLO take latency.bitcount, the others latency.xu)
+# and S2R ([maxas-cc]: "It is not wise to share a barrier between S2R instructions. These can be
+# processed out of order.")
+UNORDERED_RESULTS = frozenset(("global", "xu", "s2r"))
 SHORT_STALL_KIND = {"bar": "short-stall-barrier", "branch": "short-stall-branch", "exit": "short-stall-exit"}
 
 KINDS = ("raw-alu", "raw-predicate", "variable-latency-without-wait", "variable-latency-without-barrier",
@@ -119,11 +127,9 @@ def min_stall(instr, lat) -> int:
     return {"bar": lat.barrier_sync, "branch": lat.branch, "exit": lat.exit}.get(instr.unit, 1)
 
 
-def read_delay(unit, lat) -> int:
-    """Cycles after issue at which an instruction of class ``unit`` reads its source registers."""
-    return {"lds": lat.mem_operand_read_shared, "sts": lat.mem_operand_read_shared,
-            "ldg": lat.mem_operand_read_global, "stg": lat.mem_operand_read_global,
-            "tex": lat.mem_operand_read_tex}.get(unit, 0)
+def read_delay(instr, lat) -> int:
+    """Cycles after issue at which ``instr`` reads its source registers (:mod:`maxsim.isa.issue`)."""
+    return operand_read_delay(instr.unit, instr.opcode, lat)
 
 
 def pred_sources(instr):
@@ -266,7 +272,7 @@ class ControlState:
             if wait >> (b - 1) & 1 and b in self.bar_set:
                 t, who = self.bar_set[b]
                 out.append(Timing(t + 1 + self.lat.barrier_set_delay, "wait-too-soon", b, who, t))
-        delay = read_delay(instr.unit, self.lat)
+        delay = read_delay(instr, self.lat)
         for r in instr.src_regs:
             if r in self.alu_ready:
                 ready, who, t = self.alu_ready[r]
@@ -280,15 +286,15 @@ class ControlState:
     def can_dual(self, instr) -> bool:
         """Whether the previous instruction may dual-issue with ``instr`` (stall 0 on it)."""
         p = self.prev
-        return p is not None and p.unit in ALU_UNITS and instr.unit in DUAL_SECOND and not self.dual_prev
+        return p is not None and not self.dual_prev and can_dual_issue(p, instr)
 
     def stall_hazards(self, instr, stall):
         """Hazards of the previous instruction's ``stall`` when ``instr`` follows it."""
         p = self.prev
         out = []
         if stall == 0 and not self.can_dual(instr):
-            why = ("it is itself the second of a dual issue" if self.dual_prev and p.unit in ALU_UNITS
-                   else f"{p.opcode} cannot dual-issue with {instr.opcode}")
+            why = ("it is itself the second of a dual issue" if self.dual_prev and can_dual_issue(p, instr)
+                   else why_not_dual(p, instr))
             out.append(self._hazard(p, "illegal-dual-issue", f"{_name(p)} has stall 0 (dual issue) before "
                                     f"{_name(instr)}, which is not allowed: {why}", instr, 0, 1))
         n = min_stall(p, self.lat)
@@ -328,10 +334,10 @@ class ControlState:
         d, req = t - x.since, x.earliest - x.since
         tail = f"{d} cycle(s) after {_name(p)}"
         if x.kind == "raw-alu":
-            late = read_delay(instr.unit, self.lat)
+            late = read_delay(instr, self.lat)
             what = f"reads R{x.what} too early: {tail} writes it, it needs {req}"
             if late:
-                what += f" (a memory op reads its operands {late} cycles after issue)"
+                what += f" ({instr.opcode} reads its operands {late} cycles after issue)"
         elif x.kind == "raw-predicate":
             what = f"reads P{x.what} too early: {tail} sets it, it needs {req}"
         elif x.kind == "wait-too-soon":
@@ -433,7 +439,7 @@ def check_controls(kernel: ins.Kernel, cfg=None) -> list:
     at_branch = {}  # index of a backward branch -> state after it issued
 
     def walk(st, indices, loop):
-        for i in indices:
+        for pos, i in enumerate(indices):
             instr = instrs[i]
             c = instr.control
             if st.t_prev is None:
@@ -442,6 +448,8 @@ def check_controls(kernel: ins.Kernel, cfg=None) -> list:
                 for h in st.stall_hazards(instr, st.prev.control.stall):
                     add(h, loop)
                 t = st.t_prev + st.prev.control.stall
+                if loop is not None and pos == 0:  # the loop head after the taken back branch
+                    t = st.t_prev + taken_branch_stall(st.prev.control.stall, cfg.latency)
             needs, timings = st.needs(instr)
             for n in needs:
                 if n.barrier == 0 or not c.wait >> (n.barrier - 1) & 1:

@@ -185,11 +185,14 @@ class LatencyConfig:
     l2_hit: int = _pos_int()
     dram: int = _pos_int()
     branch: int = _pos_int()
+    branch_taken: int = _pos_int()
     barrier_sync: int = _pos_int()
     exit: int = _pos_int()
     mem_operand_read_shared: int = _nonneg_int()
     mem_operand_read_global: int = _nonneg_int()
     mem_operand_read_tex: int = _nonneg_int()
+    mem_operand_read_constant: int = _nonneg_int()
+    xu_operand_read: int = _nonneg_int()
     read_barrier_release: int = _pos_int()
 
 

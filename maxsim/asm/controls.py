@@ -10,7 +10,7 @@ fields of every instruction written with a control field and leaves all fields o
   LDG: a free one of the six, see :func:`_pick_barrier`), the *wait mask* (the barriers of the variable-latency producers whose
   registers the instruction reads or overwrites, and of the memory ops that still hold a register it
   overwrites), the *stall count* of the previous instruction (just enough cycles for each fixed
-  latency, 0 to dual-issue an ALU instruction with a following memory op, BAR or BRA) and the yield
+  latency, 0 to dual-issue a pair :func:`maxsim.isa.issue.can_dual_issue` allows) and the yield
   flag (set on stalls the config says need it);
 - checks every fixed field against the same rules, raising :class:`ControlError` on a hazard the
   fixed codes leave open, so a hand-placed loop is verified as it is assembled (``strict=False``

@@ -24,7 +24,7 @@ Dependencies (edges of the block's graph, each with a latency in cycles):
 
 Order (maxas's heuristic, ``Scheduler``): a simulated clock; each ready instruction's expected stall
 is the cycles until its operands are ready (at least 1), 0 when it can dual-issue with the previous
-instruction (an ALU instruction followed by a memory op, BAR or branch, ready now). The ready
+instruction (the pairs :func:`maxsim.isa.issue.can_dual_issue` allows, ready now). The ready
 instruction picked is, in order of preference: the block's first instruction if it waits on a
 barrier (it was written to go first), the least expected stall, a change of unit from the
 previous instruction, the most instructions depending on it (its descendants through edges with a
@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import attrs
 
-from ..analysis.controls import ALU_UNITS, DUAL_SECOND, pred_sources, read_delay
+from ..analysis.controls import pred_sources, read_delay
+from ..isa.issue import can_dual_issue
 
 PRED_KEY = 1 << 20  # predicates are keyed apart from registers (registers may be any other ints)
 SHARED, GLOBAL = ("lds", "sts"), ("ldg", "stg")
@@ -92,7 +93,7 @@ def dependency_graph(items, lat):
                 if k >= PRED_KEY:
                     latency = lat.predicate
                 else:
-                    latency = max(0, result_latency(p.unit, lat, p.opcode) - read_delay(instr.unit, lat))
+                    latency = max(0, result_latency(p.unit, lat, p.opcode) - read_delay(instr, lat))
                 edge(w, j, latency)
                 if p.pred == 7:
                     break
@@ -173,8 +174,7 @@ def schedule_block(items, cfg) -> list:
         def key(j):
             instr = items[j].instr
             stall = max(1, earliest[j] - clock) if prev is not None else 0
-            if (prev is not None and not prev_dual and prev.unit in ALU_UNITS and instr.unit in DUAL_SECOND
-                    and earliest[j] <= clock):
+            if prev is not None and not prev_dual and can_dual_issue(prev, instr) and earliest[j] <= clock:
                 stall = 0
             mix = prev is not None and instr.unit != prev.unit
             return (0 if (j == 0 and first == 0) else 1, stall, not mix, -deps[j], j)

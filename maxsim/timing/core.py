@@ -62,7 +62,8 @@ from numba.extending import intrinsic
 
 from ..jit import njit
 from .memory_core import I_READ_HITS, I_READ_MISSES, I_ROOM, read_request
-from .static import ALU_HALF, BAR, BRANCH, EXIT, LDG, LDS, NEVER, S2R, STG, STS, TEX
+from .static import (ALU_HALF, BAR, BRANCH, DUAL_CONST, DUAL_FIRST, DUAL_SECOND, EXIT, LDG, LDS, NEVER, S2R,
+                     STG, STS, TEX)
 from .stats import (PC_BANK_CONFLICTS, PC_BANK_CYCLES, PC_DELAYED, PC_DUAL, PC_EXEC, PC_L2_HITS,
                     PC_L2_MISSES, PC_REUSE_HITS, PC_SHARED_REQ, PC_SHARED_WF, PC_STALLS, PC_TEX_HITS,
                     PC_TEX_REQ, PC_TEX_SECTORS)
@@ -85,7 +86,7 @@ _NONE = 11  # a scheduler found no warp to issue (internal)
  G_MEM_INTERVAL, G_PIPE_INT0, G_PIPE_INT1, G_REUSE_SLOTS, G_SHARED_DEPTH, G_GLOBAL_DEPTH,
  G_SECTOR, G_DUAL_ON, G_BAR_DELAY, G_LAT_S2R, G_READ_SHARED, G_READ_TEX, G_READ_GLOBAL,
  G_READ_BAR_RELEASE, G_TEX_L1_HIT, G_BARRIER_SYNC, G_LAT_LDS, G_LAT_STS, G_L1_LINE, G_L1_SPL,
- G_L1_SETS, G_L1_ASSOC, G_MEMC, G_SAFE_N, G_SIZE) = range(72)
+ G_L1_SETS, G_L1_ASSOC, G_MEMC, G_SAFE_N, G_BRANCH_TAKEN, G_SIZE) = range(73)
 
 # request kinds (G_REQ_KIND)
 REQ_TEX, REQ_LDG, REQ_STG = range(3)
@@ -112,9 +113,9 @@ S_PIPE2 = 11  # the quarter-rate (xu) pipe's free cycle
 C_LIVE, C_NARRIVED, C_SIZE = range(3)
 
 # ---- P: per instruction ----
-(P_UNIT, P_MATH, P_STALL, P_YIELD, P_WAITS, P_RBAR, P_WBAR, P_LATENCY, P_BACK, P_SRC, P_NSRC, P_DST,
+(P_UNIT, P_DUAL, P_STALL, P_YIELD, P_WAITS, P_RBAR, P_WBAR, P_LATENCY, P_BACK, P_SRC, P_NSRC, P_DST,
  P_NDST, P_PSRC, P_NPSRC, P_PDST, P_NPDST, P_READS, P_NREADS, P_MREADS, P_NMREADS, P_PIPE, P_INTERVAL,
- P_SIZE) = range(24)
+ P_READ, P_SIZE) = range(25)
 
 RING = 64  # register bank ring (cycles remembered), as regfile.RING
 LATE = 16  # bit offset of the late-read marks, as regfile.LATE
@@ -532,13 +533,7 @@ def _hazard(G, W, HLOG, kind, w, pc, t, reg, a, b):
 def _check_hazards(G, W, REGS, P, L, HLOG, w, pc, t, u):
     """Record reads before results are ready and overwrites before reads (kinds 0, 1, 2);
     True when one was found."""
-    read_t = t
-    if u == LDS or u == STS:
-        read_t = t + G[G_READ_SHARED]
-    elif u == TEX:
-        read_t = t + G[G_READ_TEX]
-    elif u == LDG or u == STG:
-        read_t = t + G[G_READ_GLOBAL]
+    read_t = t + P[pc, P_READ]
     found = False
     o = P[pc, P_SRC]
     for k in range(P[pc, P_NSRC]):
@@ -641,6 +636,8 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay
     nxt = TPC[W[w, W_TBASE] + pos]
     W[w, W_PC] = nxt
     stall = P[pc, P_STALL]
+    if u == BRANCH and nxt != pc + 1 and stall < G[G_BRANCH_TAKEN]:
+        stall = G[G_BRANCH_TAKEN]  # a taken branch: its target issues latency.branch_taken on at least
     ready = t + delay + (stall if stall > 0 else 1)
     W[w, W_STALL_UNTIL] = ready
     W[w, W_YIELDED] = P[pc, P_YIELD]
@@ -725,10 +722,13 @@ def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC,
 @njit(cache=True, inline="always")
 def _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
           REQ, CNT, MS, w, s, pc, t):
-    """Dual issue: a stall-0 instruction and the next one of the same warp, different units."""
+    """Dual issue: a stall-0 instruction and the next one of the same warp, a pair the rules allow."""
     if P[pc, P_STALL] == 0 and G[G_DUAL_ON] and not W[w, W_DONE] and not W[w, W_AT_BAR]:
         nxt = W[w, W_PC]
-        if P[pc, P_MATH] != P[nxt, P_MATH] and S[s, S_BUSY] <= t + 1:
+        first = P[pc, P_DUAL]
+        second = P[nxt, P_DUAL]
+        if first & DUAL_FIRST and second & DUAL_SECOND and not (first & second & DUAL_CONST) \
+                and S[s, S_BUSY] <= t + 1:
             waits = P[nxt, P_WAITS]
             clear = True
             for b in range(1, 7):

@@ -13,7 +13,9 @@ executed and a summary of each memory access. This model decides *when* each of 
 * Warps are assigned to schedulers by warp slot mod 4; a CTA takes the warp slots of its CTA
   slot (:func:`~maxsim.timing.static.cta_warp_slots`), so its warps spread evenly. Each scheduler
   issues at most one warp per cycle, and a second instruction of the same warp in the same cycle when the first has stall 0 and
-  the pair uses different units (math + memory/branch/barrier): dual issue.
+  the pair is one :func:`maxsim.isa.issue.can_dual_issue` allows (an ALU instruction, then a memory
+  op, LDC, BAR, quarter-rate op or branch): dual issue. The next instruction after a taken branch
+  (the warp's next pc is not the one after it) issues ``max(stall, latency.branch_taken)`` cycles on.
 * Warp selection: *greedy then oldest*. The scheduler keeps issuing the warp it issued last while
   that warp is ready and did not set the yield flag; otherwise it takes the ready warp that issued
   least recently. Greedy issue is what lets the operand reuse caches work at all (a warp switch
@@ -46,7 +48,7 @@ from ..errors import HazardError, SimulationError
 from .regfile import RegisterBanks
 from .shared_memory import SharedMemoryTiming
 from .static import (ALU, ALU_HALF, BAR, BRANCH, EXIT, LDG, LDS, MEMORY, NEVER, S2R, STG, STS, TEX,
-                     StaticInfo, cta_warp_slots, residency)
+                     StaticInfo, cta_warp_slots, pairs, residency)
 from .stats import (PC_BANK_CONFLICTS, PC_BANK_CYCLES, PC_DELAYED, PC_DUAL, PC_EXEC, PC_L2_HITS,
                     PC_L2_MISSES, PC_REUSE_HITS, PC_SHARED_REQ, PC_SHARED_WF, PC_SIZE, PC_STALLS,
                     PC_TEX_HITS, PC_TEX_REQ, PC_TEX_SECTORS, Stats)
@@ -471,10 +473,11 @@ class ReferenceSM:
         w.bar_wait = False
         pc = w.pc
         self._issue(w, s, pc, t)
-        # dual issue: a stall-0 instruction and the next one of the same warp, different units
+        # dual issue: a stall-0 instruction and the next one of the same warp, a pair the rules allow
+        # (maxsim.isa.issue)
         if st.stall[pc] == 0 and self.dual and not w.done and not w.at_bar:
             nxt = w.pc
-            if st.math[pc] != st.math[nxt] and s.busy_until <= t + 1 \
+            if pairs(st.dual[pc], st.dual[nxt]) and s.busy_until <= t + 1 \
                     and all(w.bar_clear[b] <= t for b in st.waits[nxt]) and self._unit_ok(w, nxt, t, s):
                 self.stats.dual_issues += 1
                 self.per_pc[nxt][PC_DUAL] += 1
@@ -546,6 +549,8 @@ class ReferenceSM:
         nxt = w.pcs[w.pos]
         w.pc = nxt
         stall = st.stall[pc]
+        if u == BRANCH and nxt != pc + 1 and stall < lat.branch_taken:
+            stall = lat.branch_taken  # a taken branch: its target issues latency.branch_taken on at least
         # a dispatch held back by bank conflicts shifts the warp's later instructions with it
         ready = t + delay + (stall if stall > 0 else 1)
         w.stall_until = ready
@@ -746,14 +751,7 @@ class ReferenceSM:
 
     def _check_hazards(self, w, pc, t, u):
         st = self.static
-        lat = self.lat
-        read_t = t
-        if u in (LDS, STS):
-            read_t = t + lat.mem_operand_read_shared
-        elif u == TEX:
-            read_t = t + lat.mem_operand_read_tex
-        elif u in (LDG, STG):
-            read_t = t + lat.mem_operand_read_global
+        read_t = t + st.read_delay[pc]  # memory ops and LDC read their sources late (maxsim.isa.issue)
         rr = w.reg_ready
         for r in st.srcs[pc]:
             if rr[r] > read_t:

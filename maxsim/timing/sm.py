@@ -212,7 +212,8 @@ def _static_tables(static, kernel, cfg):
 
     for pc in range(n):
         P[pc, K.P_UNIT] = static.unit[pc]
-        P[pc, K.P_MATH] = static.math[pc]
+        P[pc, K.P_DUAL] = static.dual[pc]
+        P[pc, K.P_READ] = static.read_delay[pc]
         P[pc, K.P_STALL] = static.stall[pc]
         P[pc, K.P_YIELD] = static.yld[pc]
         P[pc, K.P_WAITS] = sum(1 << b for b in static.waits[pc])
@@ -344,6 +345,7 @@ class SM:
         G[K.G_READ_TEX] = lat.mem_operand_read_tex
         G[K.G_READ_GLOBAL] = lat.mem_operand_read_global
         G[K.G_READ_BAR_RELEASE] = lat.read_barrier_release
+        G[K.G_BRANCH_TAKEN] = lat.branch_taken
         G[K.G_TEX_L1_HIT] = lat.tex_l1_hit
         G[K.G_BARRIER_SYNC] = lat.barrier_sync
         G[K.G_LAT_LDS] = lat.lds

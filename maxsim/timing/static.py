@@ -4,6 +4,7 @@ tables and how many CTAs fit on one SM. Shared by the compiled core and the refe
 from __future__ import annotations
 
 from ..errors import SimulationError
+from ..isa.issue import dual_first, dual_second, operand_read_delay, reads_constant_operand
 
 ALU, ALU_HALF, LDS, STS, TEX, LDG, STG, S2R, BAR, BRANCH, EXIT, NOP = range(12)
 UNIT_CODE = {"alu": ALU, "alu_half": ALU_HALF, "lds": LDS, "sts": STS, "tex": TEX, "ldg": LDG,
@@ -13,6 +14,8 @@ UNIT_CODE = {"alu": ALU, "alu_half": ALU_HALF, "lds": LDS, "sts": STS, "tex": TE
              "xu": ALU_HALF, "fixed": S2R}
 PIPE = {"alu": 0, "alu_half": 1, "xu": 2}  # the scheduler's math pipes
 MEMORY = frozenset((LDS, STS, TEX, LDG, STG))
+# dual-issue roles of an instruction (bits of StaticInfo.dual; the rules: maxsim.isa.issue)
+DUAL_FIRST, DUAL_SECOND, DUAL_CONST = 1, 2, 4
 NEVER = 1 << 62
 
 
@@ -24,7 +27,8 @@ class StaticInfo:
         n = len(kernel.instructions)
         banks = cfg.regfile.banks
         self.unit = [0] * n
-        self.math = [False] * n
+        self.dual = [0] * n  # DUAL_FIRST | DUAL_SECOND | DUAL_CONST bits
+        self.read_delay = [0] * n  # cycles after issue at which the source registers are read
         self.stall = [0] * n
         self.yld = [False] * n
         self.waits = [()] * n
@@ -48,7 +52,9 @@ class StaticInfo:
             k = i.index
             u = UNIT_CODE[i.unit]
             self.unit[k] = u
-            self.math[k] = u in (ALU, ALU_HALF)
+            self.dual[k] = (DUAL_FIRST if dual_first(i) else 0) | (DUAL_SECOND if dual_second(i) else 0) | \
+                (DUAL_CONST if reads_constant_operand(i) else 0)
+            self.read_delay[k] = operand_read_delay(i.unit, i.opcode, lat)
             self.stall[k] = i.control.stall
             self.yld[k] = i.control.yield_
             self.waits[k] = tuple(b + 1 for b in range(6) if i.control.wait >> b & 1)
@@ -102,6 +108,12 @@ def cta_warp_slots(cid, cta_slot, block, warps):
     if warps > per:
         raise SimulationError(f"CTA {cid} has {warps} warps, more than its block of {block} threads holds")
     return range(cta_slot * per, cta_slot * per + warps)
+
+
+def pairs(first: int, second: int) -> bool:
+    """Whether instructions with dual-issue bits ``first`` (stall 0) and ``second`` (the next one)
+    issue in one cycle: :func:`maxsim.isa.issue.can_dual_issue` on the bits of StaticInfo.dual."""
+    return bool(first & DUAL_FIRST) and bool(second & DUAL_SECOND) and not (first & second & DUAL_CONST)
 
 
 def residency(kernel, block, cfg):
