@@ -31,6 +31,31 @@ def test_page_python_example_prints_what_the_page_shows(monkeypatch):
     assert printed.getvalue().splitlines() == shown == ["[('param_out', 'out'), ('param_W', 'W')]", "True True"]
 
 
+def test_page_error_example_is_the_real_message(monkeypatch):
+    """The page's example of a read beyond the bytes given: the Python example's launch with the
+    last two bias words left out of bank 3."""
+    import maxsim
+    from maxsim.errors import MaxsimError
+    (block,) = _blocks("python")
+    shown = [b for b in _blocks("text") if "is outside constant bank 3" in b]
+    assert len(shown) == 1
+    monkeypatch.chdir(ROOT)
+    env = {"__name__": "__doc_page__"}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(block, str(PAGE), "exec"), env)
+    g = env
+    try:
+        maxsim.launch(g["conv"], grid=((g["Wo"] + 15) // 16, (g["Ho"] + 7) // 8), block=(16, 8),
+                      params={"out": "out", "W": g["W"], "Wo": g["Wo"], "Ho": g["Ho"], "ntaps": 9},
+                      buffers={"out": maxsim.Buffer.zeros((g["Ho"], g["Wo"]))},
+                      textures={0x62: maxsim.Texture(g["img"].ravel(), "float1")},
+                      constants={3: g["bank3"][:-2]}, timing=False, predict=False)
+    except MaxsimError as e:
+        assert str(e) == shown[0].strip()
+    else:
+        raise AssertionError("no error")
+
+
 def test_page_command_lines_run_and_match_numpy(tmp_path, monkeypatch, capsys):
     from maxsim.cli import main
     (sh,) = _blocks("sh")
