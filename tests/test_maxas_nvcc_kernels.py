@@ -277,6 +277,8 @@ def test_maxas_spellings_mean_what_maxas_means():
     assert _same("--:-:-:-:1 LOP.AND R1, R2, c[0x0][0x140].INV;", "--:-:-:-:1 LOP.AND R1, R2, ~c[0x0][0x140];")
     assert _same("--:-:-:-:1 LDC R1, c[0x3] [R2 + 0x8];", "--:-:-:-:1 LDC R1, c[0x3][R2+0x8];")
     assert _same("--:-:-:-:1 LDC R1, c[0x3][R2+-0x8];", "--:-:-:-:1 LDC R1, c[0x3][R2-0x8];")
+    assert parse_instruction("--:-:-:-:1 FADD R1, R2, +1.5;").operands[2].fvalue == 1.5  # $f20's '+'
+    assert parse_instruction("--:-:-:-:1 MOV32I R1, +2.5;").operands[1].fvalue == 2.5
     # and they compute it: a 64-bit add through the carry, ~ of a constant and an immediate
     k = parse_text(header("sp", regs=12, nparams=2) + """\
 --:-:-:-:1      MOV32I R2, 0xfffffff0;
