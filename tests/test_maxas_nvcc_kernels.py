@@ -390,3 +390,14 @@ def test_no_bank_given_to_the_convolution_is_one_line(capsys):
                       buffers={"o": maxsim.Buffer.zeros((Ho, Wo))},
                       textures={0x62: maxsim.Texture(img.ravel(), "float1")}, timing=False, predict=False)
     assert "\n" not in str(e.value) and "constant bank 3 was not given" in str(e.value)
+
+
+def test_conv2d_const_final_text_reads_back_and_checks_clean():
+    from maxsim.analysis.controls import check_controls
+    from maxsim.asm import assemble_file
+    from maxsim.sass.printer import format_kernel
+    asm = assemble_file(CONV)
+    assert asm.hazards == () and check_controls(asm.kernel) == []
+    assert format_kernel(parse_text(asm.text, filename="conv_final.sass")) == asm.text
+    text = asm.text
+    assert "TLDS.LZ.NODEP.T RZ, " in text and "LDC.64 R4, c[0x3][R" in text and "IADD.CC R6, " in text
