@@ -401,3 +401,34 @@ def test_conv2d_const_final_text_reads_back_and_checks_clean():
     assert format_kernel(parse_text(asm.text, filename="conv_final.sass")) == asm.text
     text = asm.text
     assert "TLDS.LZ.NODEP.T RZ, " in text and "LDC.64 R4, c[0x3][R" in text and "IADD.CC R6, " in text
+
+
+def test_the_32_bit_immediate_forms_nvcc_emits():
+    k = parse_text(header("i32", regs=12, nparams=1) + """\
+--:-:1:-:1      S2R R0, SR_TID.X;
+01:-:-:-:6      IADD32I R1, R0, 0x12345678;
+--:-:-:-:6      LOP32I.XOR R2, R0, 0xf0f0f0f0;
+--:-:-:-:6      ISCADD32I R3, R0, 0x1000, 0x4;
+--:-:-:-:6      I2F.F32.S32 R4, R0;
+--:-:-:-:6      FMUL32I R5, R4, 0.75;
+--:-:-:-:6      FADD32I.FTZ R6, R5, -2.5;
+--:-:-:-:6      IADD32I R8.CC, R0, 0xfffffff0;
+--:-:-:-:6      IADD.X R7, RZ, RZ;
+--:-:-:-:6      SHL R10, R0, 0x5;
+--:-:-:-:6      IADD R10, R10, c[0x0][0x140];
+--:-:-:-:1      STG.128 [R10], R0;
+--:-:-:-:1      STG.128 [R10+0x10], R4;
+--:-:-:-:5      EXIT;
+""", filename="i32.sass")
+    mem = GlobalMemory()
+    out = mem.alloc(32 * 32)
+    launch(k, 1, 32, [out], mem)
+    got = mem.read(out, 8 * 32, np.uint32).reshape(32, 8)
+    t = np.arange(32, dtype=np.uint32)
+    assert np.array_equal(got[:, 1], t + np.uint32(0x12345678))
+    assert np.array_equal(got[:, 2], t ^ np.uint32(0xf0f0f0f0))
+    assert np.array_equal(got[:, 3], (t << 4) + 0x1000)
+    f = got[:, 4:7].view(np.float32)
+    assert np.array_equal(f[:, 1], t.astype(np.float32) * np.float32(0.75))
+    assert np.array_equal(f[:, 2], t.astype(np.float32) * np.float32(0.75) - np.float32(2.5))
+    assert np.array_equal(got[:, 7], (t >= 16).astype(np.uint32))  # the carry of t + 0xfffffff0 (R7)

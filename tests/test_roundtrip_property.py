@@ -150,7 +150,7 @@ def instruction_text(draw, opcodes=None, hi_reg=254, runnable=False):
         elif letter == "P":
             ops[n] = draw(pred_text(source))
         elif letter == "I":
-            ops[n] = draw(imm_text(0, 31) if name == "ISCADD" else imm_text(0, 15) if name == "BAR"
+            ops[n] = draw(imm_text(0, 31) if name in ("ISCADD", "ISCADD32I") and n == 3 else imm_text(0, 15) if name == "BAR"
                           else imm_text(0, 0xFFFFF) if name in ("TLD", "TEX", "TLDS", "TEXS") else imm_text())
         elif letter == "F":
             ops[n] = draw(float_text)

@@ -233,7 +233,7 @@ def _fwriter(dst, zrow):
 # compiling one instruction
 
 CONTROL = ("BRA", "CAL", "RET", "EXIT", "BAR", "SSY", "PBK", "PCNT", "SYNC", "BRK", "CONT")
-FLOAT_OPS = ("FFMA", "FMUL", "FADD")
+FLOAT_OPS = ("FFMA", "FMUL", "FADD", "FMUL32I", "FADD32I")
 
 
 def compile_instruction(ctx, instr, values=True):
@@ -496,8 +496,8 @@ def write_pred(g, dst, val, m):
 
 
 _ALU = {
-    "IADD": _iadd, "IADD3": _iadd3, "ISCADD": _iscadd,
-    "XMAD": _xmad, "LOP": _lop, "MOV": _mov, "MOV32I": _mov, "SHL": _shift, "SHR": _shift,
+    "IADD": _iadd, "IADD3": _iadd3, "ISCADD": _iscadd, "IADD32I": _iadd, "ISCADD32I": _iscadd, 
+    "XMAD": _xmad, "LOP": _lop, "LOP32I": _lop, "MOV": _mov, "MOV32I": _mov, "SHL": _shift, "SHR": _shift,
     "BFE": _bfe, "SEL": _sel, "ISETP": _isetp,
 }
 

@@ -100,7 +100,7 @@ def accesses(instr):
                 uses.append(o.reg)
             elif o.kind == ins.PRED and o.reg != ins.PT:
                 uses.append(PRED_BASE + o.reg)
-        if op == "IADD":
+        if op in ("IADD", "IADD32I"):
             if "X" in instr.mods:
                 uses.append(CC)
             if "CC" in instr.mods:

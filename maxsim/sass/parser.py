@@ -21,6 +21,7 @@ _HEADER_RANGE = {"InsCnt": (0, 1 << 31), "RegCnt": (1, ins.NUM_REGS), "SharedSiz
 
 # Immediates with a narrower range than 32 bits: (opcode, operand position) -> (lo, hi, what)
 _IMM_RANGE = {("BAR", 0): (0, 15, "barrier"), ("ISCADD", 3): (0, 31, "ISCADD shift"),
+              ("ISCADD32I", 3): (0, 31, "ISCADD32I shift"),
               # the texture slot field ([maxas-grammar] TLDS: i36w20, 20 bits)
               **{(op, 3): (0, 0xFFFFF, "texture slot") for op in ("TLD", "TEX", "TLDS", "TEXS")}}
 
@@ -37,7 +38,7 @@ _CONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\s*\[(0[xX][0-9a-fA-F]+|\d+
 _ICONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\[(R\d+|RZ)(?:\+?(-?(?:0[xX][0-9a-fA-F]+|\d+)))?\]$", re.ASCII)
 # maxas writes the carry-out of an add on its destination: IADD R72.CC, ... ([maxas-grammar] $r0cc)
 _DST_CC_RE = re.compile(r"([A-Z][A-Z0-9]*(?:\.[A-Z0-9_]+)*)(\s+)(R\d+|RZ)\.CC(?=\s*,)", re.ASCII)
-_CC_MODELLED = ("IADD", "LEA")  # opcodes whose carry-out maxsim models
+_CC_MODELLED = ("IADD", "IADD32I", "LEA")  # opcodes whose carry-out maxsim models
 _HEADER_RE = re.compile(r"#\s*(Kernel|Arch|InsCnt|RegCnt|SharedSize|BarCnt)\s*:\s*(\S+)\s*$", re.ASCII)
 _PARAMS_RE = re.compile(r"#\s*Params\((\d+)\)\s*:\s*$", re.ASCII)
 _PARAM_RE = re.compile(r"#\s*(\d+):(0[xX][0-9a-fA-F]+|\d+):(\d+):(\d+)(?:\s+[A-Za-z_]\w*)?\s*$", re.ASCII)  # name: maxsim.host
@@ -215,7 +216,7 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
         op0 = m.group(1)
         if op0.split(".")[0] not in _CC_MODELLED:
             raise line.error(f"the carry-out of {op0.split('.')[0]} ({m.group(3)}.CC) is not modelled "
-                             f"(only IADD's and LEA's)", m.start(3))
+                             f"(only IADD's, IADD32I's and LEA's)", m.start(3))
         cc = "" if "CC" in op0.split(".")[1:] else ".CC"
         src = src[:pos] + op0 + cc + m.group(2) + m.group(3) + src[m.end():] + " " * (3 - len(cc))
         line = _Line(src, line.number, line.filename)
