@@ -432,3 +432,12 @@ def test_the_32_bit_immediate_forms_nvcc_emits():
     assert np.array_equal(f[:, 1], t.astype(np.float32) * np.float32(0.75))
     assert np.array_equal(f[:, 2], t.astype(np.float32) * np.float32(0.75) - np.float32(2.5))
     assert np.array_equal(got[:, 7], (t >= 16).astype(np.uint32))  # the carry of t + 0xfffffff0 (R7)
+
+
+def test_a_source_file_names_an_opcode_it_cannot_run_with_its_place():
+    from maxsim.asm import assemble_text
+    with pytest.raises(SassParseError) as e:
+        assemble_text("<REGISTER_MAPPING>\n    0-3 : a, b, c, d\n</REGISTER_MAPPING>\n"
+                      "S2R a, SR_TID.X;\n    TLD4S b, a, a, 0x62, 2D, R;\nEXIT;\n", "g.sass")
+    assert str(e.value) == ("g.sass:5:5: opcode TLD4S is not modelled: a four-texel gather from a 2D texture "
+                            "(2D textures are not modelled)")

@@ -45,7 +45,7 @@ from ..analysis.reuse import reuse_flag_masks, with_reuse_mask
 from ..arch.config import load_config
 from ..errors import SassParseError
 from ..isa import instruction as ins
-from ..isa.opcodes import OPCODES, memory_bytes
+from ..isa.opcodes import NOT_MODELLED, OPCODES, memory_bytes
 from ..sass.parser import parse_instruction, parse_text
 from ..sass.printer import format_kernel
 from .controls import Spec, assign_controls
@@ -210,7 +210,10 @@ def _prepare(line, k, constants) -> _Ins:
     if ":" in op:
         raise body.error(f"expected a control field WW:R:W:Y:S (e.g. --:-:1:-:6), got {op!r}", op_at)
     if op.split(".")[0] not in OPCODES:
-        raise body.error(f"unknown opcode {op.split('.')[0]!r}", op_at)
+        name = op.split(".")[0]
+        if name in NOT_MODELLED:
+            raise body.error(f"opcode {name} is not modelled: {NOT_MODELLED[name]}", op_at)
+        raise body.error(f"unknown opcode {name!r}", op_at)
     pos = start
     while True:  # constants, in one pass (a value is not searched for further names)
         m = _NAME_RE.search(body.text, pos)
