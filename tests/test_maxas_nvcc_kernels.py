@@ -218,8 +218,7 @@ def test_ldc_widths_read_each_lanes_constant(mod, scale, regs, view):
         exp = np.stack([words[(lane * scale + 2 * scale) // 4 + j] for j in range(regs)], axis=1)
         assert np.array_equal(got[:, :regs], exp)
     else:
-        vals = data[lane * scale + 2 * scale:].copy() if False else np.array(
-            [data[a:a + scale].view(view)[0] for a in lane * scale + 2 * scale])
+        vals = np.array([data[a:a + scale].view(view)[0] for a in lane * scale + 2 * scale])
         assert np.array_equal(got[:, 0], vals.astype(np.int64).astype(np.uint32))
 
 

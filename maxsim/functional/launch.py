@@ -130,6 +130,9 @@ def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_in
            timing_only=False) -> LaunchResult:
     """Execute ``kernel`` over ``grid`` (x, y) CTAs of ``block`` threads.
 
+    ``params``: the 4-byte parameters in order or constant bank 0 packed (:func:`pack_params`), or
+    a :class:`ConstantBanks` holding either with the data of further constant banks.
+
     ``ctas`` optionally restricts execution to a list of (x, y) CTA ids (the timing model uses this
     to run the CTAs of one SM); ``recorder`` collects the per-warp dynamic trace.
 
