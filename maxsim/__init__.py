@@ -1,8 +1,8 @@
 """maxsim: a cycle-approximate simulator of the NVIDIA Maxwell streaming multiprocessor.
 
 The launch API (:mod:`maxsim.host`) is available here: ``maxsim.Kernel.load(path_or_text)``,
-``maxsim.launch(kernel, grid=, block=, params=, buffers=, textures=, config=)``, ``maxsim.Buffer``,
-``maxsim.Texture``; it is imported on first use (``import maxsim`` stays light).
+``maxsim.launch(kernel, grid=, block=, params=, buffers=, textures=, constants=, config=)``,
+``maxsim.Buffer``, ``maxsim.Texture``; it is imported on first use (``import maxsim`` stays light).
 """
 
 __version__ = "0.1.0"

@@ -117,6 +117,10 @@ def _parser():
                    help="a 1D texture of a .sass file (NAME its number or a name the kernel gives it) "
                         "bound to a .npy array in FORMAT: float4 (default), float2, float1, int1/2/4, "
                         "uint1/2/4; texels out of range read 0")
+    r.add_argument("--constant", action="append", default=None, metavar="BANK=FILE",
+                   help="the data of constant bank BANK (1-17) of a .sass file: a .npy array as it lies "
+                        "in memory or the raw bytes of a .bin file (nvcc puts __constant__ data in bank 3); "
+                        "repeat for each bank")
     r.add_argument("--predict", action="store_true",
                    help="for a .sass file: also predict the launch on the whole GPU of the config (every "
                         "CTA on every SM, sharing the L2 and DRAM; one CTA: the timed SM's run)")
@@ -319,6 +323,8 @@ def cmd_asm(args):
             raise UsageError(f"cannot write {args.output}: {e.strerror or e}") from None
     else:
         sys.stdout.write(result.text)
+    for note in result.notes:
+        print(f"maxsim: note: {note}", file=sys.stderr)
     for h in result.hazards:
         print(f"maxsim: warning: {k.filename}:{h.line}: {h.kind}: {h.message}", file=sys.stderr)
     if args.registers:
@@ -506,7 +512,7 @@ def cmd_run(args):
         ("--sm-ctas", args.sm_ctas, False), ("--grid", args.grid, True), ("--block", args.block, True),
         ("--max-instructions", args.max_instructions, True), ("--check", args.check, False),
         ("--shared", args.shared, True), ("--param", args.param, True), ("--buffer", args.buffer, True),
-        ("--texture", args.texture, True), ("--out", args.out, True), ("--predict", args.predict or None, True))
+        ("--texture", args.texture, True), ("--constant", args.constant, True), ("--out", args.out, True), ("--predict", args.predict or None, True))
         if val is not None and file_only != is_file]
     if wrong and (is_file or args.target in WORKLOADS):
         what = "a .sass file" if is_file else f"the {args.target} workload"
@@ -575,10 +581,10 @@ def cmd_run(args):
 
 def _launch_arguments(args):
     """The --param / --buffer / --texture specs of a .sass run as launch arguments."""
-    from .host.specs import parse_buffer, parse_param, parse_texture
-    out = {"params": {}, "buffers": {}, "textures": {}}
+    from .host.specs import parse_buffer, parse_constant, parse_param, parse_texture
+    out = {"params": {}, "buffers": {}, "textures": {}, "constants": {}}
     for option, parse, key in (("--param", parse_param, "params"), ("--buffer", parse_buffer, "buffers"),
-                               ("--texture", parse_texture, "textures")):
+                               ("--texture", parse_texture, "textures"), ("--constant", parse_constant, "constants")):
         for spec in getattr(args, key[:-1]) or ():
             name, value = parse(spec)
             if name in out[key]:
@@ -656,7 +662,7 @@ def _trace_writer(args):
 
 def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn", max_cycles=None,
                   max_instructions=None, progress=None, timeline=None, occupancy=None, shared=0,
-                  params=None, buffers=None, textures=None, report=False, predict=False):
+                  params=None, buffers=None, textures=None, constants=None, report=False, predict=False):
     """Run a kernel file through the launch API (:func:`maxsim.host.launch`) and report what it
     executed: the fields of ``maxsim run --json`` (and the :class:`~maxsim.host.LaunchReport` with
     ``report``). ``progress``: a progress callback (:mod:`maxsim.report.progress`); ``timeline``:
@@ -666,13 +672,16 @@ def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn",
     too (with ``timing``)."""
     from .host import Kernel, launch
     kernel = Kernel.load(path, cfg=cfg)
+    for note in kernel.notes:
+        print(f"maxsim: note: {note}", file=sys.stderr)
     missing = [p.label for p in kernel.params
                if not any(k in p.names or k == p.offset for k in (params or {}))]
     if missing and not params:
         n = len(kernel.params)
         raise UsageError(f"{path}: the kernel takes {n} parameter{'s' if n != 1 else ''} ({', '.join(missing)}): "
                          f"give {'each' if n > 1 else 'it'} with --param NAME=VALUE")
-    r = launch(kernel, grid, block, shared=shared, params=params, buffers=buffers, textures=textures, config=cfg,
+    r = launch(kernel, grid, block, shared=shared, params=params, buffers=buffers, textures=textures,
+               constants=constants, config=cfg,
                timing=timing, predict=timing and predict, occupancy=occupancy, hazards=hazards, max_cycles=max_cycles,
                max_instructions=max_instructions, progress=progress, timeline=timeline)
     out = {"workload": path}

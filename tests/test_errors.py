@@ -56,9 +56,10 @@ L1 = HEADER_LINES + 1  # the line number of the first instruction line of one_li
     ("--:-:-:-:1      MOV R1, R2.foo;", 25, "unknown register suffix .foo"),
     ("--:-:-:-:1      BRA NOWHERE;", 21, "undefined label 'NOWHERE'"),
     ("--:-:1:-:1      S2R R1, SR_FOO;", 25, "unknown special register 'SR_FOO'"),
-    ("--:-:1:-:1      TLD.B.LZ.P R4, R0, R1, 0x0, 2D, 0xf;", 45, "cannot read operand '2D'"),
+    ("--:-:1:-:1      TLD.B.LZ.P R4, R0, R1, 0x0, 2D, 0xf;", 45, "TLD of a 2D texture is not modelled"),
+    ("--:-:1:-:1      TLD.B.LZ.P R4, R0, R1, 0x0, 4D, 0xf;", 45, "cannot read operand '4D'"),
     ("--:-:-:-:1      ISETP.LT.AND !P0, PT, R1, R2, PT;", 30, "cannot be negated"),
-    ("--:-:-:-:1      IADD R1, R2.H1, R3;", 26, ".H1 applies to XMAD sources only"),
+    ("--:-:-:-:1      IADD R1, R2.H1, R3;", 26, ".H1 of IADD is not modelled (XMAD sources only)"),
     ("--:-:-:-:1      IADD R1, -~R2, R3;", 26, "cannot combine"),
     ("--:-:-:-:5      BAR.SYNC 0x10;", 26, "barrier 0x10 is out of range 0..15"),
     ("--:-:-:-:1      ISCADD R1, R2, R3, 0x20;", 36, "ISCADD shift 0x20 is out of range 0..31"),
@@ -376,7 +377,8 @@ def test_unmodelled_features_are_errors_not_wrong_answers():
     assert "64-bit global address 0x100000000 is beyond the model's 32-bit global address space" in msg
     assert msg.startswith(f"rt.sass:{L1 + 1}:")
     k, msg = run_error(header("c", regs=8) + "--:-:-:-:1      MOV R0, c[0x3][0x0];\n--:-:-:-:5      EXIT;\n")
-    assert "constant bank 3 is not modelled" in msg
+    assert "constant c[0x3][0x0]: constant bank 3 was not given (banks given: 0;" in msg
+    assert_where(msg, k, 0, "(0,0)", 0, 0)
     k, msg = run_error(header("c", regs=8) + "--:-:-:-:1      MOV R0, c[0x0][0x8000];\n--:-:-:-:5      EXIT;\n")
     assert "outside constant bank 0" in msg
     k, msg = run_error(header("r", regs=8) + "--:-:-:-:1      FFMA.RM R0, R1, R2, R3;\n--:-:-:-:5      EXIT;\n")

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from maxsim.errors import MaxsimError, SassParseError
 from maxsim.functional import GlobalMemory, Texture1D, launch
-from maxsim.isa.opcodes import (OPCODES, REQUIRED_MODIFIERS, SPECIAL_REGISTERS, WORDS, match_modifiers,
+from maxsim.isa.opcodes import (CHANNEL_SETS, OPCODES, REQUIRED_MODIFIERS, SPECIAL_REGISTERS, WORDS, match_modifiers,
                                 vector_alignment)
 from maxsim.sass import format_instruction, format_kernel, parse_text
 
@@ -133,13 +133,13 @@ def instruction_text(draw, opcodes=None, hi_reg=254, runnable=False):
     width = 1
     for m in mods:
         width = {"32": 1, "64": 2, "128": 4}.get(m, width)
-    if name == "TLD":
+    if name in ("TLD", "TEX"):
         mask = draw(st.integers(1, 15))
         width = max(1, bin(mask).count("1"))
     for n, allowed in enumerate(spec.signature):
         source = n >= spec.n_dst
         letter = draw(st.sampled_from(allowed.split("|")))
-        if name == "TLD" and n == 5:
+        if name in ("TLD", "TEX") and n == 5:
             ops[n] = draw(st.sampled_from([f"0x{mask:x}", str(mask)]))
             continue
         if letter == "R":
@@ -150,7 +150,8 @@ def instruction_text(draw, opcodes=None, hi_reg=254, runnable=False):
         elif letter == "P":
             ops[n] = draw(pred_text(source))
         elif letter == "I":
-            ops[n] = draw(imm_text(0, 31) if name == "ISCADD" else imm_text(0, 15) if name == "BAR" else imm_text())
+            ops[n] = draw(imm_text(0, 31) if name in ("ISCADD", "ISCADD32I") and n == 3 else imm_text(0, 15) if name == "BAR"
+                          else imm_text(0, 0xFFFFF) if name in ("TLD", "TEX", "TLDS", "TEXS") else imm_text())
         elif letter == "F":
             ops[n] = draw(float_text)
         elif letter == "C":
@@ -161,8 +162,17 @@ def instruction_text(draw, opcodes=None, hi_reg=254, runnable=False):
             ops[n] = draw(st.sampled_from(LABELS))
         elif letter == "M":
             ops[n] = draw(mem_text(hi_reg))
+        elif letter == "W" and name in ("TLD", "TEX", "TLDS", "TEXS"):
+            # 1D textures (other dimensions are refused), and TLDS/TEXS's channel set
+            ops[n] = "1D" if n == 4 else draw(st.sampled_from(sorted(CHANNEL_SETS)))
         elif letter == "W":
             ops[n] = draw(st.sampled_from(WORDS[name]))
+    if name in ("TLD", "TEX") and "B" not in mods:  # the texture by its slot: no handle register
+        ops[2] = "RZ"
+    if name in ("TLDS", "TEXS"):  # d0 (and d0+1) and d1 (RZ when the channels fit d0, d0+1)
+        ops[1] = f"R{draw(st.integers(0, hi_reg - 1))}"
+        ops[0] = "RZ" if len(CHANNEL_SETS[ops[5]]) <= 2 else draw(st.sampled_from(
+            ["RZ", f"R{draw(st.integers(0, hi_reg - 1))}"]))
     op_text = ".".join([name] + mods)
     body = op_text + (" " + ", ".join(ops) if ops else "")
     sep = draw(st.sampled_from([" ", "  ", "\t", " \t "]))

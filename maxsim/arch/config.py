@@ -179,6 +179,7 @@ class LatencyConfig:
     xu: int = _pos_int()
     bitcount: int = _pos_int()
     ldc: int = _pos_int()
+    ldc_per_address: int = _nonneg_int()
     lds: int = _pos_int()
     sts: int = _pos_int()
     tex_l1_hit: int = _pos_int()

@@ -19,9 +19,13 @@ The steps (each module's documentation gives its rules):
 5. reuse flags: those the maxas rule derives (:func:`maxsim.analysis.reuse.reuse_flag_masks`),
    plus any ``.reuse`` the writer wrote;
 6. the header: ``RegCnt`` is the highest register used + 1 unless the source declares more,
-   ``BarCnt`` the highest BAR number + 1 unless it declares more, ``InsCnt`` the instructions
-   other than EXIT (as maxas counts them); ``Kernel``, ``Arch``, ``SharedSize`` and the parameter
-   list as the source declares them (parameter names are kept in :attr:`Assembly.param_names`).
+   ``BarCnt`` the highest BAR number + 1 unless it declares more, ``SharedSize`` the end of the
+   farthest shared-memory access at a fixed offset (``[RZ+0x800]``, ``[R3+0x800]``: at least
+   0x804) when it declares a smaller one (none declared: 0, the shared memory given at launch), ``InsCnt`` the instructions other than EXIT (as maxas counts
+   them); ``Kernel``, ``Arch`` and the parameter list as the source declares them (parameter names
+   are kept in :attr:`Assembly.param_names`). A maxas source file's header is the CUDA skeleton's
+   (maxas computes the register count when it builds the binary), so a declared value below what the
+   code shows is raised to it, and :attr:`Assembly.notes` says so in one line each.
 
 Control codes the writer fixed are not changed even where they leave a hazard open; the hazards
 of the result (:func:`maxsim.analysis.controls.check_controls`) are in :attr:`Assembly.hazards`
@@ -41,7 +45,7 @@ from ..analysis.reuse import reuse_flag_masks, with_reuse_mask
 from ..arch.config import load_config
 from ..errors import SassParseError
 from ..isa import instruction as ins
-from ..isa.opcodes import OPCODES
+from ..isa.opcodes import NOT_MODELLED, OPCODES, memory_bytes
 from ..sass.parser import parse_instruction, parse_text
 from ..sass.printer import format_kernel
 from .controls import Spec, assign_controls
@@ -51,7 +55,9 @@ from .schedule import Item, schedule_block
 from .source import Span, is_source, read_source
 
 _NAME_RE = re.compile(r"(?<![\w.$])([A-Za-z_]\w*)(\[\d+\])?", re.ASCII)
-_BUILTIN_RE = re.compile(r"(R\d+|RZ|P[0-6T]|SR_\w+|INF|NAN|c)$", re.ASCII)
+# words that are not names: registers, predicates, special registers, TLDS/TEXS channel sets
+_BUILTIN_RE = re.compile(r"(R\d+|RZ|P[0-6T]|SR_\w+|INF|NAN|c|R|G|B|A|RG|RA|GA|BA|RGB|RGA|RBA|GBA|RGBA|ARRAY_\w+|CUBE)$",
+                         re.ASCII)
 _GUARD_RE = re.compile(r"@!?P[0-6T]\s+", re.ASCII)
 _HEADER_RANGE = {"RegCnt": (1, ins.NUM_REGS), "SharedSize": (0, 48 * 1024), "BarCnt": (0, 16)}
 AUTO_KEY = 1 << 10  # keys of allocated names while they have no register (index added)
@@ -68,6 +74,7 @@ class Assembly:
     constants: dict  # constant name -> its value text
     param_names: tuple  # names given to the parameters in the header ("" where none)
     hazards: tuple  # control-code hazards of the result (left open by written control codes)
+    notes: tuple = ()  # one line per header value set from the code (file:line:col: what and why)
 
     @property
     def text(self) -> str:
@@ -162,7 +169,7 @@ def assemble_text(text: str, filename: str = "<string>", cfg=None) -> Assembly:
         if code[k].line.block:
             block_end[code[k].line.block] = k
     specs = [_spec(code[k], block_end.get(code[k].line.block) == k) for k in order]
-    header = _header(src, instrs)
+    header, notes = _header(src, instrs)
     kernel = ins.Kernel(name=header["Kernel"], arch=header["Arch"],
                         ins_cnt=sum(1 for i in instrs if i.opcode != "EXIT"), reg_cnt=header["RegCnt"],
                         shared_size=header["SharedSize"], bar_cnt=header["BarCnt"],
@@ -173,7 +180,7 @@ def assemble_text(text: str, filename: str = "<string>", cfg=None) -> Assembly:
     kernel = attrs.evolve(kernel, instructions=tuple(
         with_reuse_mask(i, m | i.reuse_mask) for i, m in zip(kernel.instructions, masks)))
     return Assembly(kernel, registers, allocated, constants, tuple(name for _, name in src.params),
-                    tuple(check_controls(kernel, cfg)))
+                    tuple(check_controls(kernel, cfg)), tuple(notes))
 
 
 def _bank_slots(instr):
@@ -203,7 +210,10 @@ def _prepare(line, k, constants) -> _Ins:
     if ":" in op:
         raise body.error(f"expected a control field WW:R:W:Y:S (e.g. --:-:1:-:6), got {op!r}", op_at)
     if op.split(".")[0] not in OPCODES:
-        raise body.error(f"unknown opcode {op.split('.')[0]!r}", op_at)
+        name = op.split(".")[0]
+        if name in NOT_MODELLED:
+            raise body.error(f"opcode {name} is not modelled: {NOT_MODELLED[name]}", op_at)
+        raise body.error(f"unknown opcode {name!r}", op_at)
     pos = start
     while True:  # constants, in one pass (a value is not searched for further names)
         m = _NAME_RE.search(body.text, pos)
@@ -347,19 +357,30 @@ def _header(src, instrs) -> dict:
             if not lo <= v <= hi:
                 raise SassParseError(f"header {key} {value} is out of range {lo}..{hi}", src.filename, line, col)
             declared[key] = (v, line, col)
+    notes = []
+
+    def from_code(key, shown, what):
+        """The header value: the declared one, raised to what the code shows (with a note)."""
+        if key not in declared:
+            return shown
+        v, line, col = declared[key]
+        if v < shown:
+            notes.append(f"{src.filename}:{line}:{col}: header {key} {v} is less than {what}: {key} "
+                         f"{shown}, from the code (the header of a maxas source is the CUDA skeleton's)")
+            return shown
+        return v
     top = max([r for i in instrs for r in i.src_regs + i.dst_regs] + [-1]) + 1
-    if "RegCnt" in declared:
-        v, line, col = declared["RegCnt"]
-        if v < top:
-            raise SassParseError(f"header RegCnt {v} is less than the registers the code uses (R0-R{top - 1})",
-                                 src.filename, line, col)
-        top = v
-    out["RegCnt"] = max(top, 1)
+    out["RegCnt"] = max(from_code("RegCnt", top, f"the registers the code uses (R0-R{top - 1})"), 1)
     bars = [i.operands[0].value + 1 for i in instrs if i.opcode == "BAR" and i.operands
             and i.operands[0].kind == ins.IMM]
-    out["BarCnt"] = max(bars + [declared.get("BarCnt", (0,))[0]])
-    out["SharedSize"] = declared.get("SharedSize", (0,))[0]
-    return out
+    out["BarCnt"] = from_code("BarCnt", max(bars + [0]), f"the barriers the code uses (0-{max(bars + [1]) - 1})")
+    ends = [op.value + memory_bytes(i.mods) for i in instrs if i.unit in ("lds", "sts") and i.opcode != "SHFL"
+            for op in i.operands if op.kind == ins.MEM and op.value > 0]
+    shared = (max(ends + [0]) + 3) // 4 * 4
+    # (a kernel that declares no SharedSize gets its shared memory at launch: --shared)
+    out["SharedSize"] = from_code("SharedSize", shared, f"the shared memory the code addresses (up to byte "
+                                  f"0x{shared:x})") if "SharedSize" in declared else 0
+    return out, notes
 
 
 __all__ = ["Assembly", "assemble_text", "assemble_file", "load_kernel", "is_source"]

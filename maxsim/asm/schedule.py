@@ -63,9 +63,17 @@ def result_latency(unit: str, lat, opcode: str = "") -> int:
             "tex": lat.tex_l1_hit, "ldg": lat.l2_hit, "xu": lat.xu, "fixed": lat.ldc}.get(unit, 1)
 
 
+CC_KEY = PRED_KEY + 8  # the carry flag: .CC writes it, .X reads it ([maxas] Scheduler: CC and X are
+# among its register operands, so an IADD.X stays after the IADD.CC whose carry it adds)
+
+
 def _keys(instr):
     reads = list(instr.src_regs) + [PRED_KEY + p for p in pred_sources(instr)]
     writes = list(instr.dst_regs) + [PRED_KEY + p for p in instr.dst_preds]
+    if "X" in instr.mods:
+        reads.append(CC_KEY)
+    if "CC" in instr.mods:
+        writes.append(CC_KEY)
     return reads, writes
 
 
@@ -90,7 +98,9 @@ def dependency_graph(items, lat):
         for k in reads:
             for w in reversed(writers.get(k, ())):
                 p = items[w].instr
-                if k >= PRED_KEY:
+                if k == CC_KEY:
+                    latency = result_latency(p.unit, lat, p.opcode)
+                elif k >= PRED_KEY:
                     latency = lat.predicate
                 else:
                     latency = max(0, result_latency(p.unit, lat, p.opcode) - read_delay(instr, lat))

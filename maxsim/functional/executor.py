@@ -96,9 +96,10 @@ class Group:
 class Context:
     """What every instruction of one launch may touch besides the group: memories and tables."""
 
-    def __init__(self, kernel, const_bank, shared_words, nctas, memory, textures, block, grid):
+    def __init__(self, kernel, const_bank, shared_words, nctas, memory, textures, block, grid, constants=None):
         self.kernel = kernel
         self.const_bank = const_bank  # bytes of constant bank 0
+        self.constants = dict(constants or {})  # bank (1-17) -> bytes given for it
         self.shared_words = shared_words
         self.shared = np.zeros(max(1, nctas * shared_words), dtype=np.uint32)
         self.memory = memory
@@ -107,6 +108,10 @@ class Context:
         self.grid = grid
         self.recorder = None
         self.watchdog = None  # maxsim.functional.watchdog.Watchdog: instruction limit, loops without effect
+
+    def bank(self, bank):
+        """The bytes given for constant bank ``bank`` (None: not given)."""
+        return self.const_bank if bank == 0 else self.constants.get(bank)
 
     def where(self, instr, g, lane_pos):
         """Name the CTA, warp and lane of group lane ``lane_pos`` for an error message."""
@@ -122,14 +127,33 @@ class Context:
 # ---------------------------------------------------------------------------------------------
 # operand readers: closures g -> uint32 array or uint32 scalar
 
+class ConstantFault(Exception):
+    """A constant read outside what the launch gave for its bank: the instruction faults when a warp
+    executes it (:func:`compile_instruction` turns it into an error naming CTA, warp and lane)."""
+
+
+def constant_bank_fault(ctx, bank, off, nbytes):
+    """Why ``nbytes`` at byte ``off`` of constant ``bank`` cannot be read (None: they can)."""
+    data = ctx.bank(bank)
+    where = f"c[0x{bank:x}][0x{off:x}]" if off >= 0 else f"c[0x{bank:x}][-0x{-off:x}]"
+    if data is None:
+        given = ", ".join(str(b) for b in sorted({0, *ctx.constants}))
+        return (f"constant {where}: constant bank {bank} was not given (banks given: {given}; "
+                f"maxsim.launch(..., constants={{{bank}: data}}) or --constant {bank}=FILE)")
+    if off % nbytes:
+        return f"constant {where}: a {nbytes}-byte constant read must be {nbytes}-byte aligned"
+    if off < 0 or off + nbytes > len(data):
+        return (f"constant {where} (+{nbytes} bytes) is outside constant bank {bank} "
+                f"(0x{len(data):x} bytes given)")
+    return None
+
+
 def _const_word(ctx, instr, op):
-    if op.bank != 0:
-        raise SimulationError(f"{instr.where}: constant bank {op.bank} is not modelled (only bank 0)")
     off = op.value
-    if off % 4 or off < 0 or off + 4 > len(ctx.const_bank):
-        raise SimulationError(f"{instr.where}: constant c[0x0][0x{off:x}] is outside constant bank 0 "
-                              f"(size 0x{len(ctx.const_bank):x}) or not 4-byte aligned")
-    return np.frombuffer(ctx.const_bank, dtype=np.uint32, count=1, offset=off)[0]
+    why = constant_bank_fault(ctx, op.bank, off, 4)
+    if why is not None:
+        raise ConstantFault(why)
+    return np.frombuffer(ctx.bank(op.bank), dtype=np.uint32, count=1, offset=off)[0]
 
 
 def _reader_u32(ctx, instr, op, zrow):
@@ -209,7 +233,7 @@ def _fwriter(dst, zrow):
 # compiling one instruction
 
 CONTROL = ("BRA", "CAL", "RET", "EXIT", "BAR", "SSY", "PBK", "PCNT", "SYNC", "BRK", "CONT")
-FLOAT_OPS = ("FFMA", "FMUL", "FADD")
+FLOAT_OPS = ("FFMA", "FMUL", "FADD", "FMUL32I", "FADD32I")
 
 
 def compile_instruction(ctx, instr, values=True):
@@ -217,7 +241,22 @@ def compile_instruction(ctx, instr, values=True):
     there is nothing to run (an ALU instruction with ``values=False``).
 
     With ``values=False`` a memory instruction checks its addresses and records them in the trace
-    but moves no data (see :mod:`maxsim.functional.slicing`)."""
+    but moves no data (see :mod:`maxsim.functional.slicing`). An instruction that reads a constant
+    the launch did not give faults when a warp executes it (``fn.fault`` is then set)."""
+    try:
+        return _compile(ctx, instr, values)
+    except ConstantFault as e:
+        why = str(e)
+
+        def fault(g, m):
+            sel = m if m is not None else (np.ones(g.tid.size, dtype=bool) if g.full else g.active)
+            if sel.any():
+                ctx.fail(instr, g, sel, lambda pos: why)
+        fault.fault = True
+        return fault
+
+
+def _compile(ctx, instr, values):
     k = ctx.kernel
     zrow = k.reg_cnt  # the always-zero row standing for RZ
     op = instr.opcode
@@ -232,15 +271,14 @@ def compile_instruction(ctx, instr, values=True):
         from .atomics import atomic
         return atomic(ctx, instr, ops, mods, zrow, values)
     if op == "LDC":
-        fn = _mov(ctx, instr, ops, mods, zrow)
-        return fn if values else None
+        return _ldc(ctx, instr, ops, mods, zrow, values)
     if op == "DEPBAR":
         return lambda g, m: None
     if op == "SHFL":
         from .intops import shfl
         return shfl(ctx, instr, ops, mods, zrow, values)
-    if op == "TLD":
-        return _tld(ctx, instr, ops, mods, zrow, values)
+    if op in ("TLD", "TEX", "TLDS", "TEXS"):
+        return _texture(ctx, instr, ops, mods, zrow, values)
     if op in FLOAT_OPS:
         row, consts = float_row(ctx, instr, zrow)
         if not values:
@@ -458,8 +496,8 @@ def write_pred(g, dst, val, m):
 
 
 _ALU = {
-    "IADD": _iadd, "IADD3": _iadd3, "ISCADD": _iscadd,
-    "XMAD": _xmad, "LOP": _lop, "MOV": _mov, "MOV32I": _mov, "SHL": _shift, "SHR": _shift,
+    "IADD": _iadd, "IADD3": _iadd3, "ISCADD": _iscadd, "IADD32I": _iadd, "ISCADD32I": _iscadd, 
+    "XMAD": _xmad, "LOP": _lop, "LOP32I": _lop, "MOV": _mov, "MOV32I": _mov, "SHL": _shift, "SHR": _shift,
     "BFE": _bfe, "SEL": _sel, "ISETP": _isetp,
 }
 
@@ -629,18 +667,101 @@ def _memory(ctx, instr, ops, mods, zrow, values=True):
     return run
 
 
-def _tld(ctx, instr, ops, mods, zrow, values=True):
+_SUBWORD_DTYPE = {"U8": np.uint8, "S8": np.int8, "U16": np.uint16, "S16": np.int16}
+
+
+def _ldc(ctx, instr, ops, mods, zrow, values=True):
+    """LDC d, c[bank][Ra+imm]: each lane reads the constant at Ra + imm (a uniform read without Ra);
+    .U8/.S8/.U16/.S16 extend a narrower value, .64/.128 fill a vector group. The trace records, per
+    warp, how many distinct addresses its lanes read (the constant cache serves them one at a time)."""
+    src = ops[1]
+    nbytes = memory_bytes(mods)
+    width = max(1, nbytes // 4)
+    sub = next((_SUBWORD_DTYPE[m] for m in mods if m in _SUBWORD_DTYPE), None)
     dst = ops[0].reg
-    coord_r = zrow if ops[1].reg == ins.RZ else ops[1].reg
-    handle_r = zrow if ops[2].reg == ins.RZ else ops[2].reg
-    mask = ops[5].value & 0xF
-    channels = [c for c in range(4) if mask >> c & 1]
-    writes = [_writer(dst + j if dst != ins.RZ else ins.RZ, zrow) for j in range(len(channels))]
+    writes = [_writer(dst + j if dst != ins.RZ else ins.RZ, zrow) for j in range(width)]
+    bank = src.bank
+
+    def extend(raw):  # raw: uint8 rows of nbytes -> width uint32 words per lane
+        if sub is not None:
+            return raw.view(sub).astype(np.int64).astype(np.uint32)[:, :1]
+        return raw.view(np.uint32)
+
+    if src.reg < 0:  # a uniform read: checked (and, when values are kept, read) once
+        why = constant_bank_fault(ctx, bank, src.value, nbytes)
+        if why is not None:
+            raise ConstantFault(why)
+        if not values:
+            return None
+        data = np.frombuffer(ctx.bank(bank), dtype=np.uint8)
+        words = extend(data[src.value:src.value + nbytes].reshape(1, nbytes).copy())[0]
+
+        def uniform(g, m):
+            for j in range(width):
+                writes[j](g, words[j], m)
+        return uniform
+    reg = zrow if src.reg == ins.RZ else src.reg
+    off = U32(src.value & 0xFFFFFFFF)
+    data = ctx.bank(bank)
+    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    cols = np.arange(nbytes, dtype=np.int64)
 
     def run(g, m):
         sel = m if m is not None else (None if g.full else g.active)
-        handles = g.regs[handle_r]
-        coords = g.regs[coord_r].view(np.int32).astype(np.int64)
+        addr = g.regs[reg] + off
+        a = addr.astype(np.int64)
+        a = np.where(a >= 1 << 31, a - (1 << 32), a)  # Ra + imm below 0 reads before the bank
+        bad = (a < 0) | (a + nbytes > raw.size) | (a % nbytes != 0)
+        if sel is not None:
+            bad &= sel
+        if bad.any():
+            ctx.fail(instr, g, bad, lambda pos: constant_bank_fault(ctx, bank, int(a[pos]), nbytes))
+        if ctx.recorder is not None:
+            ctx.recorder.constant(g, addr, sel)
+        if not values:
+            return
+        safe = a if sel is None else np.where(sel, a, 0)
+        got = extend(raw[safe[:, None] + cols])
+        for j in range(width):
+            writes[j](g, got[:, j], m)
+    return run
+
+
+def _texture(ctx, instr, ops, mods, zrow, values=True):
+    """TLD / TEX (``.B``: the texture of the handle register; else of the slot) and TLDS / TEXS (the
+    slot; channels by name, split over two destinations). TLD/TLDS read texel ``coordinate``; TEX/TEXS
+    sample at a float coordinate with point filtering and unnormalised coordinates (texel
+    floor(x)); an address mode of a sampled fetch is not modelled, so a coordinate outside the
+    texture is an error there (TLD's border addressing reads 0)."""
+    op = instr.opcode
+    if op in ("TLD", "TEX"):
+        dst = ops[0].reg
+        coord_r = zrow if ops[1].reg == ins.RZ else ops[1].reg
+        handle_r = (zrow if ops[2].reg == ins.RZ else ops[2].reg) if "B" in mods else None
+        slot = ops[3].value
+        mask = ops[5].value & 0xF
+        outs = [(dst + j if dst != ins.RZ else ins.RZ, c) for j, c in enumerate(c for c in range(4) if mask >> c & 1)]
+    else:
+        from ..isa.opcodes import texture_channels
+        coord_r = zrow if ops[2].reg == ins.RZ else ops[2].reg
+        handle_r = None
+        slot = ops[3].value
+        outs = list(texture_channels(ops))
+    sampled = op in ("TEX", "TEXS")
+    channels = [c for _, c in outs]
+    writes = [_writer(r, zrow) for r, _ in outs]
+
+    def run(g, m):
+        sel = m if m is not None else (None if g.full else g.active)
+        if handle_r is None:
+            handles = np.full(g.tid.size, slot, dtype=np.uint32)
+        else:
+            handles = g.regs[handle_r]
+        if sampled:
+            x = g.regs[coord_r].view(np.float32)
+            coords = np.floor(np.where(np.isfinite(x), x, -1)).astype(np.int64)
+        else:
+            coords = g.regs[coord_r].view(np.int32).astype(np.int64)
         hs = np.unique(handles if sel is None else handles[sel])
         vals = np.zeros((handles.size, 4), dtype=np.uint32)
         sizes = np.zeros(handles.size, dtype=np.int64)
@@ -653,7 +774,16 @@ def _tld(ctx, instr, ops, mods, zrow, values=True):
                 if sel is not None:
                     bad &= sel
                 bound = sorted(ctx.textures)
-                ctx.fail(instr, g, bad, lambda pos: f"texture handle 0x{int(h):x} is not bound (bound textures: {bound})")
+                what = f"texture handle 0x{int(h):x}" if handle_r is not None else f"texture slot 0x{slot:x}"
+                ctx.fail(instr, g, bad, lambda pos: f"{what} is not bound (bound textures: {bound})")
+            if sampled:
+                bad = (handles == h) & ((coords < 0) | (coords >= tex.size))
+                if sel is not None:
+                    bad &= sel
+                if bad.any():
+                    ctx.fail(instr, g, bad, lambda pos: (
+                        f"{op} at coordinate {float(g.regs[coord_r].view(np.float32)[pos])!r} is outside the "
+                        f"texture of {tex.size} texels: the address mode of a sampled fetch is not modelled"))
             if len(hs) == 1:
                 sizes[:] = tex.size
                 bases[:] = tex.address

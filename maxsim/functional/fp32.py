@@ -21,7 +21,7 @@ from llvmlite import ir
 from ..jit import intrinsic, njit, types
 
 FFMA, FMUL, FADD = 0, 1, 2
-OPCODES = {"FFMA": FFMA, "FMUL": FMUL, "FADD": FADD}
+OPCODES = {"FFMA": FFMA, "FMUL": FMUL, "FADD": FADD, "FMUL32I": FMUL, "FADD32I": FADD}
 # flag bits of a table row: negate / absolute value of source slot n (registers only; constants
 # come with theirs applied), then the instruction's modifiers
 NEG = (1, 4, 16)

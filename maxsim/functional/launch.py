@@ -115,10 +115,23 @@ def geometry(const_bank: bytes):
     return w[:3], w[3:]
 
 
+@attrs.frozen
+class ConstantBanks:
+    """Constant bank 0 (``params``: the packed bank or the 4-byte parameters, as :func:`launch`
+    takes them) with the data of further banks (``banks``: {bank 1-17: bytes}, e.g. a kernel's
+    ``__constant__`` data in bank 3): pass it as ``params`` to :func:`launch`."""
+
+    params: object
+    banks: dict = attrs.field(factory=dict)
+
+
 def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_instructions=None,
            recorder=None, ctas=None, progress=None, expected_instructions=None,
            timing_only=False) -> LaunchResult:
     """Execute ``kernel`` over ``grid`` (x, y) CTAs of ``block`` threads.
+
+    ``params``: the 4-byte parameters in order or constant bank 0 packed (:func:`pack_params`), or
+    a :class:`ConstantBanks` holding either with the data of further constant banks.
 
     ``ctas`` optionally restricts execution to a list of (x, y) CTA ids (the timing model uses this
     to run the CTAs of one SM); ``recorder`` collects the per-warp dynamic trace.
@@ -145,6 +158,9 @@ def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_in
     for key, tex in textures.items():
         if not isinstance(tex, Texture1D):
             raise LaunchError(f"texture {key!r} must be a maxsim.functional.Texture1D, got {type(tex).__name__}")
+    banks = {}
+    if isinstance(params, ConstantBanks):
+        params, banks = params.params, dict(params.banks)
     const_bank = _geometry_words(pack_params(kernel, params), block, (gx, gy))
     if not kernel.instructions:
         raise LaunchError(f"{kernel.filename}: no instructions to run (kernel {kernel.name})")
@@ -160,7 +176,7 @@ def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_in
     # instructions) of each warp
     state = {"total": 0, "divergent": 0, "warp_divergent": np.zeros_like(warp_threads),
              "warp_idle": np.zeros_like(warp_threads)}
-    ctx = Context(kernel, const_bank, shared_words, 0, memory, textures, block, (gx, gy))
+    ctx = Context(kernel, const_bank, shared_words, 0, memory, textures, block, (gx, gy), constants=banks)
     ctx.recorder = recorder
     ctx.watchdog = Watchdog(kernel, counts, limit, len(cta_list) * wpc, given=max_instructions is not None)
     if timing_only:
@@ -232,7 +248,7 @@ class Program:
         for i in range(pc, end):
             instr = instrs[i]
             guard = None if instr.pred == ins.PT and not instr.pred_neg else (instr.pred, instr.pred_neg)
-            if instr.opcode in FLOAT_OPS and guard is None:
+            if instr.opcode in FLOAT_OPS and guard is None and not getattr(self.single[i], "fault", False):
                 if self.computed[i]:
                     row, consts = float_row(self.ctx, instr, zrow)
                     floats.append((i - pc, row, consts))

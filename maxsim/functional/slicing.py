@@ -88,15 +88,19 @@ def accesses(instr):
         addr = _reg(ops[0]) + ([ops[0].reg + 1] if "E" in instr.mods and ops[0].reg != ins.RZ else [])
         if ops[1].reg != ins.RZ:
             data = list(range(ops[1].reg, ops[1].reg + _width(instr)))
-    elif op == "TLD":
-        addr = _reg(ops[1]) + _reg(ops[2])
+    elif op in ("TLD", "TEX"):
+        addr = _reg(ops[1]) + (_reg(ops[2]) if "B" in instr.mods else [])
+    elif op in ("TLDS", "TEXS"):
+        addr = _reg(ops[2])
+    elif op == "LDC" and ops[1].reg >= 0:  # a register-indexed constant load: its addresses are traced
+        addr = [] if ops[1].reg == ins.RZ else [ops[1].reg]
     elif op not in CONTROL and op != "NOP":
         for o in ops[_n_dst(instr):]:
             if o.kind == ins.REG and o.reg != ins.RZ:
                 uses.append(o.reg)
             elif o.kind == ins.PRED and o.reg != ins.PT:
                 uses.append(PRED_BASE + o.reg)
-        if op == "IADD":
+        if op in ("IADD", "IADD32I"):
             if "X" in instr.mods:
                 uses.append(CC)
             if "CC" in instr.mods:

@@ -100,6 +100,15 @@ class TraceRecorder:
             "tex", addr.reshape(nw, 32), self._lanes(g, sel) & inside.reshape(nw, 32),
             texel_bytes if isinstance(texel_bytes, int) else int(texel_bytes.max()))
 
+    def constant(self, g, addr, sel):
+        """A register-indexed LDC at ``g.pos``: per warp, the distinct constant addresses its lanes
+        read (1 when all read one; 0 when no lane reads)."""
+        nw = g.warps.size
+        a = np.where(self._lanes(g, sel), addr.reshape(nw, 32).astype(np.int64), -1)
+        a.sort(axis=1)
+        distinct = ((a[:, 1:] != a[:, :-1]) & (a[:, 1:] >= 0)).sum(axis=1) + (a[:, 0] >= 0)
+        g.segment.mem[g.pos] = distinct.astype(np.int64)
+
     def barrier(self, g, arrive):
         """A guarded BAR.SYNC that some warps of the group skip (guard false): per warp, whether
         it arrives. (A BAR without this record is one every warp of the segment arrives at.)"""

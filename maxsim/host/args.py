@@ -69,6 +69,16 @@ class Bound:
     memory: GlobalMemory
     buffers: dict  # name -> (address, Buffer)
     textures: dict  # texture number -> Texture1D
+    constants: dict = attrs.field(factory=dict)  # constant bank (1-17) -> its bytes
+
+    @property
+    def launch_params(self):
+        """What :func:`maxsim.functional.launch` takes as ``params``: the packed bank 0, with the
+        further constant banks when some are given."""
+        if not self.constants:
+            return self.const_bank
+        from ..functional.launch import ConstantBanks
+        return ConstantBanks(self.const_bank, dict(self.constants))
 
 
 def as_buffer(name, value) -> Buffer:
@@ -88,7 +98,7 @@ def as_buffer(name, value) -> Buffer:
     return buf
 
 
-def bind(kernel, params=None, buffers=None, textures=None) -> Bound:
+def bind(kernel, params=None, buffers=None, textures=None, constants=None) -> Bound:
     """Bind ``params`` ({name or offset: value}), ``buffers`` ({name: array or Buffer}) and
     ``textures`` ({texture number or name: array or Texture}) to ``kernel`` (a
     :class:`maxsim.host.Kernel`). A parameter value is an int, a float (an fp32 parameter; fp64
@@ -104,7 +114,41 @@ def bind(kernel, params=None, buffers=None, textures=None) -> Bound:
             memory.write(addr, np.ascontiguousarray(buf.data, dtype=buf.dtype).reshape(-1))
         bound_buffers[name] = (addr, buf)
     bank = _pack(kernel, params or {}, bound_buffers)
-    return Bound(bank, memory, bound_buffers, _textures(kernel, textures or {}))
+    return Bound(bank, memory, bound_buffers, _textures(kernel, textures or {}), constant_banks(constants))
+
+
+CONSTANT_BANK_BYTES = 0x10000  # 64 KiB per constant bank ([cuda-pg]: 64 KB of constant memory)
+
+
+def constant_banks(constants) -> dict:
+    """``{bank: bytes}`` of ``constants`` ({bank 1-17: bytes, bytearray or numpy array (its bytes, as
+    laid out in memory)}). Bank 0 holds the launch geometry and the parameters: give those as
+    parameters."""
+    if constants is None:
+        return {}
+    if not isinstance(constants, dict):
+        raise LaunchError(f"constants must be a dict of bank -> bytes or numpy array, got {type(constants).__name__}")
+    out = {}
+    for bank, data in constants.items():
+        if isinstance(bank, (bool, np.bool_)) or not isinstance(bank, (int, np.integer)) or not 0 <= bank <= 17:
+            raise LaunchError(f"constant bank {bank!r}: expected a bank number 1-17")
+        if bank == 0:
+            raise LaunchError("constant bank 0 holds the launch geometry and the parameters: give them as params")
+        if isinstance(data, np.ndarray):
+            if data.dtype.kind not in "biuf":
+                raise LaunchError(f"constant bank {bank}: dtype {data.dtype} is not a number type")
+            raw = np.ascontiguousarray(data).tobytes()
+        elif isinstance(data, (bytes, bytearray, memoryview)):
+            raw = bytes(data)
+        else:
+            raise LaunchError(f"constant bank {bank}: expected bytes or a numpy array, got {type(data).__name__}")
+        if not raw:
+            raise LaunchError(f"constant bank {bank} is empty")
+        if len(raw) > CONSTANT_BANK_BYTES:
+            raise LaunchError(f"constant bank {bank}: {len(raw)} bytes do not fit in a bank of "
+                              f"{CONSTANT_BANK_BYTES} bytes")
+        out[int(bank)] = raw
+    return out
 
 
 def _pack(kernel, params, buffers) -> bytes:

@@ -21,7 +21,8 @@ from ..functional.launch import PARAM_BASE
 from ..functional.memory import texture_index
 from ..isa import instruction as ins
 
-_PARAM_LINE = re.compile(r"#\s*(\d+)\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*:\s*(\d+)\s*:\s*(\d+)\s+([A-Za-z_]\w*)\s*$")
+# a parameter line with a name; maxas's own sources end some with a comma or a // comment
+_PARAM_LINE = re.compile(r"#\s*(\d+)\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*:\s*(\d+)\s*:\s*(\d+)\s+([A-Za-z_]\w*)\s*,?\s*(?://.*)?$")
 _CONST_WORD = re.compile(r"^c\[0x0\]\[(0x[0-9a-fA-F]+|\d+)\]$")
 
 
@@ -48,6 +49,7 @@ class Kernel:
     code: ins.Kernel
     params: tuple  # KernelParam records, by offset
     textures: tuple = ()  # (name, texture number) pairs from the source's constant names
+    notes: tuple = ()  # header values the assembler set from the code, one line each
 
     @property
     def name(self) -> str:
@@ -62,7 +64,7 @@ class Kernel:
         text, filename = _text_of(path_or_text)
         if is_source(text):
             asm = assemble_text(text, filename=filename, cfg=cfg)
-            return cls.of(asm.kernel, _header_names(text), asm.constants)
+            return attrs.evolve(cls.of(asm.kernel, _header_names(text), asm.constants), notes=asm.notes)
         return cls.of(parse_text(text, filename=filename), _header_names(text))
 
     @classmethod
@@ -72,7 +74,7 @@ class Kernel:
         header_names = header_names or {}
         by_offset = {}
         for p in code.params:
-            names = (header_names[p.ordinal],) if header_names.get(p.ordinal) else ()
+            names = _aliases(header_names[p.ordinal]) if header_names.get(p.ordinal) else ()
             by_offset[p.offset] = [names, p.ordinal, p.size]
         declared = bool(code.params)
         textures = []
@@ -88,8 +90,7 @@ class Kernel:
                     if declared:
                         continue  # a word inside a wider parameter, or not a parameter
                     entry = by_offset[off] = [(), len(by_offset), 4]
-                extra = (name,) + ((name[6:],) if name.startswith("param_") and len(name) > 6 else ())
-                entry[0] = tuple(dict.fromkeys(entry[0] + extra))
+                entry[0] = tuple(dict.fromkeys(entry[0] + _aliases(name)))
                 continue
             try:
                 handle = int(value, 0)
@@ -114,6 +115,20 @@ class Kernel:
             raise LaunchError(f"kernel {self.name} has no parameter at offset 0x{key:x} "
                               f"(its parameters start at {offsets})")
         return None
+
+
+def _aliases(name) -> tuple:
+    """The names a parameter named ``name`` answers to: ``param_out`` also as ``out`` (maxas names
+    parameters ``param_*``); ``param_0[0]``, the first word of a wider parameter as ``maxas.pl -e``
+    maps it, also as ``param_0``."""
+    out = [name]
+    m = re.fullmatch(r"(\w+)\[0\]", name)
+    if m:
+        out.append(m.group(1))
+    base = out[-1]
+    if base.startswith("param_") and re.fullmatch(r"[A-Za-z_]\w*", base[6:]):
+        out.append(base[6:])
+    return tuple(dict.fromkeys(out))
 
 
 def _text_of(path_or_text):

@@ -197,7 +197,8 @@ class LaunchReport:
         return json.dumps(out, default=float, **kw)
 
 
-def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, textures=None, config=None,
+def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, textures=None, constants=None,
+           config=None,
            timing=True, predict=True, sampling=None, trace=False, sm_ctas=None, ctas=None, occupancy=None,
            hazards="warn", max_cycles=None, max_instructions=None, progress=None, timeline=None,
            expected_instructions=None) -> LaunchReport:
@@ -207,7 +208,9 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     ``shared``: dynamic shared memory in bytes, added to the kernel's ``SharedSize``.
     ``params``: {name or byte offset: int, float or buffer name}; ``buffers``: {name: numpy array
     (copied in, read back) or :class:`~maxsim.host.args.Buffer`}; ``textures``: {texture number or
-    name: numpy array (float4) or :class:`~maxsim.host.args.Texture`}. ``config``: an architecture
+    name: numpy array (float4) or :class:`~maxsim.host.args.Texture`} (a texture slot, as TLDS and
+    TLD without .B address it, is a texture number); ``constants``: {constant bank 1-17: bytes or
+    numpy array}, e.g. the kernel's ``__constant__`` data in bank 3. ``config``: an architecture
     config name, TOML path or loaded config (default gm204). ``timing``: time one SM
     (``sm_ctas`` CTAs, default one SM's resident CTAs); ``predict``: the whole-GPU prediction
     (``sampling``: a :class:`Sampling` for a sampled one); ``trace``: record the trace the timing
@@ -230,7 +233,7 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         code = with_registers(code, registers_for(code, bx, cfg, **occupancy))
     if code is not k.code:
         k = attrs.evolve(k, code=code)
-    bound = bind(k, params, buffers, textures)
+    bound = bind(k, params, buffers, textures, constants)
     (tx, ty, tz), (cx, cy, cz) = dims
     words = struct.pack("<6I", tx, ty, tz, cx, cy, cz)  # the geometry the kernel reads (c[0x0][0x0..])
     bank = bound.const_bank + bytes(max(0, 24 - len(bound.const_bank)))
@@ -240,7 +243,7 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         from ..functional.trace import TraceRecorder
         from ..timing.summaries import make_summariser
         recorder = TraceRecorder(make_summariser(cfg))
-    res = run_functional(code, (gx, gy), bx, bound.const_bank, bound.memory, bound.textures,
+    res = run_functional(code, (gx, gy), bx, bound.launch_params, bound.memory, bound.textures,
                          max_instructions=max_instructions, recorder=recorder, ctas=ctas, progress=progress,
                          expected_instructions=expected_instructions)
     report = dict(kernel=k, grid=(gx, gy), block=bx, cfg=cfg, bound=bound, result=res)
@@ -310,7 +313,7 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
         wpc = (block + 31) // 32
         pair = (traced, [(cid, [traced.trace[i * wpc + w] for w in range(wpc)]) for i, cid in enumerate(traced.ctas)])
     if bound is not None:
-        args = (bound.const_bank, bound.memory, bound.textures)
+        args = (bound.launch_params, bound.memory, bound.textures)
     params, memory, textures = args if args is not None else ((), None, None)
     r = simulate_gpu(code, grid, block, params, memory, textures, cfg=cfg, hazards=hazards,
                      max_instructions=max_instructions, traced=pair)

@@ -8,7 +8,11 @@
   buffer of zeros, SHAPE ``1000`` or ``64x64``, DTYPE a numpy name (default float32).
 * ``--texture NAME=FILE.npy[:FORMAT]``: a 1D texture (NAME a texture number or a name the
   kernel's constants give) bound to the array of a numpy file in FORMAT (default float4; see
-  :data:`maxsim.functional.memory.FORMATS`).
+  :data:`maxsim.functional.memory.FORMATS`); NAME may be a slot in hexadecimal (``0x62``), as
+  TLDS addresses a texture.
+* ``--constant BANK=FILE``: the data of constant bank BANK (1-17; e.g. 3, where nvcc puts a
+  kernel's ``__constant__`` data): the array of a ``.npy`` file as it lies in memory, or the raw
+  bytes of any other file (``.bin``).
 
 Each malformed spec or unreadable file is a one-line :class:`~maxsim.errors.LaunchError` naming
 the option and the spec.
@@ -95,7 +99,10 @@ def parse_buffer(spec):
 def parse_texture(spec):
     """``(key, Texture)`` of a ``--texture`` spec: key a texture number or a name."""
     name, value = _split("--texture", spec)
-    key = int(name) if name.isdigit() else name
+    try:
+        key = int(name, 0)
+    except ValueError:
+        key = name
     if not isinstance(key, int) and not _NAME.match(name):
         raise LaunchError(f"--texture {spec}: {name!r} is neither a texture number nor a name")
     path, fmt = value, "float4"
@@ -105,3 +112,26 @@ def parse_texture(spec):
     elif colon and not tail.endswith(".npy") and "/" not in tail:
         raise LaunchError(f"--texture {spec}: unknown format {tail!r} (formats: {', '.join(FORMATS)})")
     return key, Texture(_load("--texture", spec, path), fmt)
+
+
+def parse_constant(spec):
+    """``(bank, bytes)`` of a ``--constant BANK=FILE`` spec (FILE a .npy array or raw bytes)."""
+    name, path = _split("--constant", spec)
+    try:
+        bank = int(name, 0)
+    except ValueError:
+        raise LaunchError(f"--constant {spec}: {name!r} is not a constant bank number (1-17)") from None
+    if not 1 <= bank <= 17:
+        raise LaunchError(f"--constant {spec}: bank {bank} is not one of 1-17 (bank 0 holds the parameters)")
+    if path.endswith(".npy"):
+        data = _load("--constant", spec, path)
+        if data.dtype.kind not in "biuf":
+            raise LaunchError(f"--constant {spec}: {path} holds {data.dtype} values, not numbers")
+        return bank, np.ascontiguousarray(data).tobytes()
+    try:
+        with open(path, "rb") as f:
+            return bank, f.read()
+    except FileNotFoundError:
+        raise LaunchError(f"--constant {spec}: no file {path}") from None
+    except OSError as e:
+        raise LaunchError(f"--constant {spec}: cannot read {path} ({e.strerror or e})") from None

@@ -58,6 +58,13 @@ OPCODES = {s.name: s for s in (
     _spec("FADD", "alu", 1, "R R R|C|I|F", _ROUND, {"FTZ"}, {"RN", "RM", "RP", "RZ"}, {"SAT"}),
     _spec("IADD", "alu", 1, "R R R|C|I", {"X"}, {"CC"}),
     _spec("IADD3", "alu", 1, "R R R|C|I R"),
+    # the forms with a 32-bit immediate, as nvcc emits them ([maxas-grammar] IADD32I, LOP32I,
+    # ISCADD32I, FADD32I, FMUL32I): computed as IADD, LOP, ISCADD, FADD, FMUL
+    _spec("IADD32I", "alu", 1, "R R I", {"X"}, {"CC"}),
+    _spec("LOP32I", "alu", 1, "R R I", {"AND", "OR", "XOR"}),
+    _spec("ISCADD32I", "alu", 1, "R R I I"),
+    _spec("FADD32I", "alu", 1, "R R F|I", {"FTZ"}),
+    _spec("FMUL32I", "alu", 1, "R R F|I", {"FTZ"}),
     _spec("ISCADD", "alu", 1, "R R R|C|I I"),
     # XMAD[.S16|.U16[.S16|.U16]]: the types of the a and b halves (unsigned by default)
     _spec("XMAD", "alu", 1, "R R R|C|I R|C", {"S16", "U16"}, {"S16", "U16"},
@@ -81,7 +88,9 @@ OPCODES = {s.name: s for s in (
     _spec("ATOM", "ldg", 1, "R M R|I R|I", {"E"}, _ATOM_OPS, {"U32", "S32", "F32"}, {"FTZ"}, {"RN"}, min_operands=3),
     _spec("RED", "stg", 0, "M R|I", {"E"}, _ATOM_OPS - {"CAS", "EXCH"}, {"U32", "S32", "F32"}, {"FTZ"}, {"RN"}),
     _spec("ATOMS", "lds", 1, "R M R|I R|I", _ATOM_OPS, {"U32", "S32"}, min_operands=3),
-    _spec("LDC", "fixed", 1, "R C"),
+    # LDC[.U8|.S8|.U16|.S16|.32|.64|.128] d, c[bank][Ra+imm]: a constant load, indexed by a register
+    # (the widths of [maxas-grammar]'s memType; .64 and .128 write a vector group)
+    _spec("LDC", "fixed", 1, "V C", set(_WIDTH) | _SUBWORD),
     _spec("DEPBAR", "nop", 0, "W I", {"LE"}),
     # integer
     _spec("IMNMX", "alu_half", 1, "R R R|C|I P", {"U32", "S32"}),
@@ -103,7 +112,15 @@ OPCODES = {s.name: s for s in (
     _spec("I2F", "xu", 1, "R R|C|I", {"F32"}, {"S32", "U32", "S16", "U16", "S8", "U8"}, {"RN", "RM", "RP", "RZ"}),
     _spec("F2I", "xu", 1, "R R|C|I|F", {"S32", "U32"}, {"F32"}, _F2I_ROUND, {"FTZ"}),
     _spec("F2F", "xu", 1, "R R|C|I|F", {"F32"}, {"F32"}, _F2I_ROUND | {"RN"}, {"FTZ"}, {"SAT"}),
-    _spec("TLD", "tex", 1, "V R R I W I", {"B"}, {"LZ"}, {"NODEP"}, {"P"}, {"T"}),
+    # TLD[.B].LZ.{T|P} d, coordinate, handle, slot, 1D, channel mask: with .B the texture is the
+    # handle register's; without, the texture slot (the handle register is then RZ, and may be left out)
+    _spec("TLD", "tex", 1, "V R R I W I", {"B"}, {"LZ"}, {"NODEP"}, {"P", "T"}),
+    # TEX: the same with a float coordinate (a sampled fetch)
+    _spec("TEX", "tex", 1, "V R R I W I", {"B"}, {"LZ"}, {"NODEP"}, {"P", "T"}),
+    # TLDS / TEXS d1, d0, coordinate, slot, 1D, channels ([maxas-grammar] TLDS: r28, r0, r8, i36w20):
+    # the texture by its slot; the first two channels go to d0, d0+1, the others to d1, d1+1
+    _spec("TLDS", "tex", 2, "R R R I W W", {"LZ"}, {"NODEP"}, {"P", "T"}),
+    _spec("TEXS", "tex", 2, "R R R I W W", {"LZ"}, {"NODEP"}, {"P", "T"}),
     _spec("BAR", "bar", 0, "I", {"SYNC"}),
     _spec("BRA", "branch", 0, "L", {"U"}),
     _spec("CAL", "branch", 0, "L"),
@@ -131,7 +148,14 @@ REQUIRED_MODIFIERS = {"ISETP": _CMP, "FSETP": _FCMP, "ATOM": _ATOM_OPS, "RED": _
                       "MUFU": {"RCP", "RSQ", "SQRT", "EX2", "LG2", "SIN", "COS"},
                       "SHFL": {"IDX", "UP", "DOWN", "BFLY"}, "VOTE": {"ALL", "ANY", "EQ"}, "RRO": {"SINCOS", "EX2"}}
 # keyword operands (W) each opcode accepts
-WORDS = {"TLD": ("1D",), "P2R": ("PR",), "R2P": ("PR",), "DEPBAR": tuple(f"SB{n}" for n in range(6))}
+# the channel sets of TLDS / TEXS (envytools' GM107 table: the sets with and without a second
+# destination; [maxas-grammar] writes R and RGBA)
+CHANNEL_SETS = {"R": (0,), "G": (1,), "B": (2,), "A": (3,), "RG": (0, 1), "RA": (0, 3), "GA": (1, 3), "BA": (2, 3),
+                "RGB": (0, 1, 2), "RGA": (0, 1, 3), "RBA": (0, 2, 3), "GBA": (1, 2, 3), "RGBA": (0, 1, 2, 3)}
+TEXTURE_DIMS = ("1D", "2D", "3D", "ARRAY_1D", "ARRAY_2D", "CUBE", "ARRAY_CUBE")
+TEXTURE_OPS = ("TLD", "TEX", "TLDS", "TEXS")
+WORDS = {"TLD": TEXTURE_DIMS, "TEX": TEXTURE_DIMS, "TLDS": TEXTURE_DIMS + tuple(CHANNEL_SETS),
+         "TEXS": TEXTURE_DIMS + tuple(CHANNEL_SETS), "P2R": ("PR",), "R2P": ("PR",), "DEPBAR": tuple(f"SB{n}" for n in range(6))}
 
 
 def match_modifiers(spec: OpSpec, mods: tuple):
@@ -156,9 +180,41 @@ def vector_alignment(width: int) -> int:
     return 4 if width > 2 else width
 
 
+# opcodes of [maxas-grammar] that maxsim does not model: refused by name, with what they are
+NOT_MODELLED = {
+    "TLD4S": "a four-texel gather from a 2D texture (2D textures are not modelled)",
+    "TLD4": "a four-texel gather from a 2D texture (2D textures are not modelled)",
+    "TXQ": "a texture query", "SHF": "a funnel shift", "LOP3": "a three-input logic operation",
+    "PRMT": "a byte permute", "I2I": "an integer conversion",
+    "ICMP": "an integer compare-and-select", "ISET": "an integer compare to a register",
+    "FSET": "an fp32 compare to a register", "FCMP": "an fp32 compare-and-select", "PSET": "a predicate set",
+    "CS2R": "a special register read to a register pair", "B2R": "a barrier result read",
+    "MEMBAR": "a memory barrier", "LDL": "a local-memory load", "STL": "a local-memory store",
+    "DADD": "fp64 arithmetic", "DFMA": "fp64 arithmetic", "DMUL": "fp64 arithmetic", "DMNMX": "fp64 arithmetic",
+    "DSET": "fp64 arithmetic", "DSETP": "fp64 arithmetic", "HADD2": "fp16 arithmetic", "HMUL2": "fp16 arithmetic",
+    "HFMA2": "fp16 arithmetic", "HSETP2": "fp16 arithmetic", "VADD": "a video instruction",
+    "VMAD": "a video instruction", "VABSDIFF": "a video instruction", "VMNMX": "a video instruction",
+    "VSET": "a video instruction", "DP4A": "a dot product of bytes", "DP2A": "a dot product of halves",
+    "JCAL": "an absolute call", "BPT": "a breakpoint", "FCHK": "a division range check", "CCTL": "a cache control",
+    "SULD": "a surface load", "SUST": "a surface store", "SURED": "a surface reduction", "SUATOM": "a surface atomic",
+}
+
+
+def texture_channels(instr_ops) -> tuple:
+    """The (register, channel) pairs a TLDS / TEXS writes: the first two channels of its set to d0
+    and d0+1, the others to d1 and d1+1 (RZ: discarded)."""
+    d1, d0 = instr_ops[0].reg, instr_ops[1].reg
+    chans = CHANNEL_SETS[instr_ops[5].name]
+    out = []
+    for n, ch in enumerate(chans):
+        base, k = (d0, n) if n < 2 else (d1, n - 2)
+        out.append((ins.RZ if base == ins.RZ else base + k, ch))
+    return tuple(out)
+
+
 def vector_width(opcode: str, mods: tuple, operands: tuple) -> int:
     """Number of consecutive registers named by the vector operand of a memory instruction."""
-    if opcode == "TLD":
+    if opcode in ("TLD", "TEX"):
         mask = operands[5].value if len(operands) > 5 else 0xF
         return max(1, bin(mask & 0xF).count("1"))
     for m in mods:

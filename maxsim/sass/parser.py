@@ -11,15 +11,19 @@ import re
 
 from ..errors import SassParseError
 from ..isa import instruction as ins
-from ..isa.opcodes import (KIND_LETTER, OPCODES, REQUIRED_MODIFIERS, SPECIAL_REGISTERS, WORDS,
-                           match_modifiers, vector_alignment, vector_width)
+from ..isa.opcodes import (CHANNEL_SETS, KIND_LETTER, NOT_MODELLED, OPCODES, REQUIRED_MODIFIERS,
+                           SPECIAL_REGISTERS, TEXTURE_DIMS, TEXTURE_OPS, WORDS, match_modifiers, texture_channels,
+                           vector_alignment, vector_width)
 
 # Header values that the hardware bounds (Maxwell: 48 KB static shared memory per CTA, 16 barriers)
 _HEADER_RANGE = {"InsCnt": (0, 1 << 31), "RegCnt": (1, ins.NUM_REGS), "SharedSize": (0, 48 * 1024),
                  "BarCnt": (0, 16)}
 
 # Immediates with a narrower range than 32 bits: (opcode, operand position) -> (lo, hi, what)
-_IMM_RANGE = {("BAR", 0): (0, 15, "barrier"), ("ISCADD", 3): (0, 31, "ISCADD shift")}
+_IMM_RANGE = {("BAR", 0): (0, 15, "barrier"), ("ISCADD", 3): (0, 31, "ISCADD shift"),
+              ("ISCADD32I", 3): (0, 31, "ISCADD32I shift"),
+              # the texture slot field ([maxas-grammar] TLDS: i36w20, 20 bits)
+              **{(op, 3): (0, 0xFFFFF, "texture slot") for op in ("TLD", "TEX", "TLDS", "TEXS")}}
 
 _CTRL_RE = re.compile(r"([0-9a-fA-F]{2}|--):([1-6]|-):([1-6]|-):([yY]|-):([0-9a-fA-F])$", re.ASCII)
 _LABEL_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*:\s*$", re.ASCII)
@@ -27,8 +31,14 @@ _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$", re.ASCII)
 _REG_RE = re.compile(r"R(\d+|Z)$", re.ASCII)
 _PRED_RE = re.compile(r"P([0-6]|T)$", re.ASCII)
 _INT_RE = re.compile(r"-?(0[xX][0-9a-fA-F]+|\d+)$", re.ASCII)
-_FLOAT_RE = re.compile(r"-?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$|-?INF$|-?NAN$", re.ASCII)
+# ([maxas-grammar] $f20 / $f20w32 also take a leading '+')
+_FLOAT_RE = re.compile(r"[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$|[-+]?INF$|-?NAN$", re.ASCII)
 _CONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\s*\[(0[xX][0-9a-fA-F]+|\d+)\]$", re.ASCII)
+# a register-indexed constant, c[bank][Ra], c[bank][Ra+imm], c[bank][Ra-imm] ([maxas-grammar] $ldc)
+_ICONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\[(R\d+|RZ)(?:\+?(-?(?:0[xX][0-9a-fA-F]+|\d+)))?\]$", re.ASCII)
+# maxas writes the carry-out of an add on its destination: IADD R72.CC, ... ([maxas-grammar] $r0cc)
+_DST_CC_RE = re.compile(r"([A-Z][A-Z0-9]*(?:\.[A-Z0-9_]+)*)(\s+)(R\d+|RZ)\.CC(?=\s*,)", re.ASCII)
+_CC_MODELLED = ("IADD", "IADD32I", "LEA")  # opcodes whose carry-out maxsim models
 _HEADER_RE = re.compile(r"#\s*(Kernel|Arch|InsCnt|RegCnt|SharedSize|BarCnt)\s*:\s*(\S+)\s*$", re.ASCII)
 _PARAMS_RE = re.compile(r"#\s*Params\((\d+)\)\s*:\s*$", re.ASCII)
 _PARAM_RE = re.compile(r"#\s*(\d+):(0[xX][0-9a-fA-F]+|\d+):(\d+):(\d+)(?:\s+[A-Za-z_]\w*)?\s*$", re.ASCII)  # name: maxsim.host
@@ -201,6 +211,15 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
         pos = k
         while pos < len(src) and src[pos] in " \t":
             pos += 1
+    m = _DST_CC_RE.match(src, pos)
+    if m:  # IADD R72.CC, ... is IADD.CC R72, ...: the same text length, so columns stay
+        op0 = m.group(1)
+        if op0.split(".")[0] not in _CC_MODELLED:
+            raise line.error(f"the carry-out of {op0.split('.')[0]} ({m.group(3)}.CC) is not modelled "
+                             f"(only IADD's, IADD32I's and LEA's)", m.start(3))
+        cc = "" if "CC" in op0.split(".")[1:] else ".CC"
+        src = src[:pos] + op0 + cc + m.group(2) + m.group(3) + src[m.end():] + " " * (3 - len(cc))
+        line = _Line(src, line.number, line.filename)
     # instruction body up to ';'
     semi = src.find(";", pos)
     if semi == -1:
@@ -220,6 +239,8 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
     opcode, mods = parts[0], tuple(parts[1:])
     spec = OPCODES.get(opcode)
     if spec is None:
+        if opcode in NOT_MODELLED:
+            raise line.error(f"opcode {opcode} is not modelled: {NOT_MODELLED[opcode]}", pos)
         raise line.error(f"unknown opcode {opcode!r}", pos)
     if any(not m for m in mods):
         raise line.error(f"empty modifier in {op_text!r}", pos)
@@ -248,9 +269,16 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
             col = start + lead
             if not tok:
                 raise line.error("empty operand", col)
-            operands.append(_parse_operand(tok, line, col))
+            operands.append(_parse_operand(tok, line, col, WORDS.get(opcode, ())))
             columns.append(col)
             start += len(piece) + 1
+    if opcode in ("TLD", "TEX") and len(operands) == 5 and "B" not in mods:
+        # the texture by its slot: no handle register (RZ in its field)
+        operands.insert(2, ins.Operand(ins.REG, reg=ins.RZ))
+        columns.insert(2, columns[2])
+    if opcode in ("TLDS", "TEXS") and len(operands) == 7:
+        raise line.error(f"{opcode} with two coordinate registers (a 2D texture) is not modelled: "
+                         f"1D textures only", columns[3])
     sig = spec.signature
     need_min = len(sig) if spec.min_operands < 0 else spec.min_operands
     if not need_min <= len(operands) <= len(sig):
@@ -276,20 +304,55 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
         if op.kind == ins.PRED and op.not_ and n < spec.n_dst:
             raise line.error(f"destination predicate of {opcode} cannot be negated", col)
         if op.kind in (ins.REG, ins.CONST) and op.h1 and (opcode != "XMAD" or n < spec.n_dst):
-            raise line.error("the half selector .H1 applies to XMAD sources only", col)
+            raise line.error(f"the half selector .H1 of {opcode} is not modelled (XMAD sources only)", col)
+        if op.kind == ins.CONST and op.reg >= 0:
+            if opcode != "LDC":
+                raise line.error(f"a register-indexed constant is read by LDC only, not by {opcode}", col)
+            if op.reg != ins.RZ and op.reg >= reg_cnt:
+                raise line.error(f"register R{op.reg} is out of range: the kernel declares RegCnt {reg_cnt} "
+                                 f"(R0-R{reg_cnt - 1})", col)
         if op.kind == ins.LABEL and op.name not in label_map:
             raise line.error(f"undefined label {op.name!r}", col)
         if op.kind == ins.SREG and op.name not in SPECIAL_REGISTERS:
             raise line.error(f"unknown special register {op.name!r}", col)
         if op.kind == ins.WORD and op.name not in WORDS.get(opcode, ()):
             raise line.error(f"unknown keyword {op.name!r} (expected {' or '.join(WORDS.get(opcode, ('no keyword',)))})", col)
+        if op.kind == ins.WORD and op.name in TEXTURE_DIMS and op.name != "1D":
+            raise line.error(f"{opcode} of a {op.name} texture is not modelled: 1D textures only", col)
         lim = _IMM_RANGE.get((opcode, n))
         if lim and op.kind == ins.IMM and not lim[0] <= op.value <= lim[1]:
             raise line.error(f"{lim[2]} {op.text} is out of range {lim[0]}..{lim[1]}", col)
+    if opcode in TEXTURE_OPS:
+        _check_texture(opcode, mods, operands, columns, line, reg_cnt)
     return _decode(spec, opcode, mods, tuple(operands), control, pred, pred_neg, line, index, label_map, width)
 
 
-def _parse_operand(tok: str, line: _Line, col: int) -> ins.Operand:
+def _check_texture(opcode, mods, operands, columns, line, reg_cnt):
+    """What a texture fetch by slot needs: a channel set (TLDS/TEXS) its destinations can hold; no
+    second source register (LOD, array index) without .B."""
+    if opcode in ("TLD", "TEX"):
+        if "B" not in mods and operands[2].reg != ins.RZ:
+            raise line.error(f"{opcode} without .B takes the texture from its slot: a second source register "
+                             f"(LOD or array index) is not modelled for 1D fetches (write RZ)", columns[2])
+        return
+    chans = operands[5]
+    if chans.kind != ins.WORD or chans.name not in CHANNEL_SETS:
+        raise line.error(f"operand 6 of {opcode} must be a channel set ({', '.join(CHANNEL_SETS)})", columns[5])
+    if operands[3].kind == ins.WORD:
+        raise line.error(f"operand 4 of {opcode} must be the texture slot (an immediate)", columns[3])
+    n = len(CHANNEL_SETS[chans.name])
+    if n <= 2 and operands[0].reg != ins.RZ:
+        raise line.error(f"{opcode} with channels {chans.name} writes no second destination: the first operand "
+                         f"must be RZ (the hardware reads a second destination as a wider channel set)", columns[0])
+    for reg, _ in texture_channels(operands):
+        if reg != ins.RZ and reg >= reg_cnt:
+            raise line.error(f"register R{reg} is out of range: the kernel declares RegCnt {reg_cnt} "
+                             f"(R0-R{reg_cnt - 1})", columns[1 if reg < (operands[1].reg + 2) else 0])
+
+
+def _parse_operand(tok: str, line: _Line, col: int, words=()) -> ins.Operand:
+    if tok in words:
+        return ins.Operand(ins.WORD, name=tok)
     neg = absval = notp = bitnot = False
     t = tok
     if t.startswith("!"):
@@ -341,13 +404,21 @@ def _parse_operand(tok: str, line: _Line, col: int) -> ins.Operand:
                 h1 = True
             elif sfx == "H0":
                 pass
+            elif sfx == "INV":  # maxas's LOP spelling of ~R ([maxas-grammar] LOP: (?<INV>\.INV)?)
+                if neg or absval:
+                    raise line.error(f"cannot combine .INV with '-' or '|..|' in {tok!r}", col)
+                bitnot = True
+            elif sfx in ("B0", "B1", "B2", "B3", "H0_H0", "H1_H1", "F32"):
+                raise line.error(f"the register part selector .{sfx} in {tok!r} is not modelled", col)
+            elif sfx == "CC":
+                raise line.error(f"a carry-out .CC is written on the destination of IADD or LEA, not in {tok!r}", col)
             else:
                 raise line.error(f"unknown register suffix .{sfx} in {tok!r}", col)
         if bitnot:  # ~R (bitwise not)
             return ins.Operand(ins.REG, reg=reg, not_=True, h1=h1, reuse=reuse)
         return ins.Operand(ins.REG, reg=reg, neg=neg, abs=absval, h1=h1, reuse=reuse)
-    if bitnot:
-        raise line.error(f"'~' applies to registers only, got {tok!r}", col)
+    if bitnot and not (t.startswith("c[") or _INT_RE.match(t)):
+        raise line.error(f"'~' applies to registers, constants and integer immediates only, got {tok!r}", col)
     m = _PRED_RE.match(t)
     if m:
         return ins.Operand(ins.PRED, reg=ins.PT if m.group(1) == "T" else int(m.group(1)), not_=notp)
@@ -356,12 +427,24 @@ def _parse_operand(tok: str, line: _Line, col: int) -> ins.Operand:
     if t.startswith("SR_"):
         return ins.Operand(ins.SREG, name=t)
     const_h1 = t.startswith("c[") and t.endswith(".H1")  # XMAD's high-half selector on a constant
+    if t.startswith("c[") and t.endswith(".INV"):  # maxas's LOP spelling of ~c[..][..]
+        t, bitnot = t[:-4], True
     m = _CONST_RE.match(t[:-3] if const_h1 else t)
     if m:
         bank, off = _int(m.group(1)), _int(m.group(2))
         if bank > 17 or off > 0xFFFF:
             raise line.error(f"constant {tok!r} is out of range: banks 0x0-0x11, offsets 0x0-0xffff", col)
-        return ins.Operand(ins.CONST, bank=bank, value=off, neg=neg, abs=absval, h1=const_h1)
+        return ins.Operand(ins.CONST, bank=bank, value=off, neg=neg, abs=absval, h1=const_h1, not_=bitnot)
+    m = _ICONST_RE.match(t.replace(" ", ""))
+    if m:
+        bank = _int(m.group(1))
+        off = _int(m.group(3)) if m.group(3) else 0
+        if bank > 17 or not -0x8000 <= off <= 0xFFFF:
+            raise line.error(f"constant {tok!r} is out of range: banks 0x0-0x11, offsets -0x8000-0xffff", col)
+        if neg or absval or bitnot or const_h1:
+            raise line.error(f"a register-indexed constant takes no '-', '|..|', '~' or .H1: {tok!r}", col)
+        reg = _reg_number(_REG_RE.match(m.group(2)), line, col)
+        return ins.Operand(ins.CONST, bank=bank, value=off, reg=reg, text=m.group(3) or "")
     if t.startswith("c["):
         raise line.error(f"malformed constant {tok!r}: expected c[bank][offset]", col)
     if _INT_RE.match(tok):
@@ -369,9 +452,14 @@ def _parse_operand(tok: str, line: _Line, col: int) -> ins.Operand:
         if not -(1 << 31) <= v < (1 << 32):
             raise line.error(f"immediate {tok} does not fit in 32 bits", col)
         return ins.Operand(ins.IMM, value=v, text=tok)
+    if bitnot and _INT_RE.match(t):
+        v = _int(t)
+        if not -(1 << 31) <= v < (1 << 32):
+            raise line.error(f"immediate {t} does not fit in 32 bits", col)
+        return ins.Operand(ins.IMM, value=v, text=t, not_=True)
     if _FLOAT_RE.match(tok):
         return ins.Operand(ins.FIMM, fvalue=float(tok), text=tok)
-    if t in ("1D", "PR") or re.fullmatch(r"SB[0-5]", t):
+    if t in ("1D", "PR") or t in TEXTURE_DIMS or re.fullmatch(r"SB[0-5]", t):
         return ins.Operand(ins.WORD, name=t)
     if _IDENT_RE.match(t) and not neg:
         return ins.Operand(ins.LABEL, name=t)
@@ -401,9 +489,9 @@ def _decode(spec, opcode, mods, operands, control, pred, pred_neg, line, index, 
             elif op.kind == ins.PRED and op.reg != ins.PT:
                 dst_preds.append(op.reg)
             continue
-        if op.kind in (ins.REG, ins.MEM):
+        if op.kind in (ins.REG, ins.MEM) or (op.kind == ins.CONST and op.reg >= 0):
             if op.reg != ins.RZ:
-                src_regs.extend(range(op.reg, op.reg + w))
+                src_regs.extend(range(op.reg, op.reg + w) if op.kind != ins.CONST else (op.reg,))
                 if op.kind == ins.MEM and "E" in mods:
                     src_regs.append(op.reg + 1)  # a 64-bit address: the register pair
             if op.kind == ins.REG or len(slots) < 3:
@@ -421,6 +509,8 @@ def _decode(spec, opcode, mods, operands, control, pred, pred_neg, line, index, 
             if op.kind == ins.REG and op.reuse and slot_no < 3:
                 reuse_mask |= 1 << slot_no
             slot_no += 1
+    if opcode in ("TLDS", "TEXS"):
+        dst_regs = [r for r, _ in texture_channels(operands) if r != ins.RZ]
     target, target_label = -1, ""
     if opcode in ("BRA", "CAL", "SSY", "PBK", "PCNT"):
         target_label = operands[0].name

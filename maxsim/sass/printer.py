@@ -35,14 +35,20 @@ def format_operand(op: ins.Operand) -> str:
     if k == ins.PRED:
         return ("!" if op.not_ else "") + ("PT" if op.reg == ins.PT else f"P{op.reg}")
     if k == ins.IMM:
-        return op.text or (f"-0x{-op.value:x}" if op.value < 0 else f"0x{op.value:x}")
+        return ("~" if op.not_ else "") + (op.text or (f"-0x{-op.value:x}" if op.value < 0 else f"0x{op.value:x}"))
     if k == ins.FIMM:
         if op.text:
             return op.text
         v = op.fvalue
         return repr(v) if math.isfinite(v) else ("NAN" if math.isnan(v) else ("-INF" if v < 0 else "INF"))
+    if k == ins.CONST and op.reg >= 0:  # register-indexed (LDC)
+        base = "RZ" if op.reg == ins.RZ else f"R{op.reg}"
+        off = "" if op.value == 0 else (f"-0x{-op.value:x}" if op.value < 0 else f"+0x{op.value:x}")
+        return f"c[0x{op.bank:x}][{base}{off}]"
     if k == ins.CONST:
         s = f"c[0x{op.bank:x}][0x{op.value:x}]" + (".H1" if op.h1 else "")
+        if op.not_:
+            s = "~" + s
         if op.abs:
             s = f"|{s}|"
         return ("-" if op.neg else "") + s

@@ -706,6 +706,9 @@ def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC,
                 return MEM
     elif u == S2R:
         done_at = t + P[pc, P_LATENCY]  # S2R, LDC: a fixed latency of their own
+        distinct = TAUX[W[w, W_TBASE] + W[w, W_POS]]  # an indexed LDC's distinct addresses (-1: none)
+        if distinct > 1:
+            done_at += (distinct - 1) * P[pc, P_INTERVAL]
     elif u == BRANCH:
         S[s, S_RC_WARP] = -1  # a branch empties the reuse caches
         if P[pc, P_BACK]:

@@ -507,6 +507,9 @@ class ReferenceSM:
             done_at = self._memory(w, s, pc, t, u)
         elif u == S2R:
             done_at = t + st.latency[pc]  # S2R, LDC: a fixed latency of their own
+            distinct = w.mem.get(w.pos)  # a register-indexed LDC: its warp's distinct addresses,
+            if distinct is not None and distinct[w.row] > 1:  # served one after another
+                done_at += (int(distinct[w.row]) - 1) * st.interval[pc]
         elif u == BRANCH:
             s.rc_warp = None  # a branch empties the reuse caches
             if st.back_branch[pc]:

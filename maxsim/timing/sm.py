@@ -34,7 +34,7 @@ from .cores import CORES, core_name  # noqa: F401  (CORES: the choices)
 from .memory_core import I_SIZE
 from .reference import ReferenceSM, l2_read_counts, memory_keywords
 from .shared_memory import SharedMemoryTiming
-from .static import BAR, LDG, LDS, MEMORY, STG, STS, TEX, StaticInfo, cta_warp_slots, residency
+from .static import BAR, LDG, LDS, MEMORY, S2R, STG, STS, TEX, StaticInfo, cta_warp_slots, residency
 from .stats import PC_EXEC, PC_L2_HITS, PC_L2_MISSES, PC_SIZE, STALL_REASONS, Stats
 
 __all__ = ["SM", "ReferenceSM", "residency", "StaticInfo", "core_name"]
@@ -121,11 +121,13 @@ def segment_tables(seg, unit):
     pos = np.fromiter(seg.mem, dtype=np.int64, count=len(seg.mem))
     kinds = unit[pcs[pos]] if pos.size else pos
     shared_pos = pos[(kinds == LDS) | (kinds == STS)]
-    bar_pos = pos[kinds == BAR]
+    # barrier arrivals, and the distinct addresses of a register-indexed LDC (the s2r class): one
+    # number per warp each
+    bar_pos = pos[(kinds == BAR) | (kinds == S2R)]
     sec_pos = pos[(kinds == TEX) | (kinds == LDG) | (kinds == STG)]
     shared = np.array([np.asarray(seg.mem[q], dtype=np.int64) for q in shared_pos.tolist()],
                       dtype=np.int64).reshape(-1, rows).T.copy()
-    bar = (np.array([np.asarray(seg.mem[q]) != 0 for q in bar_pos.tolist()], dtype=np.int64)
+    bar = (np.array([np.asarray(seg.mem[q]).astype(np.int64) for q in bar_pos.tolist()], dtype=np.int64)
            .reshape(-1, rows).T.copy())
     heads = np.zeros((rows, 0), dtype=np.int64)
     blocks = [np.zeros(0, np.int64)] * rows

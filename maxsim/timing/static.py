@@ -84,10 +84,12 @@ class StaticInfo:
                     self.latency[k] = lat.predicate if i.dst_preds else (lat.alu if u == ALU else lat.alu_half)
             elif u == S2R:
                 self.latency[k] = lat.ldc if i.opcode == "LDC" else lat.s2r
+                if i.opcode == "LDC":  # each further distinct address of a warp's LDC adds this
+                    self.interval[k] = lat.ldc_per_address
             elif u in MEMORY:
                 self.mem_reads[k] = tuple(sorted({r % banks for r in i.src_regs}))
             self.is_ffma[k] = i.opcode == "FFMA"
-            self.flops[k] = 64 if i.opcode == "FFMA" else (32 if i.opcode in ("FMUL", "FADD") else 0)
+            self.flops[k] = 64 if i.opcode == "FFMA" else (32 if i.opcode in ("FMUL", "FADD", "FMUL32I", "FADD32I") else 0)
             self.back_branch[k] = i.opcode == "BRA" and i.target <= k
 
 
