@@ -16,9 +16,12 @@ def random_word(c, rnd) -> int:
     w = c.code
     if form.guarded:
         w |= rnd(16) << 16
+    pair = any(f.kind == "next" for f in c.fields)  # CAS: b and b + 1
     for f in c.fields:
         k = f.kind
-        if k == "reg":
+        if k == "reg" and pair and f.pos == 20:
+            w |= rnd(254) << f.pos
+        elif k == "reg":
             w |= (rnd(255) if rnd(8) else 255) << f.pos
         elif k == "pred":
             w |= rnd(8) << f.pos
@@ -42,9 +45,15 @@ def random_word(c, rnd) -> int:
             w |= pick(sorted(T.TEXTURE_DIMENSIONS.values())) << f.pos
         elif k == "sb":
             w |= rnd(6) << f.pos
+        elif k == "textype":
+            w |= pick(sorted(T.TEXTURE_TYPES[form.opcode])) << f.pos
+        elif k == "chan":
+            pass  # after the registers (it depends on the second destination)
         for b in (f.neg, f.abs, f.inv, f.h1):
             if b >= 0:
                 w |= rnd(2) << b
+    if any(f.kind == "chan" for f in c.fields):
+        w |= rnd(len(T.CHANNELS[0 if w >> 28 & 0xFF == 255 else 1])) << 50
     for g in form.mods:
         values = [v for _, v in g.names] + ([] if g.required else [g.default])
         w |= pick(values)

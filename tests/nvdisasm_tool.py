@@ -75,15 +75,20 @@ _DEFAULT_MODS = {"32": None, "U16.U16": "XMAD"}  # modifier: the one opcode it i
 _FLOAT_RE = re.compile(r"^[-+]?(\d+\.?\d*(e[-+]?\d+)?|INF|QNAN|NAN)$", re.IGNORECASE)
 
 
-def _float_bits(text: str):
+_DOUBLE_OPS = frozenset(("DADD", "DMUL", "DFMA", "DMNMX", "DSETP", "DSET"))
+
+
+def _float_bits(text: str, double: bool):
+    """The fp32 (fp64 for the double opcodes) pattern of a float immediate's text."""
     t = text.upper().lstrip("+")
+    kind = np.float64 if double else np.float32
     if t in ("INF", "-INF", "+INF"):
-        v = np.float32(-np.inf if t.startswith("-") else np.inf)
+        v = kind(-np.inf if t.startswith("-") else np.inf)
     elif t.lstrip("-") in ("QNAN", "NAN"):
         return "nan" + ("-" if t.startswith("-") else "")
     else:
-        v = np.float32(float(t))
-    return int(v.view(np.uint32))
+        v = kind(float(t))
+    return int(v.view(np.uint64 if double else np.uint32))
 
 
 def _const(m):
@@ -97,7 +102,7 @@ def _operand(tok: str, opcode: str):
         # XMAD's 16-bit immediate is printed signed when b is signed
         return ("imm", int(tok, 16) & (0xFFFF if opcode == "XMAD" else 0xFFFFFFFF))
     if _FLOAT_RE.match(tok):
-        return ("f", _float_bits(tok))
+        return ("f", _float_bits(tok, opcode in _DOUBLE_OPS))
     tok = re.sub(r"c\[(0x[0-9a-f]+)\]\s*\[(-?0x[0-9a-f]+)\]", _const, tok)
     tok = re.sub(r"\|([^|]+)\|\.reuse", r"|\1.reuse|", tok)  # nvdisasm: |R1|.reuse, maxas: |R1.reuse|
     tok = tok.replace("+-0x", "-0x").replace("RZ.reuse", "RZ")  # nvdisasm prints no reuse flag on RZ
@@ -149,6 +154,8 @@ def normalize_nvdisasm(text: str, float_ops=()):
         ops = ops + ["0x0"]
     if opcode == "TLD" and len(ops) == 5:  # a handle register RZ is left out
         ops = ops[:2] + ["RZ"] + ops[2:]
+    if opcode in ("TLDS", "TEXS") and len(ops) == 6:  # a second coordinate RZ is left out
+        ops = ops[:3] + ["RZ"] + ops[3:]
     return guard, opcode, tuple(mods), tuple(_operand(o, opcode) for o in ops)
 
 

@@ -112,6 +112,17 @@ def _float_text(bits32: int) -> str:
     return text
 
 
+def _double_text(bits64: int) -> str:
+    """A double immediate that reads back to exactly ``bits64`` (INF, NAN, or the shortest decimal)."""
+    f = float(np.uint64(bits64).view(np.float64))
+    if math.isinf(f):
+        return "-INF" if f < 0 else "INF"
+    if math.isnan(f):
+        return "NAN"
+    text = repr(f).replace("e+", "e")
+    return text if "." in text or "e" in text else text + ".0"
+
+
 def _float_bits(op: ins.Operand) -> int:
     """The fp32 bits an immediate of a float opcode stands for (as the executor reads it: hex
     integers are bit patterns, decimal ones numbers)."""
@@ -162,9 +173,9 @@ class _Field:
             b = 0x7FFFF << 20
         elif k == "cx":
             b = 0xFFFF << 20 | 0x1F << 36 | 0xFF << 8
-        elif k in ("simm", "fimm", "uimm20"):
+        elif k in ("simm", "fimm", "uimm20", "dimm"):
             b = 0x7FFFF << 20 | 1 << 56
-        elif k in ("uimm", "dim", "sb", "sbset"):
+        elif k in ("uimm", "dim", "sb", "sbset", "textype", "chan"):
             b = ((1 << self.width) - 1) << self.pos
         elif k in ("imm32", "fimm32"):
             b = 0xFFFFFFFF << 20
@@ -199,6 +210,16 @@ def _field(spec: str, is_dst: bool) -> _Field:
         return _Field("fimm")
     if head == "u20s56":
         return _Field("uimm20")
+    if head == "d20":
+        return _Field("dimm")
+    if head == "next20":
+        return _Field("next", 20)
+    if head == "rz":
+        return _Field("rz")
+    if head == "textype":
+        return _Field("textype", 53, 4)
+    if head == "chan":
+        return _Field("chan", 50, 3)
     if head == "i32":
         return _Field("imm32", **kw)
     if head == "f32":
@@ -374,6 +395,21 @@ def _operand_text(f: _Field, w: int, reuse: bool) -> str:
         return _float_text((w >> 56 & 1) << 31 | (w >> 20 & 0x7FFFF) << 12)
     if k == "uimm20":
         return f"0x{(w >> 56 & 1) << 19 | w >> 20 & 0x7FFFF:x}"
+    if k == "dimm":
+        return _double_text((w >> 56 & 1) << 63 | (w >> 20 & 0x7FFFF) << 44)
+    if k == "next":
+        r = w >> f.pos & 0xFF
+        if r >= 254:
+            raise KeyError(f"register after R{r} (CAS takes a register pair)")
+        return f"R{r + 1}"
+    if k == "rz":
+        return "RZ"
+    if k == "chan":
+        names = T.CHANNELS[0 if w >> 28 & 0xFF == 255 else 1]
+        v = w >> 50 & 7
+        if v >= len(names):
+            raise KeyError(f"channel set {v}")
+        return names[v]
     if k == "uimm":
         return f"0x{w >> f.pos & ((1 << f.width) - 1):x}"
     if k == "imm32":
@@ -449,6 +485,14 @@ def _decode_word(w: int, ctrl: int, reuse: int, address: int):
     ops = []
     target = None
     for f, slot in zip(c.fields, c.slot_of):
+        if f.kind == "textype":
+            t = T.TEXTURE_TYPES[form.opcode].get(w >> 53 & 0xF)
+            if t is None:
+                raise EncodingError(f"code+0x{address:x}: {form.opcode} word 0x{w:016x} has texture type "
+                                    f"{w >> 53 & 0xF}, which the table does not know")
+            parts[1:1] = t[0]
+            ops.append(t[1])
+            continue
         if f.kind == "target":
             target = address + 8 + _sext(w >> 20 & 0xFFFFFF, 24)
             ops.append(None)
@@ -618,7 +662,8 @@ def _match_mods(c: _Compiled, mods: tuple):
 
 _KIND_ACCEPTS = {
     "reg": (ins.REG,), "pred": (ins.PRED,), "const": (ins.CONST,), "cx": (ins.CONST,),
-    "simm": (ins.IMM,), "uimm20": (ins.IMM,), "fimm": (ins.FIMM, ins.IMM), "uimm": (ins.IMM,), "imm32": (ins.IMM, ins.FIMM),
+    "simm": (ins.IMM,), "uimm20": (ins.IMM,), "fimm": (ins.FIMM, ins.IMM), "dimm": (ins.FIMM, ins.IMM),
+    "next": (ins.REG,), "rz": (ins.REG,), "textype": (ins.WORD,), "chan": (ins.WORD,), "uimm": (ins.IMM,), "imm32": (ins.IMM, ins.FIMM),
     "fimm32": (ins.FIMM, ins.IMM), "mem": (ins.MEM,), "sreg": (ins.SREG,), "target": (ins.LABEL,),
     "kw": (ins.WORD,), "dim": (ins.WORD,), "sb": (ins.WORD,), "sbset": (ins.WORD,), "zero": (ins.IMM,),
 }
@@ -663,6 +708,16 @@ def _encode_operand(f: _Field, op: ins.Operand, n: int, target_offset):
             return (f"float immediate {op.text or op.fvalue!r} needs more than the 19 high bits the "
                     f"immediate field holds (the low 12 bits of its fp32 pattern must be zero)")
         return w | (b >> 12 & 0x7FFFF) << 20 | (b >> 31) << 56
+    if k == "dimm":
+        b = int(np.float64(op.fvalue if op.kind == ins.FIMM else op.value).view(np.uint64))
+        if b & ((1 << 44) - 1):
+            return (f"double immediate {op.text or op.fvalue!r} needs more than the 19 high bits the "
+                    f"immediate field holds (the low 44 bits of its fp64 pattern must be zero)")
+        return w | (b >> 44 & 0x7FFFF) << 20 | (b >> 63) << 56
+    if k == "next":
+        return w if op.kind == ins.REG and op.reg != ins.RZ else f"operand {n} must be a register"
+    if k == "rz":
+        return w if op.kind == ins.REG and op.reg == ins.RZ else f"operand {n} must be RZ"
     if k == "uimm20":
         if not 0 <= op.value < (1 << 20):
             return f"immediate {op.text or _hex(op.value)} does not fit the 20-bit unsigned immediate field"
@@ -705,6 +760,10 @@ def _encode_operand(f: _Field, op: ins.Operand, n: int, target_offset):
         return f"unknown texture dimension {op.name}" if d is None else w | d << f.pos
     if k == "sb":
         return w | int(op.name[2:]) << f.pos
+    if k == "textype":
+        return w  # (with the modifiers, in encode_instruction)
+    if k == "chan":
+        return w  # (it depends on the second destination: in encode_instruction)
     if k == "sbset":
         m = re.fullmatch(r"\{([0-5](?:,[0-5])*)?\}", op.name.replace(" ", ""))
         if not m:
@@ -740,11 +799,22 @@ def encode_instruction(instr: ins.Instruction, target_offset: int = 0):
                 kinds = ", ".join(op.kind for op in instr.operands)
                 reason = f"no form takes operands ({kinds})"
             continue
-        m = _match_mods(c, instr.mods)
+        mods = instr.mods
+        textype = None
+        if any(f.kind == "textype" for f in c.fields):  # the LOD modifiers go with the dimension
+            mods = tuple(x for x in mods if x not in T.TEXTURE_TYPE_MODS)
+            want = (tuple(sorted(x for x in instr.mods if x in T.TEXTURE_TYPE_MODS)),
+                    instr.operands[[f.kind for f in c.fields].index("textype")].name)
+            textype = next((v for v, (ms, dim) in T.TEXTURE_TYPES[c.form.opcode].items()
+                            if (tuple(sorted(ms)), dim) == want), None)
+            if textype is None:
+                reason = f"no texture type is {'.'.join(want[0]) or 'plain'} {want[1]}"
+                continue
+        m = _match_mods(c, mods)
         if isinstance(m, str):
             reason = m
             continue
-        w = c.code | m[0]
+        w = c.code | m[0] | (0 if textype is None else textype << 53)
         bad = None
         for n, (f, op) in enumerate(zip(c.fields, instr.operands), start=1):
             b = _encode_operand(f, op, n, target_offset)
@@ -752,6 +822,18 @@ def encode_instruction(instr: ins.Instruction, target_offset: int = 0):
                 bad = b
                 break
             w |= b
+        if bad is None:
+            for n, f in enumerate(c.fields):
+                if f.kind == "next" and instr.operands[n].reg != instr.operands[n - 1].reg + 1:
+                    bad = f"operand {n + 1} must be the register after operand {n} (a register pair)"
+                if f.kind == "chan":
+                    names = T.CHANNELS[0 if instr.operands[0].reg == ins.RZ else 1]
+                    if instr.operands[n].name not in names:
+                        bad = (f"channels {instr.operands[n].name} with "
+                               f"{'one destination' if names is T.CHANNELS[0] else 'two destinations'}: "
+                               f"expected one of {', '.join(names)}")
+                    else:
+                        w |= names.index(instr.operands[n].name) << f.pos
         if bad is not None:
             reason = bad
             continue
@@ -905,7 +987,7 @@ _CONST_REG_TOKEN = re.compile(r"c\[0x([0-9a-f]+)\]\[(R\d+|RZ)(?:([+-])0x([0-9a-f
 def _lenient_operand(tok, line, col, parse):
     """The parser's operand, plus what only the codec reads: a scoreboard set ``{5,0}`` and an
     inverted constant ``~c[..][..]`` (LOP, POPC, FLO)."""
-    if tok.startswith("{") or tok in T.TEXTURE_DIMENSIONS:
+    if tok.startswith("{") or tok in T.DIMENSION_WORDS or tok in T.CHANNELS[0] or tok in T.CHANNELS[1]:
         return ins.Operand(ins.WORD, name=tok)
     m = _CONST_REG_TOKEN.fullmatch(tok)
     if m:  # LDC's c[bank][register + offset]

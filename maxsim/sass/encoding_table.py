@@ -84,6 +84,7 @@ _RND39 = mods(39, 2, "RN=0 RM=1 RP=2 RZ=3", default="RN")
 _SAT50 = flag(50, "SAT")
 _CC47 = flag(47, "CC")
 _X43 = flag(43, "X")
+_CAS = Mods(0, (("CAS", 0),), required=True)  # a name only (the opcode bits say CAS), printed after .E
 _U32_48 = mods(48, 1, "U32=0 S32=1", default="S32")  # [grammar]: the base code has bit 48 set
 _ICMP = mods(49, 3, "LT=1 EQ=2 LE=3 GT=4 NE=5 GE=6", required=True)
 _FCMP = mods(48, 4, "LT=1 EQ=2 LE=3 GT=4 NE=5 GE=6 NUM=7 NAN=8 LTU=9 EQU=10 LEU=11 GTU=12 NEU=13 GEU=14",
@@ -153,6 +154,17 @@ FORMS = [
          (mods(20, 4, "COS=0 SIN=1 EX2=2 LG2=3 RCP=4 RSQ=5 RCP64H=6 RSQ64H=7", required=True),)),
     *alu("RRO", 0x5C90000000000000, ("r0", "{b} n45 a49"), (mods(39, 1, "SINCOS=0 EX2=1", required=True),),
          imm="f20"),
+    # double precision [grammar] + [nvdisasm]: register pairs, a 20-bit immediate holding the 19
+    # high bits of the fp64 pattern below its sign (bit 56)
+    *alu("DADD", 0x5C70000000000000, ("r0", "r8 n48 a46", "{b} n45 a49"), (_RND39,), imm="d20"),
+    *alu("DMUL", 0x5C80000000000000, ("r0", "r8", "{b} n48"), (_RND39,), imm="d20"),
+    *alu("DFMA", 0x5B70000000000000, ("r0", "r8", "{b} n48", "r39 n49"),
+         (mods(50, 2, "RN=0 RM=1 RP=2 RZ=3", default="RN"),), imm="d20", c39=("r0", "r8", "r39 n48", "c20 n49")),
+    *alu("DMNMX", 0x5C50000000000000, ("r0", "r8 n48 a46", "{b} n45 a49", "p39 !42"), imm="d20"),
+    *alu("DSETP", 0x5B80000000000000, ("p3", "p0", "r8 n43 a7", "{b} n6 a44", "p39 !42"), (_FCMP, _BOOL45),
+         imm="d20"),
+    *alu("DSET", 0x5900000000000000, ("r0", "r8 n43 a54", "{b} n53 a44", "p39 !42"),
+         (flag(52, "BF"), _FCMP, _BOOL45, _CC47), imm="d20", source="nvdisasm"),
     Form("FADD32I", 0x0800000000000000, ("r0", "r8", "f32"), (flag(55, "FTZ"),)),
     Form("FMUL32I", 0x1E00000000000000, ("r0", "r8", "f32"), (flag(53, "FTZ"),)),
     # ---- integer -------------------------------------------------------------------------
@@ -280,6 +292,12 @@ FORMS = [
     Form("ATOM", 0xED00000000000000, ("r0", "m8.28.20", "r20"),
          (flag(48, "E"), mods(52, 4, "ADD=0 MIN=1 MAX=2 INC=3 DEC=4 AND=5 OR=6 XOR=7 EXCH=8", required=True),
           mods(49, 3, "S32=1 U64=2 F32.FTZ.RN=3 F16x2.FTZ.RN=4 S64=5 U32=0")), "nvdisasm"),
+    # ATOM.CAS / ATOMS.CAS [grammar codes 0x03f0... / 0x0240... over ATOM / ATOMS; nvdisasm]: the
+    # compare value's register b, the new value's b + 1 (not encoded) or RZ (a flag bit)
+    Form("ATOM", 0xEEF0000000000000, ("r0", "m8.28.20", "r20", "next20"), (flag(48, "E"), _CAS), "nvdisasm"),
+    Form("ATOM", 0xEEF4000000000000, ("r0", "m8.28.20", "r20", "rz"), (flag(48, "E"), _CAS), "nvdisasm"),
+    Form("ATOMS", 0xEE40000000000000, ("r0", "m8.30.22x4", "r20", "next20"), (_CAS,), "nvdisasm"),
+    Form("ATOMS", 0xEE40000010000000, ("r0", "m8.30.22x4", "r20", "rz"), (_CAS,), "nvdisasm"),
     Form("RED", 0xEBF8000000000000, ("m8.28.20", "r0"),
          (flag(48, "E"), mods(23, 3, "ADD=0 MIN=1 MAX=2 INC=3 DEC=4 AND=5 OR=6 XOR=7", required=True),
           mods(20, 3, "S32=1 U64=2 F32.FTZ.RN=3 F16x2.FTZ.RN=4 S64=5 U32=0"))),
@@ -290,9 +308,18 @@ FORMS = [
     # predicate result bits 51-53 (PT: none); .T / .P are the control word's reuse bits 0 / 1
     Form("TLD", 0xDD38000000000000, ("r0", "r8", "r20", "zero", "dim28", "u31.4"), (flag(49, "NODEP"),),
          "nvdisasm", fixed_mods=("B", "LZ"), reuse_mods=(("T", 1), ("P", 2))),
+    # TLDS / TEXS [grammar code 0xda00..., nvdisasm]: two destinations (bits 28-35 and 0-7), the
+    # coordinates a, b, the texture slot (bits 36-48), a texture type (bits 53-56: LOD mode and
+    # dimension, TEXTURE_TYPES), the channels (bits 50-52, CHANNELS), NODEP bit 49; .T / .P in the
+    # reuse field as TLD's
+    Form("TLDS", 0xDA00000000000000, ("r28", "r0", "r8", "r20", "u36.13", "textype", "chan"), (flag(49, "NODEP"),),
+         "nvdisasm", reuse_mods=(("T", 1), ("P", 2))),
+    Form("TEXS", 0xD800000000000000, ("r28", "r0", "r8", "r20", "u36.13", "textype", "chan"), (flag(49, "NODEP"),),
+         "nvdisasm", reuse_mods=(("T", 1), ("P", 2))),
     Form("DEPBAR", 0xF0F0000020000000, ("sb26", "u20.6"), (), fixed_mods=("LE",)),
     Form("DEPBAR", 0xF0F0000000000000, ("sbset",), (), "grammar"),  # DEPBAR {5,4,...}: wait for those scoreboards
-    Form("MEMBAR", 0xEF98000000000000, (), (mods(8, 2, "CTA=0 GL=1 SYS=2", show=True),)),
+    Form("MEMBAR", 0xEF98000000000000, (), (mods(8, 2, "CTA=0 GL=1 SYS=2", show=True),
+                                            mods(0, 2, "IVALLD=1 IVALLT=2 IVALLTD=3")), "nvdisasm"),
     # ---- control [grammar] + [maxas] ----------------------------------------------------
     # BAR.SYNC with an immediate barrier (bits 8-11, flag bit 44), no thread count (bit 43), no
     # predicate (bits 39-41 PT) [nvdisasm: ptxas's BAR.SYNC 0x0 is 0xf0a81b8000070000]
@@ -332,12 +359,12 @@ FORMS = _f32_source_only(FORMS)
 NO_REUSE = frozenset(("MUFU", "POPC", "FLO", "F2F", "F2I", "I2F", "I2I", "S2R", "CS2R", "VOTE", "SHFL", "LDS",
                       "STS", "LDG", "STG", "LDL", "STL", "LD", "ST", "LDC", "ATOM", "RED", "ATOMS", "TLD",
                       "DEPBAR", "MEMBAR", "BAR", "BRA", "CAL", "SSY", "PBK", "PCNT", "RET", "BRK", "CONT",
-                      "SYNC", "EXIT", "NOP"))
+                      "SYNC", "EXIT", "NOP", "DMNMX", "DSETP", "DSET", "TLDS", "TEXS"))
 FORMS = [attrs.evolve(f, reuse=False) if f.opcode in NO_REUSE else f for f in FORMS]
-# [nvdisasm]: FADD reads its second source through the third operand slot (FADD is a*1 + b); its
-# reuse flag is the third slot's (bit 2)
-FORMS = [attrs.evolve(f, reuse_slots=(-1, 0, 2)) if f.opcode == "FADD" and f.operands[2].startswith("r20") else f
-         for f in FORMS]
+# [nvdisasm]: FADD and DADD read their second source through the third operand slot (a*1 + b);
+# its reuse flag is the third slot's (bit 2)
+FORMS = [attrs.evolve(f, reuse_slots=(-1, 0, 2)) if f.opcode in ("FADD", "DADD") and f.operands[2].startswith("r20")
+         else f for f in FORMS]
 
 # S2R / CS2R special registers [grammar] (numbers in bits 20-27; the names as nvdisasm prints them)
 SPECIAL_REGISTERS = {
@@ -348,8 +375,24 @@ SPECIAL_REGISTERS = {
     "SR_CLOCKLO": 0x50, "SR_CLOCKHI": 0x51, "SR_GLOBALTIMERLO": 0x52, "SR_GLOBALTIMERHI": 0x53,
 }
 
+# TLDS / TEXS texture types (bits 53-56): (LOD and other modifiers, dimension) [nvdisasm]
+TEXTURE_TYPES = {
+    "TLDS": {0: (("LZ",), "1D"), 1: (("LL",), "1D"), 2: (("LZ",), "2D"), 4: (("LZ", "AOFFI"), "2D"),
+             5: (("LL",), "2D"), 6: (("LZ", "MS"), "2D"), 7: (("LZ",), "3D"), 8: (("LZ",), "ARRAY_2D"),
+             12: (("LL", "AOFFI"), "2D")},
+    "TEXS": {0: (("LZ",), "1D"), 1: ((), "2D"), 2: (("LZ",), "2D"), 3: (("LL",), "2D"), 4: (("DC",), "2D"),
+             5: (("LL", "DC"), "2D"), 6: (("LZ", "DC"), "2D"), 7: ((), "ARRAY_2D"), 8: (("LZ",), "ARRAY_2D"),
+             9: (("LZ", "DC"), "ARRAY_2D"), 10: ((), "3D"), 11: (("LZ",), "3D"), 12: ((), "CUBE"),
+             13: (("LL",), "CUBE")},
+}
+TEXTURE_TYPE_MODS = frozenset(("LZ", "LL", "DC", "AOFFI", "MS"))
+# TLDS / TEXS channels (bits 50-52) [nvdisasm]: with one destination register (the second RZ),
+# with two
+CHANNELS = (("R", "G", "B", "A", "RG", "RA", "GA", "BA"), ("RGB", "RGA", "RBA", "GBA", "RGBA"))
+
 # TLD dimensions (bits 28-30) [nvdisasm]
 TEXTURE_DIMENSIONS = {"1D": 0, "ARRAY_1D": 1, "2D": 2}
+DIMENSION_WORDS = frozenset(("1D", "ARRAY_1D", "2D", "ARRAY_2D", "3D", "CUBE", "ARRAY_CUBE"))
 
 # Control word [maxas MaxAs.pm, MaxAsGrammar.pm printCtrl/readCtrl; wiki Control-Codes]: slot n of
 # the group's three instructions takes bits 21n .. 21n+20: 17 control bits (stall 0-3, yield 4 with

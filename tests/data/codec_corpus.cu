@@ -138,4 +138,48 @@ __global__ void wide_loads(const float4 *in, float4 *out, int n)
     out[i] = make_float4(v.w, v.z, (float)d, v.x);
 }
 
+__global__ void tex1d(cudaTextureObject_t t, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = tex1Dfetch<float>(t, i) + tex1Dfetch<float>(t, i + 1);
+}
+__global__ void tex2d(cudaTextureObject_t t, float *out, int w, int h)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < w && y < h) out[y * w + x] = tex2D<float>(t, x + 0.5f, y + 0.5f);
+}
+__global__ void dmath(const double *a, double *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    double x = a[i];
+    double r = x * 3.0 + 1.5;
+    r = fma(r, x, -2.0);
+    r = fmax(r, x) + fmin(r, 0.25);
+    if (r > x) r -= 1.0;
+    out[i] = r / (x + 4.0) + sqrt(fabs(x));
+}
+__global__ void local_mem(const int *a, int *out, int n)
+{
+    int buf[32];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int k = 0; k < 32; ++k) buf[k] = a[(i + k) % n];
+    int s = 0;
+    for (int k = 0; k < 32; ++k) s += buf[(k * 7 + i) & 31];
+    out[i] = s;
+}
+__global__ void atomics(int *a, unsigned int *b, float *c, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    atomicMax(&a[i % 7], i);
+    atomicMin(&a[7 + i % 5], -i);
+    atomicCAS(&b[i % 3], 0u, (unsigned)i);
+    atomicExch(&b[4], (unsigned)i);
+    atomicAdd(&c[i % 2], 1.5f);
+    atomicInc(&b[5], 100u);
+    __threadfence();
+    atomicOr(&b[6], 1u << (i & 31));
+}
+
 }
