@@ -19,7 +19,6 @@ Target (issue 22): decoding a 10,000-instruction kernel in under 0.5 s.
 from __future__ import annotations
 
 import argparse
-import struct
 import sys
 import time
 from pathlib import Path

@@ -30,8 +30,8 @@ NOT_ENCODABLE = {
 }
 
 
-# opcodes whose immediate is an fp32 pattern: 1.0 and 0x3f800000 are the same operand
-FLOAT_IMMEDIATES = frozenset(("FFMA", "FMUL", "FADD", "FMNMX", "FSETP", "RRO", "F2F", "F2I", "MOV32I"))
+# opcodes whose immediate is an fp32 number: 1.0, 1 and 0x3f800000 are the same operand
+FLOAT_IMMEDIATES = frozenset(("FFMA", "FMUL", "FADD", "FMNMX", "FSETP", "RRO", "F2F", "F2I"))
 
 
 def same_instruction(a: ins.Instruction, b: ins.Instruction) -> bool:
@@ -40,6 +40,10 @@ def same_instruction(a: ins.Instruction, b: ins.Instruction) -> bool:
     def operand(i, o):
         if i.opcode in FLOAT_IMMEDIATES and o.kind in (ins.IMM, ins.FIMM):
             return ins.Operand(ins.IMM, value=E._float_bits(o))  # fp32 bits, as the executor reads them
+        if o.kind == ins.FIMM and i.opcode == "MOV32I":  # a 32-bit pattern: MOV32I R0, 1.0 is 0x3f800000
+            return ins.Operand(ins.IMM, value=E._float_bits(o))
+        if o.kind == ins.IMM:
+            return ins.Operand(ins.IMM, value=o.value & 0xFFFFFFFF)  # -0x1 and 0xffffffff alike
         return attrs.evolve(o, text="", name="" if o.kind == ins.LABEL else o.name)
 
     def norm(i):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import collections
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -62,7 +61,8 @@ def test_the_parser_reads_decoded_words_of_every_opcode_it_knows():
         if c.form.opcode not in OPCODES:
             continue
         for _ in range(100):
-            code = codec_words.lone_code([(codec_words.random_word(c, rng.randrange), codec_words.reuse_bits(c, rng.randrange))])
+            word = codec_words.random_word(c, rng.randrange)
+            code = codec_words.lone_code([(word, codec_words.reuse_bits(c, rng.randrange))])
             total[c.form.opcode] += 1
             try:
                 k = parse_text(E.format_lines(E.decode(code, stop_at_self_branch=False)))

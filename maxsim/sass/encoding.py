@@ -458,7 +458,7 @@ def _operand_text(f: _Field, w: int, reuse: bool) -> str:
     raise AssertionError(k)
 
 
-def _decode_word(w: int, ctrl: int, reuse: int, address: int):
+def _decode_word(w: int, reuse: int, address: int):
     """(text without guard, guard, target address or None) of one instruction word."""
     for c in _DISPATCH[w >> 48]:
         if w & c.mask == c.code:
@@ -556,7 +556,7 @@ def decode(code: bytes, *, start: int = 0, stop_at_self_branch: bool = True) -> 
             bits = cw >> (21 * s) & 0x1FFFFF
             address = 8 * (g + s + 1)  # from ``start``
             w = words[g + s + 1]
-            head, ops, guard, target = _decode_word(w, bits & 0x1FFFF, bits >> 17, address)
+            head, ops, guard, target = _decode_word(w, bits >> 17, address)
             to_self = target == address or (target == address - 8 and address % 32 == 8)  # (ptxas: the group)
             if stop_at_self_branch and to_self and head.startswith("BRA") and not guard and g + s + 1 >= last:
                 done = True
@@ -663,7 +663,8 @@ def _match_mods(c: _Compiled, mods: tuple):
 _KIND_ACCEPTS = {
     "reg": (ins.REG,), "pred": (ins.PRED,), "const": (ins.CONST,), "cx": (ins.CONST,),
     "simm": (ins.IMM,), "uimm20": (ins.IMM,), "fimm": (ins.FIMM, ins.IMM), "dimm": (ins.FIMM, ins.IMM),
-    "next": (ins.REG,), "rz": (ins.REG,), "textype": (ins.WORD,), "chan": (ins.WORD,), "uimm": (ins.IMM,), "imm32": (ins.IMM, ins.FIMM),
+    "next": (ins.REG,), "rz": (ins.REG,), "textype": (ins.WORD,), "chan": (ins.WORD,), "uimm": (ins.IMM,),
+    "imm32": (ins.IMM, ins.FIMM),
     "fimm32": (ins.FIMM, ins.IMM), "mem": (ins.MEM,), "sreg": (ins.SREG,), "target": (ins.LABEL,),
     "kw": (ins.WORD,), "dim": (ins.WORD,), "sb": (ins.WORD,), "sbset": (ins.WORD,), "zero": (ins.IMM,),
 }

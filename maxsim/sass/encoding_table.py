@@ -91,6 +91,7 @@ _FCMP = mods(48, 4, "LT=1 EQ=2 LE=3 GT=4 NE=5 GE=6 NUM=7 NAN=8 LTU=9 EQU=10 LEU=
              required=True)
 _BOOL45 = mods(45, 2, "AND=0 OR=1 XOR=2", default="AND", show=True)
 _MEMTYPE48 = mods(48, 3, "U8=0 S8=1 U16=2 S16=3 32=4 64=5 128=6", default="32")
+_LD_TYPE = mods(53, 3, "U8=0 S8=1 U16=2 S16=3 32=4 64=5 128=6", default="32")  # LD / ST [grammar]
 _IMM_TOP = {0x5C: 0x38, 0x5B: 0x36, 0x59: 0x32, 0x58: 0x30}  # [grammar] top byte ^ 0x64/0x6d/0x6b/0x68
 _CONST_TOP = 0x10  # [grammar] top byte ^ 0x10: constant second source
 _C39_TOP = 0x08  # [grammar] top byte ^ 0x08: constant third source
@@ -281,10 +282,10 @@ FORMS = [
     Form("STL", 0xEF50000000000000, ("m8.20.24", "r0"), (_MEMTYPE48,)),
     # LD / ST: 32-bit offset, a predicate operand (bits 58-60) written by the instruction
     Form("LD", 0x8000000000000000 | (7 << 58), ("r0", "m8.20.32"),
-         (flag(52, "E"), mods(56, 2, "CG=1 CI=2 CV=3"), mods(53, 3, "U8=0 S8=1 U16=2 S16=3 32=4 64=5 128=6", default="32")),
+         (flag(52, "E"), mods(56, 2, "CG=1 CI=2 CV=3"), _LD_TYPE),
          "nvdisasm"),
     Form("ST", 0xA000000000000000 | (7 << 58), ("m8.20.32", "r0"),
-         (flag(52, "E"), mods(56, 2, "CG=1 CS=2 WT=3"), mods(53, 3, "U8=0 S8=1 U16=2 S16=3 32=4 64=5 128=6", default="32")),
+         (flag(52, "E"), mods(56, 2, "CG=1 CS=2 WT=3"), _LD_TYPE),
          "nvdisasm"),
     # LDC [nvdisasm]: c[bank (bits 36-40)][register + 16-bit signed offset]
     Form("LDC", 0xEF90000000000000, ("r0", "cx"), (mods(48, 3, "U8=0 S8=1 U16=2 S16=3 32=4 64=5", default="32"),),
