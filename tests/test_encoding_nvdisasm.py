@@ -96,7 +96,7 @@ def ptxas_kernels():
 
 KERNELS = ("saxpy", "reduce_shfl", "histogram", "transpose", "int_math", "float_math", "vote_ballot",
            "stencil", "poly", "scan_block", "divergent_loop", "wide_loads", "tex1d", "tex2d", "dmath", "local_mem",
-           "atomics")
+           "atomics", "bar_red", "calls", "switcher", "dynshared", "idiv")
 
 
 @pytest.mark.parametrize("kernel", KERNELS)

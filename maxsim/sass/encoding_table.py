@@ -326,6 +326,11 @@ FORMS = [
     # predicate (bits 39-41 PT) [nvdisasm: ptxas's BAR.SYNC 0x0 is 0xf0a81b8000070000]
     Form("BAR", 0xF0A8000000000000 | (1 << 44) | (1 << 43) | (7 << 39), ("u8.4",), (), "nvdisasm",
          fixed_mods=("SYNC",)),
+    # BAR.RED.POPC/AND/OR b, P: reduce a predicate over the CTA [grammar: mode RED bit 33, the
+    # operation bits 35-36, the predicate bits 39-41 and 42]; B2R.RESULT reads the result
+    Form("BAR", 0xF0A8000000000000 | (1 << 44) | (1 << 43) | (2 << 32), ("u8.4", "p39 !42"),
+         (mods(35, 2, "POPC=0 AND=1 OR=2", required=True),), fixed_mods=("RED",)),
+    Form("B2R", 0xF0B800010000FF00, ("r0", "p45"), (), fixed_mods=("RESULT",)),
     Form("BRA", 0xE24000000000000F, ("t20",), (flag(7, "U"),)),
     Form("CAL", 0xE260000000000040, ("t20",), (), guarded=False),
     Form("SSY", 0xE290000000000000, ("t20",), (), guarded=False),
@@ -360,7 +365,7 @@ FORMS = _f32_source_only(FORMS)
 NO_REUSE = frozenset(("MUFU", "POPC", "FLO", "F2F", "F2I", "I2F", "I2I", "S2R", "CS2R", "VOTE", "SHFL", "LDS",
                       "STS", "LDG", "STG", "LDL", "STL", "LD", "ST", "LDC", "ATOM", "RED", "ATOMS", "TLD",
                       "DEPBAR", "MEMBAR", "BAR", "BRA", "CAL", "SSY", "PBK", "PCNT", "RET", "BRK", "CONT",
-                      "SYNC", "EXIT", "NOP", "DMNMX", "DSETP", "DSET", "TLDS", "TEXS"))
+                      "SYNC", "EXIT", "NOP", "DMNMX", "DSETP", "DSET", "TLDS", "TEXS", "B2R"))
 FORMS = [attrs.evolve(f, reuse=False) if f.opcode in NO_REUSE else f for f in FORMS]
 # [nvdisasm]: FADD and DADD read their second source through the third operand slot (a*1 + b);
 # its reuse flag is the third slot's (bit 2)

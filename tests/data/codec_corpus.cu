@@ -182,4 +182,48 @@ __global__ void atomics(int *a, unsigned int *b, float *c, int n)
     atomicOr(&b[6], 1u << (i & 31));
 }
 
+__global__ void bar_red(const int *a, int *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int p = i < n && a[i] > 0;
+    int c = __syncthreads_count(p);
+    int o = __syncthreads_or(p);
+    int d = __syncthreads_and(p);
+    if (i < n) out[i] = c + 2 * o + 4 * d;
+}
+__device__ __noinline__ int helper(int x, int y) { return x * y + (x ^ y); }
+__global__ void calls(const int *a, int *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = helper(a[i], i);
+}
+__global__ void switcher(const int *a, int *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int r;
+    switch (a[i] & 15) {
+    case 0: r = 3; break; case 1: r = a[i] * 7; break; case 2: r = -a[i]; break; case 3: r = a[i] << 3; break;
+    case 4: r = a[i] / 3; break; case 5: r = 99; break; case 6: r = a[i] ^ 0x55; break; case 7: r = a[i] | 8; break;
+    default: r = 0;
+    }
+    out[i] = r;
+}
+extern __shared__ float dyn[];
+__global__ void dynshared(const float *a, float *out, int n, int q)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    dyn[threadIdx.x] = i < n ? a[i] : 0.0f;
+    __syncthreads();
+    float v = dyn[(threadIdx.x + 1) % blockDim.x];
+    long long t0 = clock64();
+    out[i % n] = v + (float)(i / q) + (float)(i % q) + (float)(clock64() - t0);
+}
+__global__ void idiv(const unsigned *a, const int *b, unsigned *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    out[i] = a[i] / (unsigned)(b[i] | 1) + (unsigned)(b[i] / (b[i] - 7 | 1)) + __umulhi(a[i], 12345u) + __mul24(b[i], 3);
+}
+
 }
