@@ -154,7 +154,7 @@ def normalize_nvdisasm(text: str, float_ops=()):
         ops = ["RZ"] + ops
     if opcode == "LEA" and len(ops) == (4 if "HI" in mods else 3):  # a shift of 0 is left out
         ops = ops + ["0x0"]
-    if opcode == "TLD" and len(ops) == 5:  # a handle register RZ is left out
+    if opcode in ("TLD", "TEX") and len(ops) == 5:  # a handle register RZ is left out
         ops = ops[:2] + ["RZ"] + ops[2:]
     if opcode in ("TLDS", "TEXS") and len(ops) == 6:  # a second coordinate RZ is left out
         ops = ops[:3] + ["RZ"] + ops[3:]
@@ -169,6 +169,8 @@ def normalize_ours(line: str, target_address=None):
         ops = ops[:-1] + [f"0x{target_address:x}"]
     if opcode in ("LOP", "LOP3") and ops and ops[0] == "PT":
         ops = ops[1:]
+    if opcode in ("TLDS", "TEXS") and len(ops) == 6:  # the 1D form: its second coordinate is RZ
+        ops = ops[:3] + ["RZ"] + ops[3:]
     return guard, opcode, tuple(sorted(mods)), tuple(_operand(o, opcode) for o in ops)
 
 

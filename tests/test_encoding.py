@@ -31,7 +31,8 @@ NOT_ENCODABLE = {
 
 
 # opcodes whose immediate is an fp32 number: 1.0, 1 and 0x3f800000 are the same operand
-FLOAT_IMMEDIATES = frozenset(("FFMA", "FMUL", "FADD", "FMNMX", "FSETP", "RRO", "F2F", "F2I"))
+FLOAT_IMMEDIATES = frozenset(("FFMA", "FMUL", "FADD", "FMNMX", "FSETP", "RRO", "F2F", "F2I", "FADD32I", "FMUL32I",
+                              "FFMA32I"))
 
 
 def same_instruction(a: ins.Instruction, b: ins.Instruction) -> bool:

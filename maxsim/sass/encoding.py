@@ -431,6 +431,8 @@ def _operand_text(f: _Field, w: int, reuse: bool) -> str:
         if r == 255:  # an absolute offset: unsigned (as memory addresses)
             return f"c[0x{bank:x}][0x{w >> 20 & 0xFFFF:x}]"
         off = _sext(w >> 20 & 0xFFFF, 16)
+        if off == 0:
+            return f"c[0x{bank:x}][{_reg(r)}]"
         return f"c[0x{bank:x}][{_reg(r)}{'+' if off >= 0 else '-'}0x{abs(off):x}]"
     if k == "sreg":
         n = w >> 20 & 0xFF
@@ -523,6 +525,8 @@ def _decode_word(w: int, reuse: int, address: int):
     elif w & _GUARD_BITS:
         raise EncodingError(f"code+0x{address:x}: {form.opcode} takes no guard but word 0x{w:016x} has "
                             f"guard bits")
+    if form.opcode in ("TLDS", "TEXS") and len(ops) == 7 and ops[5] == "1D" and ops[3] == "RZ":
+        del ops[3]  # a 1D fetch has one coordinate: written without the unused RZ, as nvdisasm and maxas do
     return ".".join(parts), ops, guard, target
 
 
@@ -784,12 +788,22 @@ def _reuse_field(c: _Compiled, operands: tuple):
     return mask
 
 
+def _full_operands(instr: ins.Instruction) -> ins.Instruction:
+    """The instruction with every field of its form written: a 1D TLDS / TEXS (maxas's TLDS
+    grammar and nvdisasm's text leave out the second coordinate) gets RZ there."""
+    if instr.opcode in ("TLDS", "TEXS") and len(instr.operands) == 6:
+        ops = instr.operands
+        return attrs.evolve(instr, operands=ops[:3] + (ins.Operand(ins.REG, reg=ins.RZ),) + ops[3:])
+    return instr
+
+
 def encode_instruction(instr: ins.Instruction, target_offset: int = 0):
     """(word, 17 control bits, 4 reuse bits) of one instruction; ``target_offset``: a branch's
     byte offset from the next instruction."""
     forms = _BY_OPCODE.get(instr.opcode)
     if not forms:
         raise _error(instr, f"no Maxwell encoding is known for {instr.opcode}")
+    instr = _full_operands(instr)
     reason = None
     for c in forms:
         if len(c.fields) != len(instr.operands):
@@ -866,12 +880,17 @@ def modifier_bits(instr: ins.Instruction):
     """The bits an instruction's modifiers select (defaults filled in), or None if no form takes
     them: two spellings that give the same bits are the same instruction (``F2I`` and
     ``F2I.S32.F32``, ``ISETP.LT.AND`` and ``ISETP.AND.LT``)."""
+    instr = _full_operands(instr)
     for c in _BY_OPCODE.get(instr.opcode, ()):
         if len(c.fields) == len(instr.operands) and all(
                 op.kind in _KIND_ACCEPTS[f.kind] for f, op in zip(c.fields, instr.operands)):
-            m = _match_mods(c, instr.mods)
+            mods, lod = instr.mods, ()
+            if any(f.kind == "textype" for f in c.fields):  # LOD modifiers: part of the texture type
+                mods = tuple(x for x in mods if x not in T.TEXTURE_TYPE_MODS)
+                lod = tuple(sorted(x for x in instr.mods if x in T.TEXTURE_TYPE_MODS))
+            m = _match_mods(c, mods)
             if not isinstance(m, str):
-                return m
+                return (m, lod) if lod else m
     return None
 
 

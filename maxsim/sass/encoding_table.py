@@ -309,6 +309,15 @@ FORMS = [
     # predicate result bits 51-53 (PT: none); .T / .P are the control word's reuse bits 0 / 1
     Form("TLD", 0xDD38000000000000, ("r0", "r8", "r20", "zero", "dim28", "u31.4"), (flag(49, "NODEP"),),
          "nvdisasm", fixed_mods=("B", "LZ"), reuse_mods=(("T", 1), ("P", 2))),
+    # TLD / TEX by texture slot (no .B: the slot in bits 36-48, as TLDS) and TEX.B [nvdisasm 12.8:
+    # words 0xdc38..., 0xc038..., 0xdeb8... with each bit set in turn]: TLD's LOD is fixed at LZ
+    # (bit 55 gives LL); TEX's LOD mode is bits 55-57 (1 = LZ), TEX.B's bits 37-39
+    Form("TLD", 0xDC38000000000000, ("r0", "r8", "r20", "u36.13", "dim28", "u31.4"), (flag(49, "NODEP"),),
+         "nvdisasm", fixed_mods=("LZ",), reuse_mods=(("T", 1), ("P", 2))),
+    Form("TEX", 0xC038000000000000, ("r0", "r8", "r20", "u36.13", "dim28", "u31.4"),
+         (mods(55, 3, "LZ=1"), flag(49, "NODEP")), "nvdisasm", reuse_mods=(("T", 1), ("P", 2))),
+    Form("TEX", 0xDEB8000000000000, ("r0", "r8", "r20", "zero", "dim28", "u31.4"),
+         (mods(37, 3, "LZ=1"), flag(49, "NODEP")), "nvdisasm", fixed_mods=("B",), reuse_mods=(("T", 1), ("P", 2))),
     # TLDS / TEXS [grammar code 0xda00..., nvdisasm]: two destinations (bits 28-35 and 0-7), the
     # coordinates a, b, the texture slot (bits 36-48), a texture type (bits 53-56: LOD mode and
     # dimension, TEXTURE_TYPES), the channels (bits 50-52, CHANNELS), NODEP bit 49; .T / .P in the
@@ -363,7 +372,7 @@ FORMS = _f32_source_only(FORMS)
 # Opcodes without operand reuse [nvdisasm prints no .reuse for them; maxas's types s2r, qtr, mem,
 # vote have reuse 0 (maxas marks RRO so too, but nvdisasm shows RRO's reuse flag)]
 NO_REUSE = frozenset(("MUFU", "POPC", "FLO", "F2F", "F2I", "I2F", "I2I", "S2R", "CS2R", "VOTE", "SHFL", "LDS",
-                      "STS", "LDG", "STG", "LDL", "STL", "LD", "ST", "LDC", "ATOM", "RED", "ATOMS", "TLD",
+                      "STS", "LDG", "STG", "LDL", "STL", "LD", "ST", "LDC", "ATOM", "RED", "ATOMS", "TLD", "TEX",
                       "DEPBAR", "MEMBAR", "BAR", "BRA", "CAL", "SSY", "PBK", "PCNT", "RET", "BRK", "CONT",
                       "SYNC", "EXIT", "NOP", "DMNMX", "DSETP", "DSET", "TLDS", "TEXS", "B2R"))
 FORMS = [attrs.evolve(f, reuse=False) if f.opcode in NO_REUSE else f for f in FORMS]
