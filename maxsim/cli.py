@@ -43,6 +43,11 @@ EXAMPLES = """examples:
   maxsim validate --quick -o report.html           model against hardware: table and HTML report
   maxsim configs                                    the shipped architecture configs
   maxsim asm kernel.sass -o kernel_final.sass       assemble the maxas source language
+  maxsim asm kernel.sass -o kernel.cubin            ... or write a cubin for sm_52
+  maxsim disasm kernel.cubin                        a cubin in maxas's text form
+  maxsim run saxpy.cu --kernel saxpy --grid 4 --block 256 --param a=2.0 --param x=x --param y=y \
+      --param n=1000 --buffer x=x.npy:in --buffer y=y.npy
+                                                    CUDA C compiled for sm_52 (pip install "maxsim[cuda]")
 
 Run `maxsim COMMAND --help` for the options of a command. Errors are one line on stderr, exit status 2.
 """
@@ -85,7 +90,8 @@ def _parser():
                                    "--predict, --out and --max-instructions to a .sass file (any kernel: "
                                    "its parameters by name or offset, buffers from .npy files, textures); "
                                    "--regs, --warps-per-scheduler and --ctas-per-sm to both.")
-    r.add_argument("target", help="workload name (sgemm_64, sgemm_128) or a maxas-format .sass file")
+    r.add_argument("target", help="workload name (sgemm_64, sgemm_128), a maxas-format .sass file, a .cubin, "
+                                  "or CUDA C (.cu) / PTX (.ptx) compiled for sm_52 (needs maxsim[cuda])")
     r.add_argument("--m", type=_size, default=None, help="SGEMM rows of A and C (default 256)")
     r.add_argument("--n", type=_size, default=None, help="SGEMM columns of C (default 256)")
     r.add_argument("--k", type=_size, default=None, help="SGEMM inner dimension, a multiple of 8 (default 256)")
@@ -115,6 +121,9 @@ def _parser():
                    help="a 1D texture of a .sass file (NAME its number or a name the kernel gives it) "
                         "bound to a .npy array in FORMAT: float4 (default), float2, float1, int1/2/4, "
                         "uint1/2/4; texels out of range read 0")
+    r.add_argument("--kernel", metavar="NAME", default=None,
+                   help="for a .cubin, .cu or .ptx file: which kernel to run (its name; needed when the "
+                        "file holds several)")
     r.add_argument("--predict", action="store_true",
                    help="for a .sass file: also predict the launch on the whole GPU of the config (every "
                         "CTA on every SM, sharing the L2 and DRAM; one CTA: the timed SM's run)")
@@ -163,7 +172,9 @@ def _parser():
                                    "control-code hazards (wait masks, barriers and stall counts that "
                                    "leave a dependency open, in program order and across each loop's "
                                    "back edge, with the latencies of the architecture config).")
-    a.add_argument("target", help="a .sass file or a workload name (sgemm_64, sgemm_128)")
+    a.add_argument("target", help="a .sass, .cubin, .cu or .ptx file or a workload name (sgemm_64, sgemm_128)")
+    a.add_argument("--kernel", metavar="NAME", default=None,
+                   help="for a .cubin, .cu or .ptx file: which kernel (needed when the file holds several)")
     a.add_argument("--traversal", choices=("swirl", "zigzag", "raster"), default="swirl",
                    help="FFMA traversal order of a generated SGEMM (default swirl; ignored for a .sass file)")
     a.add_argument("--regmap", choices=("maxas", "naive"), default="maxas",
@@ -181,6 +192,19 @@ def _parser():
                         "(see `maxsim configs`) or a TOML file (default gm204)")
 
     _asm_parser(sub)
+
+    d = sub.add_parser("disasm", help="print a cubin's kernels in maxas's text form",
+                       description="Disassemble a cubin (or CUDA C / PTX compiled for sm_52) into maxas's "
+                                   "text form: the header (kernel, arch, RegCnt, SharedSize, BarCnt, the "
+                                   "parameters as ord:addr:size:align) then the control codes and "
+                                   "instructions, which `maxsim run`, `analyze` and `asm` read.")
+    d.add_argument("input", help="a .cubin, .cu or .ptx file")
+    d.add_argument("--kernel", metavar="NAME", default=None,
+                   help="only this kernel (default: every kernel of the file, one after another)")
+    d.add_argument("-o", "--output", metavar="FILE", default=None, help="write to FILE (default: standard output)")
+    d.add_argument("--json", action="store_true",
+                   help="print a JSON list: per kernel its name, registers, shared size, barriers, "
+                        "parameters, constant banks and text")
 
     c = sub.add_parser("configs", help="list the shipped architecture configs",
                        description="List the architecture configs shipped with maxsim (give a name to "
@@ -290,6 +314,36 @@ def _asm_parser(sub):
     s.add_argument("--strict", action="store_true",
                    help="a control-code hazard left open by control codes written in the source is an "
                         "error (exit status 2), not a warning")
+
+
+def cmd_disasm(args):
+    from .cubin import is_binary_path
+    from .cubin.disasm import kernel_text
+    from .cubin.load import cubin_of
+    from .cubin.elf import plain_name
+    if not is_binary_path(args.input):
+        raise UsageError(f"{args.input}: expected a .cubin, .cu or .ptx file")
+    cubin, names = cubin_of(args.input)
+    chosen = [cubin.kernel(args.kernel)] if args.kernel else list(cubin.kernels)
+    texts, rows = [], []
+    for k in chosen:
+        pn = names.get(k.name) or names.get(plain_name(k.name)) or ()
+        text = kernel_text(k, pn if len(pn) == len(k.params) else ())
+        texts.append(text)
+        rows.append({"kernel": k.name, "arch": k.arch, "reg_cnt": k.reg_cnt, "shared_size": k.shared_size,
+                     "bar_cnt": k.bar_cnt, "params": [{"ordinal": p.ordinal, "offset": p.offset, "size": p.size}
+                                                      for p in k.params],
+                     "constant_banks": {str(b): len(d) for b, d in k.constants.items()}, "text": text})
+    out = json.dumps(rows, indent=1) + "\n" if args.json else "\n".join(texts)
+    if args.output:
+        try:
+            with open(args.output, "w") as f:
+                f.write(out)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror or e}") from None
+    else:
+        sys.stdout.write(out)
+    return 0
 
 
 def cmd_asm(args):
@@ -434,6 +488,10 @@ def cmd_validate(args):
     return 0
 
 
+def _is_kernel_file(target) -> bool:
+    return target.lower().endswith((".sass", ".cubin", ".cu", ".ptx"))
+
+
 def _kernel_for(target, args):
     from .asm import load_kernel
     from .arch.config import load_config
@@ -442,8 +500,8 @@ def _kernel_for(target, args):
         from workloads.sgemm.generator import generate
         text = generate(target, traversal=args.traversal, regmap=args.regmap, reuse=not args.no_reuse)
         return parse_text(text, filename=f"<{target}>")
-    if target.endswith(".sass") or "/" in target:
-        return load_kernel(target, cfg=load_config(args.config))
+    if _is_kernel_file(target) or "/" in target:
+        return load_kernel(target, cfg=load_config(args.config), kernel=getattr(args, "kernel", None))
     raise UsageError(f"unknown workload {target!r}: expected one of {', '.join(WORKLOADS)} or a .sass file")
 
 
@@ -491,13 +549,14 @@ def cmd_plot(args):
 
 def cmd_run(args):
     from .arch.config import load_config
-    is_file = args.target not in WORKLOADS and (args.target.endswith(".sass") or "/" in args.target)
+    is_file = args.target not in WORKLOADS and (_is_kernel_file(args.target) or "/" in args.target)
     wrong = [opt for opt, val, file_only in (
         ("--m", args.m, False), ("--n", args.n, False), ("--k", args.k, False), ("--sass", args.sass, False),
         ("--sm-ctas", args.sm_ctas, False), ("--grid", args.grid, True), ("--block", args.block, True),
         ("--max-instructions", args.max_instructions, True), ("--check", args.check, False),
         ("--shared", args.shared, True), ("--param", args.param, True), ("--buffer", args.buffer, True),
-        ("--texture", args.texture, True), ("--out", args.out, True), ("--predict", args.predict or None, True))
+        ("--texture", args.texture, True), ("--out", args.out, True), ("--predict", args.predict or None, True),
+        ("--kernel", args.kernel, True))
         if val is not None and file_only != is_file]
     if wrong and (is_file or args.target in WORKLOADS):
         what = "a .sass file" if is_file else f"the {args.target} workload"
@@ -523,14 +582,14 @@ def cmd_run(args):
                                hazards="strict" if args.strict else "warn", max_cycles=args.max_cycles,
                                progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)),
                                occupancy=choice)
-        elif args.target.endswith(".sass") or "/" in args.target:
+        elif _is_kernel_file(args.target) or "/" in args.target:
             arguments = _launch_arguments(args)
             out, report = run_sass_file(args.target, cfg=cfg, grid=args.grid or (1, 1), block=args.block or 32,
                                         timing=not args.functional, hazards="strict" if args.strict else "warn",
                                         max_cycles=args.max_cycles, max_instructions=args.max_instructions,
                                         progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)),
                                         occupancy=choice, shared=args.shared or 0, report=True,
-                                        predict=args.predict, **arguments)
+                                        predict=args.predict, kernel=args.kernel, **arguments)
         else:
             raise UsageError(f"unknown workload {args.target!r}: expected one of {', '.join(WORKLOADS)} or a .sass file")
     except OccupancyError as e:
@@ -625,7 +684,7 @@ def _trace_writer(args):
 
 def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn", max_cycles=None,
                   max_instructions=None, progress=None, timeline=None, occupancy=None, shared=0,
-                  params=None, buffers=None, textures=None, report=False, predict=False):
+                  params=None, buffers=None, textures=None, report=False, predict=False, kernel=None):
     """Run a kernel file through the launch API (:func:`maxsim.host.launch`) and report what it
     executed: the fields of ``maxsim run --json`` (and the :class:`~maxsim.host.LaunchReport` with
     ``report``). ``progress``: a progress callback (:mod:`maxsim.report.progress`); ``timeline``:
@@ -634,7 +693,7 @@ def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn",
     kernel runs at (it declares the registers that give it); ``predict``: the whole-GPU prediction
     too (with ``timing``)."""
     from .host import Kernel, launch
-    kernel = Kernel.load(path, cfg=cfg)
+    kernel = Kernel.load(path, cfg=cfg, kernel=kernel)
     missing = [p.label for p in kernel.params
                if not any(k in p.names or k == p.offset for k in (params or {}))]
     if missing and not params:
@@ -709,7 +768,7 @@ def main(argv=None):
         if args.command is None:
             parser.print_help()
             return 2
-        return {"run": cmd_run, "analyze": cmd_analyze, "asm": cmd_asm, "configs": cmd_configs,
+        return {"run": cmd_run, "analyze": cmd_analyze, "asm": cmd_asm, "disasm": cmd_disasm, "configs": cmd_configs,
                 "plot": cmd_plot, "compare": cmd_compare,
                 "validate": cmd_validate}[args.command](args)
     except MaxsimError as e:

@@ -122,14 +122,24 @@ class Context:
 # ---------------------------------------------------------------------------------------------
 # operand readers: closures g -> uint32 array or uint32 scalar
 
+def constant_bank(ctx, bank):
+    """The bytes of constant bank ``bank`` in this launch: bank 0 the launch's (geometry and
+    parameters), the others as the kernel's image fills them (``Kernel.banks``), or None."""
+    if bank == 0:
+        return ctx.const_bank
+    return dict(getattr(ctx.kernel, "banks", ())).get(bank)
+
+
 def _const_word(ctx, instr, op):
-    if op.bank != 0:
-        raise SimulationError(f"{instr.where}: constant bank {op.bank} is not modelled (only bank 0)")
+    data = constant_bank(ctx, op.bank)
+    if data is None:
+        raise SimulationError(f"{instr.where}: constant bank {op.bank} is not filled by this kernel "
+                              f"(c[0x{op.bank:x}][0x{op.value:x}])")
     off = op.value
-    if off % 4 or off < 0 or off + 4 > len(ctx.const_bank):
-        raise SimulationError(f"{instr.where}: constant c[0x0][0x{off:x}] is outside constant bank 0 "
-                              f"(size 0x{len(ctx.const_bank):x}) or not 4-byte aligned")
-    return np.frombuffer(ctx.const_bank, dtype=np.uint32, count=1, offset=off)[0]
+    if off % 4 or off < 0 or off + 4 > len(data):
+        raise SimulationError(f"{instr.where}: constant c[0x{op.bank:x}][0x{off:x}] is outside constant bank "
+                              f"{op.bank} (size 0x{len(data):x}) or not 4-byte aligned")
+    return np.frombuffer(data, dtype=np.uint32, count=1, offset=off)[0]
 
 
 def _reader_u32(ctx, instr, op, zrow):
