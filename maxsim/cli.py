@@ -305,7 +305,9 @@ def _asm_parser(sub):
                                    "with `maxas.pl -p` first.")
     s.add_argument("input", help="the source file (.sass)")
     s.add_argument("-o", "--output", metavar="FILE", default=None,
-                   help="write the final form to FILE (default: standard output)")
+                   help="write the final form to FILE (default: standard output); a FILE ending in .cubin "
+                        "gets the kernel encoded as a cubin for its Arch (sm_50/52), which the CUDA driver "
+                        "loads and `maxsim disasm` / `run` read")
     s.add_argument("--gpu", "--config", dest="config", default="gm204", metavar="CONFIG",
                    help="architecture config whose latencies the scheduler and the control codes use "
                         "(default gm204)")
@@ -356,7 +358,16 @@ def cmd_asm(args):
         h = result.hazards[0]
         more = f" (and {len(result.hazards) - 1} more)" if len(result.hazards) > 1 else ""
         raise UsageError(f"{k.filename}:{h.line}: {h.kind}: {h.message}{more}")
-    if args.output:
+    if args.output and args.output.lower().endswith(".cubin"):
+        from .cubin import write_bytes
+        from .cubin.build import cubin_kernel
+        data = write_bytes([cubin_kernel(k)], arch=k.arch)
+        try:
+            with open(args.output, "wb") as f:
+                f.write(data)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror or e}") from None
+    elif args.output:
         try:
             with open(args.output, "w") as f:
                 f.write(result.text)

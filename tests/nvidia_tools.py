@@ -64,3 +64,34 @@ def sass_listing(path) -> dict:
             current.append((int(m.group(1), 16), text, " ".join(m.group(2).split()), int(m.group(3), 16)))
             slot += 1
     return kernels
+
+
+_BRANCH = re.compile(r"^(@!?P[0-6T] )?(BRA|SSY|PBK|PCNT|CAL|JCAL)(\.\w+)* (0x[0-9a-f]+)$")
+
+
+def maxas_lines(listing) -> list:
+    """One kernel's ``cuobjdump -sass`` listing (:func:`sass_listing`) in maxas's text form:
+    control code, guard, instruction; branch targets as labels ``TARGETn:``; ``c[0x0] [0x8]``
+    written ``c[0x0][0x8]``."""
+    def target(m):  # a target on a group's control word is the group's first instruction
+        t = int(m.group(4), 16)
+        return t + 8 if t % 32 == 0 else t
+
+    targets = {}
+    for off, _, text, _ in listing:
+        m = _BRANCH.match(text)
+        if m:
+            targets.setdefault(target(m), f"TARGET{len(targets) + 1}")
+    out = []
+    for off, ctrl, text, _ in listing:
+        if off in targets:
+            out.append(f"{targets[off]}:")
+        m = _BRANCH.match(text)
+        if m:
+            text = text[: m.start(4)] + targets[target(m)]
+        text = text.replace("] [", "][")
+        guard = ""
+        if text.startswith("@"):
+            guard, text = text.split(" ", 1)
+        out.append(f"{ctrl} {guard:>5} {text};")
+    return out

@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import SimulationError
 from ..isa import instruction as ins
 from . import alu
-from ..isa.opcodes import memory_bytes
+from ..isa.opcodes import IMMEDIATE_FORMS, memory_bytes
 from .memory import GLOBAL_BASE, texture_index
 
 U32 = np.uint32
@@ -230,7 +230,7 @@ def compile_instruction(ctx, instr, values=True):
     but moves no data (see :mod:`maxsim.functional.slicing`)."""
     k = ctx.kernel
     zrow = k.reg_cnt  # the always-zero row standing for RZ
-    op = instr.opcode
+    op = IMMEDIATE_FORMS.get(instr.opcode, instr.opcode)  # IADD32I is IADD with an immediate ...
     mods = instr.mods
     ops = instr.operands
     if op in ("LDG", "STG", "LD", "ST") and memory_bytes(mods) < 4:
@@ -244,7 +244,7 @@ def compile_instruction(ctx, instr, values=True):
     if op == "LDC":
         fn = _mov(ctx, instr, ops, mods, zrow)
         return fn if values else None
-    if op == "DEPBAR":
+    if op in ("DEPBAR", "MEMBAR"):
         return lambda g, m: None
     if op == "SHFL":
         from .intops import shfl
@@ -291,7 +291,8 @@ def float_row(ctx, instr, zrow):
         srcs.append(zrow)
     if ops[0].reg == ins.RZ:
         return None, consts
-    return [fp32.OPCODES[instr.opcode], ops[0].reg, srcs[0], srcs[1], srcs[2], flags], consts
+    return [fp32.OPCODES[IMMEDIATE_FORMS.get(instr.opcode, instr.opcode)], ops[0].reg, srcs[0], srcs[1], srcs[2],
+            flags], consts
 
 
 def float_table(rows):
@@ -359,6 +360,14 @@ def _iadd(ctx, instr, ops, mods, zrow):
 def _iadd3(ctx, instr, ops, mods, zrow):
     a, b, c = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:])
     write = _writer(ops[0].reg, zrow)
+    if "RS" in mods or "LS" in mods:  # (a + b) shifted by 16 (a 33-bit sum), then + c
+        right = "RS" in mods
+
+        def run(g, m):
+            x = np.asarray(a(g), dtype=np.uint64) + np.asarray(b(g), dtype=np.uint64)
+            x = (x >> np.uint64(16)) if right else (x << np.uint64(16))
+            write(g, (x & np.uint64(0xFFFFFFFF)).astype(np.uint32) + c(g), m)
+        return run
     return lambda g, m: write(g, a(g) + b(g) + c(g), m)
 
 
@@ -369,6 +378,16 @@ def _iscadd(ctx, instr, ops, mods, zrow):
         raise SimulationError(f"{instr.where}: ISCADD shift {s} is out of range 0..31")
     sh = U32(s)
     write = _writer(ops[0].reg, zrow)
+    if "CC" in mods:
+        def run(g, m):
+            x = np.asarray(a(g) << sh, dtype=np.uint64) + np.asarray(b(g), dtype=np.uint64)
+            carry = (x >> np.uint64(32)).astype(np.uint32)
+            if m is None:
+                g.cc[:] = carry
+            else:
+                np.copyto(g.cc, np.broadcast_to(carry, g.cc.shape), where=m)
+            write(g, (x & np.uint64(0xFFFFFFFF)).astype(np.uint32), m)
+        return run
     return lambda g, m: write(g, (a(g) << sh) + b(g), m)
 
 
@@ -394,13 +413,45 @@ def attr_plain(op):
 
 
 def _lop(ctx, instr, ops, mods, zrow):
+    pred = ops[0].reg if ops[0].kind == ins.PRED else None  # LOP.AND.NZ P0, R, a, b
+    if pred is not None:
+        ops = ops[1:]
     a, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:])
     write = _writer(ops[0].reg, zrow)
-    kind = mods[0] if mods else "AND"
-    f = {"AND": np.bitwise_and, "OR": np.bitwise_or, "XOR": np.bitwise_xor}.get(kind)
-    if kind == "PASS_B":
-        return lambda g, m: write(g, b(g), m)
-    return lambda g, m: write(g, f(a(g), b(g)), m)
+    kind = next((x for x in mods if x in ("AND", "OR", "XOR", "PASS_B")), "AND")
+    f = {"AND": np.bitwise_and, "OR": np.bitwise_or, "XOR": np.bitwise_xor,
+         "PASS_B": lambda x, y: np.broadcast_to(y, np.shape(x)) if np.ndim(x) else y}[kind]
+    if pred is None:
+        return lambda g, m: write(g, f(a(g), b(g)), m)
+    zero = "Z" in mods
+    if not zero and "NZ" not in mods:
+        raise SimulationError(f"{instr.where}: {instr.full_opcode} with a predicate needs .Z or .NZ to be modelled")
+
+    def run(g, m):
+        r = np.asarray(f(a(g), b(g)), dtype=np.uint32)
+        p = (r == 0) if zero else (r != 0)
+        write_pred(g, pred, np.broadcast_to(p, g.preds[0].shape).copy(), m)
+        write(g, r, m)
+    return run
+
+
+def _shf(ctx, instr, ops, mods, zrow):
+    a, b, c = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:])
+    write = _writer(ops[0].reg, zrow)
+    left, wrap = "L" in mods, "W" in mods
+    if any(x in mods for x in ("S64", "S32", "HI")):
+        raise SimulationError(f"{instr.where}: {instr.full_opcode} is not modelled (SHF.L/.R of the unsigned pair only)")
+
+    def run(g, m):
+        pair = (np.asarray(c(g), dtype=np.uint64) << np.uint64(32)) | np.asarray(a(g), dtype=np.uint64)
+        n = np.asarray(b(g), dtype=np.uint64)
+        n = n & np.uint64(31) if wrap else np.minimum(n, np.uint64(32))
+        if left:
+            r = ((pair << n) >> np.uint64(32)) & np.uint64(0xFFFFFFFF)
+        else:
+            r = (pair >> n) & np.uint64(0xFFFFFFFF)
+        write(g, r.astype(np.uint32), m)
+    return run
 
 
 def _mov(ctx, instr, ops, mods, zrow):
@@ -470,7 +521,7 @@ def write_pred(g, dst, val, m):
 _ALU = {
     "IADD": _iadd, "IADD3": _iadd3, "ISCADD": _iscadd,
     "XMAD": _xmad, "LOP": _lop, "MOV": _mov, "MOV32I": _mov, "SHL": _shift, "SHR": _shift,
-    "BFE": _bfe, "SEL": _sel, "ISETP": _isetp,
+    "BFE": _bfe, "SEL": _sel, "ISETP": _isetp, "SHF": _shf,
 }
 
 
@@ -484,7 +535,8 @@ def _s2r(ctx, instr, ops, zrow):
     write = _writer(ops[0].reg, zrow)
     # a block of (X, Y, Z) threads runs as X * Y * Z linear ones, a grid of (X, Y, Z) CTAs as (X, Y * Z):
     # the geometry words of constant bank 0 say how to split them (see launch._geometry_words)
-    (bx, by, bz), (_, gy, _) = struct.unpack_from("<3I", ctx.const_bank, 0), struct.unpack_from("<3I", ctx.const_bank, 12)
+    from .launch import geometry
+    (bx, by, bz), (_, gy, _) = geometry(ctx.const_bank)
     bx, by, bz, gy = U32(bx), U32(by), U32(bz), U32(gy)
     getters = {
         "SR_TID.X": (lambda g: g.tid) if by == 1 and bz == 1 else (lambda g: g.tid % bx),

@@ -26,7 +26,7 @@ import attrs
 import numpy as np
 
 from ..errors import LaunchError
-from ..functional.launch import MAX_THREADS_PER_CTA
+from ..functional.launch import GEOMETRY, MAX_THREADS_PER_CTA
 from ..isa import instruction as ins
 from .args import Bound, bind
 from .kernel import Kernel
@@ -218,9 +218,10 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         k = attrs.evolve(k, code=code)
     bound = bind(k, params, buffers, textures)
     (tx, ty, tz), (cx, cy, cz) = dims
-    words = struct.pack("<6I", tx, ty, tz, cx, cy, cz)  # the geometry the kernel reads (c[0x0][0x0..])
-    bank = bound.const_bank + bytes(max(0, 24 - len(bound.const_bank)))
-    bound = attrs.evolve(bound, const_bank=words + bank[24:])
+    words = struct.pack("<6I", tx, ty, tz, cx, cy, cz)  # the geometry the kernel reads (c[0x0][0x8..])
+    end = GEOMETRY + 24
+    bank = bound.const_bank + bytes(max(0, end - len(bound.const_bank)))
+    bound = attrs.evolve(bound, const_bank=bank[:GEOMETRY] + words + bank[end:])
     recorder = None
     if timing or predict or trace:
         from ..functional.trace import TraceRecorder

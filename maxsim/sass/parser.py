@@ -11,7 +11,7 @@ import re
 
 from ..errors import SassParseError
 from ..isa import instruction as ins
-from ..isa.opcodes import (KIND_LETTER, OPCODES, REQUIRED_MODIFIERS, SPECIAL_REGISTERS, WORDS,
+from ..isa.opcodes import (KIND_LETTER, OPCODES, PREDICATE_FORMS, REQUIRED_MODIFIERS, SPECIAL_REGISTERS, WORDS,
                            match_modifiers, vector_alignment, vector_width)
 
 # Header values that the hardware bounds (Maxwell: 48 KB static shared memory per CTA, 16 barriers)
@@ -218,7 +218,18 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
         raise line.error("expected an opcode", pos)
     parts = op_text.split(".")
     opcode, mods = parts[0], tuple(parts[1:])
+    # nvdisasm's and maxas's way of writing the carry-out: on the destination (IADD R4.CC, ...),
+    # the same as the modifier (IADD.CC R4, ...)
+    first = src[k:semi].split(",")[0]
+    if first.rstrip().endswith(".CC") and _REG_RE.match(first.strip()[:-3]) and "CC" not in mods:
+        at = k + len(first.rstrip()) - 3
+        src = src[:at] + "   " + src[at + 3:]
+        line = _Line(src, line.number, line.filename)
+        mods = mods + ("CC",)
+        op_text = op_text + ".CC"
     spec = OPCODES.get(opcode)
+    if opcode in PREDICATE_FORMS and re.match(r"\s*!?P([0-6]|T)\s*,", src[k:semi]):
+        spec = PREDICATE_FORMS[opcode]
     if spec is None:
         raise line.error(f"unknown opcode {opcode!r}", pos)
     if any(not m for m in mods):
@@ -309,7 +320,7 @@ def _parse_operand(tok: str, line: _Line, col: int) -> ins.Operand:
     if t.startswith("[") :
         if not t.endswith("]"):
             raise line.error(f"memory operand {tok!r} is missing ']'", col)
-        inner = t[1:-1].replace(" ", "")
+        inner = t[1:-1].replace(" ", "").replace("+-", "-")  # nvdisasm writes [R4+-0x4]
         reg, off, off_text = ins.RZ, 0, ""
         if inner.startswith("R"):
             plus = max(inner.find("+"), inner.find("-"))

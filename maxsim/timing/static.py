@@ -81,13 +81,14 @@ class StaticInfo:
             elif u in MEMORY:
                 self.mem_reads[k] = tuple(sorted({r % banks for r in i.src_regs}))
             self.is_ffma[k] = i.opcode == "FFMA"
-            self.flops[k] = 64 if i.opcode == "FFMA" else (32 if i.opcode in ("FMUL", "FADD") else 0)
+            self.flops[k] = 64 if i.opcode in ("FFMA", "FFMA32I") else (
+                32 if i.opcode in ("FMUL", "FADD", "FMUL32I", "FADD32I") else 0)
             self.back_branch[k] = i.opcode == "BRA" and i.target <= k
 
 
 def _n_dst(i):
-    from ..isa.opcodes import OPCODES
-    return OPCODES[i.opcode].n_dst
+    from ..isa.opcodes import OPCODES, spec_of
+    return spec_of(i).n_dst
 
 
 def cta_warp_slots(cid, cta_slot, block, warps):
