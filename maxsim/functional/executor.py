@@ -567,7 +567,9 @@ def high_word(instr, op, zrow):
     if "E" not in instr.mods or op.reg == ins.RZ:
         return None
     base, off = op.reg, U32(op.value & 0xFFFFFFFF)
-    return lambda g, low: g.regs[base + 1] + (low < g.regs[base]).astype(np.uint32) * (off != 0)
+    # the offset is sign-extended to 64 bits: a negative one adds 0xffffffff to the high word
+    borrow = U32(0xFFFFFFFF) if op.value < 0 else U32(0)
+    return lambda g, low: g.regs[base + 1] + (low < g.regs[base]).astype(np.uint32) * (off != 0) + borrow
 
 
 def _memory(ctx, instr, ops, mods, zrow, values=True):

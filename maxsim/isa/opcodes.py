@@ -169,7 +169,8 @@ def match_modifiers(spec: OpSpec, mods: tuple):
     """Return None if ``mods`` is acceptable for ``spec``, else the first offending modifier."""
     groups = list(spec.mod_groups)
     for n, m in enumerate(mods):
-        if m in mods[:n] and not ((spec.name in CONVERSIONS or spec.name == "XMAD") and m in _TYPES):
+        if m in mods[:n] and not ((spec.name in CONVERSIONS or spec.name == "XMAD") and m in _TYPES) \
+                and not (spec.name == "PSETP" and m in _BOOL):  # PSETP.AND.AND: two boolean operations
             # a repeated modifier (XMAD.PSL.PSL) is never meaningful, but a conversion names its
             # destination and source types (F2F.F32.F32)
             return m

@@ -357,8 +357,11 @@ def _parse_operand(tok: str, line: _Line, col: int) -> ins.Operand:
         if bitnot:  # ~R (bitwise not)
             return ins.Operand(ins.REG, reg=reg, not_=True, h1=h1, reuse=reuse)
         return ins.Operand(ins.REG, reg=reg, neg=neg, abs=absval, h1=h1, reuse=reuse)
+    if bitnot and t.startswith("c[") and _CONST_RE.match(t):  # ~c[0x0][0x14c]: a bitwise-not constant
+        m = _CONST_RE.match(t)
+        return ins.Operand(ins.CONST, bank=_int(m.group(1)), value=_int(m.group(2)), not_=True)
     if bitnot:
-        raise line.error(f"'~' applies to registers only, got {tok!r}", col)
+        raise line.error(f"'~' applies to registers and constants only, got {tok!r}", col)
     m = _PRED_RE.match(t)
     if m:
         return ins.Operand(ins.PRED, reg=ins.PT if m.group(1) == "T" else int(m.group(1)), not_=notp)

@@ -45,7 +45,7 @@ def format_operand(op: ins.Operand) -> str:
         s = f"c[0x{op.bank:x}][0x{op.value:x}]" + (".H1" if op.h1 else "")
         if op.abs:
             s = f"|{s}|"
-        return ("-" if op.neg else "") + s
+        return ("-" if op.neg else "") + ("~" if op.not_ else "") + s
     if k == ins.MEM:
         base = "RZ" if op.reg == ins.RZ else f"R{op.reg}"
         if not op.text and op.value == 0:
