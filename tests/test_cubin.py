@@ -140,7 +140,6 @@ def _run_case(name, kernel, size):
 # kernels the model cannot run yet, with the reason
 KNOWN = {
     "tex_scale": "bindless texture fetch (TLDS) is refused by name",
-    "index_math": "a 32-bit division/remainder sequence (XMAD.S16.S16.CSFU, IADD3.RS) gives results off by 0xc000",
 }
 
 

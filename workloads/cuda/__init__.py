@@ -127,6 +127,17 @@ def _index_math(size, rng):
             {"out": (ref.astype(np.uint32), 0, 0)})
 
 
+def _signed_div(n, rng):
+    x = rng.integers(-(1 << 31), (1 << 31) - 1, n, dtype=np.int64)
+    x[:4] = [0, -1, 1 << 31 - 1, -(1 << 31)][:min(4, n)] if n >= 4 else x[:4]
+    x = x.astype(np.int32)
+    v = x.astype(np.int64)
+    q = lambda a, d: np.trunc(a / d).astype(np.int64)  # C's division rounds toward zero  # noqa: E731
+    ref = q(v, 7) + (v - q(v, 10) * 10) * 1000 + q(v, -3) * 7 + q(v, 65537)
+    return (_blocks(n, 128), 128, {"x": "x", "out": "out", "n": n}, {"x": x, "out": np.zeros(n, np.int32)},
+            {"out": (ref.astype(np.int32), 0, 0)})
+
+
 def _transcendental(n, rng):
     x = rng.uniform(0, 4, n).astype(np.float32)
     ref = (np.exp(-x) + np.log1p(x) + np.sin(x) * np.cos(x) + 1 / np.sqrt(1 + x) + 1 / (2 + x)).astype(np.float32)
@@ -154,6 +165,7 @@ CASES = {
     "bitonic_step": Case("bitonic.cu", "bitonic_step", ((64, 1, 2), (256, 8, 16), (512, 32, 64)), _bitonic),
     "poly": Case("poly_constant.cu", "poly", (5, 128, 1000), _poly),
     "index_math": Case("index_math.cu", "index_math", ((100, 7), (1000, 1000), (3000, 65537)), _index_math),
+    "signed_div": Case("signed_div.cu", "signed_div", (4, 1000, 5000), _signed_div),
     "transcendental": Case("transcendental.cu", "transcendental", (10, 128, 1000), _transcendental),
     "tex_scale": Case("texture.cu", "tex_scale", (10, 128, 1000), _tex_scale),
 }
