@@ -35,3 +35,8 @@ class ConfigError(MaxsimError):
 
 class HazardError(SimulationError):
     """A control-code hazard found in --strict mode."""
+
+
+class EncodingError(MaxsimError):
+    """An instruction with no Maxwell encoding, or an instruction word the encoding table does not
+    know: names the instruction (file:line) or the word's byte offset in the code."""

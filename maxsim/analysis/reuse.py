@@ -91,7 +91,7 @@ def with_reuse_mask(instr: ins.Instruction, mask: int) -> ins.Instruction:
     """``instr`` rebuilt so that exactly the slots in ``mask`` carry ``.reuse``."""
     n_dst = spec_of(instr).n_dst
     operands = list(instr.operands)
-    slot = 0
+    slot = 1 if instr.opcode == "MOV" else 0  # MOV's source is the second slot (as the parser counts)
     for n in range(n_dst, len(operands)):
         op = operands[n]
         if op.kind not in _SLOT_KINDS:

@@ -1,0 +1,307 @@
+"""The Maxwell (sm_50/52/53) instruction encodings: one table of opcode codes, operand fields and
+modifier bits, used by :mod:`maxsim.sass.encoding` to encode and decode 64-bit instruction words.
+
+Sources of the facts (this table is our own; no code of those projects is in it):
+
+- [grammar] maxas, ``MaxAs/MaxAsGrammar.pm`` (github.com/NervanaSystems/maxas): the base code of
+  each opcode, the operand fields (``r0`` bits 0-7, ``r8`` 8-15, ``r20`` 20-27, ``r39`` 39-46,
+  ``c20``: constant offset/4 in bits 20-33 and bank in 34-38, 20-bit immediates in 20-38 with the
+  sign in bit 56, predicates in 3 bits plus a negation bit), the modifier ("flag") bits, and the
+  rule that the immediate and constant variants of an ALU opcode change its top byte
+  (0x5c -> 0x38 / 0x4c, 0x5b -> 0x36 / 0x4b, 0x59 -> 0x32 / 0x49, 0x58 -> 0x30 / 0x48; a constant
+  in the third source: top byte ^ 0x08).
+- [maxas] maxas, ``MaxAs/MaxAs.pm``: the guard predicate in bits 16-19 (bit 19 negates), branch
+  offsets relative to the next instruction, the trailing ``BRA`` to itself and the NOP padding.
+- [nvdisasm] NVIDIA ``nvdisasm`` 12.8.55 (``-b SM52``), run on words with single bits changed:
+  the fields maxas's grammar leaves out or gets partly (LOP's inversion and predicate bits, XMAD's
+  bits in its constant forms, TLD's dimension/mask/predicate bits and its ``.T``/``.P`` in the
+  reuse field of the control word, the LD/ST/LDC/ATOM/ATOMS address fields, ISCADD's 5-bit
+  shift, the BAR.SYNC immediate form, the S2R special-register numbers, CAL.NOINC). Each entry
+  below names its source; an entry marked [nvdisasm] was read off nvdisasm's output, and
+  ``tests/test_encoding_nvdisasm.py`` checks every form of the table against nvdisasm.
+
+Form fields
+-----------
+``code``: the fixed bits of the form. ``operands``: one field spec per operand in text order
+(see ``OPERAND_FIELDS`` in :mod:`maxsim.sass.encoding` for the kinds), e.g. ``"r20"`` a register
+in bits 20-27, ``"r20 n48 a49"`` one whose ``-`` is bit 48 and ``|..|`` bit 49, ``"p39 !42"`` a
+predicate whose ``!`` is bit 42. ``mods``: modifier groups in printing order; each maps modifier
+names to the bits they set within the group's mask; the group's ``default`` is the value when no
+name of the group is written (and is not printed back unless ``show`` is set).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class Mods:
+    """One modifier group: ``names`` maps a modifier (dotted for a multi-word one, e.g.
+    ``F32.FTZ.RN``) to its bits (already shifted) inside ``mask``."""
+    mask: int
+    names: tuple  # ((name, bits), ...)
+    default: int = 0
+    show: bool = False  # print the default's name too
+    required: bool = False  # one name of the group must be written
+
+
+def mods(pos: int, width: int, spec: str, default=None, show=False, required=False) -> Mods:
+    """A contiguous group: ``spec`` as ``"LT=1 EQ=2"`` (values in the field, unshifted); a bare
+    name means 1 (a one-bit flag). ``default`` names the value used when none is written."""
+    names = []
+    for item in spec.split():
+        name, _, val = item.partition("=")
+        names.append((name, (int(val, 0) if val else 1) << pos))
+    d = 0
+    if default is not None:
+        d = dict(names)[default]
+    return Mods(((1 << width) - 1) << pos, tuple(names), d, show, required)
+
+
+def flag(bit: int, name: str) -> Mods:
+    return Mods(1 << bit, ((name, 1 << bit),))
+
+
+@attrs.frozen
+class Form:
+    opcode: str
+    code: int
+    operands: tuple  # field spec strings
+    mods: tuple = ()  # Mods groups, in printing order
+    source: str = "grammar"
+    guarded: bool = True  # False: bits 16-19 are not a guard (SSY, PBK, PCNT, CAL take none)
+    fixed_mods: tuple = ()  # modifiers always printed and required (part of the opcode), e.g. TLD.B.LZ
+    reuse_mods: tuple = ()  # ((name, reuse bits), ...): modifiers kept in the control word's reuse field
+
+
+# ---------------------------------------------------------------------------------------------
+# common groups
+_FTZ44 = flag(44, "FTZ")
+_RND39 = mods(39, 2, "RN=0 RM=1 RP=2 RZ=3", default="RN")
+_SAT50 = flag(50, "SAT")
+_CC47 = flag(47, "CC")
+_X43 = flag(43, "X")
+_U32_48 = mods(48, 1, "U32=0 S32=1", default="S32")  # [grammar]: the base code has bit 48 set
+_ICMP = mods(49, 3, "LT=1 EQ=2 LE=3 GT=4 NE=5 GE=6", required=True)
+_FCMP = mods(48, 4, "LT=1 EQ=2 LE=3 GT=4 NE=5 GE=6 NUM=7 NAN=8 LTU=9 EQU=10 LEU=11 GTU=12 NEU=13 GEU=14",
+             required=True)
+_BOOL45 = mods(45, 2, "AND=0 OR=1 XOR=2", default="AND", show=True)
+_MEMTYPE48 = mods(48, 3, "U8=0 S8=1 U16=2 S16=3 32=4 64=5 128=6", default="32")
+_IMM_TOP = {0x5C: 0x38, 0x5B: 0x36, 0x59: 0x32, 0x58: 0x30}  # [grammar] top byte ^ 0x64/0x6d/0x6b/0x68
+_CONST_TOP = 0x10  # [grammar] top byte ^ 0x10: constant second source
+_C39_TOP = 0x08  # [grammar] top byte ^ 0x08: constant third source
+
+
+def _variant(code: int, top_xor: int) -> int:
+    return code ^ (top_xor << 56)
+
+
+def alu(opcode, code, ops, mod_groups=(), *, imm="i20", const=True, imm_top=None, c39=None, source="grammar"):
+    """The register form plus its immediate and constant variants (second source, operand ``b``
+    written as ``{b}`` in ``ops``; ``{bmods}`` its neg/abs bits, the same in each form).
+    ``c39``: the third-source-constant form's operand list, when it exists."""
+    top = code >> 56
+    out = [Form(opcode, code, tuple(o.replace("{b}", "r20") for o in ops), tuple(mod_groups), source)]
+    if imm:
+        out.append(Form(opcode, (code & ~(0xFF << 56)) | ((imm_top if imm_top is not None else _IMM_TOP[top]) << 56),
+                        tuple(o.replace("{b}", imm) for o in ops), tuple(mod_groups), source))
+    if const:
+        out.append(Form(opcode, _variant(code, _CONST_TOP), tuple(o.replace("{b}", "c20") for o in ops),
+                        tuple(mod_groups), source))
+    if c39:
+        out.append(Form(opcode, _variant(code, _C39_TOP), tuple(c39), tuple(mod_groups), source))
+    return out
+
+
+_INT_TYPES = "U8=0 U16=1 U32=2 U64=3 S8=4 S16=5 S32=6 S64=7"  # width | signed << 2
+_XMAD_TYPES = mods(48, 2, "U16.U16=0 S16.U16=1 U16.S16=2 S16.S16=3 S16=1 U16=0")  # a, b signed [nvdisasm]
+
+
+def _x2x(dst: bool, spec: str, default: str) -> Mods:
+    """A conversion's destination or source type: width (2 bits) and sign (1 bit) in separate
+    places (dst: bits 8-9 and 12, src: 10-11 and 13); ``spec`` values are width | signed << 2."""
+    wpos, spos = (8, 12) if dst else (10, 13)
+    names = []
+    for item in spec.split():
+        name, _, val = item.partition("=")
+        v = int(val)
+        names.append((name, (v & 3) << wpos | (v >> 2) << spos))
+    return Mods(3 << wpos | 1 << spos, tuple(names), dict(names)[default], show=True)
+
+
+FORMS = [
+    # ---- floating point ------------------------------------------------------------------
+    *alu("FFMA", 0x5980000000000000, ("r0", "r8", "{b} n48", "r39 n49"),
+         (flag(53, "FTZ"), mods(51, 2, "RN=0 RM=1 RP=2 RZ=3", default="RN"), _SAT50),
+         imm="f20", c39=("r0", "r8", "r39 n48", "c20 n49")),
+    *alu("FMUL", 0x5C68000000000000, ("r0", "r8", "{b} n48"), (_FTZ44, _RND39, _SAT50), imm="f20"),
+    *alu("FADD", 0x5C58000000000000, ("r0", "r8 n48 a46", "{b} n45 a49"), (_FTZ44, _RND39, _SAT50), imm="f20"),
+    *alu("FMNMX", 0x5C60000000000000, ("r0", "r8 n48 a46", "{b} n45 a49", "p39 !42"), (_FTZ44,), imm="f20"),
+    *alu("FSETP", 0x5BB0000000000000, ("p3", "p0", "r8 n43 a7", "{b} n6 a44", "p39 !42"),
+         (_FCMP, flag(47, "FTZ"), _BOOL45), imm="f20"),
+    Form("MUFU", 0x5080000000000000, ("r0", "r8 n48"),
+         (mods(20, 4, "COS=0 SIN=1 EX2=2 LG2=3 RCP=4 RSQ=5 RCP64H=6 RSQ64H=7", required=True),)),
+    *alu("RRO", 0x5C90000000000000, ("r0", "{b} n45 a49"), (mods(39, 1, "SINCOS=0 EX2=1", required=True),),
+         imm="f20"),
+    Form("FADD32I", 0x0800000000000000, ("r0", "r8", "f32"), (flag(55, "FTZ"),)),
+    Form("FMUL32I", 0x1E00000000000000, ("r0", "r8", "f32"), (flag(53, "FTZ"),)),
+    # ---- integer -------------------------------------------------------------------------
+    *alu("IADD", 0x5C10000000000000, ("r0", "r8 n49", "{b} n48"), (_X43, _SAT50, _CC47)),
+    Form("IADD32I", 0x1C00000000000000, ("r0", "r8 n56", "i32"), (flag(53, "X"), flag(52, "CC"))),
+    *alu("IADD3", 0x5CC0000000000000, ("r0", "r8 n51", "{b} n50", "r39 n49"),
+         (mods(37, 2, "RS=1 LS=2"), flag(48, "X"), _CC47)),
+    *alu("ISCADD", 0x5C18000000000000, ("r0", "r8 n49", "{b} n48", "u39.5"), (_CC47,)),
+    Form("ISCADD32I", 0x1400000000000000, ("r0", "r8", "i32", "u53.5")),
+    # XMAD [grammar] + [nvdisasm]: a and b signedness (bits 48, 49: printed as a pair), mode,
+    # .H1 of a (bit 53) and b; the constant forms keep PSL/MRG in other bits and have no CBCC
+    *[Form("XMAD", code, ops, grp, src) for code, ops, grp, src in (
+        (0x5B00000000000000, ("r0", "r8 h53", "r20 h35", "r39"),
+         (_XMAD_TYPES, mods(50, 2, "CLO=1 CHI=2 CSFU=3"),
+          flag(37, "MRG"), flag(36, "PSL"), flag(52, "CBCC"), flag(38, "X"), _CC47), "grammar"),
+        (0x3600000000000000, ("r0", "r8 h53", "u20.16", "r39"),
+         (_XMAD_TYPES, mods(50, 2, "CLO=1 CHI=2 CSFU=3"),
+          flag(37, "MRG"), flag(36, "PSL"), flag(52, "CBCC"), flag(38, "X"), _CC47), "grammar"),
+        (0x4E00000000000000, ("r0", "r8 h53", "c20 h52", "r39"),
+         (_XMAD_TYPES, mods(50, 2, "CLO=1 CHI=2 CSFU=3"),
+          flag(56, "MRG"), flag(55, "PSL"), flag(54, "X"), _CC47), "nvdisasm"),
+        (0x5100000000000000, ("r0", "r8 h53", "r39 h52", "c20"),
+         (_XMAD_TYPES, mods(50, 2, "CLO=1 CHI=2 CSFU=3"),
+          flag(54, "X"), _CC47), "nvdisasm"),
+    )],
+    # LOP [grammar] + [nvdisasm]: ~a is bit 39, ~b bit 40; bits 48-50 a predicate result (PT: none)
+    *alu("LOP", 0x5C47000000000000, ("r0", "r8 ~39", "{b} ~40"),
+         (mods(41, 2, "AND=0 OR=1 XOR=2 PASS_B=3", required=True), _X43, _CC47)),
+    Form("LOP32I", 0x0400000000000000, ("r0", "r8", "i32"), (mods(53, 2, "AND=0 OR=1 XOR=2 PASS_B=3", required=True),)),
+    Form("LOP3", 0x5BE7000000000000, ("r0", "r8", "r20", "r39", "u28.8"), (), "grammar", fixed_mods=("LUT",)),
+    Form("LOP3", 0x3C00000000000000, ("r0", "r8", "i20", "r39", "u48.8"), (), "grammar", fixed_mods=("LUT",)),
+    *alu("SHL", 0x5C48000000000000, ("r0", "r8", "{b}"), (flag(39, "W"),)),
+    *alu("SHR", 0x5C28000000000000, ("r0", "r8", "{b}"), (_U32_48,)),
+    *alu("BFE", 0x5C00000000000000, ("r0", "r8", "{b}"), (_U32_48,)),
+    *alu("BFI", 0x5BF0000000000000, ("r0", "r8", "{b}", "r39"), c39=("r0", "r8", "r39", "c20")),
+    *alu("SEL", 0x5CA0000000000000, ("r0", "r8", "{b}", "p39 !42")),
+    *alu("IMNMX", 0x5C20000000000000, ("r0", "r8", "{b}", "p39 !42"),
+         (_U32_48, mods(43, 2, "XLO=1 XHI=3"), _CC47)),
+    *alu("ISETP", 0x5B60000000000000, ("p3", "p0", "r8", "{b}", "p39 !42"), (_ICMP, _U32_48, _X43, _BOOL45)),
+    *alu("ICMP", 0x5B40000000000000, ("r0", "r8", "{b}", "r39"), (_ICMP, _U32_48), c39=("r0", "r8", "r39", "c20")),
+    *alu("POPC", 0x5C08000000000000, ("r0", "{b} ~40")),
+    *alu("FLO", 0x5C30000000000000, ("r0", "{b} ~40"), (mods(48, 1, "U32=0 S32=1", default="S32"), flag(41, "SH"))),
+    Form("SHF", 0x5BF8000000000000, ("r0", "r8", "r20", "r39"),
+         (mods(37, 2, "U64=2 S64=3"), flag(50, "W"), flag(48, "HI")), fixed_mods=("L",)),
+    Form("SHF", 0x36F8000000000000, ("r0", "r8", "i20", "r39"),
+         (mods(37, 2, "U64=2 S64=3"), flag(50, "W"), flag(48, "HI")), fixed_mods=("L",)),
+    Form("SHF", 0x5CF8000000000000, ("r0", "r8", "r20", "r39"),
+         (mods(37, 2, "U64=2 S64=3"), flag(50, "W"), flag(48, "HI")), fixed_mods=("R",)),
+    Form("SHF", 0x38F8000000000000, ("r0", "r8", "i20", "r39"),
+         (mods(37, 2, "U64=2 S64=3"), flag(50, "W"), flag(48, "HI")), fixed_mods=("R",)),
+    # LEA [grammar]: the plain form (shift in bits 39-43) and LEA.HI (shift in 28-32)
+    *alu("LEA", 0x5BD7000000000000, ("r0", "r8", "{b}", "u39.5"), (_CC47,)),
+    # LEA.HI [grammar] code 0x5bdf004000000000, whose bit 38 nvdisasm prints as .X
+    Form("LEA", 0x5BDF000000000000, ("r0", "r8", "r20", "r39", "u28.5"), (flag(38, "X"), _CC47), fixed_mods=("HI",)),
+    *alu("PRMT", 0x5BC0000000000000, ("r0", "r8", "{b}", "r39"),
+         (mods(48, 3, "F4E=1 B4E=2 RC8=3 ECL=4 ECR=5 RC16=6"),), c39=("r0", "r8", "r39", "c20")),
+    # ---- conversions [grammar]: destination type in bits 8-9 (width) and 12 (signed), source
+    # type in 10-11 and 13; rounding in 39-40, bit 42 rounding to an integer (F2F)
+    *alu("F2F", 0x5CA8000000000000, ("r0", "{b} n45 a49"),
+         (flag(44, "FTZ"), _x2x(True, "F16=1 F32=2 F64=3", "F32"), _x2x(False, "F16=1 F32=2 F64=3", "F32"),
+          Mods(0xB << 39, tuple((n, v << 39) for n, v in (("RN", 0), ("RM", 1), ("RP", 2), ("RZ", 3), ("ROUND", 8),
+                                                        ("FLOOR", 9), ("CEIL", 10), ("TRUNC", 11)))),
+          _SAT50), imm="f20"),
+    *alu("F2I", 0x5CB0000000000000, ("r0", "{b} n45 a49"),
+         (flag(44, "FTZ"), _x2x(True, _INT_TYPES, "S32"), _x2x(False, "F16=1 F32=2 F64=3", "F32"),
+          mods(39, 2, "ROUND=0 FLOOR=1 CEIL=2 TRUNC=3", default="ROUND")), imm="f20"),
+    *alu("I2F", 0x5CB8000000000000, ("r0", "{b} n45 a49"),
+         (_x2x(True, "F16=1 F32=2 F64=3", "F32"), _x2x(False, _INT_TYPES, "S32"), _RND39)),
+    *alu("I2I", 0x5CE0000000000000, ("r0", "{b} n45 a49"),
+         (_x2x(True, _INT_TYPES, "S32"), _x2x(False, _INT_TYPES, "S32"), _SAT50)),
+    # ---- moves, predicates ---------------------------------------------------------------
+    *alu("MOV", 0x5C98078000000000, ("r0", "{b}")),
+    Form("MOV32I", 0x010000000000F000, ("r0", "i32")),
+    Form("S2R", 0xF0C8000000000000, ("r0", "sr20")),
+    Form("CS2R", 0x50C8000000000000, ("r0", "sr20")),
+    Form("PSETP", 0x5090000000000000, ("p3", "p0", "p12 !15", "p29 !32", "p39 !42"),
+         (mods(24, 2, "AND=0 OR=1 XOR=2", default="AND", show=True), _BOOL45)),
+    Form("P2R", 0x38E8000000000000, ("r0", "kw:PR", "r8", "u20.7")),
+    Form("R2P", 0x38F0000000000000, ("kw:PR", "r8", "u20.7")),
+    Form("VOTE", 0x50D8000000000000, ("r0", "p45", "p39 !42"), (mods(48, 2, "ALL=0 ANY=1 EQ=2", required=True),)),
+    # SHFL [grammar]: bit 28 b immediate (bits 20-27), bit 29 c immediate (bits 34-46)
+    Form("SHFL", 0xEF10000000000000, ("p48", "r0", "r8", "r20", "r39"),
+         (mods(30, 2, "IDX=0 UP=1 DOWN=2 BFLY=3", required=True),)),
+    Form("SHFL", 0xEF10000010000000, ("p48", "r0", "r8", "u20.8", "r39"),
+         (mods(30, 2, "IDX=0 UP=1 DOWN=2 BFLY=3", required=True),)),
+    Form("SHFL", 0xEF10000020000000, ("p48", "r0", "r8", "r20", "u34.13"),
+         (mods(30, 2, "IDX=0 UP=1 DOWN=2 BFLY=3", required=True),)),
+    Form("SHFL", 0xEF10000030000000, ("p48", "r0", "r8", "u20.8", "u34.13"),
+         (mods(30, 2, "IDX=0 UP=1 DOWN=2 BFLY=3", required=True),)),
+    # ---- memory [grammar] + [nvdisasm] ---------------------------------------------------
+    Form("LDS", 0xEF48000000000000, ("r0", "m8.20.24"), (flag(44, "U"), _MEMTYPE48)),
+    Form("STS", 0xEF58000000000000, ("m8.20.24", "r0"), (_MEMTYPE48,)),
+    Form("LDG", 0xEED0000000000000, ("r0", "m8.20.24"), (flag(45, "E"), mods(46, 2, "CG=1 CI=2 CV=3"), _MEMTYPE48)),
+    Form("STG", 0xEED8000000000000, ("m8.20.24", "r0"), (flag(45, "E"), mods(46, 2, "CG=1 CS=2 WT=3"), _MEMTYPE48)),
+    Form("LDL", 0xEF40000000000000, ("r0", "m8.20.24"), (mods(44, 2, "CI=2"), _MEMTYPE48)),
+    Form("STL", 0xEF50000000000000, ("m8.20.24", "r0"), (_MEMTYPE48,)),
+    # LD / ST: 32-bit offset, a predicate operand (bits 58-60) written by the instruction
+    Form("LD", 0x8000000000000000 | (7 << 58), ("r0", "m8.20.32"),
+         (flag(52, "E"), mods(56, 2, "CG=1 CI=2 CV=3"), mods(53, 3, "U8=0 S8=1 U16=2 S16=3 32=4 64=5 128=6", default="32")),
+         "nvdisasm"),
+    Form("ST", 0xA000000000000000 | (7 << 58), ("m8.20.32", "r0"),
+         (flag(52, "E"), mods(56, 2, "CG=1 CS=2 WT=3"), mods(53, 3, "U8=0 S8=1 U16=2 S16=3 32=4 64=5 128=6", default="32")),
+         "nvdisasm"),
+    # LDC [nvdisasm]: c[bank (bits 36-40)][register + 16-bit signed offset]
+    Form("LDC", 0xEF90000000000000, ("r0", "cx"), (_MEMTYPE48,), "nvdisasm"),
+    Form("ATOM", 0xED00000000000000, ("r0", "m8.28.20", "r20"),
+         (flag(48, "E"), mods(52, 4, "ADD=0 MIN=1 MAX=2 INC=3 DEC=4 AND=5 OR=6 XOR=7 EXCH=8", required=True),
+          mods(49, 3, "S32=1 U64=2 F32.FTZ.RN=3 F16x2.FTZ.RN=4 S64=5 U32=0")), "nvdisasm"),
+    Form("RED", 0xEBF8000000000000, ("m8.28.20", "r0"),
+         (flag(48, "E"), mods(23, 3, "ADD=0 MIN=1 MAX=2 INC=3 DEC=4 AND=5 OR=6 XOR=7", required=True),
+          mods(20, 3, "S32=1 U64=2 F32.FTZ.RN=3 F16x2.FTZ.RN=4 S64=5 U32=0"))),
+    Form("ATOMS", 0xEC00000000000000, ("r0", "m8.30.22x4", "r20"),
+         (mods(52, 4, "ADD=0 MIN=1 MAX=2 INC=3 DEC=4 AND=5 OR=6 XOR=7 EXCH=8", required=True),
+          mods(28, 2, "S32=1 U64=2 S64=3 U32=0")), "nvdisasm"),
+    # TLD.B.LZ [grammar] + [nvdisasm]: dimension bits 28-30, channel mask 31-34, NODEP bit 49,
+    # predicate result bits 51-53 (PT: none); .T / .P are the control word's reuse bits 0 / 1
+    Form("TLD", 0xDD38000000000000, ("r0", "r8", "r20", "zero", "dim28", "u31.4"), (flag(49, "NODEP"),),
+         "nvdisasm", fixed_mods=("B", "LZ"), reuse_mods=(("T", 1), ("P", 2))),
+    Form("DEPBAR", 0xF0F0000000000000, ("sb26", "u20.6"), (flag(29, "LE"),)),
+    Form("MEMBAR", 0xEF98000000000000, (), (mods(8, 2, "CTA=0 GL=1 SYS=2", show=True),)),
+    # ---- control [grammar] + [maxas] ----------------------------------------------------
+    # BAR.SYNC with an immediate barrier (bits 8-11, flag bit 44), no thread count (bit 43), no
+    # predicate (bits 39-41 PT) [nvdisasm: ptxas's BAR.SYNC 0x0 is 0xf0a81b8000070000]
+    Form("BAR", 0xF0A8000000000000 | (1 << 44) | (1 << 43) | (7 << 39), ("u8.4",), (), "nvdisasm",
+         fixed_mods=("SYNC",)),
+    Form("BRA", 0xE24000000000000F, ("t20",), (flag(7, "U"),)),
+    Form("CAL", 0xE260000000000040, ("t20",), (), guarded=False),
+    Form("SSY", 0xE290000000000000, ("t20",), (), guarded=False),
+    Form("PBK", 0xE2A0000000000000, ("t20",), (), guarded=False),
+    Form("PCNT", 0xE2B0000000000000, ("t20",), (), guarded=False),
+    Form("RET", 0xE32000000000000F, ()),
+    Form("BRK", 0xE34000000000000F, ()),
+    Form("CONT", 0xE35000000000000F, ()),
+    Form("SYNC", 0xF0F800000000000F, ()),
+    Form("EXIT", 0xE30000000000000F, ()),
+    Form("NOP", 0x50B0000000000F00, ()),
+]
+
+# S2R / CS2R special registers [grammar] (numbers in bits 20-27; the names as nvdisasm prints them)
+SPECIAL_REGISTERS = {
+    "SR_LANEID": 0x00, "SR_VIRTCFG": 0x02, "SR_VIRTID": 0x03,
+    "SR_TID.X": 0x21, "SR_TID.Y": 0x22, "SR_TID.Z": 0x23,
+    "SR_CTAID.X": 0x25, "SR_CTAID.Y": 0x26, "SR_CTAID.Z": 0x27,
+    "SR_EQMASK": 0x38, "SR_LTMASK": 0x39, "SR_LEMASK": 0x3A, "SR_GTMASK": 0x3B, "SR_GEMASK": 0x3C,
+    "SR_CLOCKLO": 0x50, "SR_CLOCKHI": 0x51, "SR_GLOBALTIMERLO": 0x52, "SR_GLOBALTIMERHI": 0x53,
+}
+
+# TLD dimensions (bits 28-30) [nvdisasm]
+TEXTURE_DIMENSIONS = {"1D": 0, "ARRAY_1D": 1, "2D": 2}
+
+# Control word [maxas MaxAs.pm, MaxAsGrammar.pm printCtrl/readCtrl; wiki Control-Codes]: slot n of
+# the group's three instructions takes bits 21n .. 21n+20: 17 control bits (stall 0-3, yield 4 with
+# 0 meaning "yield", write barrier 5-7, read barrier 8-10 with 7 meaning none, wait mask 11-16)
+# then 4 reuse bits (17-20: first, second, third source operand slot; the fourth is unused).
+CONTROL_BITS = 21
+REUSE_SHIFT = 17
+
+# The end of a kernel as maxas assembles it [maxas MaxAs.pm]: a BRA to itself (control 0x7ff),
+# then NOPs (control 0x7e0) until the code is a whole number of 64-byte (8-word) lines.
+TAIL_BRA_CONTROL = 0x7FF
+TAIL_NOP_CONTROL = 0x7E0
