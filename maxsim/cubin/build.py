@@ -12,11 +12,8 @@ def encoder():
     try:
         from ..sass.encoding import encode
     except ImportError:
-        try:
-            from ..isa.encoding import encode
-        except ImportError:
-            raise CubinError("this maxsim has no instruction encoder (maxsim.sass.encoding): "
-                             "cubins cannot be written") from None
+        raise CubinError("this maxsim has no instruction encoder (maxsim.sass.encoding): "
+                         "cubins cannot be written") from None
     return encode
 
 

@@ -14,16 +14,14 @@ from .elf import CubinError, CubinKernel
 
 
 def decoder():
-    """The codec's ``decode(code: bytes) -> lines of maxas's text form``."""
+    """``decode(code: bytes) -> lines of maxas's text form`` (labels and instruction lines), by
+    the instruction codec (:mod:`maxsim.sass.encoding`)."""
     try:
-        from ..sass.encoding import decode
+        from ..sass.encoding import decode_text
     except ImportError:
-        try:
-            from ..isa.encoding import decode
-        except ImportError:
-            raise CubinError("this maxsim has no instruction decoder (maxsim.sass.encoding): "
-                             "cubins cannot be disassembled") from None
-    return decode
+        raise CubinError("this maxsim has no instruction decoder (maxsim.sass.encoding): "
+                         "cubins cannot be disassembled") from None
+    return lambda code: decode_text(code).splitlines()
 
 
 def header_lines(k: CubinKernel, names=(), n_instructions=None) -> list:
