@@ -78,9 +78,10 @@ def _first_error(log: str) -> str:
     return lines[0] if lines else "no message"
 
 
-def compile_cuda(source: str, filename: str = "kernel.cu", options=()) -> bytes:
+def compile_cuda(source: str, filename: str = "kernel.cu", options=(), ptx: bool = False) -> bytes:
     """The sm_52 cubin NVRTC makes of CUDA C ``source`` (``options``: extra NVRTC options such as
-    ``-DN=4``). Errors: :class:`CompileError` with NVRTC's first error line."""
+    ``-DN=4``); with ``ptx``, the PTX text for compute_52 instead (bytes, for ptxas). Errors:
+    :class:`CompileError` with NVRTC's first error line."""
     nv = _nvrtc()
     prog = ctypes.c_void_p()
     name = os.path.basename(filename).encode()
@@ -88,7 +89,8 @@ def compile_cuda(source: str, filename: str = "kernel.cu", options=()) -> bytes:
     if r:
         raise CompileError(f"{filename}: NVRTC cannot create the program: {nv.nvrtcGetErrorString(r).decode()}")
     try:
-        opts = [f"--gpu-architecture={ARCH}", "--std=c++17", *options]
+        arch = ARCH.replace("sm_", "compute_") if ptx else ARCH
+        opts = [f"--gpu-architecture={arch}", "--std=c++17", *options]
         arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
         r = nv.nvrtcCompileProgram(prog, len(opts), arr)
         size = ctypes.c_size_t()
@@ -98,6 +100,11 @@ def compile_cuda(source: str, filename: str = "kernel.cu", options=()) -> bytes:
         log = buf.value.decode(errors="replace")
         if r:
             raise CompileError(f"{_first_error(log)} (NVRTC {'.'.join(map(str, nvrtc_version()))}, {ARCH})")
+        if ptx:
+            nv.nvrtcGetPTXSize(prog, ctypes.byref(size))
+            out = ctypes.create_string_buffer(size.value)
+            nv.nvrtcGetPTX(prog, out)
+            return out.value
         nv.nvrtcGetCUBINSize(prog, ctypes.byref(size))
         out = ctypes.create_string_buffer(size.value)
         r = nv.nvrtcGetCUBIN(prog, out)
