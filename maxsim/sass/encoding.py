@@ -42,6 +42,8 @@ _SR_NAMES = {v: k for k, v in T.SPECIAL_REGISTERS.items()}
 _DIM_NAMES = {v: k for k, v in T.TEXTURE_DIMENSIONS.items()}
 _DST_FIELDS = ("r0", "p3", "p0", "p48", "p45")
 _STORES = frozenset(("STS", "STG", "STL", "ST", "RED"))
+# [nvdisasm]: the two negation bits (48, 49) of IADD and ISCADD set together are the mode .PO
+_NEGATE_ONE = {"IADD": 3 << 48, "ISCADD": 3 << 48}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,9 +162,9 @@ class _Field:
             b = 0x7FFFF << 20
         elif k == "cx":
             b = 0xFFFF << 20 | 0x1F << 36 | 0xFF << 8
-        elif k in ("simm", "fimm"):
+        elif k in ("simm", "fimm", "uimm20"):
             b = 0x7FFFF << 20 | 1 << 56
-        elif k in ("uimm", "dim", "sb"):
+        elif k in ("uimm", "dim", "sb", "sbset"):
             b = ((1 << self.width) - 1) << self.pos
         elif k in ("imm32", "fimm32"):
             b = 0xFFFFFFFF << 20
@@ -195,6 +197,8 @@ def _field(spec: str, is_dst: bool) -> _Field:
         return _Field("simm")  # the sign is bit 56; a '-' bit would be a second sign: left fixed
     if head == "f20":
         return _Field("fimm")
+    if head == "u20s56":
+        return _Field("uimm20")
     if head == "i32":
         return _Field("imm32", **kw)
     if head == "f32":
@@ -209,6 +213,8 @@ def _field(spec: str, is_dst: bool) -> _Field:
         return _Field("dim", 28, 3)
     if head == "sb26":
         return _Field("sb", 26, 3)
+    if head == "sbset":
+        return _Field("sbset", 0, 6)
     if head.startswith("kw:"):
         return _Field("kw", word=head[3:])
     m = _SPEC_RE.match(head)
@@ -234,28 +240,26 @@ class _Compiled:
     code: int  # their value
     name: str  # opcode plus fixed modifiers
     groups: tuple  # (mask, {bits: name}, default, print the default's name)
-    slot_of: tuple  # per operand: reuse slot number or -1
-    first_slot: int
+    slot_of: tuple  # per operand: its reuse slot (bit of the reuse field), or -1
 
 
 def _compile(form: T.Form) -> _Compiled:
-    spec = OPCODES.get(form.opcode)
-    n_dst = 0
-    if spec is not None:
-        n_dst = spec.n_dst
-    elif form.opcode not in _STORES:
+    n_dst = 0  # leading destination operands (the opcode table's n_dst where the form is the same)
+    if form.opcode not in _STORES:
         for s in form.operands:
             if s.split()[0] in _DST_FIELDS:
                 n_dst += 1
             else:
                 break
+    spec = OPCODES.get(form.opcode)
+    if spec is not None and len(spec.signature) == len(form.operands) and spec.n_dst != n_dst:
+        raise ValueError(f"{form.opcode}: {n_dst} destinations in the encoding table, {spec.n_dst} in the opcode table")
     fields = tuple(_field(s, n < n_dst) for n, s in enumerate(form.operands))
     var = 0
-    for f in fields:
-        var |= f.bits
-    for g in form.mods:
-        var |= g.mask
-    var |= _GUARD_BITS  # the guard (checked to be zero in forms that take none)
+    for part in [f.bits for f in fields] + [g.mask for g in form.mods] + [_GUARD_BITS]:
+        if var & part:
+            raise ValueError(f"{form.opcode} 0x{form.code:016x}: fields overlap in bits 0x{var & part:x}")
+        var |= part
     mask = MASK64 & ~var
     if form.code & ~mask:
         raise ValueError(f"{form.opcode}: base code 0x{form.code:016x} overlaps its fields")
@@ -265,17 +269,20 @@ def _compile(form: T.Form) -> _Compiled:
         for name, bits in g.names:
             rev.setdefault(bits, name)
         groups.append((g.mask, rev, g.default, g.show or g.required))
-    first_slot = 1 if form.opcode == "MOV" else 0
+    # reuse slots [nvdisasm, maxas MaxAs.pm]: the operand read through bits 8-15 is slot 0, the
+    # second source (bits 20-27, or 39-46 where the third source is a constant) slot 1, the third
+    # source (bits 39-46) slot 2; only the ALU-type opcodes have them
     slot_of = []
-    slot = first_slot
+    c39 = any(a.kind == "reg" and a.pos == 39 and b.kind == "const" for a, b in zip(fields, fields[1:]))
     for n, f in enumerate(fields):
-        if n < n_dst or f.kind in ("pred", "sreg", "target", "kw", "dim", "sb"):
-            slot_of.append(-1)
-            continue
-        slot_of.append(slot if slot < 3 else -1)  # three reuse slots
-        slot += 1
+        slot = -1
+        if form.reuse and n >= n_dst and f.kind == "reg":
+            slot = {8: 0, 20: 1, 39: 1 if c39 else 2}.get(f.pos, -1)
+        slot_of.append(slot)
+    if form.reuse_slots:
+        slot_of = list(form.reuse_slots)
     return _Compiled(form, fields, n_dst, mask, form.code, ".".join((form.opcode,) + form.fixed_mods),
-                     tuple(groups), tuple(slot_of), first_slot)
+                     tuple(groups), tuple(slot_of))
 
 
 COMPILED = tuple(_compile(f) for f in T.FORMS)
@@ -357,12 +364,16 @@ def _operand_text(f: _Field, w: int, reuse: bool) -> str:
             s = f"|{s}|"
         if f.neg >= 0 and w >> f.neg & 1:
             s = "-" + s
+        if f.inv >= 0 and w >> f.inv & 1:
+            s = "~" + s  # (LOP, POPC, FLO: the maxas parser reads '~' on registers only)
         return s
     if k == "simm":
         v = w >> 20 & 0x7FFFF
         return _hex(v - (1 << 19) if w >> 56 & 1 else v)
     if k == "fimm":
         return _float_text((w >> 56 & 1) << 31 | (w >> 20 & 0x7FFFF) << 12)
+    if k == "uimm20":
+        return f"0x{(w >> 56 & 1) << 19 | w >> 20 & 0x7FFFF:x}"
     if k == "uimm":
         return f"0x{w >> f.pos & ((1 << f.width) - 1):x}"
     if k == "imm32":
@@ -371,18 +382,19 @@ def _operand_text(f: _Field, w: int, reuse: bool) -> str:
         return _float_text(w >> 20 & 0xFFFFFFFF)
     if k == "mem":
         r = w >> f.reg_pos & 0xFF
-        off = _sext(w >> f.pos & ((1 << f.width) - 1), f.width) * f.scale
+        raw = w >> f.pos & ((1 << f.width) - 1)
+        if r == 255:  # an absolute address: the offset is unsigned [nvdisasm]
+            return f"[0x{raw * f.scale:x}]" if raw else "[RZ]"
+        off = _sext(raw, f.width) * f.scale
         if off == 0:
             return f"[{_reg(r)}]"
-        if r == 255:
-            return f"[{_hex(off)}]"
         return f"[{_reg(r)}+0x{off:x}]" if off > 0 else f"[{_reg(r)}-0x{-off:x}]"
     if k == "cx":
         bank = w >> 36 & 0x1F
         r = w >> 8 & 0xFF
+        if r == 255:  # an absolute offset: unsigned (as memory addresses)
+            return f"c[0x{bank:x}][0x{w >> 20 & 0xFFFF:x}]"
         off = _sext(w >> 20 & 0xFFFF, 16)
-        if r == 255:
-            return f"c[0x{bank:x}][{_hex(off)}]"
         return f"c[0x{bank:x}][{_reg(r)}{'+' if off >= 0 else '-'}0x{abs(off):x}]"
     if k == "sreg":
         n = w >> 20 & 0xFF
@@ -404,6 +416,9 @@ def _operand_text(f: _Field, w: int, reuse: bool) -> str:
         return f"SB{n}"
     if k == "zero":
         return "0x0"
+    if k == "sbset":
+        m = w & 0x3F
+        return "{" + ",".join(str(n) for n in range(5, -1, -1) if m >> n & 1) + "}"
     raise AssertionError(k)
 
 
@@ -450,6 +465,10 @@ def _decode_word(w: int, ctrl: int, reuse: int, address: int):
             raise EncodingError(f"code+0x{address:x}: {form.opcode} word 0x{w:016x}: unknown {e.args[0]}") from None
     if reuse:
         raise EncodingError(f"code+0x{address:x}: reuse flags 0x{reuse:x} of {form.opcode} name no register operand")
+    both = _NEGATE_ONE.get(form.opcode)
+    if both is not None and w & both == both:
+        raise EncodingError(f"code+0x{address:x}: {form.opcode} word 0x{w:016x} negates both sources "
+                            f"(IADD.PO), which the table does not know")
     guard = ""
     if form.guarded:
         p = w >> 16 & 7
@@ -487,7 +506,8 @@ def decode(code: bytes, *, start: int = 0, stop_at_self_branch: bool = True) -> 
             address = 8 * (g + s + 1)  # from ``start``
             w = words[g + s + 1]
             head, ops, guard, target = _decode_word(w, bits & 0x1FFFF, bits >> 17, address)
-            if stop_at_self_branch and target == address and head.startswith("BRA") and not guard:
+            to_self = target == address or (target == address - 8 and address % 32 == 8)  # (ptxas: the group)
+            if stop_at_self_branch and to_self and head.startswith("BRA") and not guard:
                 done = True
                 break
             decoded.append((address, w, bits & 0x1FFFF, head, ops, guard, target))
@@ -495,8 +515,11 @@ def decode(code: bytes, *, start: int = 0, stop_at_self_branch: bool = True) -> 
             break
     # branch targets -> labels, numbered in order of first reference (as maxas's extractor does)
     labels = {}
-    for address, w, ctrl, head, ops, guard, target in decoded:
+    for n, (address, w, ctrl, head, ops, guard, target) in enumerate(decoded):
         if target is not None:
+            if target % 32 == 0:  # a group's control word (as ptxas addresses a group's first instruction)
+                target += 8
+                decoded[n] = (address, w, ctrl, head, ops, guard, target)
             idx = instruction_index(target)
             if idx is None or target < 0:
                 raise EncodingError(f"code+0x{address:x}: {head} targets 0x{target:x}, which is not an "
@@ -561,18 +584,22 @@ def _match_mods(c: _Compiled, mods: tuple):
             reuse |= bits
     bits = 0
     for g in c.form.mods:
-        found = False
+        # the earliest written name of the group (the longest at that place): PSETP.OR.AND is
+        # OR for the first group, AND for the second
+        best = None
         for name, v in g.names:
             parts = name.split(".")
             n = len(parts)
             for i in range(len(toks) - n + 1):
                 if toks[i:i + n] == parts:
-                    del toks[i:i + n]
-                    bits |= v
-                    found = True
+                    if best is None or (i, -n) < (best[0], -best[1]):
+                        best = (i, n, v)
                     break
-            if found:
-                break
+        found = best is not None
+        if found:
+            i, n, v = best
+            del toks[i:i + n]
+            bits |= v
         if not found:
             if g.required:
                 return f"needs one of {', '.join('.' + x for x, _ in g.names)}"
@@ -584,9 +611,9 @@ def _match_mods(c: _Compiled, mods: tuple):
 
 _KIND_ACCEPTS = {
     "reg": (ins.REG,), "pred": (ins.PRED,), "const": (ins.CONST,), "cx": (ins.CONST,),
-    "simm": (ins.IMM,), "fimm": (ins.FIMM, ins.IMM), "uimm": (ins.IMM,), "imm32": (ins.IMM, ins.FIMM),
+    "simm": (ins.IMM,), "uimm20": (ins.IMM,), "fimm": (ins.FIMM, ins.IMM), "uimm": (ins.IMM,), "imm32": (ins.IMM, ins.FIMM),
     "fimm32": (ins.FIMM, ins.IMM), "mem": (ins.MEM,), "sreg": (ins.SREG,), "target": (ins.LABEL,),
-    "kw": (ins.WORD,), "dim": (ins.WORD,), "sb": (ins.WORD,), "zero": (ins.IMM,),
+    "kw": (ins.WORD,), "dim": (ins.WORD,), "sb": (ins.WORD,), "sbset": (ins.WORD,), "zero": (ins.IMM,),
 }
 
 
@@ -612,9 +639,11 @@ def _encode_operand(f: _Field, op: ins.Operand, n: int, target_offset):
             return f"constant c[0x{op.bank:x}][0x{op.value:x}] is not a 4-byte aligned offset below 0x10000"
         return w | (op.value >> 2) << 20 | op.bank << 34
     if k == "cx":
-        if op.value > 0x7FFF:
-            return f"constant offset 0x{op.value:x} does not fit LDC's 16-bit signed offset"
-        return w | (op.value & 0xFFFF) << 20 | op.bank << 36 | 0xFF << 8
+        reg = op.reg if op.reg >= 0 else ins.RZ
+        lo, hi = (0, 0xFFFF) if reg == ins.RZ else (-0x8000, 0x7FFF)
+        if not lo <= op.value <= hi or op.bank > 0x1F:
+            return f"constant c[0x{op.bank:x}][{_hex(op.value)}] does not fit LDC's bank and 16-bit offset fields"
+        return w | (op.value & 0xFFFF) << 20 | op.bank << 36 | reg << 8
     if k == "simm":
         u = op.value & 0xFFFFFFFF
         s = u - (1 << 32) if u >> 31 else u
@@ -627,6 +656,10 @@ def _encode_operand(f: _Field, op: ins.Operand, n: int, target_offset):
             return (f"float immediate {op.text or op.fvalue!r} needs more than the 19 high bits the "
                     f"immediate field holds (the low 12 bits of its fp32 pattern must be zero)")
         return w | (b >> 12 & 0x7FFFF) << 20 | (b >> 31) << 56
+    if k == "uimm20":
+        if not 0 <= op.value < (1 << 20):
+            return f"immediate {op.text or _hex(op.value)} does not fit the 20-bit unsigned immediate field"
+        return w | (op.value & 0x7FFFF) << 20 | (op.value >> 19) << 56
     if k == "uimm" or k == "zero":
         lim = 1 if k == "zero" else 1 << f.width
         if not 0 <= op.value < lim:
@@ -642,6 +675,10 @@ def _encode_operand(f: _Field, op: ins.Operand, n: int, target_offset):
         if op.value % f.scale:
             return f"address offset {_hex(op.value)} is not a multiple of {f.scale}"
         off = op.value // f.scale
+        if op.reg == ins.RZ:  # an absolute address: unsigned
+            if not 0 <= off < (1 << f.width):
+                return f"absolute address {_hex(op.value)} does not fit the {f.width}-bit unsigned field"
+            return w | off << f.pos | op.reg << f.reg_pos
         u = off & 0xFFFFFFFF
         s = u - (1 << 32) if u >> 31 else u
         if not -(1 << (f.width - 1)) <= s < (1 << (f.width - 1)):
@@ -661,18 +698,22 @@ def _encode_operand(f: _Field, op: ins.Operand, n: int, target_offset):
         return f"unknown texture dimension {op.name}" if d is None else w | d << f.pos
     if k == "sb":
         return w | int(op.name[2:]) << f.pos
+    if k == "sbset":
+        m = re.fullmatch(r"\{([0-5](?:,[0-5])*)?\}", op.name.replace(" ", ""))
+        if not m:
+            return f"expected a scoreboard set such as {{5,0}}, got {op.name}"
+        return w | sum(1 << int(x) for x in (m.group(1) or "").split(",") if x)
     raise AssertionError(k)
 
 
-def reuse_mask_of(opcode: str, operands: tuple, n_dst: int) -> int:
-    """Reuse flags written as ``.reuse`` suffixes, by source operand slot (the parser's rule)."""
+def _reuse_field(c: _Compiled, operands: tuple):
+    """The reuse field of the operands' ``.reuse`` suffixes in form ``c``, or a reason string."""
     mask = 0
-    slot = 1 if opcode == "MOV" else 0
-    for op in operands[n_dst:]:
-        if op.kind in (ins.REG, ins.MEM, ins.IMM, ins.FIMM, ins.CONST):
-            if op.kind == ins.REG and op.reuse and slot < 3:
-                mask |= 1 << slot
-            slot += 1
+    for n, (op, slot) in enumerate(zip(operands, c.slot_of), start=1):
+        if op.reuse:
+            if slot < 0:
+                return f".reuse on operand {n} has no encoding (no reuse slot)"
+            mask |= 1 << slot
     return mask
 
 
@@ -707,12 +748,19 @@ def encode_instruction(instr: ins.Instruction, target_offset: int = 0):
         if bad is not None:
             reason = bad
             continue
+        both = _NEGATE_ONE.get(instr.opcode)
+        if both is not None and w & both == both:
+            reason = "cannot negate both sources (those two bits together mean .PO)"
+            continue
         if c.form.guarded:
             w |= (instr.pred | (8 if instr.pred_neg else 0)) << 16
         elif instr.pred != ins.PT or instr.pred_neg:
             reason = "takes no guard"
             continue
-        reuse = reuse_mask_of(instr.opcode, instr.operands, c.n_dst)
+        reuse = _reuse_field(c, instr.operands)
+        if isinstance(reuse, str):
+            reason = reuse
+            continue
         if c.form.reuse_mods:
             if reuse:
                 reason = ".reuse has no encoding here (the reuse field holds the .T / .P modifiers)"
@@ -737,9 +785,10 @@ def _pack(entries) -> bytes:
     return struct.pack(f"<{len(out)}Q", *out)
 
 
-def _tail(n: int):
+def _tail(n: int, group_targets: bool = False):
     """maxas's end of a kernel after ``n`` instructions: BRA to itself, NOPs to a 64-byte line."""
-    bra = (_BY_OPCODE["BRA"][0].code | 7 << 16 | (-8 & 0xFFFFFF) << 20, T.TAIL_BRA_CONTROL, 0)
+    back = -16 if group_targets and n % 3 == 0 else -8
+    bra = (_BY_OPCODE["BRA"][0].code | 7 << 16 | (back & 0xFFFFFF) << 20, T.TAIL_BRA_CONTROL, 0)
     nop = (_BY_OPCODE["NOP"][0].code | 7 << 16, T.TAIL_NOP_CONTROL, 0)
     out = [bra]
     count = n + 1
@@ -749,18 +798,25 @@ def _tail(n: int):
     return out
 
 
-def encode(instructions, *, tail: bool = True) -> bytes:
+def encode(instructions, *, tail: bool = True, group_targets: bool = False) -> bytes:
     """Encode decoded instructions (a Kernel or a sequence of Instruction records, in order) into
-    Maxwell code; with ``tail``, end it as maxas does (BRA to itself, NOP padding)."""
+    Maxwell code; with ``tail``, end it as maxas does (BRA to itself, NOP padding).
+
+    A branch targets its instruction's address, as maxas encodes it; with ``group_targets`` a
+    target that is the first instruction of a group is addressed by the group's control word
+    instead, as ptxas does (both run the same; the option reproduces ptxas's words)."""
     instrs = tuple(instructions.instructions if isinstance(instructions, ins.Kernel) else instructions)
     entries = []
     for n, i in enumerate(instrs):
         off = 0
         if i.target >= 0:
-            off = instruction_address(i.target) - instruction_address(n) - 8
+            to = instruction_address(i.target)
+            if group_targets and i.target % 3 == 0:
+                to -= 8
+            off = to - instruction_address(n) - 8
         entries.append(encode_instruction(i, off))
     if tail:
-        entries += _tail(len(entries))
+        entries += _tail(len(entries), group_targets)
     while len(entries) % 3:
         entries.append((_BY_OPCODE["NOP"][0].code | 7 << 16, T.TAIL_NOP_CONTROL, 0))
     return _pack(entries)
@@ -809,7 +865,7 @@ def parse_lines(text: str, filename: str = "<string>") -> tuple:
         head, _, tail = body.partition(" ")
         opcode, *mods = head.split(".")
         col = src.index(body)
-        operands = tuple(_parse_operand(t.strip(), line, col) for t in tail.split(",")) if tail.strip() else ()
+        operands = tuple(_lenient_operand(t.strip(), line, col, _parse_operand) for t in _split_operands(tail))
         target, target_label = -1, ""
         for op in operands:
             if op.kind == ins.LABEL:
@@ -822,9 +878,48 @@ def parse_lines(text: str, filename: str = "<string>") -> tuple:
     return tuple(out)
 
 
-def encode_text(text: str, *, filename: str = "<string>", tail: bool = True) -> bytes:
+_CONST_TOKEN = re.compile(r"(~)?(-)?(\|)?c\[0x([0-9a-f]+)\]\[0x([0-9a-f]+)\](\|)?(\.H1)?", re.ASCII)
+_CONST_REG_TOKEN = re.compile(r"c\[0x([0-9a-f]+)\]\[(R\d+|RZ)(?:([+-])0x([0-9a-f]+))?\]", re.ASCII)
+
+
+def _lenient_operand(tok, line, col, parse):
+    """The parser's operand, plus what only the codec reads: a scoreboard set ``{5,0}`` and an
+    inverted constant ``~c[..][..]`` (LOP, POPC, FLO)."""
+    if tok.startswith("{") or tok in T.TEXTURE_DIMENSIONS:
+        return ins.Operand(ins.WORD, name=tok)
+    m = _CONST_REG_TOKEN.fullmatch(tok)
+    if m:  # LDC's c[bank][register + offset]
+        bank, reg, sign, off = m.groups()
+        value = int(off or "0", 16) * (-1 if sign == "-" else 1)
+        return ins.Operand(ins.CONST, bank=int(bank, 16), value=value, reg=255 if reg == "RZ" else int(reg[1:]))
+    m = _CONST_TOKEN.fullmatch(tok)
+    if m:  # any of the 32 banks the field holds (the simulator's parser takes banks 0x0-0x11)
+        inv, neg, bar, bank, off, bar2, h1 = m.groups()
+        if bool(bar) == bool(bar2):
+            return ins.Operand(ins.CONST, bank=int(bank, 16), value=int(off, 16), neg=bool(neg), abs=bool(bar),
+                               not_=bool(inv), h1=bool(h1))
+    return parse(tok, line, col)
+
+
+def _split_operands(tail: str) -> list:
+    """Operands separated by commas (a scoreboard set ``{5,0}`` is one)."""
+    out, depth, cur = [], 0, ""
+    for ch in tail:
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+            continue
+        depth += ch == "{"
+        depth -= ch == "}"
+        cur += ch
+    if cur.strip():
+        out.append(cur)
+    return out
+
+
+def encode_text(text: str, *, filename: str = "<string>", tail: bool = True, group_targets: bool = False) -> bytes:
     """Encode maxas text lines (see :func:`parse_lines`)."""
     try:
-        return encode(parse_lines(text, filename), tail=tail)
+        return encode(parse_lines(text, filename), tail=tail, group_targets=group_targets)
     except SassParseError as e:
         raise EncodingError(str(e)) from None

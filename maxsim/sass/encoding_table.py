@@ -73,6 +73,8 @@ class Form:
     guarded: bool = True  # False: bits 16-19 are not a guard (SSY, PBK, PCNT, CAL take none)
     fixed_mods: tuple = ()  # modifiers always printed and required (part of the opcode), e.g. TLD.B.LZ
     reuse_mods: tuple = ()  # ((name, reuse bits), ...): modifiers kept in the control word's reuse field
+    reuse: bool = True  # the operands have reuse slots (ALU-type opcodes) [nvdisasm; maxas's "reuse" types]
+    reuse_slots: tuple = ()  # per operand, its reuse slot where it is not the usual one (-1: none)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -103,18 +105,25 @@ def alu(opcode, code, ops, mod_groups=(), *, imm="i20", const=True, imm_top=None
     ``c39``: the third-source-constant form's operand list, when it exists."""
     top = code >> 56
     out = [Form(opcode, code, tuple(o.replace("{b}", "r20") for o in ops), tuple(mod_groups), source)]
+    # a modifier whose bits the immediate or constant takes does not exist in that variant
+    # (IADD3's .RS/.LS in bits 37-38 against the immediate's bits 20-38)
+    imm_groups = tuple(g for g in mod_groups if not g.mask & (0x7FFFF << 20 | 1 << 56))
+    const_groups = tuple(g for g in mod_groups if not g.mask & (0x7FFFF << 20))
     if imm:
         out.append(Form(opcode, (code & ~(0xFF << 56)) | ((imm_top if imm_top is not None else _IMM_TOP[top]) << 56),
-                        tuple(o.replace("{b}", imm) for o in ops), tuple(mod_groups), source))
+                        tuple(o.replace("{b}", imm) for o in ops), imm_groups, source))
     if const:
         out.append(Form(opcode, _variant(code, _CONST_TOP), tuple(o.replace("{b}", "c20") for o in ops),
-                        tuple(mod_groups), source))
+                        const_groups, source))
     if c39:
         out.append(Form(opcode, _variant(code, _C39_TOP), tuple(c39), tuple(mod_groups), source))
     return out
 
 
 _INT_TYPES = "U8=0 U16=1 U32=2 U64=3 S8=4 S16=5 S32=6 S64=7"  # width | signed << 2
+_INT_TYPES_32 = "U8=0 U16=1 U32=2 S8=4 S16=5 S32=6"  # [nvdisasm]: I2I has no 64-bit types
+_F2I_TYPES = "U16=1 U32=2 U64=3 S16=5 S32=6 S64=7"  # [nvdisasm]: F2I has no 8-bit destination
+_XMAD_MODE = mods(50, 3, "CLO=1 CHI=2 CSFU=3 CBCC=4")  # [nvdisasm]: CBCC is a mode, not a flag
 _XMAD_TYPES = mods(48, 2, "U16.U16=0 S16.U16=1 U16.S16=2 S16.S16=3 S16=1 U16=0")  # a, b signed [nvdisasm]
 
 
@@ -140,7 +149,7 @@ FORMS = [
     *alu("FMNMX", 0x5C60000000000000, ("r0", "r8 n48 a46", "{b} n45 a49", "p39 !42"), (_FTZ44,), imm="f20"),
     *alu("FSETP", 0x5BB0000000000000, ("p3", "p0", "r8 n43 a7", "{b} n6 a44", "p39 !42"),
          (_FCMP, flag(47, "FTZ"), _BOOL45), imm="f20"),
-    Form("MUFU", 0x5080000000000000, ("r0", "r8 n48"),
+    Form("MUFU", 0x5080000000000000, ("r0", "r8 n48 a46"),  # |a|: bit 46 [nvdisasm]
          (mods(20, 4, "COS=0 SIN=1 EX2=2 LG2=3 RCP=4 RSQ=5 RCP64H=6 RSQ64H=7", required=True),)),
     *alu("RRO", 0x5C90000000000000, ("r0", "{b} n45 a49"), (mods(39, 1, "SINCOS=0 EX2=1", required=True),),
          imm="f20"),
@@ -149,55 +158,73 @@ FORMS = [
     # ---- integer -------------------------------------------------------------------------
     *alu("IADD", 0x5C10000000000000, ("r0", "r8 n49", "{b} n48"), (_X43, _SAT50, _CC47)),
     Form("IADD32I", 0x1C00000000000000, ("r0", "r8 n56", "i32"), (flag(53, "X"), flag(52, "CC"))),
+    # IADD3 [grammar]; its immediate [nvdisasm] is 20 bits unsigned, bit 19 in bit 56
     *alu("IADD3", 0x5CC0000000000000, ("r0", "r8 n51", "{b} n50", "r39 n49"),
-         (mods(37, 2, "RS=1 LS=2"), flag(48, "X"), _CC47)),
+         (mods(37, 2, "RS=1 LS=2"), flag(48, "X"), _CC47), imm="u20s56"),
     *alu("ISCADD", 0x5C18000000000000, ("r0", "r8 n49", "{b} n48", "u39.5"), (_CC47,)),
     Form("ISCADD32I", 0x1400000000000000, ("r0", "r8", "i32", "u53.5")),
-    # XMAD [grammar] + [nvdisasm]: a and b signedness (bits 48, 49: printed as a pair), mode,
-    # .H1 of a (bit 53) and b; the constant forms keep PSL/MRG in other bits and have no CBCC
-    *[Form("XMAD", code, ops, grp, src) for code, ops, grp, src in (
-        (0x5B00000000000000, ("r0", "r8 h53", "r20 h35", "r39"),
-         (_XMAD_TYPES, mods(50, 2, "CLO=1 CHI=2 CSFU=3"),
-          flag(37, "MRG"), flag(36, "PSL"), flag(52, "CBCC"), flag(38, "X"), _CC47), "grammar"),
-        (0x3600000000000000, ("r0", "r8 h53", "u20.16", "r39"),
-         (_XMAD_TYPES, mods(50, 2, "CLO=1 CHI=2 CSFU=3"),
-          flag(37, "MRG"), flag(36, "PSL"), flag(52, "CBCC"), flag(38, "X"), _CC47), "grammar"),
-        (0x4E00000000000000, ("r0", "r8 h53", "c20 h52", "r39"),
-         (_XMAD_TYPES, mods(50, 2, "CLO=1 CHI=2 CSFU=3"),
-          flag(56, "MRG"), flag(55, "PSL"), flag(54, "X"), _CC47), "nvdisasm"),
-        (0x5100000000000000, ("r0", "r8 h53", "r39 h52", "c20"),
-         (_XMAD_TYPES, mods(50, 2, "CLO=1 CHI=2 CSFU=3"),
-          flag(54, "X"), _CC47), "nvdisasm"),
-    )],
+    # XMAD [grammar] + [nvdisasm]: a and b signedness (bits 48, 49: printed as a pair), the mode
+    # (bits 50-52: CLO, CHI, CSFU, CBCC), .H1 of a (bit 53) and of b; the constant forms keep
+    # PSL/MRG in other bits (or have none) and no CBCC; printed in nvdisasm's order (XMAD.PSL.CBCC)
+    Form("XMAD", 0x5B00000000000000, ("r0", "r8 h53", "r20 h35", "r39"),
+         (_XMAD_TYPES, flag(36, "PSL"), _XMAD_MODE, flag(37, "MRG"), flag(38, "X"), _CC47)),
+    Form("XMAD", 0x3600000000000000, ("r0", "r8 h53", "u20.16", "r39"),
+         (_XMAD_TYPES, flag(36, "PSL"), _XMAD_MODE, flag(37, "MRG"), flag(38, "X"), _CC47)),
+    Form("XMAD", 0x4E00000000000000, ("r0", "r8 h53", "c20 h52", "r39"),
+         (_XMAD_TYPES, flag(55, "PSL"), mods(50, 2, "CLO=1 CHI=2 CSFU=3"), flag(56, "MRG"), flag(54, "X"), _CC47),
+         "nvdisasm"),
+    Form("XMAD", 0x5100000000000000, ("r0", "r8 h53", "r39 h52", "c20"),
+         (_XMAD_TYPES, mods(50, 2, "CLO=1 CHI=2 CSFU=3"), flag(54, "X"), _CC47), "nvdisasm"),
     # LOP [grammar] + [nvdisasm]: ~a is bit 39, ~b bit 40; bits 48-50 a predicate result (PT: none)
     *alu("LOP", 0x5C47000000000000, ("r0", "r8 ~39", "{b} ~40"),
          (mods(41, 2, "AND=0 OR=1 XOR=2 PASS_B=3", required=True), _X43, _CC47)),
+    # with a predicate result of the outcome (.T always, .Z zero, .NZ non-zero) [nvdisasm]
+    *alu("LOP", 0x5C40000000000000, ("p48", "r0", "r8 ~39", "{b} ~40"),
+         (mods(41, 2, "AND=0 OR=1 XOR=2 PASS_B=3", required=True), _X43, mods(44, 2, "T=1 Z=2 NZ=3"), _CC47),
+         source="nvdisasm"),
     Form("LOP32I", 0x0400000000000000, ("r0", "r8", "i32"), (mods(53, 2, "AND=0 OR=1 XOR=2 PASS_B=3", required=True),)),
-    Form("LOP3", 0x5BE7000000000000, ("r0", "r8", "r20", "r39", "u28.8"), (), "grammar", fixed_mods=("LUT",)),
-    Form("LOP3", 0x3C00000000000000, ("r0", "r8", "i20", "r39", "u48.8"), (), "grammar", fixed_mods=("LUT",)),
+    # LOP3.LUT [grammar] + [nvdisasm]: .X bit 38 (57 in the immediate form), an optional predicate
+    # result in bits 48-50 with .T / .Z / .NZ in 36-37
+    Form("LOP3", 0x5BE7000000000000, ("r0", "r8", "r20", "r39", "u28.8"), (flag(38, "X"), _CC47),
+         fixed_mods=("LUT",)),
+    Form("LOP3", 0x5BE0000000000000, ("p48", "r0", "r8", "r20", "r39", "u28.8"),
+         (mods(36, 2, "T=1 Z=2 NZ=3"), flag(38, "X"), _CC47), "nvdisasm", fixed_mods=("LUT",)),
+    Form("LOP3", 0x3C00000000000000, ("r0", "r8", "i20", "r39", "u48.8"), (flag(57, "X"), _CC47),
+         fixed_mods=("LUT",)),
+    Form("LOP3", 0x0200000000000000, ("r0", "r8", "c20", "r39", "u48.8"), (_CC47,), "nvdisasm",
+         fixed_mods=("LUT",)),  # with a constant: ptxas's 0x02f8030800670707 is LOP3.LUT R7, R7, c[0x2][0x18], R6, 0xf8
     *alu("SHL", 0x5C48000000000000, ("r0", "r8", "{b}"), (flag(39, "W"),)),
     *alu("SHR", 0x5C28000000000000, ("r0", "r8", "{b}"), (_U32_48,)),
-    *alu("BFE", 0x5C00000000000000, ("r0", "r8", "{b}"), (_U32_48,)),
+    *alu("BFE", 0x5C00000000000000, ("r0", "r8", "{b}"), (_U32_48, flag(40, "BREV"))),  # BREV [nvdisasm]
     *alu("BFI", 0x5BF0000000000000, ("r0", "r8", "{b}", "r39"), c39=("r0", "r8", "r39", "c20")),
     *alu("SEL", 0x5CA0000000000000, ("r0", "r8", "{b}", "p39 !42")),
     *alu("IMNMX", 0x5C20000000000000, ("r0", "r8", "{b}", "p39 !42"),
          (_U32_48, mods(43, 2, "XLO=1 XHI=3"), _CC47)),
+    # ISET / FSET [grammar] + [nvdisasm]: .BF (1.0 / 0 instead of -1 / 0) is bit 44 / 52; FSET's
+    # -b, |a| are bits 53, 54
+    *alu("ISET", 0x5B50000000000000, ("r0", "r8", "{b}", "p39 !42"),
+         (flag(44, "BF"), _ICMP, _U32_48, _X43, _BOOL45, _CC47)),
+    *alu("FSET", 0x5800000000000000, ("r0", "r8 n43 a54", "{b} n53 a44", "p39 !42"),
+         (flag(52, "BF"), _FCMP, flag(55, "FTZ"), _BOOL45, _CC47), imm="f20", source="nvdisasm"),
     *alu("ISETP", 0x5B60000000000000, ("p3", "p0", "r8", "{b}", "p39 !42"), (_ICMP, _U32_48, _X43, _BOOL45)),
     *alu("ICMP", 0x5B40000000000000, ("r0", "r8", "{b}", "r39"), (_ICMP, _U32_48), c39=("r0", "r8", "r39", "c20")),
     *alu("POPC", 0x5C08000000000000, ("r0", "{b} ~40")),
     *alu("FLO", 0x5C30000000000000, ("r0", "{b} ~40"), (mods(48, 1, "U32=0 S32=1", default="S32"), flag(41, "SH"))),
     Form("SHF", 0x5BF8000000000000, ("r0", "r8", "r20", "r39"),
          (mods(37, 2, "U64=2 S64=3"), flag(50, "W"), flag(48, "HI")), fixed_mods=("L",)),
-    Form("SHF", 0x36F8000000000000, ("r0", "r8", "i20", "r39"),
+    Form("SHF", 0x36F8000000000000, ("r0", "r8", "u20.6", "r39"),
          (mods(37, 2, "U64=2 S64=3"), flag(50, "W"), flag(48, "HI")), fixed_mods=("L",)),
     Form("SHF", 0x5CF8000000000000, ("r0", "r8", "r20", "r39"),
          (mods(37, 2, "U64=2 S64=3"), flag(50, "W"), flag(48, "HI")), fixed_mods=("R",)),
-    Form("SHF", 0x38F8000000000000, ("r0", "r8", "i20", "r39"),
+    Form("SHF", 0x38F8000000000000, ("r0", "r8", "u20.6", "r39"),
          (mods(37, 2, "U64=2 S64=3"), flag(50, "W"), flag(48, "HI")), fixed_mods=("R",)),
     # LEA [grammar]: the plain form (shift in bits 39-43) and LEA.HI (shift in 28-32)
     *alu("LEA", 0x5BD7000000000000, ("r0", "r8", "{b}", "u39.5"), (_CC47,)),
     # LEA.HI [grammar] code 0x5bdf004000000000, whose bit 38 nvdisasm prints as .X
     Form("LEA", 0x5BDF000000000000, ("r0", "r8", "r20", "r39", "u28.5"), (flag(38, "X"), _CC47), fixed_mods=("HI",)),
+    # LEA.HI with a constant [grammar code 0x0a07...; nvdisasm: 0x1807..., .X bit 57, -a bit 56]
+    Form("LEA", 0x1807000000000000, ("r0", "r8 n56", "c20", "r39", "u51.5"), (flag(57, "X"), _CC47), "nvdisasm",
+         fixed_mods=("HI",)),
     *alu("PRMT", 0x5BC0000000000000, ("r0", "r8", "{b}", "r39"),
          (mods(48, 3, "F4E=1 B4E=2 RC8=3 ECL=4 ECR=5 RC16=6"),), c39=("r0", "r8", "r39", "c20")),
     # ---- conversions [grammar]: destination type in bits 8-9 (width) and 12 (signed), source
@@ -208,12 +235,12 @@ FORMS = [
                                                         ("FLOOR", 9), ("CEIL", 10), ("TRUNC", 11)))),
           _SAT50), imm="f20"),
     *alu("F2I", 0x5CB0000000000000, ("r0", "{b} n45 a49"),
-         (flag(44, "FTZ"), _x2x(True, _INT_TYPES, "S32"), _x2x(False, "F16=1 F32=2 F64=3", "F32"),
+         (flag(44, "FTZ"), _x2x(True, _F2I_TYPES, "S32"), _x2x(False, "F16=1 F32=2 F64=3", "F32"),
           mods(39, 2, "ROUND=0 FLOOR=1 CEIL=2 TRUNC=3", default="ROUND")), imm="f20"),
     *alu("I2F", 0x5CB8000000000000, ("r0", "{b} n45 a49"),
          (_x2x(True, "F16=1 F32=2 F64=3", "F32"), _x2x(False, _INT_TYPES, "S32"), _RND39)),
     *alu("I2I", 0x5CE0000000000000, ("r0", "{b} n45 a49"),
-         (_x2x(True, _INT_TYPES, "S32"), _x2x(False, _INT_TYPES, "S32"), _SAT50)),
+         (_x2x(True, _INT_TYPES_32, "S32"), _x2x(False, _INT_TYPES_32, "S32"), _SAT50)),
     # ---- moves, predicates ---------------------------------------------------------------
     *alu("MOV", 0x5C98078000000000, ("r0", "{b}")),
     Form("MOV32I", 0x010000000000F000, ("r0", "i32")),
@@ -227,11 +254,11 @@ FORMS = [
     # SHFL [grammar]: bit 28 b immediate (bits 20-27), bit 29 c immediate (bits 34-46)
     Form("SHFL", 0xEF10000000000000, ("p48", "r0", "r8", "r20", "r39"),
          (mods(30, 2, "IDX=0 UP=1 DOWN=2 BFLY=3", required=True),)),
-    Form("SHFL", 0xEF10000010000000, ("p48", "r0", "r8", "u20.8", "r39"),
+    Form("SHFL", 0xEF10000010000000, ("p48", "r0", "r8", "u20.5", "r39"),
          (mods(30, 2, "IDX=0 UP=1 DOWN=2 BFLY=3", required=True),)),
     Form("SHFL", 0xEF10000020000000, ("p48", "r0", "r8", "r20", "u34.13"),
          (mods(30, 2, "IDX=0 UP=1 DOWN=2 BFLY=3", required=True),)),
-    Form("SHFL", 0xEF10000030000000, ("p48", "r0", "r8", "u20.8", "u34.13"),
+    Form("SHFL", 0xEF10000030000000, ("p48", "r0", "r8", "u20.5", "u34.13"),
          (mods(30, 2, "IDX=0 UP=1 DOWN=2 BFLY=3", required=True),)),
     # ---- memory [grammar] + [nvdisasm] ---------------------------------------------------
     Form("LDS", 0xEF48000000000000, ("r0", "m8.20.24"), (flag(44, "U"), _MEMTYPE48)),
@@ -248,7 +275,8 @@ FORMS = [
          (flag(52, "E"), mods(56, 2, "CG=1 CS=2 WT=3"), mods(53, 3, "U8=0 S8=1 U16=2 S16=3 32=4 64=5 128=6", default="32")),
          "nvdisasm"),
     # LDC [nvdisasm]: c[bank (bits 36-40)][register + 16-bit signed offset]
-    Form("LDC", 0xEF90000000000000, ("r0", "cx"), (_MEMTYPE48,), "nvdisasm"),
+    Form("LDC", 0xEF90000000000000, ("r0", "cx"), (mods(48, 3, "U8=0 S8=1 U16=2 S16=3 32=4 64=5", default="32"),),
+         "nvdisasm"),
     Form("ATOM", 0xED00000000000000, ("r0", "m8.28.20", "r20"),
          (flag(48, "E"), mods(52, 4, "ADD=0 MIN=1 MAX=2 INC=3 DEC=4 AND=5 OR=6 XOR=7 EXCH=8", required=True),
           mods(49, 3, "S32=1 U64=2 F32.FTZ.RN=3 F16x2.FTZ.RN=4 S64=5 U32=0")), "nvdisasm"),
@@ -262,7 +290,8 @@ FORMS = [
     # predicate result bits 51-53 (PT: none); .T / .P are the control word's reuse bits 0 / 1
     Form("TLD", 0xDD38000000000000, ("r0", "r8", "r20", "zero", "dim28", "u31.4"), (flag(49, "NODEP"),),
          "nvdisasm", fixed_mods=("B", "LZ"), reuse_mods=(("T", 1), ("P", 2))),
-    Form("DEPBAR", 0xF0F0000000000000, ("sb26", "u20.6"), (flag(29, "LE"),)),
+    Form("DEPBAR", 0xF0F0000020000000, ("sb26", "u20.6"), (), fixed_mods=("LE",)),
+    Form("DEPBAR", 0xF0F0000000000000, ("sbset",), (), "grammar"),  # DEPBAR {5,4,...}: wait for those scoreboards
     Form("MEMBAR", 0xEF98000000000000, (), (mods(8, 2, "CTA=0 GL=1 SYS=2", show=True),)),
     # ---- control [grammar] + [maxas] ----------------------------------------------------
     # BAR.SYNC with an immediate barrier (bits 8-11, flag bit 44), no thread count (bit 43), no
@@ -281,6 +310,34 @@ FORMS = [
     Form("EXIT", 0xE30000000000000F, ()),
     Form("NOP", 0x50B0000000000F00, ()),
 ]
+
+
+
+def _f32_source_only(forms):
+    """[nvdisasm] reads a conversion's immediate by its source type (19 high bits of an F32, of an
+    F64, or an F16): the immediate forms here take an F32 source only."""
+    out = []
+    for f in forms:
+        if f.opcode in ("F2F", "F2I") and f.code >> 56 in (0x38, 0x39):
+            groups = tuple(_x2x(False, "F32=2", "F32") if g.mask == (3 << 10 | 1 << 13) else g for g in f.mods)
+            f = attrs.evolve(f, mods=groups)
+        out.append(f)
+    return out
+
+
+FORMS = _f32_source_only(FORMS)
+
+# Opcodes without operand reuse [nvdisasm prints no .reuse for them; maxas's types s2r, qtr, mem,
+# vote have reuse 0 (maxas marks RRO so too, but nvdisasm shows RRO's reuse flag)]
+NO_REUSE = frozenset(("MUFU", "POPC", "FLO", "F2F", "F2I", "I2F", "I2I", "S2R", "CS2R", "VOTE", "SHFL", "LDS",
+                      "STS", "LDG", "STG", "LDL", "STL", "LD", "ST", "LDC", "ATOM", "RED", "ATOMS", "TLD",
+                      "DEPBAR", "MEMBAR", "BAR", "BRA", "CAL", "SSY", "PBK", "PCNT", "RET", "BRK", "CONT",
+                      "SYNC", "EXIT", "NOP"))
+FORMS = [attrs.evolve(f, reuse=False) if f.opcode in NO_REUSE else f for f in FORMS]
+# [nvdisasm]: FADD reads its second source through the third operand slot (FADD is a*1 + b); its
+# reuse flag is the third slot's (bit 2)
+FORMS = [attrs.evolve(f, reuse_slots=(-1, 0, 2)) if f.opcode == "FADD" and f.operands[2].startswith("r20") else f
+         for f in FORMS]
 
 # S2R / CS2R special registers [grammar] (numbers in bits 20-27; the names as nvdisasm prints them)
 SPECIAL_REGISTERS = {
