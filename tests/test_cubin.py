@@ -403,3 +403,34 @@ def test_ptx_goes_through_ptxas(tmp_path):
         r = launch(kern, 3, 128, params={"vecadd_param_0": "a", "#1": "b", 0x150: "c", "vecadd_param_3": 300},
                    buffers={"a": a, "b": a, "c": np.zeros(300, np.float32)}, timing=False, predict=False)
         assert np.array_equal(r.outputs["c"], 2 * a)
+
+
+DEVICE_VARIABLES = """
+__device__ float scale = 2.0f;
+extern "C" __global__ void k(float* x) { x[threadIdx.x] *= scale; }
+extern "C" __global__ void __launch_bounds__(128) bounded(float* x) { x[threadIdx.x] += 1.0f; }
+"""
+
+
+def test_device_variables_and_launch_bounds(tmp_path):
+    """A __device__ variable's address is patched into constant bank 4 at load time: the cubin
+    says so (a relocation), and a kernel that reads it is refused by name before it runs; the
+    __launch_bounds__ of a kernel bound its launches."""
+    _nvrtc()
+    from maxsim.cuda import compile_cuda
+    cub = read_bytes(compile_cuda(DEVICE_VARIABLES))
+    assert [(b, sym) for b, _, _, sym in cub.kernel("k").bank_relocations] == [(4, "scale")]
+    assert cub.kernel("bounded").max_threads == (128, 1, 1)
+    if not _has_codec():
+        return
+    from maxsim.errors import LaunchError
+    from maxsim.host import Kernel, launch
+    path = tmp_path / "dev.cu"
+    path.write_text(DEVICE_VARIABLES)
+    with pytest.raises(MaxsimError, match=r"reads the address of a __device__ variable \(scale\)"):
+        Kernel.load(path, kernel="k")
+    b = Kernel.load(path, kernel="bounded")
+    with pytest.raises(LaunchError, match="at most 128 threads per CTA"):
+        launch(b, 1, 256, params={"x": "x"}, buffers={"x": np.zeros(256, np.float32)}, timing=False, predict=False)
+    r = launch(b, 1, 128, params={"x": "x"}, buffers={"x": np.zeros(128, np.float32)}, timing=False, predict=False)
+    assert np.array_equal(r.outputs["x"], np.ones(128, np.float32))

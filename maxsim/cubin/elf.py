@@ -65,6 +65,9 @@ class CubinKernel:
     attributes: tuple = ()  # every Attribute of .nv.info.NAME
     relocations: tuple = ()  # (offset, type, symbol name) of .rel(a).text.NAME
     frame_size: int = 0
+    # (bank, offset, type, symbol name) of .rel(a).nv.constantN: words of a constant bank the
+    # loader patches with the address of a __device__ variable
+    bank_relocations: tuple = ()
     filename: str = "<cubin>"
 
 
@@ -176,6 +179,14 @@ def _read(elf, filename):
             if a.fmt == ea.SVAL and len(a.value) >= 8:
                 sym, val = a.words[:2]
                 global_info.setdefault(sym, {})[a.name] = val
+    bank_relocs = []
+    for name, s in sections.items():
+        for prefix in (".rel.nv.constant", ".rela.nv.constant"):
+            if name.startswith(prefix) and name[len(prefix):].isdigit():
+                bank = int(name[len(prefix):])
+                for r in s.iter_relocations():
+                    target = symbols[r["r_info_sym"]].name if r["r_info_sym"] < len(symbols) else "?"
+                    bank_relocs.append((bank, r["r_offset"], r["r_info_type"], target))
     shared_banks = {}
     for name, s in sections.items():
         for bank in (1, 2, 3, 4, 5):
@@ -232,7 +243,8 @@ def _read(elf, filename):
             name=name, arch=arch, code=code, reg_cnt=reg_cnt, bar_cnt=bar_cnt, shared_size=shared_size,
             params=tuple(params), param_size=param_size, constant0_size=c0_size, constants=banks,
             max_threads=max_threads, exit_offsets=tuple(exits), attributes=attrs_,
-            relocations=tuple(relocs), frame_size=g.get("FRAME_SIZE", 0), filename=filename))
+            relocations=tuple(relocs), frame_size=g.get("FRAME_SIZE", 0), bank_relocations=tuple(bank_relocs),
+            filename=filename))
     if not kernels:
         raise CubinError(f"{filename}: the cubin holds no kernel")
     return Cubin(arch, tuple(kernels), filename)

@@ -49,6 +49,7 @@ class Kernel:
     params: tuple  # KernelParam records, by offset
     textures: tuple = ()  # (name, texture number) pairs from the source's constant names
     banks: dict = attrs.field(factory=dict)  # {bank: bytes}: constant banks besides 0 (a cubin's 2 and 3)
+    max_threads: int = 0  # threads per CTA a cubin's kernel was compiled for (__launch_bounds__), 0: any
 
     @property
     def name(self) -> str:
@@ -67,7 +68,7 @@ class Kernel:
             loaded = load(path_or_text, kernel)
             names = {i: n for i, n in enumerate(loaded.names) if n}
             k = cls.of(loaded.code, names)
-            return attrs.evolve(k, banks=dict(loaded.banks))
+            return attrs.evolve(k, banks=dict(loaded.banks), max_threads=loaded.max_threads)
         from ..asm import assemble_text, is_source
         from ..sass import parse_text
         text, filename = _text_of(path_or_text)

@@ -206,6 +206,9 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     cfg = _arch(config)
     k = as_kernel(kernel, cfg)
     (gx, gy), bx, dims = _geometry(grid, block)
+    if k.max_threads and bx > k.max_threads:
+        raise LaunchError(f"kernel {k.name} was compiled for at most {k.max_threads} threads per CTA "
+                          f"(__launch_bounds__), launched with {bx}")
     code = k.code
     if not isinstance(shared, (int, np.integer)) or shared < 0:
         raise LaunchError(f"dynamic shared memory {shared!r}: expected a number of bytes >= 0")
