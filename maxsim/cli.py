@@ -303,7 +303,10 @@ def _asm_parser(sub):
                                    "written in the source are kept; the hazards they leave open are "
                                    "printed as warnings. Perl <CODE> blocks are refused: expand them "
                                    "with `maxas.pl -p` first.")
-    s.add_argument("input", help="the source file (.sass)")
+    s.add_argument("input", help="the source file (.sass), or a .cubin / .cu / .ptx whose kernel is decoded "
+                                 "(and written again as text or as a cubin)")
+    s.add_argument("--kernel", metavar="NAME", default=None,
+                   help="for a .cubin, .cu or .ptx input: which kernel")
     s.add_argument("-o", "--output", metavar="FILE", default=None,
                    help="write the final form to FILE (default: standard output); a FILE ending in .cubin "
                         "gets the kernel encoded as a cubin for its Arch (sm_50/52), which the CUDA driver "
@@ -351,8 +354,17 @@ def cmd_disasm(args):
 def cmd_asm(args):
     from .arch.config import load_config
     from .asm import assemble_file
+    from .cubin import is_binary_path
     cfg = load_config(args.config)
-    result = assemble_file(args.input, cfg=cfg)
+    if is_binary_path(args.input):  # a cubin (or CUDA C / PTX): its decoded kernel, written out again
+        from types import SimpleNamespace
+        from .cubin import load
+        loaded = load(args.input, args.kernel)
+        result = SimpleNamespace(kernel=loaded.code, text=loaded.text, hazards=(), allocated={})
+    else:
+        if args.kernel:
+            raise UsageError("--kernel applies to a .cubin, .cu or .ptx input")
+        result = assemble_file(args.input, cfg=cfg)
     k = result.kernel
     if args.strict and result.hazards:
         h = result.hazards[0]

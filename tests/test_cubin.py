@@ -434,3 +434,22 @@ def test_device_variables_and_launch_bounds(tmp_path):
         launch(b, 1, 256, params={"x": "x"}, buffers={"x": np.zeros(256, np.float32)}, timing=False, predict=False)
     r = launch(b, 1, 128, params={"x": "x"}, buffers={"x": np.zeros(128, np.float32)}, timing=False, predict=False)
     assert np.array_equal(r.outputs["x"], np.ones(128, np.float32))
+
+
+@needs_codec
+def test_cli_asm_rewrites_a_compiled_kernel_as_a_cubin_that_runs(tmp_path):
+    """maxsim asm poly_constant.cu -o poly.cubin: decoded, re-encoded and written with its
+    __constant__ coefficients (bank 3); the cubin runs right (parameters by position: a cubin
+    carries no names)."""
+    _nvrtc()
+    from maxsim.cli import main
+    from maxsim.host import Kernel, launch
+    out = tmp_path / "poly.cubin"
+    assert main(["asm", CASES["poly"].path, "-o", str(out)]) == 0
+    k = Kernel.load(out)
+    assert k.banks[3] == COEFFS.tobytes() and k.param("#0").offset == 0x140
+    grid, block, params, buffers, ref = CASES["poly"].setup(1000, np.random.default_rng(2))
+    params = {"#0": "x", "#1": "y", "#2": 1000}
+    r = launch(k, grid, block, params=params, buffers=buffers, timing=False, predict=False)
+    exp, rtol, atol = ref["y"]
+    np.testing.assert_allclose(r.outputs["y"], exp, rtol=rtol, atol=atol)
