@@ -475,3 +475,35 @@ def test_compiled_kernels_time_the_same_in_both_timing_cores(name):
         addr, buf = bound.buffers[b]
         got = bound.memory.read(addr, int(np.prod(buf.shape)), buf.dtype).reshape(exp.shape)
         np.testing.assert_allclose(got, exp, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("op", ["IADD32I R0, R0, 0x1", "LOP32I.AND R0, R0, 0xff", "ISCADD32I R0, R0, 0x10, 0x2",
+                                "FMUL32I R0, R0, 1.5", "FADD32I R0, R0, 1.5", "FFMA32I R0, R0, 1.5, R0"])
+def test_immediate_forms_time_as_full_rate_alu_instructions(op):
+    """A dependent chain of ptxas's 32-bit-immediate forms, by hand: instruction i issues at
+    i x latency.alu (the stall the assembler writes), cycles = n x alu + 1, no hazard; one cycle
+    shorter, every link is a read-after-write hazard (the timing model sees their results)."""
+    from maxsim.arch.config import load_config
+    from maxsim.timing.run import simulate
+    from maxsim.validate import kernels as K
+    lat = load_config().latency
+    n = 6
+    _, sm = simulate(K.dependent_chain(n, lat.alu, op=op, exit_stall=lat.exit), 1, 32, log=True)
+    d = sm.stats.to_dict()
+    assert [t for t, _ in K.issues(sm)] == [i * lat.alu for i in range(n + 1)]
+    assert d["cycles"] == n * lat.alu + 1 and d["hazards"] == 0
+    _, sm = simulate(K.dependent_chain(n, lat.alu - 1, op=op, exit_stall=lat.exit), 1, 32, log=True)
+    assert sm.stats.to_dict()["hazards"] == n - 1
+
+
+def test_membar_issues_as_a_nop():
+    """MEMBAR.CTA between two independent FFMAs: it takes an issue slot and its stall, nothing else
+    (the model keeps each warp's memory operations in order)."""
+    from maxsim.arch.config import load_config
+    from maxsim.timing.run import simulate
+    from maxsim.validate import kernels as K
+    lat = load_config().latency
+    src = "\n".join(["--:-:-:-:1 FFMA R4, R1, R2, R3;", "--:-:-:-:1 MEMBAR.CTA;", "--:-:-:-:1 FFMA R8, R1, R2, R3;",
+                     K.exit_line(lat.exit)])
+    _, sm = simulate(K.kernel(src), 1, 32, log=True)
+    assert [t for t, _ in K.issues(sm)] == [0, 1, 2, 3]
