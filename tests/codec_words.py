@@ -25,7 +25,7 @@ def random_word(c, rnd) -> int:
         elif k == "const":
             w |= rnd(1 << 19) << 20
         elif k == "cx":
-            w |= rnd(1 << 16) << 20 | rnd(32) << 36 | rnd(256) << 8
+            w |= rnd(1 << 16) << 20 | rnd(32) << 36 | (rnd(255) if rnd(4) else 255) << 8
         elif k in ("simm", "fimm", "uimm20"):
             w |= rnd(1 << 19) << 20 | rnd(2) << 56
         elif k in ("uimm", "sbset"):

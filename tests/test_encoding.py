@@ -30,12 +30,22 @@ NOT_ENCODABLE = {
 }
 
 
+# opcodes whose immediate is an fp32 pattern: 1.0 and 0x3f800000 are the same operand
+FLOAT_IMMEDIATES = frozenset(("FFMA", "FMUL", "FADD", "FMNMX", "FSETP", "RRO", "F2F", "F2I", "MOV32I"))
+
+
 def same_instruction(a: ins.Instruction, b: ins.Instruction) -> bool:
-    """Equal records up to source position, immediate spelling, modifier order and label names."""
+    """Equal records up to source position, immediate spelling, label names and the spelling of
+    modifiers (their order, defaults written or not: compared by the bits they select)."""
+    def operand(i, o):
+        if i.opcode in FLOAT_IMMEDIATES and o.kind in (ins.IMM, ins.FIMM):
+            return ins.Operand(ins.IMM, value=E._float_bits(o))  # fp32 bits, as the executor reads them
+        return attrs.evolve(o, text="", name="" if o.kind == ins.LABEL else o.name)
+
     def norm(i):
-        ops = tuple(attrs.evolve(o, text="", name="" if o.kind == ins.LABEL else o.name) for o in i.operands)
-        return attrs.evolve(i, operands=ops, mods=tuple(sorted(i.mods)), line=0, filename="", target_label="")
-    return norm(a) == norm(b)
+        return attrs.evolve(i, operands=tuple(operand(i, o) for o in i.operands), mods=(), line=0, filename="",
+                            target_label="")
+    return norm(a) == norm(b) and E.modifier_bits(a) == E.modifier_bits(b) is not None
 
 
 @pytest.mark.parametrize("name", [n for n, _ in project_kernels.project_kernels()])
@@ -188,3 +198,25 @@ def test_unknown_words_are_named_by_offset():
         E.decode(code)
     with pytest.raises(EncodingError, match="whole number of 32-byte groups"):
         E.decode(code[:24])
+
+
+def test_a_branch_to_itself_with_code_after_it_is_kept():
+    """Only a BRA to itself with nothing but NOPs after it ends the code (maxas's and ptxas's
+    tail); a spin loop in the middle of a kernel is decoded."""
+    k = parse_text("SPIN:\n--:-:-:-:5      BRA SPIN;\n--:-:-:-:5      EXIT;\n")
+    lines = E.decode(E.encode(k))
+    assert [d.text for d in lines] == ["BRA TARGET1", "EXIT"]
+    assert lines[0].labels == ("TARGET1",)
+
+
+def test_ptxas_group_targets():
+    """ptxas addresses a branch target that opens a group by the group's control word; it decodes
+    to the group's first instruction, and ``group_targets`` encodes it so again."""
+    text = "--:-:-:-:1      NOP;\n--:-:-:-:1      NOP;\n--:-:-:-:5      BRA NEXT;\nNEXT:\n--:-:-:-:5      EXIT;\n"
+    k = parse_text(text)
+    maxas_style, ptxas_style = E.encode(k), E.encode(k, group_targets=True)
+    # BRA at 0x18 (slot 2): maxas targets EXIT at 0x28 (offset 0x8), ptxas its group at 0x20 (0x0)
+    assert _words(maxas_style)[3] >> 20 & 0xFFFFFF == 0x8
+    assert _words(ptxas_style)[3] >> 20 & 0xFFFFFF == 0x0
+    for code in (maxas_style, ptxas_style):
+        assert [d.target for d in E.decode(code)] == [-1, -1, 3, -1]

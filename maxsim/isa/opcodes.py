@@ -170,9 +170,10 @@ def match_modifiers(spec: OpSpec, mods: tuple):
     groups = list(spec.mod_groups)
     for n, m in enumerate(mods):
         if m in mods[:n] and not ((spec.name in CONVERSIONS or spec.name == "XMAD") and m in _TYPES) \
-                and not (spec.name == "PSETP" and m in _BOOL):  # PSETP.AND.AND: two boolean operations
+                and not (spec.name == "PSETP" and m in _BOOL):
             # a repeated modifier (XMAD.PSL.PSL) is never meaningful, but a conversion names its
-            # destination and source types (F2F.F32.F32)
+            # destination and source types (F2F.F32.F32) and PSETP its two operations
+            # (PSETP.AND.AND, as nvdisasm and maxas write it)
             return m
         for i, g in enumerate(groups):
             if m in g:

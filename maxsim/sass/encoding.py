@@ -487,7 +487,8 @@ def decode(code: bytes, *, start: int = 0, stop_at_self_branch: bool = True) -> 
     :class:`DecodedLine` records, from byte offset ``start`` (a multiple of 32).
 
     Decoding ends at the end of the code or, as maxas's extractor does, at an unguarded ``BRA``
-    to itself (the end of every kernel ptxas or maxas writes; the NOPs after it are padding)."""
+    to itself with nothing but NOPs after it (the end of every kernel ptxas or maxas writes; the
+    NOPs are padding). A ``BRA`` to itself with code after it is an instruction like any other."""
     if start % 32:
         raise EncodingError(f"decode start 0x{start:x} is not at a control word (a multiple of 32 bytes)")
     n_words = (len(code) - start) // 8
@@ -495,6 +496,12 @@ def decode(code: bytes, *, start: int = 0, stop_at_self_branch: bool = True) -> 
         raise EncodingError(f"code of {len(code) - start} bytes is not a whole number of 32-byte groups "
                             f"(a control word and three instructions)")
     words = struct.unpack_from(f"<{n_words}Q", code, start)
+    nop, nop_mask = _BY_OPCODE["NOP"][0].code, _BY_OPCODE["NOP"][0].mask
+    last = 0  # word number of the last instruction that is not a NOP
+    for n in range(n_words - 1, -1, -1):
+        if n % 4 and words[n] & nop_mask != nop:
+            last = n
+            break
     decoded = []  # (address, word, control, head, ops, guard, target)
     for g in range(0, n_words, 4):
         cw = words[g]
@@ -507,7 +514,7 @@ def decode(code: bytes, *, start: int = 0, stop_at_self_branch: bool = True) -> 
             w = words[g + s + 1]
             head, ops, guard, target = _decode_word(w, bits & 0x1FFFF, bits >> 17, address)
             to_self = target == address or (target == address - 8 and address % 32 == 8)  # (ptxas: the group)
-            if stop_at_self_branch and to_self and head.startswith("BRA") and not guard:
+            if stop_at_self_branch and to_self and head.startswith("BRA") and not guard and g + s + 1 >= last:
                 done = True
                 break
             decoded.append((address, w, bits & 0x1FFFF, head, ops, guard, target))
@@ -770,6 +777,19 @@ def encode_instruction(instr: ins.Instruction, target_offset: int = 0):
             raise _error(instr, "control field out of range")
         return w, control_bits(instr.control), reuse
     raise _error(instr, reason)
+
+
+def modifier_bits(instr: ins.Instruction):
+    """The bits an instruction's modifiers select (defaults filled in), or None if no form takes
+    them: two spellings that give the same bits are the same instruction (``F2I`` and
+    ``F2I.S32.F32``, ``ISETP.LT.AND`` and ``ISETP.AND.LT``)."""
+    for c in _BY_OPCODE.get(instr.opcode, ()):
+        if len(c.fields) == len(instr.operands) and all(
+                op.kind in _KIND_ACCEPTS[f.kind] for f, op in zip(c.fields, instr.operands)):
+            m = _match_mods(c, instr.mods)
+            if not isinstance(m, str):
+                return m
+    return None
 
 
 def _pack(entries) -> bytes:
