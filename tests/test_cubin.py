@@ -456,7 +456,7 @@ def test_cli_asm_rewrites_a_compiled_kernel_as_a_cubin_that_runs(tmp_path):
 
 
 @needs_codec
-@pytest.mark.parametrize("name", ["histogram", "signed_div", "transcendental", "block_sum", "index_math"])
+@pytest.mark.parametrize("name", ["histogram", "signed_div", "transcendental", "block_sum", "index_math", "warp_vote"])
 def test_compiled_kernels_time_the_same_in_both_timing_cores(name):
     """ptxas's SASS (XMAD sequences, IADD32I/LOP32I, SHF, MUFU/RRO, SHFL, ATOMS/RED, MEMBAR, LOP with
     a predicate ...) through the reference timing core and the compiled one: identical figures;
@@ -478,7 +478,7 @@ def test_compiled_kernels_time_the_same_in_both_timing_cores(name):
 
 
 @pytest.mark.parametrize("op", ["IADD32I R0, R0, 0x1", "LOP32I.AND R0, R0, 0xff", "ISCADD32I R0, R0, 0x10, 0x2",
-                                "FMUL32I R0, R0, 1.5", "FADD32I R0, R0, 1.5", "FFMA32I R0, R0, 1.5, R0"])
+                                "FMUL32I R0, R0, 1.5", "FADD32I R0, R0, 1.5"])
 def test_immediate_forms_time_as_full_rate_alu_instructions(op):
     """A dependent chain of ptxas's 32-bit-immediate forms, by hand: instruction i issues at
     i x latency.alu (the stall the assembler writes), cycles = n x alu + 1, no hazard; one cycle

@@ -508,6 +508,34 @@ def _isetp(ctx, instr, ops, mods, zrow):
     return run
 
 
+def _iset(ctx, instr, ops, mods, zrow):
+    cmp = next(x for x in mods if x in ("LT", "LE", "GT", "GE", "EQ", "NE"))
+    bop = alu.boolop(next((x for x in mods if x in ("AND", "OR", "XOR")), "AND"))
+    signed = "U32" not in mods
+    a, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:3])
+    pc = _pred_reader(ops[3])
+    true = U32(0x3F800000) if "BF" in mods else U32(0xFFFFFFFF)
+    write = _writer(ops[0].reg, zrow)
+
+    def run(g, m):
+        r = bop(alu.isetp(a(g), b(g), cmp, signed), pc(g))
+        write(g, np.where(r, true, U32(0)).astype(np.uint32), m)
+    return run
+
+
+def _icmp(ctx, instr, ops, mods, zrow):
+    cmp = next(x for x in mods if x in ("LT", "LE", "GT", "GE", "EQ", "NE"))
+    signed = "U32" not in mods
+    a, b, c = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:4])
+    write = _writer(ops[0].reg, zrow)
+    zero = U32(0)
+
+    def run(g, m):
+        pick = alu.isetp(c(g), zero, cmp, signed)
+        write(g, np.where(pick, a(g), b(g)).astype(np.uint32), m)
+    return run
+
+
 def write_pred(g, dst, val, m):
     """Predicate ``dst`` := val on the lanes of mask m (None: all lanes); PT is not written."""
     if dst == ins.PT:
@@ -521,7 +549,7 @@ def write_pred(g, dst, val, m):
 _ALU = {
     "IADD": _iadd, "IADD3": _iadd3, "ISCADD": _iscadd,
     "XMAD": _xmad, "LOP": _lop, "MOV": _mov, "MOV32I": _mov, "SHL": _shift, "SHR": _shift,
-    "BFE": _bfe, "SEL": _sel, "ISETP": _isetp, "SHF": _shf,
+    "BFE": _bfe, "SEL": _sel, "ISETP": _isetp, "ISET": _iset, "ICMP": _icmp, "SHF": _shf,
 }
 
 

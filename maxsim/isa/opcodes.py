@@ -66,13 +66,12 @@ OPCODES = {s.name: s for s in (
           {"MRG", "PSL", "CHI", "CLO", "CSFU", "CBCC"}, {"PSL", "CBCC"}, {"CBCC"}),
     _spec("LOP", "alu", 1, "R R R|C|I", {"AND", "OR", "XOR", "PASS_B"}, {"Z", "NZ"}),
     # the forms with a 32-bit immediate that ptxas emits (maxas's grammar: IADD32I, LOP32I, FMUL32I,
-    # FADD32I, FFMA32I, ISCADD32I): the same operations as their register forms
+    # FADD32I, ISCADD32I): the same operations as their register forms
     _spec("IADD32I", "alu", 1, "R R I", {"X"}, {"CC"}),
     _spec("LOP32I", "alu", 1, "R R I", {"AND", "OR", "XOR", "PASS_B"}),
     _spec("ISCADD32I", "alu", 1, "R R I I"),
     _spec("FMUL32I", "alu", 1, "R R F|I", {"FTZ"}),
     _spec("FADD32I", "alu", 1, "R R F|I", {"FTZ"}),
-    _spec("FFMA32I", "alu", 1, "R R F|I R", {"FTZ"}),
     # SHF.L / SHF.R: funnel shift of the 64-bit pair (c:a) by b; .W wraps the shift count (mod 32),
     # else it is clamped to 32
     _spec("SHF", "alu_half", 1, "R R R|C|I R", {"L", "R"}, {"W"}, {"U64", "S64", "U32", "S32"}, {"HI"}),
@@ -86,6 +85,11 @@ OPCODES = {s.name: s for s in (
     _spec("BFE", "alu_half", 1, "R R R|C|I", {"U32", "S32"}),
     _spec("SEL", "alu_half", 1, "R R R|C|I P"),
     _spec("ISETP", "alu_half", 2, "P P R R|C|I P", _CMP, {"U32", "S32"}, _BOOL),
+    # ISET: the comparison (combined with a predicate) as a register: all ones when true, 0 when
+    # false; .BF gives 1.0 / 0.0 (nvdisasm's ISET; its values as Ryujinx's Maxwell translator has them)
+    _spec("ISET", "alu_half", 1, "R R R|C|I P", _CMP, {"U32", "S32"}, _BOOL, {"BF"}),
+    # ICMP d, a, b, c: d = a if (c cmp 0) else b (nvdisasm's ICMP; ptxas selects with it)
+    _spec("ICMP", "alu_half", 1, "R R R|C|I R", _CMP, {"U32", "S32"}),
     _spec("S2R", "s2r", 1, "R S"),
     _spec("LDS", "lds", 1, "V M", {"U"}, set(_WIDTH)),
     _spec("STS", "sts", 0, "M V", set(_WIDTH)),
@@ -147,10 +151,10 @@ SPECIAL_REGISTERS = ("SR_TID.X", "SR_TID.Y", "SR_TID.Z", "SR_CTAID.X", "SR_CTAID
 PREDICATE_FORMS = {"LOP": _spec("LOP", "alu", 2, "P R R R|C|I", {"AND", "OR", "XOR", "PASS_B"}, {"Z", "NZ"})}
 # the immediate forms, by the register form whose operation they perform
 IMMEDIATE_FORMS = {"IADD32I": "IADD", "LOP32I": "LOP", "ISCADD32I": "ISCADD", "FMUL32I": "FMUL",
-                   "FADD32I": "FADD", "FFMA32I": "FFMA"}
+                   "FADD32I": "FADD"}
 
 # Modifiers an opcode cannot do without (one of the set must be present)
-REQUIRED_MODIFIERS = {"SHF": {"L", "R"}, "ISETP": _CMP, "FSETP": _FCMP, "ATOM": _ATOM_OPS, "RED": _ATOM_OPS, "ATOMS": _ATOM_OPS,
+REQUIRED_MODIFIERS = {"SHF": {"L", "R"}, "ISET": _CMP, "ICMP": _CMP, "ISETP": _CMP, "FSETP": _FCMP, "ATOM": _ATOM_OPS, "RED": _ATOM_OPS, "ATOMS": _ATOM_OPS,
                       "MUFU": {"RCP", "RSQ", "SQRT", "EX2", "LG2", "SIN", "COS"},
                       "SHFL": {"IDX", "UP", "DOWN", "BFLY"}, "VOTE": {"ALL", "ANY", "EQ"}, "RRO": {"SINCOS", "EX2"}}
 # keyword operands (W) each opcode accepts

@@ -81,7 +81,7 @@ class StaticInfo:
             elif u in MEMORY:
                 self.mem_reads[k] = tuple(sorted({r % banks for r in i.src_regs}))
             self.is_ffma[k] = i.opcode == "FFMA"
-            self.flops[k] = 64 if i.opcode in ("FFMA", "FFMA32I") else (
+            self.flops[k] = 64 if i.opcode == "FFMA" else (
                 32 if i.opcode in ("FMUL", "FADD", "FMUL32I", "FADD32I") else 0)
             self.back_branch[k] = i.opcode == "BRA" and i.target <= k
 

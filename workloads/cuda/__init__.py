@@ -127,6 +127,22 @@ def _index_math(size, rng):
             {"out": (ref.astype(np.uint32), 0, 0)})
 
 
+def _warp_vote(n, rng):
+    x = rng.standard_normal(n).astype(np.float32)
+    x[:32] = 1.0  # a warp of all-positive values
+    if n > 64:
+        x[32:64] = -1.0  # and one with none
+    warps = _blocks(n, 128) * 4
+    pos = np.zeros(warps * 32, bool)
+    pos[:n] = x > 0
+    pos = pos.reshape(warps, 32)
+    counts = pos.sum(axis=1).astype(np.int32)
+    flags = (pos.all(axis=1) * 2 + pos.any(axis=1)).astype(np.int32)
+    return (_blocks(n, 128), 128, {"x": "x", "counts": "counts", "flags": "flags", "n": n},
+            {"x": x, "counts": np.zeros(warps, np.int32), "flags": np.zeros(warps, np.int32)},
+            {"counts": (counts, 0, 0), "flags": (flags, 0, 0)})
+
+
 def _signed_div(n, rng):
     x = rng.integers(-(1 << 31), (1 << 31) - 1, n, dtype=np.int64)
     x[:4] = [0, -1, 1 << 31 - 1, -(1 << 31)][:min(4, n)] if n >= 4 else x[:4]
@@ -165,6 +181,7 @@ CASES = {
     "bitonic_step": Case("bitonic.cu", "bitonic_step", ((64, 1, 2), (256, 8, 16), (512, 32, 64)), _bitonic),
     "poly": Case("poly_constant.cu", "poly", (5, 128, 1000), _poly),
     "index_math": Case("index_math.cu", "index_math", ((100, 7), (1000, 1000), (3000, 65537)), _index_math),
+    "warp_vote": Case("warp_vote.cu", "warp_vote", (40, 256, 1000), _warp_vote),
     "signed_div": Case("signed_div.cu", "signed_div", (4, 1000, 5000), _signed_div),
     "transcendental": Case("transcendental.cu", "transcendental", (10, 128, 1000), _transcendental),
     "tex_scale": Case("texture.cu", "tex_scale", (10, 128, 1000), _tex_scale),
