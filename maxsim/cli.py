@@ -45,6 +45,11 @@ EXAMPLES = """examples:
   maxsim validate --quick -o report.html           model against hardware: table and HTML report
   maxsim configs                                    the shipped architecture configs
   maxsim asm kernel.sass -o kernel_final.sass       assemble the maxas source language
+  maxsim asm kernel.sass -o kernel.cubin            ... or write a cubin for sm_52
+  maxsim disasm kernel.cubin                        a cubin in maxas's text form
+  maxsim run saxpy.cu --kernel saxpy --grid 4 --block 256 --param a=2.0 --param x=x --param y=y \
+      --param n=1000 --buffer x=x.npy:in --buffer y=y.npy
+                                                    CUDA C compiled for sm_52 (pip install "maxsim[cuda]")
 
 Run `maxsim COMMAND --help` for the options of a command. Errors are one line on stderr, exit status 2.
 """
@@ -87,7 +92,8 @@ def _parser():
                                    "--predict, --out and --max-instructions to a .sass file (any kernel: "
                                    "its parameters by name or offset, buffers from .npy files, textures); "
                                    "--regs, --warps-per-scheduler and --ctas-per-sm to both.")
-    r.add_argument("target", help="workload name (sgemm_64, sgemm_128) or a maxas-format .sass file")
+    r.add_argument("target", help="workload name (sgemm_64, sgemm_128), a maxas-format .sass file, a .cubin, "
+                                  "or CUDA C (.cu) / PTX (.ptx) compiled for sm_52 (needs maxsim[cuda])")
     r.add_argument("--m", type=_size, default=None, help="SGEMM rows of A and C (default 256)")
     r.add_argument("--n", type=_size, default=None, help="SGEMM columns of C (default 256)")
     r.add_argument("--k", type=_size, default=None, help="SGEMM inner dimension, a multiple of 8 (default 256)")
@@ -121,6 +127,9 @@ def _parser():
                    help="the data of constant bank BANK (1-17) of a .sass file: a .npy array as it lies "
                         "in memory or the raw bytes of a .bin file (nvcc puts __constant__ data in bank 3); "
                         "repeat for each bank")
+    r.add_argument("--kernel", metavar="NAME", default=None,
+                   help="for a .cubin, .cu or .ptx file: which kernel to run (its name; needed when the "
+                        "file holds several)")
     r.add_argument("--predict", action="store_true",
                    help="for a .sass file: also predict the launch on the whole GPU of the config (every "
                         "CTA on every SM, sharing the L2 and DRAM; one CTA: the timed SM's run)")
@@ -176,7 +185,9 @@ def _parser():
                                    "control-code hazards (wait masks, barriers and stall counts that "
                                    "leave a dependency open, in program order and across each loop's "
                                    "back edge, with the latencies of the architecture config).")
-    a.add_argument("target", help="a .sass file or a workload name (sgemm_64, sgemm_128)")
+    a.add_argument("target", help="a .sass, .cubin, .cu or .ptx file or a workload name (sgemm_64, sgemm_128)")
+    a.add_argument("--kernel", metavar="NAME", default=None,
+                   help="for a .cubin, .cu or .ptx file: which kernel (needed when the file holds several)")
     a.add_argument("--traversal", choices=("swirl", "zigzag", "raster"), default="swirl",
                    help="FFMA traversal order of a generated SGEMM (default swirl; ignored for a .sass file)")
     a.add_argument("--regmap", choices=("maxas", "naive"), default="maxas",
@@ -194,6 +205,19 @@ def _parser():
                         "(see `maxsim configs`) or a TOML file (default gm204)")
 
     _asm_parser(sub)
+
+    d = sub.add_parser("disasm", help="print a cubin's kernels in maxas's text form",
+                       description="Disassemble a cubin (or CUDA C / PTX compiled for sm_52) into maxas's "
+                                   "text form: the header (kernel, arch, RegCnt, SharedSize, BarCnt, the "
+                                   "parameters as ord:addr:size:align) then the control codes and "
+                                   "instructions, which `maxsim run`, `analyze` and `asm` read.")
+    d.add_argument("input", help="a .cubin, .cu or .ptx file")
+    d.add_argument("--kernel", metavar="NAME", default=None,
+                   help="only this kernel (default: every kernel of the file, one after another)")
+    d.add_argument("-o", "--output", metavar="FILE", default=None, help="write to FILE (default: standard output)")
+    d.add_argument("--json", action="store_true",
+                   help="print a JSON list: per kernel its name, registers, shared size, barriers, "
+                        "parameters, constant banks and text")
 
     c = sub.add_parser("configs", help="list the shipped architecture configs",
                        description="List the architecture configs shipped with maxsim (give a name to "
@@ -292,9 +316,14 @@ def _asm_parser(sub):
                                    "written in the source are kept; the hazards they leave open are "
                                    "printed as warnings. Perl <CODE> blocks are refused: expand them "
                                    "with `maxas.pl -p` first.")
-    s.add_argument("input", help="the source file (.sass)")
+    s.add_argument("input", help="the source file (.sass), or a .cubin / .cu / .ptx whose kernel is decoded "
+                                 "(and written again as text or as a cubin)")
+    s.add_argument("--kernel", metavar="NAME", default=None,
+                   help="for a .cubin, .cu or .ptx input: which kernel")
     s.add_argument("-o", "--output", metavar="FILE", default=None,
-                   help="write the final form to FILE (default: standard output)")
+                   help="write the final form to FILE (default: standard output); a FILE ending in .cubin "
+                        "gets the kernel encoded as a cubin for its Arch (sm_50/52), which the CUDA driver "
+                        "loads and `maxsim disasm` / `run` read")
     s.add_argument("--gpu", "--config", dest="config", default="gm204", metavar="CONFIG",
                    help="architecture config whose latencies the scheduler and the control codes use "
                         "(default gm204)")
@@ -305,17 +334,65 @@ def _asm_parser(sub):
                         "error (exit status 2), not a warning")
 
 
+def cmd_disasm(args):
+    from .cubin import is_binary_path
+    from .cubin.disasm import kernel_text
+    from .cubin.load import cubin_of
+    from .cubin.elf import plain_name
+    if not is_binary_path(args.input):
+        raise UsageError(f"{args.input}: expected a .cubin, .cu or .ptx file")
+    cubin, names = cubin_of(args.input)
+    chosen = [cubin.kernel(args.kernel)] if args.kernel else list(cubin.kernels)
+    texts, rows = [], []
+    for k in chosen:
+        pn = names.get(k.name) or names.get(plain_name(k.name)) or ()
+        text = kernel_text(k, pn if len(pn) == len(k.params) else ())
+        texts.append(text)
+        rows.append({"kernel": k.name, "arch": k.arch, "reg_cnt": k.reg_cnt, "shared_size": k.shared_size,
+                     "bar_cnt": k.bar_cnt, "params": [{"ordinal": p.ordinal, "offset": p.offset, "size": p.size}
+                                                      for p in k.params],
+                     "constant_banks": {str(b): len(d) for b, d in k.constants.items()}, "text": text})
+    out = json.dumps(rows, indent=1) + "\n" if args.json else "\n".join(texts)
+    if args.output:
+        try:
+            with open(args.output, "w") as f:
+                f.write(out)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror or e}") from None
+    else:
+        sys.stdout.write(out)
+    return 0
+
+
 def cmd_asm(args):
     from .arch.config import load_config
     from .asm import assemble_file
+    from .cubin import is_binary_path
     cfg = load_config(args.config)
-    result = assemble_file(args.input, cfg=cfg)
+    if is_binary_path(args.input):  # a cubin (or CUDA C / PTX): its decoded kernel, written out again
+        from types import SimpleNamespace
+        from .cubin import load
+        loaded = load(args.input, args.kernel)
+        result = SimpleNamespace(kernel=loaded.code, text=loaded.text, hazards=(), allocated={})
+    else:
+        if args.kernel:
+            raise UsageError("--kernel applies to a .cubin, .cu or .ptx input")
+        result = assemble_file(args.input, cfg=cfg)
     k = result.kernel
     if args.strict and result.hazards:
         h = result.hazards[0]
         more = f" (and {len(result.hazards) - 1} more)" if len(result.hazards) > 1 else ""
         raise UsageError(f"{k.filename}:{h.line}: {h.kind}: {h.message}{more}")
-    if args.output:
+    if args.output and args.output.lower().endswith(".cubin"):
+        from .cubin import write_bytes
+        from .cubin.build import cubin_kernel
+        data = write_bytes([cubin_kernel(k)], arch=k.arch)
+        try:
+            with open(args.output, "wb") as f:
+                f.write(data)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror or e}") from None
+    elif args.output:
         try:
             with open(args.output, "w") as f:
                 f.write(result.text)
@@ -449,6 +526,10 @@ def cmd_validate(args):
     return 0
 
 
+def _is_kernel_file(target) -> bool:
+    return target.lower().endswith((".sass", ".cubin", ".cu", ".ptx"))
+
+
 def _kernel_for(target, args):
     from .asm import load_kernel
     from .arch.config import load_config
@@ -457,8 +538,8 @@ def _kernel_for(target, args):
         from workloads.sgemm.generator import generate
         text = generate(target, traversal=args.traversal, regmap=args.regmap, reuse=not args.no_reuse)
         return parse_text(text, filename=f"<{target}>")
-    if target.endswith(".sass") or "/" in target:
-        return load_kernel(target, cfg=load_config(args.config))
+    if _is_kernel_file(target) or "/" in target:
+        return load_kernel(target, cfg=load_config(args.config), kernel=getattr(args, "kernel", None))
     raise UsageError(f"unknown workload {target!r}: expected one of {', '.join(WORKLOADS)} or a .sass file")
 
 
@@ -506,13 +587,14 @@ def cmd_plot(args):
 
 def cmd_run(args):
     from .arch.config import load_config
-    is_file = args.target not in WORKLOADS and (args.target.endswith(".sass") or "/" in args.target)
+    is_file = args.target not in WORKLOADS and (_is_kernel_file(args.target) or "/" in args.target)
     wrong = [opt for opt, val, file_only in (
         ("--m", args.m, False), ("--n", args.n, False), ("--k", args.k, False), ("--sass", args.sass, False),
         ("--sm-ctas", args.sm_ctas, False), ("--grid", args.grid, True), ("--block", args.block, True),
         ("--max-instructions", args.max_instructions, True), ("--check", args.check, False),
         ("--shared", args.shared, True), ("--param", args.param, True), ("--buffer", args.buffer, True),
-        ("--texture", args.texture, True), ("--constant", args.constant, True), ("--out", args.out, True), ("--predict", args.predict or None, True))
+        ("--texture", args.texture, True), ("--constant", args.constant, True), ("--out", args.out, True),
+        ("--predict", args.predict or None, True), ("--kernel", args.kernel, True))
         if val is not None and file_only != is_file]
     if wrong and (is_file or args.target in WORKLOADS):
         what = "a .sass file" if is_file else f"the {args.target} workload"
@@ -539,14 +621,14 @@ def cmd_run(args):
                                hazards="strict" if args.strict else "warn", max_cycles=args.max_cycles,
                                progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)),
                                occupancy=choice)
-        elif args.target.endswith(".sass") or "/" in args.target:
+        elif _is_kernel_file(args.target) or "/" in args.target:
             arguments = _launch_arguments(args)
             out, report = run_sass_file(args.target, cfg=cfg, grid=args.grid or (1, 1), block=args.block or 32,
                                         timing=not args.functional, hazards="strict" if args.strict else "warn",
                                         max_cycles=args.max_cycles, max_instructions=args.max_instructions,
                                         progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)),
                                         occupancy=choice, shared=args.shared or 0, report=True,
-                                        predict=args.predict, **arguments)
+                                        predict=args.predict, kernel=args.kernel, **arguments)
         else:
             raise UsageError(f"unknown workload {args.target!r}: expected one of {', '.join(WORKLOADS)} or a .sass file")
     except OccupancyError as e:
@@ -662,7 +744,8 @@ def _trace_writer(args):
 
 def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn", max_cycles=None,
                   max_instructions=None, progress=None, timeline=None, occupancy=None, shared=0,
-                  params=None, buffers=None, textures=None, constants=None, report=False, predict=False):
+                  params=None, buffers=None, textures=None, constants=None, report=False, predict=False,
+                  kernel=None):
     """Run a kernel file through the launch API (:func:`maxsim.host.launch`) and report what it
     executed: the fields of ``maxsim run --json`` (and the :class:`~maxsim.host.LaunchReport` with
     ``report``). ``progress``: a progress callback (:mod:`maxsim.report.progress`); ``timeline``:
@@ -671,7 +754,7 @@ def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn",
     kernel runs at (it declares the registers that give it); ``predict``: the whole-GPU prediction
     too (with ``timing``)."""
     from .host import Kernel, launch
-    kernel = Kernel.load(path, cfg=cfg)
+    kernel = Kernel.load(path, cfg=cfg, kernel=kernel)
     for note in kernel.notes:
         print(f"maxsim: note: {note}", file=sys.stderr)
     missing = [p.label for p in kernel.params
@@ -749,7 +832,7 @@ def main(argv=None):
         if args.command is None:
             parser.print_help()
             return 2
-        return {"run": cmd_run, "analyze": cmd_analyze, "asm": cmd_asm, "configs": cmd_configs,
+        return {"run": cmd_run, "analyze": cmd_analyze, "asm": cmd_asm, "disasm": cmd_disasm, "configs": cmd_configs,
                 "plot": cmd_plot, "compare": cmd_compare,
                 "validate": cmd_validate}[args.command](args)
     except MaxsimError as e:

@@ -30,21 +30,20 @@ NOT_ENCODABLE = {
 }
 
 
-# opcodes whose immediate is an fp32 number: 1.0, 1 and 0x3f800000 are the same operand
-FLOAT_IMMEDIATES = frozenset(("FFMA", "FMUL", "FADD", "FMNMX", "FSETP", "RRO", "F2F", "F2I", "FADD32I", "FMUL32I",
-                              "FFMA32I"))
+# opcodes whose immediate is an fp32 pattern: 1.0 and 0x3f800000 are the same operand
+FLOAT_IMMEDIATES = frozenset(("FFMA", "FMUL", "FADD", "FMNMX", "FSETP", "RRO", "F2F", "F2I", "MOV32I",
+                              "FADD32I", "FMUL32I", "FFMA32I"))
 
 
 def same_instruction(a: ins.Instruction, b: ins.Instruction) -> bool:
     """Equal records up to source position, immediate spelling, label names and the spelling of
     modifiers (their order, defaults written or not: compared by the bits they select)."""
     def operand(i, o):
-        if i.opcode in FLOAT_IMMEDIATES and o.kind in (ins.IMM, ins.FIMM):
+        if i.opcode in FLOAT_IMMEDIATES and (o.kind == ins.FIMM or (o.kind == ins.IMM and i.opcode != "MOV32I")):
+            # (MOV32I moves an integer immediate as it is, as the executor reads it)
             return ins.Operand(ins.IMM, value=E._float_bits(o))  # fp32 bits, as the executor reads them
-        if o.kind == ins.FIMM and i.opcode == "MOV32I":  # a 32-bit pattern: MOV32I R0, 1.0 is 0x3f800000
-            return ins.Operand(ins.IMM, value=E._float_bits(o))
-        if o.kind == ins.IMM:
-            return ins.Operand(ins.IMM, value=o.value & 0xFFFFFFFF)  # -0x1 and 0xffffffff alike
+        if o.kind == ins.IMM:  # an integer immediate by its 32-bit word (IADD32I's -0x1 is 0xffffffff)
+            return attrs.evolve(o, text="", value=o.value & 0xFFFFFFFF)
         return attrs.evolve(o, text="", name="" if o.kind == ins.LABEL else o.name)
 
     def norm(i):

@@ -93,7 +93,7 @@ TRANSPOSE = header("transpose16", regs=16, shared=1024, bar=1, nparams=2) + """\
 --:-:1:-:1      S2R R0, SR_TID.X;
 --:-:2:-:1      S2R R1, SR_CTAID.X;
 --:-:3:-:1      S2R R2, SR_CTAID.Y;
-07:-:-:-:6      XMAD R1, R2, c[0x0][0xc], R1;
+07:-:-:-:6      XMAD R1, R2, c[0x0][0x14], R1;
 --:-:-:-:6      ISCADD R3, R1, R0, 0x8;
 --:-:-:-:6      SHL R3, R3, 0x2;
 --:-:-:-:6      IADD R4, R3, c[0x0][0x140];
@@ -377,7 +377,7 @@ def test_many_ctas_in_a_2d_grid_across_execution_batches():
 --:-:1:-:1      S2R R0, SR_TID.X;
 --:-:2:-:1      S2R R1, SR_CTAID.X;
 --:-:3:-:1      S2R R2, SR_CTAID.Y;
-07:-:-:-:6      XMAD R3, R2, c[0x0][0xc], R1;
+07:-:-:-:6      XMAD R3, R2, c[0x0][0x14], R1;
 --:-:-:-:6      ISCADD R4, R3, R0, 0x7;
 --:-:-:-:6      SHL R4, R4, 0x2;
 --:-:-:-:6      IADD R4, R4, c[0x0][0x140];
@@ -397,9 +397,9 @@ def test_many_ctas_in_a_2d_grid_across_execution_batches():
 
 def test_geometry_constants_and_parameters():
     src = header("geom", regs=8, nparams=3) + """\
---:-:-:-:1      MOV R0, c[0x0][0x0];
---:-:-:-:1      MOV R1, c[0x0][0xc];
---:-:-:-:1      MOV R2, c[0x0][0x10];
+--:-:-:-:1      MOV R0, c[0x0][0x8];
+--:-:-:-:1      MOV R1, c[0x0][0x14];
+--:-:-:-:1      MOV R2, c[0x0][0x18];
 --:-:-:-:1      MOV R3, c[0x0][0x144];
 --:-:-:-:1      MOV R4, c[0x0][0x148];
 --:-:-:-:1      MOV R5, c[0x0][0x140];

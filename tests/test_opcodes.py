@@ -268,8 +268,8 @@ def test_moves():
     assert ints(run_lanes("MOV R13, -0x8", a)) == [0xFFFFFFF8] * 3
     assert ints(run_lanes("MOV32I R13, 0x80000001", a)) == [0x80000001] * 3
     assert ints(run_lanes("MOV32I R13, -0x1", a)) == [M32] * 3
-    # the launch geometry words: c[0x0][0x0] is the block size
-    assert ints(run_lanes("MOV R13, c[0x0][0x0]", a)) == [128] * 3
+    # the launch geometry words: c[0x0][0x8] is the block size (as the driver writes them)
+    assert ints(run_lanes("MOV R13, c[0x0][0x8]", a)) == [128] * 3
 
 
 def test_rz_reads_zero_and_discards_writes():
@@ -348,7 +348,7 @@ def test_predicated_off_lanes_keep_their_old_values():
     # the same for every kind of result: float, XMAD, shift, select, move, S2R, BFE, LOP, ISCADD
     for text in ("FFMA R14, R10, R11, R12", "FMUL R14, R10, R11", "XMAD R14, R10, R11, R12",
                  "XMAD.PSL.CBCC R14, R10.H1, R11.H1, R12", "SHL R14, R10, 0x1", "SHR.U32 R14, R11, 0x1",
-                 "SEL R14, R10, R11, P0", "MOV32I R14, 0x5", "MOV R14, c[0x0][0x0]", "S2R R14, SR_TID.X",
+                 "SEL R14, R10, R11, P0", "MOV32I R14, 0x5", "MOV R14, c[0x0][0x8]", "S2R R14, SR_TID.X",
                  "BFE.U32 R14, R10, 0x101", "LOP.XOR R14, R10, R11", "ISCADD R14, R10, R11, 0x2",
                  "IADD3 R14, R10, R11, R12"):
         got = ints(run_lanes([pre, "MOV32I R14, 0x777", "@!P0 " + text, "MOV R13, R14"], a, b, c, d))

@@ -81,7 +81,7 @@ import attrs
 from maxsim.arch.config import load_config
 from maxsim.isa import instruction as ins
 from maxsim.isa.issue import can_dual_issue, operand_read_delay, taken_branch_stall, why_not_dual
-from maxsim.isa.opcodes import OPCODES
+from maxsim.isa.opcodes import OPCODES, spec_of
 
 ALU_UNITS = frozenset(("alu", "alu_half"))
 # results known only through a barrier: memory loads (LDS, ATOMS, TLD, LDG, ATOM), S2R, the
@@ -134,7 +134,7 @@ def read_delay(instr, lat) -> int:
 
 def pred_sources(instr):
     """Predicates the instruction reads: its predicate source operands and its guard."""
-    srcs = [op.reg for op in instr.operands[OPCODES[instr.opcode].n_dst:]
+    srcs = [op.reg for op in instr.operands[spec_of(instr).n_dst:]
             if op.kind == ins.PRED and op.reg != ins.PT]
     if instr.pred != ins.PT:
         srcs.append(instr.pred)

@@ -48,7 +48,7 @@ from __future__ import annotations
 import attrs
 
 from ..isa import instruction as ins
-from ..isa.opcodes import OPCODES
+from ..isa.opcodes import OPCODES, spec_of
 
 ALU_UNITS = frozenset(("alu", "alu_half"))
 TRANSFER_UNITS = frozenset(("branch", "exit"))
@@ -89,7 +89,7 @@ def reuse_flag_masks(kernel: ins.Kernel, entries: int = 3, clear_at_labels: bool
 
 def with_reuse_mask(instr: ins.Instruction, mask: int) -> ins.Instruction:
     """``instr`` rebuilt so that exactly the slots in ``mask`` carry ``.reuse``."""
-    n_dst = OPCODES[instr.opcode].n_dst
+    n_dst = spec_of(instr).n_dst
     operands = list(instr.operands)
     slot = 1 if instr.opcode == "MOV" else 0  # MOV's source is the second slot (as the parser counts)
     for n in range(n_dst, len(operands)):

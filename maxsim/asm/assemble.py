@@ -82,8 +82,13 @@ class Assembly:
         return format_kernel(self.kernel)
 
 
-def load_kernel(path, cfg=None) -> ins.Kernel:
-    """A kernel file in either form: the source language is assembled, the final form parsed."""
+def load_kernel(path, cfg=None, kernel=None) -> ins.Kernel:
+    """A kernel file in either form: the source language is assembled, the final form parsed; a
+    .cubin is decoded, a .cu or .ptx compiled for sm_52 and decoded (``kernel``: which of its
+    kernels, by name)."""
+    from ..cubin import is_binary_path, load
+    if is_binary_path(path):
+        return load(path, kernel).code
     text, path = _read(path)
     if is_source(text):
         return assemble_text(text, filename=path, cfg=cfg).kernel

@@ -64,6 +64,17 @@ def xmad(a, b, c, b_reg, a_h1, b_h1, mods, a_signed=False, b_signed=False):
     prod = np.multiply(a16, b16, dtype=np.uint32)
     if "PSL" in mods:
         prod = prod << U32(16)
+    if "CSFU" in mods:
+        # c's sign fix-up: minus 2^16 for each negative (sign-extended) half, as Ryujinx's Maxwell
+        # shader translator has it (EmitXmad), but only when the other half of the other source is
+        # non-zero (the mixed partial product was then negative): a choice, inferred from ptxas's
+        # signed multiply-high (int / 7: XMAD.U16.S16, .S16.U16.CHI, .S16.S16.CSFU, IADD3.RS),
+        # which gives numpy's results with it for every index of workloads/cuda/index_math.cu,
+        # 0 included (the unconditional fix-up is off by 2^16 there)
+        a_other = (a & U32(0xFFFF)) if a_h1 else (a >> U32(16))
+        b_other = (b & U32(0xFFFF)) if b_h1 else (b >> U32(16))
+        fix = ((a16 >> U32(31)) * (b_other != 0) + (b16 >> U32(31)) * (a_other != 0)).astype(np.uint32)
+        c = c - (fix << U32(16))
     if "CHI" in mods:
         c = c >> U32(16)
     elif "CLO" in mods:

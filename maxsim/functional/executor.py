@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import SimulationError
 from ..isa import instruction as ins
 from . import alu
-from ..isa.opcodes import memory_bytes
+from ..isa.opcodes import IMMEDIATE_FORMS, memory_bytes
 from .memory import GLOBAL_BASE, texture_index
 
 U32 = np.uint32
@@ -99,7 +99,9 @@ class Context:
     def __init__(self, kernel, const_bank, shared_words, nctas, memory, textures, block, grid, constants=None):
         self.kernel = kernel
         self.const_bank = const_bank  # bytes of constant bank 0
-        self.constants = dict(constants or {})  # bank (1-17) -> bytes given for it
+        # bank (1-17) -> bytes given for it: the kernel image's banks (a cubin's .nv.constantN
+        # sections, Kernel.banks), overridden bank by bank by the launch's
+        self.constants = {**dict(getattr(kernel, "banks", None) or {}), **dict(constants or {})}
         self.shared_words = shared_words
         self.shared = np.zeros(max(1, nctas * shared_words), dtype=np.uint32)
         self.memory = memory
@@ -259,7 +261,7 @@ def compile_instruction(ctx, instr, values=True):
 def _compile(ctx, instr, values):
     k = ctx.kernel
     zrow = k.reg_cnt  # the always-zero row standing for RZ
-    op = instr.opcode
+    op = IMMEDIATE_FORMS.get(instr.opcode, instr.opcode)  # IADD32I is IADD with an immediate ...
     mods = instr.mods
     ops = instr.operands
     if op in ("LDG", "STG", "LD", "ST") and memory_bytes(mods) < 4:
@@ -272,7 +274,7 @@ def _compile(ctx, instr, values):
         return atomic(ctx, instr, ops, mods, zrow, values)
     if op == "LDC":
         return _ldc(ctx, instr, ops, mods, zrow, values)
-    if op == "DEPBAR":
+    if op in ("DEPBAR", "MEMBAR"):
         return lambda g, m: None
     if op == "SHFL":
         from .intops import shfl
@@ -319,7 +321,8 @@ def float_row(ctx, instr, zrow):
         srcs.append(zrow)
     if ops[0].reg == ins.RZ:
         return None, consts
-    return [fp32.OPCODES[instr.opcode], ops[0].reg, srcs[0], srcs[1], srcs[2], flags], consts
+    return [fp32.OPCODES[IMMEDIATE_FORMS.get(instr.opcode, instr.opcode)], ops[0].reg, srcs[0], srcs[1], srcs[2],
+            flags], consts
 
 
 def float_table(rows):
@@ -387,6 +390,14 @@ def _iadd(ctx, instr, ops, mods, zrow):
 def _iadd3(ctx, instr, ops, mods, zrow):
     a, b, c = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:])
     write = _writer(ops[0].reg, zrow)
+    if "RS" in mods or "LS" in mods:  # (a + b) shifted by 16 (a 33-bit sum), then + c
+        right = "RS" in mods
+
+        def run(g, m):
+            x = np.asarray(a(g), dtype=np.uint64) + np.asarray(b(g), dtype=np.uint64)
+            x = (x >> np.uint64(16)) if right else (x << np.uint64(16))
+            write(g, (x & np.uint64(0xFFFFFFFF)).astype(np.uint32) + c(g), m)
+        return run
     return lambda g, m: write(g, a(g) + b(g) + c(g), m)
 
 
@@ -397,6 +408,16 @@ def _iscadd(ctx, instr, ops, mods, zrow):
         raise SimulationError(f"{instr.where}: ISCADD shift {s} is out of range 0..31")
     sh = U32(s)
     write = _writer(ops[0].reg, zrow)
+    if "CC" in mods:
+        def run(g, m):
+            x = np.asarray(a(g) << sh, dtype=np.uint64) + np.asarray(b(g), dtype=np.uint64)
+            carry = (x >> np.uint64(32)).astype(np.uint32)
+            if m is None:
+                g.cc[:] = carry
+            else:
+                np.copyto(g.cc, np.broadcast_to(carry, g.cc.shape), where=m)
+            write(g, (x & np.uint64(0xFFFFFFFF)).astype(np.uint32), m)
+        return run
     return lambda g, m: write(g, (a(g) << sh) + b(g), m)
 
 
@@ -422,13 +443,45 @@ def attr_plain(op):
 
 
 def _lop(ctx, instr, ops, mods, zrow):
+    pred = ops[0].reg if ops[0].kind == ins.PRED else None  # LOP.AND.NZ P0, R, a, b
+    if pred is not None:
+        ops = ops[1:]
     a, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:])
     write = _writer(ops[0].reg, zrow)
-    kind = mods[0] if mods else "AND"
-    f = {"AND": np.bitwise_and, "OR": np.bitwise_or, "XOR": np.bitwise_xor}.get(kind)
-    if kind == "PASS_B":
-        return lambda g, m: write(g, b(g), m)
-    return lambda g, m: write(g, f(a(g), b(g)), m)
+    kind = next((x for x in mods if x in ("AND", "OR", "XOR", "PASS_B")), "AND")
+    f = {"AND": np.bitwise_and, "OR": np.bitwise_or, "XOR": np.bitwise_xor,
+         "PASS_B": lambda x, y: np.broadcast_to(y, np.shape(x)) if np.ndim(x) else y}[kind]
+    if pred is None:
+        return lambda g, m: write(g, f(a(g), b(g)), m)
+    zero = "Z" in mods
+    if not zero and "NZ" not in mods:
+        raise SimulationError(f"{instr.where}: {instr.full_opcode} with a predicate needs .Z or .NZ to be modelled")
+
+    def run(g, m):
+        r = np.asarray(f(a(g), b(g)), dtype=np.uint32)
+        p = (r == 0) if zero else (r != 0)
+        write_pred(g, pred, np.broadcast_to(p, g.preds[0].shape).copy(), m)
+        write(g, r, m)
+    return run
+
+
+def _shf(ctx, instr, ops, mods, zrow):
+    a, b, c = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:])
+    write = _writer(ops[0].reg, zrow)
+    left, wrap = "L" in mods, "W" in mods
+    if any(x in mods for x in ("S64", "S32", "HI")):
+        raise SimulationError(f"{instr.where}: {instr.full_opcode} is not modelled (SHF.L/.R of the unsigned pair only)")
+
+    def run(g, m):
+        pair = (np.asarray(c(g), dtype=np.uint64) << np.uint64(32)) | np.asarray(a(g), dtype=np.uint64)
+        n = np.asarray(b(g), dtype=np.uint64)
+        n = n & np.uint64(31) if wrap else np.minimum(n, np.uint64(32))
+        if left:
+            r = ((pair << n) >> np.uint64(32)) & np.uint64(0xFFFFFFFF)
+        else:
+            r = (pair >> n) & np.uint64(0xFFFFFFFF)
+        write(g, r.astype(np.uint32), m)
+    return run
 
 
 def _mov(ctx, instr, ops, mods, zrow):
@@ -485,6 +538,34 @@ def _isetp(ctx, instr, ops, mods, zrow):
     return run
 
 
+def _iset(ctx, instr, ops, mods, zrow):
+    cmp = next(x for x in mods if x in ("LT", "LE", "GT", "GE", "EQ", "NE"))
+    bop = alu.boolop(next((x for x in mods if x in ("AND", "OR", "XOR")), "AND"))
+    signed = "U32" not in mods
+    a, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:3])
+    pc = _pred_reader(ops[3])
+    true = U32(0x3F800000) if "BF" in mods else U32(0xFFFFFFFF)
+    write = _writer(ops[0].reg, zrow)
+
+    def run(g, m):
+        r = bop(alu.isetp(a(g), b(g), cmp, signed), pc(g))
+        write(g, np.where(r, true, U32(0)).astype(np.uint32), m)
+    return run
+
+
+def _icmp(ctx, instr, ops, mods, zrow):
+    cmp = next(x for x in mods if x in ("LT", "LE", "GT", "GE", "EQ", "NE"))
+    signed = "U32" not in mods
+    a, b, c = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:4])
+    write = _writer(ops[0].reg, zrow)
+    zero = U32(0)
+
+    def run(g, m):
+        pick = alu.isetp(c(g), zero, cmp, signed)
+        write(g, np.where(pick, a(g), b(g)).astype(np.uint32), m)
+    return run
+
+
 def write_pred(g, dst, val, m):
     """Predicate ``dst`` := val on the lanes of mask m (None: all lanes); PT is not written."""
     if dst == ins.PT:
@@ -496,9 +577,9 @@ def write_pred(g, dst, val, m):
 
 
 _ALU = {
-    "IADD": _iadd, "IADD3": _iadd3, "ISCADD": _iscadd, "IADD32I": _iadd, "ISCADD32I": _iscadd, 
+    "IADD": _iadd, "IADD3": _iadd3, "ISCADD": _iscadd, "IADD32I": _iadd, "ISCADD32I": _iscadd,
     "XMAD": _xmad, "LOP": _lop, "LOP32I": _lop, "MOV": _mov, "MOV32I": _mov, "SHL": _shift, "SHR": _shift,
-    "BFE": _bfe, "SEL": _sel, "ISETP": _isetp,
+    "BFE": _bfe, "SEL": _sel, "ISETP": _isetp, "ISET": _iset, "ICMP": _icmp, "SHF": _shf,
 }
 
 
@@ -512,7 +593,8 @@ def _s2r(ctx, instr, ops, zrow):
     write = _writer(ops[0].reg, zrow)
     # a block of (X, Y, Z) threads runs as X * Y * Z linear ones, a grid of (X, Y, Z) CTAs as (X, Y * Z):
     # the geometry words of constant bank 0 say how to split them (see launch._geometry_words)
-    (bx, by, bz), (_, gy, _) = struct.unpack_from("<3I", ctx.const_bank, 0), struct.unpack_from("<3I", ctx.const_bank, 12)
+    from .launch import geometry
+    (bx, by, bz), (_, gy, _) = geometry(ctx.const_bank)
     bx, by, bz, gy = U32(bx), U32(by), U32(bz), U32(gy)
     getters = {
         "SR_TID.X": (lambda g: g.tid) if by == 1 and bz == 1 else (lambda g: g.tid % bx),
@@ -543,7 +625,9 @@ def high_word(instr, op, zrow):
     if "E" not in instr.mods or op.reg == ins.RZ:
         return None
     base, off = op.reg, U32(op.value & 0xFFFFFFFF)
-    return lambda g, low: g.regs[base + 1] + (low < g.regs[base]).astype(np.uint32) * (off != 0)
+    # the offset is sign-extended to 64 bits: a negative one adds 0xffffffff to the high word
+    borrow = U32(0xFFFFFFFF) if op.value < 0 else U32(0)
+    return lambda g, low: g.regs[base + 1] + (low < g.regs[base]).astype(np.uint32) * (off != 0) + borrow
 
 
 def _memory(ctx, instr, ops, mods, zrow, values=True):

@@ -14,6 +14,10 @@ from .executor import CONTROL, FLOAT_OPS, Context, Group, compile_instruction, f
 from .watchdog import Watchdog, instruction_limit
 
 PARAM_BASE = 0x140
+# c[0x0][0x8..0x1c]: the launch geometry as the driver writes it for sm_5x, blockDim (X, Y, Z) then
+# gridDim (X, Y, Z): the words ptxas 12.x reads for blockDim.x (c[0x0][0x8]) and gridDim.x
+# (c[0x0][0x14]); c[0x0][0x20] is the local-memory stack pointer ptxas loads into R1
+GEOMETRY = 0x8
 CONST_BANK_SIZE = 0x10000
 MAX_THREADS_PER_CTA = 1024
 BATCH_LANES = 1 << 16  # lanes executed together; bounds the register arrays to a few tens of MB
@@ -63,7 +67,7 @@ class LaunchResult:
 
 
 def pack_params(kernel: ins.Kernel, params) -> bytes:
-    """Constant bank 0: launch geometry words at 0x0.., kernel parameters from 0x140.
+    """Constant bank 0: launch geometry words at 0x8.., kernel parameters from 0x140.
 
     ``params``: the 4-byte parameters in order, or the bank already packed (``bytes``, as
     :mod:`maxsim.host` packs named parameters of any size)."""
@@ -96,22 +100,22 @@ def pack_params(kernel: ins.Kernel, params) -> bytes:
 
 
 def _geometry_words(bank: bytes, block: int, grid) -> bytes:
-    """c[0x0][0x0..0x14]: the block's (X, Y, Z) threads and the grid's (X, Y, Z) CTAs. A bank that
+    """c[0x0][0x8..0x1c]: the block's (X, Y, Z) threads and the grid's (X, Y, Z) CTAs. A bank that
     already describes this launch in three dimensions (``block`` = X * Y * Z threads, ``grid`` =
     (X, Y * Z) CTAs: see :func:`maxsim.host.launch._geometry`) keeps its words; otherwise the launch
     is (block, 1, 1) threads and (grid X, grid Y, 1) CTAs."""
     b = bytearray(bank)
-    if len(b) >= 24:
-        bx, by, bz, gx, gy, gz = struct.unpack_from("<6I", b, 0)
+    if len(b) >= GEOMETRY + 24:
+        bx, by, bz, gx, gy, gz = struct.unpack_from("<6I", b, GEOMETRY)
         if min(bx, by, bz, gx, gy, gz) >= 1 and bx * by * bz == block and (gx, gy * gz) == tuple(grid):
             return bytes(b)
-    b[0:24] = struct.pack("<6I", block, 1, 1, grid[0], grid[1], 1)
+    b[GEOMETRY:GEOMETRY + 24] = struct.pack("<6I", block, 1, 1, grid[0], grid[1], 1)
     return bytes(b)
 
 
 def geometry(const_bank: bytes):
     """((X, Y, Z) threads per block, (X, Y, Z) CTAs) of a launch, from its constant bank."""
-    w = struct.unpack_from("<6I", const_bank, 0)
+    w = struct.unpack_from("<6I", const_bank, GEOMETRY)
     return w[:3], w[3:]
 
 

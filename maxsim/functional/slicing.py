@@ -109,8 +109,8 @@ def accesses(instr):
 
 
 def _n_dst(instr):
-    from ..isa.opcodes import OPCODES
-    return OPCODES[instr.opcode].n_dst
+    from ..isa.opcodes import OPCODES, spec_of
+    return spec_of(instr).n_dst
 
 
 def _guarded(instr):

@@ -50,15 +50,27 @@ class Kernel:
     params: tuple  # KernelParam records, by offset
     textures: tuple = ()  # (name, texture number) pairs from the source's constant names
     notes: tuple = ()  # header values the assembler set from the code, one line each
+    banks: dict = attrs.field(factory=dict)  # {bank: bytes}: constant banks besides 0 (a cubin's 2 and 3)
+    max_threads: int = 0  # threads per CTA a cubin's kernel was compiled for (__launch_bounds__), 0: any
 
     @property
     def name(self) -> str:
         return self.code.name
 
     @classmethod
-    def load(cls, path_or_text, cfg=None) -> "Kernel":
+    def load(cls, path_or_text, cfg=None, kernel=None) -> "Kernel":
         """A kernel from a file path or a kernel text (a string with a line break is text), in
-        either form. Errors are one line naming the file and line."""
+        either form; or from a .cubin (decoded), a .cu or a .ptx file (compiled for sm_52 with
+        NVIDIA's compilers, the extra ``maxsim[cuda]``), ``kernel`` naming which of its kernels
+        (needed when it holds several). Parameters are named as in the CUDA C signature or the PTX
+        ``.entry``; every parameter is also reachable by position (``"#0"``) and offset. Errors
+        are one line naming the file and line."""
+        from ..cubin import is_binary_path, load
+        if not (isinstance(path_or_text, str) and "\n" in path_or_text) and is_binary_path(path_or_text):
+            loaded = load(path_or_text, kernel)
+            names = {i: n for i, n in enumerate(loaded.names) if n}
+            k = cls.of(loaded.code, names)
+            return attrs.evolve(k, banks=dict(loaded.banks), max_threads=loaded.max_threads)
         from ..asm import assemble_text, is_source
         from ..sass import parse_text
         text, filename = _text_of(path_or_text)
@@ -107,6 +119,12 @@ class Kernel:
         for p in self.params:
             if (isinstance(key, str) and key in p.names) or (not isinstance(key, str) and p.offset == key):
                 return p
+        if isinstance(key, str) and key.startswith("#") and key[1:].isdigit():  # by position
+            for p in self.params:
+                if p.ordinal == int(key[1:]):
+                    return p
+            raise LaunchError(f"kernel {self.name} has no parameter #{key[1:]} "
+                              f"(it takes {len(self.params)})")
         if isinstance(key, str):
             known = ", ".join(p.names[0] for p in self.params if p.names) or "none named"
             raise LaunchError(f"kernel {self.name} has no parameter named {key!r} (its parameters: {known})")

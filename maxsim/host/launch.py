@@ -26,7 +26,7 @@ import attrs
 import numpy as np
 
 from ..errors import LaunchError
-from ..functional.launch import MAX_THREADS_PER_CTA
+from ..functional.launch import GEOMETRY, MAX_THREADS_PER_CTA
 from ..isa import instruction as ins
 from .args import Bound, bind
 from .kernel import Kernel
@@ -223,6 +223,9 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     cfg = _arch(config)
     k = as_kernel(kernel, cfg)
     (gx, gy), bx, dims = _geometry(grid, block)
+    if k.max_threads and bx > k.max_threads:
+        raise LaunchError(f"kernel {k.name} was compiled for at most {k.max_threads} threads per CTA "
+                          f"(__launch_bounds__), launched with {bx}")
     code = k.code
     if not isinstance(shared, (int, np.integer)) or shared < 0:
         raise LaunchError(f"dynamic shared memory {shared!r}: expected a number of bytes >= 0")
@@ -235,9 +238,10 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         k = attrs.evolve(k, code=code)
     bound = bind(k, params, buffers, textures, constants)
     (tx, ty, tz), (cx, cy, cz) = dims
-    words = struct.pack("<6I", tx, ty, tz, cx, cy, cz)  # the geometry the kernel reads (c[0x0][0x0..])
-    bank = bound.const_bank + bytes(max(0, 24 - len(bound.const_bank)))
-    bound = attrs.evolve(bound, const_bank=words + bank[24:])
+    words = struct.pack("<6I", tx, ty, tz, cx, cy, cz)  # the geometry the kernel reads (c[0x0][0x8..])
+    end = GEOMETRY + 24
+    bank = bound.const_bank + bytes(max(0, end - len(bound.const_bank)))
+    bound = attrs.evolve(bound, const_bank=bank[:GEOMETRY] + words + bank[end:])
     recorder = None
     if timing or predict or trace:
         from ..functional.trace import TraceRecorder

@@ -101,6 +101,9 @@ class Kernel:
     instructions: tuple  # Instruction records
     labels: tuple  # (name, instruction index) pairs, in file order
     filename: str = "<string>"
+    # constant banks besides bank 0 that the kernel's image fills (a cubin's .nv.constant2:
+    # compiler constants, .nv.constant3: __constant__ data): (bank, bytes) pairs
+    banks: tuple = ()
 
     @property
     def label_map(self) -> dict:

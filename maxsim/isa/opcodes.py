@@ -57,19 +57,27 @@ OPCODES = {s.name: s for s in (
     _spec("FMUL", "alu", 1, "R R R|C|I|F", _ROUND, {"FTZ"}, {"RN", "RM", "RP", "RZ"}, {"SAT"}),
     _spec("FADD", "alu", 1, "R R R|C|I|F", _ROUND, {"FTZ"}, {"RN", "RM", "RP", "RZ"}, {"SAT"}),
     _spec("IADD", "alu", 1, "R R R|C|I", {"X"}, {"CC"}),
-    _spec("IADD3", "alu", 1, "R R R|C|I R"),
-    # the forms with a 32-bit immediate, as nvcc emits them ([maxas-grammar] IADD32I, LOP32I,
-    # ISCADD32I, FADD32I, FMUL32I): computed as IADD, LOP, ISCADD, FADD, FMUL
-    _spec("IADD32I", "alu", 1, "R R I", {"X"}, {"CC"}),
-    _spec("LOP32I", "alu", 1, "R R I", {"AND", "OR", "XOR"}),
-    _spec("ISCADD32I", "alu", 1, "R R I I"),
-    _spec("FADD32I", "alu", 1, "R R F|I", {"FTZ"}),
-    _spec("FMUL32I", "alu", 1, "R R F|I", {"FTZ"}),
-    _spec("ISCADD", "alu", 1, "R R R|C|I I"),
+    # IADD3.RS / .LS: the sum of the first two sources shifted right / left by 16 before the third
+    # is added (nvdisasm's reading of ptxas's multiply-high sequences)
+    _spec("IADD3", "alu", 1, "R R R|C|I R", {"RS", "LS"}),
+    _spec("ISCADD", "alu", 1, "R R R|C|I I", {"CC"}),
     # XMAD[.S16|.U16[.S16|.U16]]: the types of the a and b halves (unsigned by default)
     _spec("XMAD", "alu", 1, "R R R|C|I R|C", {"S16", "U16"}, {"S16", "U16"},
           {"MRG", "PSL", "CHI", "CLO", "CSFU", "CBCC"}, {"PSL", "CBCC"}, {"CBCC"}),
-    _spec("LOP", "alu", 1, "R R R|C|I", {"AND", "OR", "XOR", "PASS_B"}),
+    _spec("LOP", "alu", 1, "R R R|C|I", {"AND", "OR", "XOR", "PASS_B"}, {"Z", "NZ"}),
+    # the forms with a 32-bit immediate that ptxas emits (maxas's grammar: IADD32I, LOP32I, FMUL32I,
+    # FADD32I, ISCADD32I): the same operations as their register forms
+    _spec("IADD32I", "alu", 1, "R R I", {"X"}, {"CC"}),
+    _spec("LOP32I", "alu", 1, "R R I", {"AND", "OR", "XOR", "PASS_B"}),
+    _spec("ISCADD32I", "alu", 1, "R R I I"),
+    _spec("FMUL32I", "alu", 1, "R R F|I", {"FTZ"}),
+    _spec("FADD32I", "alu", 1, "R R F|I", {"FTZ"}),
+    # SHF.L / SHF.R: funnel shift of the 64-bit pair (c:a) by b; .W wraps the shift count (mod 32),
+    # else it is clamped to 32
+    _spec("SHF", "alu_half", 1, "R R R|C|I R", {"L", "R"}, {"W"}, {"U64", "S64", "U32", "S32"}, {"HI"}),
+    # MEMBAR: a memory ordering fence; the model keeps memory operations in program order per warp,
+    # so it has nothing to wait for and issues as a NOP (a choice: no published cost)
+    _spec("MEMBAR", "nop", 0, "", {"CTA", "GL", "SYS"}),
     _spec("MOV", "alu", 1, "R R|C|I"),
     _spec("MOV32I", "alu", 1, "R I|F"),
     _spec("SHL", "alu_half", 1, "R R R|C|I", {"W"}),
@@ -77,6 +85,11 @@ OPCODES = {s.name: s for s in (
     _spec("BFE", "alu_half", 1, "R R R|C|I", {"U32", "S32"}),
     _spec("SEL", "alu_half", 1, "R R R|C|I P"),
     _spec("ISETP", "alu_half", 2, "P P R R|C|I P", _CMP, {"U32", "S32"}, _BOOL),
+    # ISET: the comparison (combined with a predicate) as a register: all ones when true, 0 when
+    # false; .BF gives 1.0 / 0.0 (nvdisasm's ISET; its values as Ryujinx's Maxwell translator has them)
+    _spec("ISET", "alu_half", 1, "R R R|C|I P", _CMP, {"U32", "S32"}, _BOOL, {"BF"}),
+    # ICMP d, a, b, c: d = a if (c cmp 0) else b (nvdisasm's ICMP; ptxas selects with it)
+    _spec("ICMP", "alu_half", 1, "R R R|C|I R", _CMP, {"U32", "S32"}),
     _spec("S2R", "s2r", 1, "R S"),
     _spec("LDS", "lds", 1, "V M", {"U"}, set(_WIDTH)),
     _spec("STS", "sts", 0, "M V", set(_WIDTH)),
@@ -143,8 +156,15 @@ SPECIAL_REGISTERS = ("SR_TID.X", "SR_TID.Y", "SR_TID.Z", "SR_CTAID.X", "SR_CTAID
                      "SR_LANEID", "SR_CLOCKLO", "SR_CLOCKHI", "SR_NTID.X")
 
 
+# An opcode's alternative form whose first operand is a predicate (LOP.AND.NZ P0, RZ, R9, 0x1f:
+# the result also sets P0 when it is non-zero / zero)
+PREDICATE_FORMS = {"LOP": _spec("LOP", "alu", 2, "P R R R|C|I", {"AND", "OR", "XOR", "PASS_B"}, {"Z", "NZ"})}
+# the immediate forms, by the register form whose operation they perform
+IMMEDIATE_FORMS = {"IADD32I": "IADD", "LOP32I": "LOP", "ISCADD32I": "ISCADD", "FMUL32I": "FMUL",
+                   "FADD32I": "FADD"}
+
 # Modifiers an opcode cannot do without (one of the set must be present)
-REQUIRED_MODIFIERS = {"ISETP": _CMP, "FSETP": _FCMP, "ATOM": _ATOM_OPS, "RED": _ATOM_OPS, "ATOMS": _ATOM_OPS,
+REQUIRED_MODIFIERS = {"SHF": {"L", "R"}, "ISET": _CMP, "ICMP": _CMP, "ISETP": _CMP, "FSETP": _FCMP, "ATOM": _ATOM_OPS, "RED": _ATOM_OPS, "ATOMS": _ATOM_OPS,
                       "MUFU": {"RCP", "RSQ", "SQRT", "EX2", "LG2", "SIN", "COS"},
                       "SHFL": {"IDX", "UP", "DOWN", "BFLY"}, "VOTE": {"ALL", "ANY", "EQ"}, "RRO": {"SINCOS", "EX2"}}
 # keyword operands (W) each opcode accepts
@@ -156,6 +176,14 @@ TEXTURE_DIMS = ("1D", "2D", "3D", "ARRAY_1D", "ARRAY_2D", "CUBE", "ARRAY_CUBE")
 TEXTURE_OPS = ("TLD", "TEX", "TLDS", "TEXS")
 WORDS = {"TLD": TEXTURE_DIMS, "TEX": TEXTURE_DIMS, "TLDS": TEXTURE_DIMS + tuple(CHANNEL_SETS),
          "TEXS": TEXTURE_DIMS + tuple(CHANNEL_SETS), "P2R": ("PR",), "R2P": ("PR",), "DEPBAR": tuple(f"SB{n}" for n in range(6))}
+
+
+def spec_of(instr) -> OpSpec:
+    """The spec of a decoded instruction (the predicate form of LOP when its first operand is a
+    predicate)."""
+    if instr.opcode in PREDICATE_FORMS and instr.operands and instr.operands[0].kind == ins.PRED:
+        return PREDICATE_FORMS[instr.opcode]
+    return OPCODES[instr.opcode]
 
 
 def match_modifiers(spec: OpSpec, mods: tuple):

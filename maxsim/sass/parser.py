@@ -11,7 +11,7 @@ import re
 
 from ..errors import SassParseError
 from ..isa import instruction as ins
-from ..isa.opcodes import (CHANNEL_SETS, KIND_LETTER, NOT_MODELLED, OPCODES, REQUIRED_MODIFIERS,
+from ..isa.opcodes import (CHANNEL_SETS, KIND_LETTER, NOT_MODELLED, OPCODES, PREDICATE_FORMS, REQUIRED_MODIFIERS,
                            SPECIAL_REGISTERS, TEXTURE_DIMS, TEXTURE_OPS, WORDS, match_modifiers, texture_channels,
                            vector_alignment, vector_width)
 
@@ -38,7 +38,7 @@ _CONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\s*\[(0[xX][0-9a-fA-F]+|\d+
 _ICONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\[(R\d+|RZ)(?:\+?(-?(?:0[xX][0-9a-fA-F]+|\d+)))?\]$", re.ASCII)
 # maxas writes the carry-out of an add on its destination: IADD R72.CC, ... ([maxas-grammar] $r0cc)
 _DST_CC_RE = re.compile(r"([A-Z][A-Z0-9]*(?:\.[A-Z0-9_]+)*)(\s+)(R\d+|RZ)\.CC(?=\s*,)", re.ASCII)
-_CC_MODELLED = ("IADD", "IADD32I", "LEA")  # opcodes whose carry-out maxsim models
+_CC_MODELLED = ("IADD", "IADD32I", "ISCADD", "LEA")  # opcodes whose carry-out maxsim models
 _HEADER_RE = re.compile(r"#\s*(Kernel|Arch|InsCnt|RegCnt|SharedSize|BarCnt)\s*:\s*(\S+)\s*$", re.ASCII)
 _PARAMS_RE = re.compile(r"#\s*Params\((\d+)\)\s*:\s*$", re.ASCII)
 _PARAM_RE = re.compile(r"#\s*(\d+):(0[xX][0-9a-fA-F]+|\d+):(\d+):(\d+)(?:\s+[A-Za-z_]\w*)?\s*$", re.ASCII)  # name: maxsim.host
@@ -216,7 +216,7 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
         op0 = m.group(1)
         if op0.split(".")[0] not in _CC_MODELLED:
             raise line.error(f"the carry-out of {op0.split('.')[0]} ({m.group(3)}.CC) is not modelled "
-                             f"(only IADD's, IADD32I's and LEA's)", m.start(3))
+                             f"(only IADD's, IADD32I's, ISCADD's and LEA's)", m.start(3))
         cc = "" if "CC" in op0.split(".")[1:] else ".CC"
         src = src[:pos] + op0 + cc + m.group(2) + m.group(3) + src[m.end():] + " " * (3 - len(cc))
         line = _Line(src, line.number, line.filename)
@@ -238,6 +238,8 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
     parts = op_text.split(".")
     opcode, mods = parts[0], tuple(parts[1:])
     spec = OPCODES.get(opcode)
+    if opcode in PREDICATE_FORMS and re.match(r"\s*!?P([0-6]|T)\s*,", src[k:semi]):
+        spec = PREDICATE_FORMS[opcode]
     if spec is None:
         if opcode in NOT_MODELLED:
             raise line.error(f"opcode {opcode} is not modelled: {NOT_MODELLED[opcode]}", pos)
@@ -372,7 +374,7 @@ def _parse_operand(tok: str, line: _Line, col: int, words=()) -> ins.Operand:
     if t.startswith("[") :
         if not t.endswith("]"):
             raise line.error(f"memory operand {tok!r} is missing ']'", col)
-        inner = t[1:-1].replace(" ", "")
+        inner = t[1:-1].replace(" ", "").replace("+-", "-")  # nvdisasm writes [R4+-0x4]
         reg, off, off_text = ins.RZ, 0, ""
         if inner.startswith("R"):
             plus = max(inner.find("+"), inner.find("-"))

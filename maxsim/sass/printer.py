@@ -51,7 +51,7 @@ def format_operand(op: ins.Operand) -> str:
             s = "~" + s
         if op.abs:
             s = f"|{s}|"
-        return ("-" if op.neg else "") + s
+        return ("-" if op.neg else "") + ("~" if op.not_ else "") + s
     if k == ins.MEM:
         base = "RZ" if op.reg == ins.RZ else f"R{op.reg}"
         if not op.text and op.value == 0:

@@ -94,8 +94,8 @@ class StaticInfo:
 
 
 def _n_dst(i):
-    from ..isa.opcodes import OPCODES
-    return OPCODES[i.opcode].n_dst
+    from ..isa.opcodes import OPCODES, spec_of
+    return spec_of(i).n_dst
 
 
 def cta_warp_slots(cid, cta_slot, block, warps):
