@@ -373,7 +373,7 @@ def cmd_asm(args):
         from types import SimpleNamespace
         from .cubin import load
         loaded = load(args.input, args.kernel)
-        result = SimpleNamespace(kernel=loaded.code, text=loaded.text, hazards=(), allocated={})
+        result = SimpleNamespace(kernel=loaded.code, text=loaded.text, hazards=(), allocated={}, notes=getattr(loaded, "notes", ()))
     else:
         if args.kernel:
             raise UsageError("--kernel applies to a .cubin, .cu or .ptx input")

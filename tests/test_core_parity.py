@@ -280,7 +280,7 @@ def test_constant_bank_texture_slot_and_divergent_ldc_kernel():
     bound = bind(k, {"out": "out", "W": 40, "Wo": wo, "Ho": ho, "ntaps": len(taps)},
                  {"out": np.zeros((ho, wo), np.float32)}, {0x62: Texture(img.ravel(), "float1")}, {3: bank3})
     grid = ((wo + 15) // 16, (ho + 7) // 8)
-    bank0 = struct.pack("<6I", 16, 8, 1, grid[0], grid[1], 1) + bound.const_bank[24:]
+    bank0 = bound.const_bank[:8] + struct.pack("<6I", 16, 8, 1, grid[0], grid[1], 1) + bound.const_bank[32:]  # blockDim, gridDim
     res, sm = twin_simulate(k.code, grid, 128, ConstantBanks(bank0, bound.constants), bound.memory,
                             bound.textures, log=True)
     addr = bound.buffers["out"][0]

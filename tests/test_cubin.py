@@ -130,17 +130,16 @@ def test_nvidia_reads_the_cubins_maxsim_writes(cubins, tmp_path):
 
 def _run_case(name, kernel, size):
     from maxsim.host import launch
-    grid, block, params, buffers, ref = CASES[name].setup(size, np.random.default_rng(1))
-    r = launch(kernel, grid, block, params=params, buffers=buffers, timing=False, predict=False)
+    grid, block, params, buffers, ref, *textures = CASES[name].setup(size, np.random.default_rng(1))
+    r = launch(kernel, grid, block, params=params, buffers=buffers, textures=(textures or [None])[0],
+               timing=False, predict=False)
     for b, (exp, rtol, atol) in ref.items():
         got = r.outputs[b].reshape(exp.shape)
         np.testing.assert_allclose(got, exp, rtol=rtol, atol=atol, err_msg=f"{name} {size} {b}")
 
 
 # kernels the model cannot run yet, with the reason
-KNOWN = {
-    "tex_scale": "bindless texture fetch (TLDS) is refused by name",
-}
+KNOWN = {}
 
 
 def _kernel_from_cuobjdump(name, data, tmp_path):
@@ -161,10 +160,6 @@ def _kernel_from_cuobjdump(name, data, tmp_path):
 @needs_cuobjdump
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_corpus_decoded_by_cuobjdump_runs_right(name, cubins, tmp_path):
-    if name == "tex_scale":
-        with pytest.raises(MaxsimError, match="TLDS"):
-            _kernel_from_cuobjdump(name, cubins[name], tmp_path)
-        return
     if name in KNOWN:
         pytest.xfail(KNOWN[name])
     kernel = _kernel_from_cuobjdump(name, cubins[name], tmp_path)

@@ -310,7 +310,7 @@ def test_maxas_spellings_mean_what_maxas_means():
     ("--:-:1:-:1      TEX.LZ.T R4, R2, RZ, 0x62, ARRAY_2D, 0xf;", 44, "TEX of a ARRAY_2D texture is not modelled"),
     ("--:-:-:-:1      MOV R1, c[0x3][R4];", 25, "a register-indexed constant is read by LDC only"),
     ("--:-:-:-:1      I2F.F32.S8 R1, R2.B1;", 32, "the register part selector .B1 in 'R2.B1' is not modelled"),
-    ("--:-:-:-:1      SHF.L R1, R2, 0x4, R3;", 17, "opcode SHF is not modelled: a funnel shift"),
+    ("--:-:-:-:1      PRMT R1, R2, 0x4, R3;", 17, "opcode PRMT is not modelled: a byte permute"),
 ])
 def test_remaining_refusals_name_file_line_column_and_what(line, col, fragment):
     text = header("bad", regs=16) + line + "\n--:-:-:-:5      EXIT;\n"

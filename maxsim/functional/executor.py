@@ -811,6 +811,18 @@ def _ldc(ctx, instr, ops, mods, zrow, values=True):
     return run
 
 
+def _slot_handle(ctx, slot):
+    """The texture a fetch by slot reads. The slot names the word c[0x0][4 x slot] (ptxas compiles
+    tex1Dfetch on a cudaTextureObject_t parameter at 0x140 to TLDS slot 0x50: the word of the
+    parameter); when that word is one of the kernel's parameters, it holds the texture's handle (a
+    texture object: handle n, or 0x80000000 | n, is texture n, as for TLD.B). Otherwise (a texture
+    reference, whose word the driver fills) the slot is the texture's number."""
+    word = 4 * slot
+    if any(p.offset <= word < p.offset + p.size for p in ctx.kernel.params) and word + 4 <= len(ctx.const_bank):
+        return int(np.frombuffer(ctx.const_bank, dtype=np.uint32, count=1, offset=word)[0])
+    return slot
+
+
 def _texture(ctx, instr, ops, mods, zrow, values=True):
     """TLD / TEX (``.B``: the texture of the handle register; else of the slot) and TLDS / TEXS (the
     slot; channels by name, split over two destinations). TLD/TLDS read texel ``coordinate``; TEX/TEXS
@@ -831,6 +843,7 @@ def _texture(ctx, instr, ops, mods, zrow, values=True):
         handle_r = None
         slot = ops[3].value
         outs = list(texture_channels(ops))
+    slot_handle = _slot_handle(ctx, slot) if handle_r is None else None
     sampled = op in ("TEX", "TEXS")
     channels = [c for _, c in outs]
     writes = [_writer(r, zrow) for r, _ in outs]
@@ -838,7 +851,7 @@ def _texture(ctx, instr, ops, mods, zrow, values=True):
     def run(g, m):
         sel = m if m is not None else (None if g.full else g.active)
         if handle_r is None:
-            handles = np.full(g.tid.size, slot, dtype=np.uint32)
+            handles = np.full(g.tid.size, slot_handle, dtype=np.uint32)
         else:
             handles = g.regs[handle_r]
         if sampled:
@@ -859,6 +872,8 @@ def _texture(ctx, instr, ops, mods, zrow, values=True):
                     bad &= sel
                 bound = sorted(ctx.textures)
                 what = f"texture handle 0x{int(h):x}" if handle_r is not None else f"texture slot 0x{slot:x}"
+                if handle_r is None and slot_handle != slot:
+                    what += f" (handle 0x{slot_handle:x}, the parameter at c[0x0][0x{4 * slot:x}])"
                 ctx.fail(instr, g, bad, lambda pos: f"{what} is not bound (bound textures: {bound})")
             if sampled:
                 bad = (handles == h) & ((coords < 0) | (coords >= tex.size))

@@ -188,7 +188,7 @@ def spec_of(instr) -> OpSpec:
 
 def match_modifiers(spec: OpSpec, mods: tuple):
     """Return None if ``mods`` is acceptable for ``spec``, else the first offending modifier."""
-    groups = list(spec.mod_groups)
+    groups = tuple(spec.mod_groups)
     for n, m in enumerate(mods):
         if m in mods[:n] and not ((spec.name in CONVERSIONS or spec.name == "XMAD") and m in _TYPES) \
                 and not (spec.name == "PSETP" and m in _BOOL):
@@ -196,13 +196,18 @@ def match_modifiers(spec: OpSpec, mods: tuple):
             # destination and source types (F2F.F32.F32) and PSETP its two operations
             # (PSETP.AND.AND, as nvdisasm and maxas write it)
             return m
-        for i, g in enumerate(groups):
-            if m in g:
-                del groups[i]
-                break
-        else:
+        if not _assignable(mods[:n + 1], groups, frozenset()):
             return m
     return None
+
+
+def _assignable(mods, groups, used) -> bool:
+    """Whether each modifier can take a group of its own (in any order of the groups: nvdisasm
+    writes XMAD.PSL.CHI, maxas XMAD.CHI.PSL; the earlier groups are tried first)."""
+    if not mods:
+        return True
+    return any(i not in used and mods[0] in g and _assignable(mods[1:], groups, used | {i})
+               for i, g in enumerate(groups))
 
 
 def vector_alignment(width: int) -> int:
@@ -228,6 +233,7 @@ NOT_MODELLED = {
     "JCAL": "an absolute call", "BPT": "a breakpoint", "FCHK": "a division range check", "CCTL": "a cache control",
     "SULD": "a surface load", "SUST": "a surface store", "SURED": "a surface reduction", "SUATOM": "a surface atomic",
 }
+NOT_MODELLED = {k: v for k, v in NOT_MODELLED.items() if k not in OPCODES}  # (SHF, ISET, ICMP, MEMBAR run)
 
 
 def texture_channels(instr_ops) -> tuple:

@@ -3,7 +3,8 @@ and a numpy reference.
 
 ``CASES[name]`` is a :class:`Case`: the file, the kernel, the three sizes the tests run, and
 ``setup(size, rng) -> (grid, block, params, buffers, reference)`` where ``reference`` is
-{buffer name: (expected array, rtol, atol)}.
+{buffer name: (expected array, rtol, atol)}; a kernel that reads textures returns a sixth item,
+{texture number: array}.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import os
 
 import attrs
 import numpy as np
+
+from maxsim.host.args import Texture
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -163,9 +166,10 @@ def _transcendental(n, rng):
 
 
 def _tex_scale(n, rng):
+    # the texture object parameter holds handle 0: texture number 0, a 1D float texture of x
     x = rng.standard_normal(n, dtype=np.float32)
     return (_blocks(n, 128), 128, {"tex": 0, "out": "out", "n": n}, {"out": np.zeros(n, np.float32)},
-            {"out": (2 * x, 0, 0)})
+            {"out": (2 * x, 0, 0)}, {0: Texture(x, format="float1")})
 
 
 CASES = {
