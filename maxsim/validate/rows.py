@@ -92,7 +92,8 @@ class Row:
 SOURCES = {
     "maxas-cc": "maxas wiki, \"Control-Codes\" page (github.com/NervanaSystems/maxas/wiki/Control-Codes)",
     "maxas-sgemm": "maxas wiki, \"SGEMM\" page (github.com/NervanaSystems/maxas/wiki/SGEMM): text and "
-                   "benchmark charts (GTX 980 at 1607 MHz, 8 Gbps), read off in traces/maxas_gtx980_sgemm.csv",
+                   "benchmark charts (GTX 980 at 1607 MHz, 8 Gbps), read off in traces/maxas_gtx980_sgemm.csv and "
+                   "traces/maxas_gtx980_sgemm64_large.csv",
     "maxas-grammar": "maxas lib/MaxAs/MaxAsGrammar.pm, its scheduler's per-class table",
     "nv-md": "NVIDIA's sm_52 SASS scheduling description (github.com/redplait/denvdis data/sm52_2.txt)",
     "jia18": "Jia, Maggioni, Staiger, Scarpazza: Dissecting the NVIDIA Volta GPU Architecture via "
