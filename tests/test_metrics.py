@@ -60,7 +60,7 @@ def test_achieved_occupancy_from_a_cta_log():
 def test_run_metrics_agree_with_the_run_counters():
     from workloads.sgemm.harness import run_workload
     out = run_workload("sgemm_64", cfg=CFG, m=256, n=256, k=64)
-    m = out["profiler_metrics"]
+    m = out["timed_sm_profiler_metrics"]  # the timed SM's, beside its own counters
     seconds = out["cycles"] / CFG.clock_hz
     assert m["l2_tex_read_hit_rate"] == pytest.approx(100 * out["l2_hit_rate"])
     assert m["tex_cache_hit_rate"] == pytest.approx(100 * out["texture_hit_rate"])
@@ -69,3 +69,42 @@ def test_run_metrics_agree_with_the_run_counters():
     # 8 CTAs of 2 warps resident for all but the last cycles of the run: just under 16 / 64
     assert 0.9 * 16 / 64 < m["achieved_occupancy"] <= 16 / 64
     assert 0 <= m["dram_utilization_fraction"] < CFG.dram.efficiency + 1e-9
+
+
+def test_launch_metrics_are_the_whole_gpus_and_labelled():
+    """With a whole-GPU prediction, the launch's profiler metrics are the GPU's (from the
+    prediction's counters: every SM's L1/texture cache, the L2 and DRAM), and the timed SM's stay
+    beside them under their own key; the text report shows both columns."""
+    from maxsim.report.text import format_run
+    from workloads.sgemm.harness import run_workload
+    # sgemm_64 at N = 256: 16 CTAs; the timed SM runs 8 of them (they share rows and columns of
+    # tiles: texture hits), the GPU one per SM (no CTA shares an SM's cache: no texture hit)
+    out = run_workload("sgemm_64", cfg=CFG, m=256, n=256, k=64)
+    gpu, sm = out["gpu_profiler_metrics"], out["timed_sm_profiler_metrics"]
+    assert out["profiler_metrics"] is gpu and out["profiler_metrics_of"] == "gpu"
+    assert out["gpu_prediction_method"] == "sampled"
+    assert gpu["tex_cache_hit_rate"] == pytest.approx(100 * out["gpu_texture_hit_rate"])
+    assert gpu["l2_tex_read_hit_rate"] == pytest.approx(100 * out["gpu_l2_hit_rate"])
+    assert sm["tex_cache_hit_rate"] == pytest.approx(100 * out["texture_hit_rate"])
+    assert gpu["tex_cache_hit_rate"] == 0 < sm["tex_cache_hit_rate"]
+    # 16 CTAs on 16 SMs: one CTA (2 of 64 warps) on each; 8 CTAs on the timed SM
+    assert 0.9 * 2 / 64 < gpu["achieved_occupancy"] <= 2 / 64 < 0.9 * 16 / 64 < sm["achieved_occupancy"]
+    # every A and B sector the 16 CTAs read comes from DRAM once: (256 x 64) x 2 matrices x 4 bytes
+    assert out["gpu_dram_bytes"] >= 2 * 256 * 64 * 4
+    text = format_run(out)
+    assert "whole GPU" in text and "timed SM" in text
+    assert "L2 hit rate (whole GPU)" in text and "L2 hit rate (timed SM)" in text
+
+
+def test_a_launch_without_prediction_labels_its_metrics_as_the_timed_sms():
+    from maxsim.host import launch
+    from maxsim.validate import kernels as K
+    r = launch(K.tld_kernel(), 1, 32, textures={0: K.texture()}, predict=False)
+    f = r.fields()
+    assert f["profiler_metrics_of"] == "timed_sm" and "gpu_profiler_metrics" not in f
+    assert f["profiler_metrics"] == f["timed_sm_profiler_metrics"]
+    # one CTA: the whole launch is the timed SM's run
+    f = launch(K.tld_kernel(), 1, 32, textures={0: K.texture()}).fields()
+    assert f["gpu_prediction_method"] == "timed SM" and f["profiler_metrics_of"] == "gpu"
+    assert f["gpu_profiler_metrics"] == f["timed_sm_profiler_metrics"]
+    assert f["gpu_l2_hit_rate"] == f["l2_hit_rate"]
