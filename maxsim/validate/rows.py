@@ -35,6 +35,7 @@ KINDS = {k.name: k for k in (
     Kind("throughput", "throughput / issue (micro-benchmark)", "s", 0.10),
     Kind("register_banks", "register banks and reuse (micro-benchmark)", "D", 0.10),
     Kind("shared_banks", "shared-memory bank conflicts (micro-benchmark)", "^", 0.0),
+    Kind("cache_structure", "cache size and line size (micro-benchmark)", "*", 0.0),
     Kind("sgemm_static", "SGEMM static figures (analysis)", "v", 0.05, 0.5),
     Kind("sgemm_loop", "SGEMM main-loop cycles (simulation)", "P", 0.02),
     Kind("sgemm_gflops", "SGEMM GFLOPS (whole-GPU prediction)", "x", 0.10),
