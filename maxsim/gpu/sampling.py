@@ -872,6 +872,7 @@ def memory_counters(ms, cycles, sms=()):
         l1 = sm.l1
         out["tex_sector_hits"] = out.get("tex_sector_hits", 0.0) + l1.sector_hits
         out["tex_sector_misses"] = out.get("tex_sector_misses", 0.0) + l1.sector_misses
+        out["tex_pending_hits"] = out.get("tex_pending_hits", 0.0) + l1.pending_hits
     if sms:
         out.update({k: float(v) for k, v in resident_warp_counters(sms).items()})
     out["cycles"] = float(cycles)

@@ -201,6 +201,8 @@ class LaunchReport:
             t = self.timing or {}
             return {f"gpu_{k}": t[k] for k in ("texture_hit_rate", "l2_hit_rate", "dram_bytes") if k in t}
         m, out = p.memory, {}
+        # the model's own rates, as the timed SM's texture_hit_rate / l2_hit_rate: a lookup merged
+        # into a fill under way counts as a hit (the profiler metrics follow nvprof's counting)
         tex = m.get("tex_sector_hits", 0) + m.get("tex_sector_misses", 0)
         if "tex_sector_hits" in m:
             out["gpu_texture_hit_rate"] = m["tex_sector_hits"] / tex if tex else 0.0
