@@ -155,6 +155,14 @@ def test_json_schema_and_every_row_kind(quick_run):
     assert loop["published"] == 520 and abs(loop["simulated"] - 520) / 520 < 0.02
     swirl = names["sgemm_64 swirl: reuse hit rate in the main loop"]
     assert 48 < swirl["simulated"] < 50 and swirl["published"] == 49
+    # maxas's texture-cache hit rate, against the predicted launches' nvprof-named figure; at
+    # N = 256 each SM runs one CTA of sgemm_64 (16 CTAs): nothing to share, no hit
+    tex = names["sgemm_64 tex_cache_hit_rate, mean over 1 size"]
+    assert tex["published"] == 1.5 and tex["source"] == "[maxas-sgemm]" and tex["simulated"] == 0
+    assert tex["tolerance"] == "±0.5" and tex["status"] == "deviation"
+    # the cache-structure rows of the micro-benchmarks
+    assert names["L1/texture capacity (P-chase footprint)"]["status"] == "pass"
+    assert names["L1/texture fetch granularity (stride-16 B chase)"]["status"] == "pass"
 
 
 def test_html_report_is_self_contained(quick_run):

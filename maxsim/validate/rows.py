@@ -26,6 +26,8 @@ class Kind:
     def tolerance_text(self) -> str:
         if not self.relative and not self.absolute:
             return "exact"
+        if not self.relative:
+            return f"±{self.absolute:g}"
         rel = f"±{100 * self.relative:g}%"
         return rel if not self.absolute else f"{rel} or ±{self.absolute:g}"
 
@@ -39,6 +41,7 @@ KINDS = {k.name: k for k in (
     Kind("sgemm_static", "SGEMM static figures (analysis)", "v", 0.05, 0.5),
     Kind("sgemm_loop", "SGEMM main-loop cycles (simulation)", "P", 0.02),
     Kind("sgemm_gflops", "SGEMM GFLOPS (whole-GPU prediction)", "x", 0.10),
+    Kind("sgemm_memory", "SGEMM memory figures (whole-GPU prediction)", "h", 0.0, 0.5),
 )}
 
 
