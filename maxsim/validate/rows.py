@@ -106,6 +106,8 @@ SOURCES = {
                "HPEC 2019, arXiv:1905.08778 (Maxwell figures)",
     "wp980": "NVIDIA GeForce GTX 980 whitepaper",
     "cuda-pg": "CUDA C Programming Guide: compute capability 5.x, shared memory bank conflicts",
+    "nv-forum-l2": "NVIDIA developer forums, \"Pascal L1 cache\" (forums.developer.nvidia.com/t/49571): "
+                   "Maxwell-Pascal L1/TEX and L2 lines of four 32 B sectors, a miss fills only the sectors accessed",
 }
 
 
