@@ -18,10 +18,10 @@ def test_measured_data_is_installed_with_its_provenance():
 
 def test_the_large_sgemm64_slice_is_scored_with_its_own_provenance():
     from traces import path
-    from workloads.compare import MEASURED, measurement_sources
+    from workloads.compare import MEASURED_FILES, measurement_sources
     text = path("maxas_gtx980_sgemm64_large.csv").read_text()
     assert "Source: maxas wiki 'SGEMM' page, chart BenchLarge" in text and "1607 MHz" in text
-    assert "maxas_gtx980_sgemm64_large.csv" in MEASURED
+    assert "maxas_gtx980_sgemm64_large.csv" in MEASURED_FILES
     m, src = load_measurements(), measurement_sources()
     large = {n: v for n, v in m["sgemm_64"].items() if n > 512}
     assert large == {1024: 6081, 2048: 6116, 3072: 6150, 4096: 6116, 5120: 5644, 6144: 5385, 7168: 5185,

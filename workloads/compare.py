@@ -21,20 +21,22 @@ from traces import path as trace_path
 from .sgemm.generator import KERNELS, generate_kernel
 from .sgemm.predict import predict_sgemm
 
-# The measured series (files of traces/), in order: a size given by two files keeps the first one's value.
-MEASURED = ("maxas_gtx980_sgemm.csv",            # both kernels, maxas's BenchSmall and BenchLarge charts
-            "maxas_gtx980_sgemm64_large.csv")    # sgemm_64 above N = 512 (BenchLarge), every 1024
+MEASURED = "maxas_gtx980_sgemm.csv"  # both kernels, maxas's BenchSmall and BenchLarge charts
+# Every measured series scored (files of traces/), in order: a size given by two files keeps the
+# first one's value.
+MEASURED_FILES = (MEASURED,
+                  "maxas_gtx980_sgemm64_large.csv")  # sgemm_64 above N = 512 (BenchLarge), every 1024
 KERNEL_COLUMNS = ("sgemm_64", "sgemm_128")
 REFERENCE_COLUMNS = ("cublas_128x64", "cublas_128x128")
 
 
-def load_measurements(name=MEASURED):
+def load_measurements(name=MEASURED_FILES):
     """{column: {N: GFLOPS}} from a traces CSV (or several: a tuple of names, merged in order); a size
     given on two charts or in two files keeps the first value."""
     return _load(name)[0]
 
 
-def measurement_sources(name=MEASURED):
+def measurement_sources(name=MEASURED_FILES):
     """{column: {N: file name}}: the traces file each value of :func:`load_measurements` comes from."""
     return _load(name)[1]
 
@@ -110,7 +112,7 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
 
     ``jobs`` > 1 predicts the sizes in that many worker processes (the results do not depend on
     it: every prediction is deterministic)."""
-    measured, sources = _load(MEASURED)
+    measured, sources = _load(MEASURED_FILES)
     result = {"config": cfg.name, "gpu": cfg.gpu.name, "core_clock_mhz": cfg.gpu.core_clock_mhz,
               "effective_clock_mhz": cfg.clock_hz / 1e6, "peak_gflops": cfg.peak_gflops, "kernels": {},
               "reference": {}}
