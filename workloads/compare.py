@@ -9,6 +9,7 @@ taken over its measured sizes.
 from __future__ import annotations
 
 import csv
+import os
 
 from maxsim.errors import MaxsimError
 from maxsim.report.metrics import profiler_metrics
@@ -20,13 +21,38 @@ from traces import path as trace_path
 from .sgemm.generator import KERNELS, generate_kernel
 from .sgemm.predict import predict_sgemm
 
-MEASURED = "maxas_gtx980_sgemm.csv"
+MEASURED = "maxas_gtx980_sgemm.csv"  # both kernels, maxas's BenchSmall and BenchLarge charts
+# Every measured series scored (files of traces/), in order: a size given by two files keeps the
+# first one's value.
+MEASURED_FILES = (MEASURED,
+                  "maxas_gtx980_sgemm64_large.csv")  # sgemm_64 above N = 512 (BenchLarge), every 1024
 KERNEL_COLUMNS = ("sgemm_64", "sgemm_128")
 REFERENCE_COLUMNS = ("cublas_128x64", "cublas_128x128")
 
 
-def load_measurements(name=MEASURED):
-    """{column: {N: GFLOPS}} from a traces CSV; a size given on two charts keeps the first value."""
+def load_measurements(name=MEASURED_FILES):
+    """{column: {N: GFLOPS}} from a traces CSV (or several: a tuple of names, merged in order); a size
+    given on two charts or in two files keeps the first value."""
+    return _load(name)[0]
+
+
+def measurement_sources(name=MEASURED_FILES):
+    """{column: {N: file name}}: the traces file each value of :func:`load_measurements` comes from."""
+    return _load(name)[1]
+
+
+def _load(names):
+    out, sources = {}, {}
+    for name in ((names,) if isinstance(names, str) else names):
+        for col, values in _load_one(name).items():
+            for n, v in values.items():
+                if n not in out.setdefault(col, {}):
+                    out[col][n] = v
+                    sources.setdefault(col, {})[n] = os.path.basename(str(name))
+    return out, sources
+
+
+def _load_one(name):
     path = trace_path(name)
     try:
         text = path.read_text()
@@ -86,7 +112,7 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
 
     ``jobs`` > 1 predicts the sizes in that many worker processes (the results do not depend on
     it: every prediction is deterministic)."""
-    measured = load_measurements()
+    measured, sources = _load(MEASURED_FILES)
     result = {"config": cfg.name, "gpu": cfg.gpu.name, "core_clock_mhz": cfg.gpu.core_clock_mhz,
               "effective_clock_mhz": cfg.clock_hz / 1e6, "peak_gflops": cfg.peak_gflops, "kernels": {},
               "reference": {}}
@@ -99,11 +125,11 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
         ns = sorted(meas) if sizes is None else sorted(sizes)
         if extra_sizes:
             ns = sorted(set(ns) | set(extra_sizes.get(name, ())))
-        plan.append((label, name, regs, occ, ns, meas if same else {}))
-    tasks = sorted({(name, regs, n) for _, name, regs, _, ns, _ in plan for n in ns},
+        plan.append((label, name, regs, occ, ns, meas if same else {}, sources.get(name, {}) if same else {}))
+    tasks = sorted({(name, regs, n) for _, name, regs, _, ns, _, _ in plan for n in ns},
                    key=lambda t: (t[2], t[0], -1 if t[1] is None else t[1]))
     predictions = _predict_all(cfg, tasks, jobs, progress)
-    for label, name, regs, occ, ns, meas in plan:
+    for label, name, regs, occ, ns, meas, source in plan:
         points = []
         for n in ns:
             p = predictions[name, regs, n]
@@ -111,6 +137,7 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
             mem = p.get("memory")
             metrics = profiler_metrics(mem, cfg.cycles_to_seconds(p["cycles"]), cfg) if mem else {}
             points.append({"n": n, "simulated_gflops": p["gflops"], "measured_gflops": m,
+                           "measured_source": source.get(n),  # the traces file of the measured value
                            "error_percent": None if m is None else 100.0 * (p["gflops"] - m) / m,
                            "cycles": p["cycles"], "waves": p["waves"], "loop_cycles": p["loop_cycles"],
                            "profiler_metrics": metrics,
@@ -120,11 +147,17 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
                                        for ph in p.get("phases", ())],
                            "sim_seconds": p.get("sim_seconds")})
         errs = [abs(pt["error_percent"]) for pt in points if pt["error_percent"] is not None]
+        by_source = {}  # the MAPE over each traces file's points (e.g. sgemm_64 up to N = 512 / above)
+        for pt in points:
+            if pt["error_percent"] is not None:
+                by_source.setdefault(pt["measured_source"], []).append(abs(pt["error_percent"]))
         result["kernels"][label] = {
             "workload": name, "registers_per_thread": occ.registers, "resident_ctas_per_sm": occ.ctas,
             "warps_per_scheduler": occ.warps_per_scheduler, "occupancy_limited_by": occ.limited_by,
             "points": points, "mape_percent": sum(errs) / len(errs) if errs else None,
-            "measured_points": len(errs)}
+            "measured_points": len(errs),
+            "mape_by_source": {f: {"mape_percent": sum(e) / len(e), "measured_points": len(e)}
+                               for f, e in by_source.items()}}
     return result
 
 
@@ -206,6 +239,11 @@ def format_table(result):
             lines.append(row)
         if k["mape_percent"] is not None:
             lines.append(f"{name}: MAPE {k['mape_percent']:.1f}% over {k['measured_points']} measured sizes")
+            parts = k.get("mape_by_source") or {}
+            if len(parts) > 1:
+                for f, part in parts.items():
+                    lines.append(f"{'':{len(name) + 2}s}{part['mape_percent']:.1f}% over the "
+                                 f"{part['measured_points']} of {f}")
         elif not k["measured_points"]:
             lines.append(f"{name}: predicted only (no measured point)")
     return "\n".join(lines)
