@@ -2,7 +2,14 @@
 of sasskit used by test_opcodes.py) is also checked in timing-only mode: its trace must equal the
 full run's (see timing_only_check.py)."""
 
+import os
+import tempfile
+
 import pytest
+
+# the result cache of compare, validate and sweep: a folder of this test session's own, never the
+# user's cache (a test that needs its own sets MAXSIM_CACHE_DIR again)
+os.environ["MAXSIM_CACHE_DIR"] = tempfile.mkdtemp(prefix="maxsim-test-cache-")
 
 SHADOWED = ("test_kernels", "test_opcodes")
 
