@@ -344,7 +344,7 @@ def cmd_sweep(args):
     if args.json:
         print(json.dumps(rows, indent=1, default=float))
     else:
-        print(f"sweep {args.spec}: {counts['points']} points: {counts['computed']} computed on "
+        print(f"sweep {args.spec}: {counts['points']} points: {counts['computed']} computed "
               f"{engine.describe()}, {counts['cached']} from the result cache, {counts['resumed']} already "
               f"in the table")
         print(f"table written to {base}.parquet and {base}.csv ({len(rows)} rows)")

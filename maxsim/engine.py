@@ -64,11 +64,12 @@ class Engine:
         return self.scheduler is None and self.jobs <= 1
 
     def describe(self) -> str:
+        """Where the tasks run, as a phrase: "in this process", "on a local Dask cluster of ..."."""
         if self.scheduler is not None:
-            return f"the Dask cluster at {self.scheduler}"
+            return f"on the Dask cluster at {self.scheduler}"
         if self.jobs <= 1:
-            return "this process"
-        return f"a local Dask cluster of {self.jobs} worker processes"
+            return "in this process"
+        return f"on a local Dask cluster of {self.jobs} worker processes"
 
     def __enter__(self):
         return self
@@ -128,7 +129,7 @@ class Engine:
                 except Exception as e:  # a task that failed on its worker (e.g. killed too often)
                     if isinstance(e, (KeyboardInterrupt, SystemExit)):
                         raise
-                    raise EngineError(f"a task failed on {self.describe()}: {type(e).__name__}: {e}") from None
+                    raise EngineError(f"a task failed {self.describe()}: {type(e).__name__}: {e}") from None
                 yield futures.pop(f), result
         finally:
             if futures:
