@@ -23,7 +23,7 @@ import os
 from .errors import MaxsimError
 
 SCHEDULER_ENV = "MAXSIM_SCHEDULER"
-CONNECT_TIMEOUT_S = 5.0  # a scheduler that does not answer within this is reported as unreachable
+CONNECT_TIMEOUT_S = 3.0  # a scheduler that does not answer within this is reported as unreachable
 
 
 class EngineError(MaxsimError):
@@ -42,6 +42,41 @@ def _call(fn, args):
         gc.freeze()
         _frozen = True
     return fn(*args)
+
+
+def _check_reachable(address):
+    """Fail fast, before Dask starts its event loop (whose shutdown after a failed connection takes
+    seconds), when nothing listens at a tcp:// address."""
+    import socket
+    from urllib.parse import urlsplit
+    if not address.startswith("tcp://"):
+        return  # other protocols (tls://, ucx://, inproc://): Dask's own connection reports them
+    try:
+        parts = urlsplit(address)
+        host, port = parts.hostname, parts.port
+    except ValueError as e:
+        raise EngineError(f"bad Dask scheduler address {address!r}: {e}") from None
+    if not host or port is None:
+        raise EngineError(f"bad Dask scheduler address {address!r}: expected tcp://HOST:PORT")
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        reason = e.strerror or str(e) or type(e).__name__
+        raise EngineError(f"cannot reach the Dask scheduler at {address}: {reason}") from None
+
+
+def _quiet_failed_client():
+    """A Dask client whose connection failed complains from its destructor when it is collected
+    (its event loop is gone): that is the error already reported, once."""
+    import sys
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        if type(unraisable.object).__module__.startswith("distributed") or \
+                getattr(unraisable.object, "__module__", "").startswith("distributed"):
+            return
+        previous(unraisable)
+    sys.unraisablehook = hook
 
 
 class Engine:
@@ -90,10 +125,14 @@ class Engine:
                      "distributed.core", "distributed.comm", "distributed.client", "tornado"):
             logging.getLogger(name).setLevel(logging.CRITICAL)
         if self.scheduler is not None:
+            _check_reachable(self.scheduler)
             try:
                 self._client = Client(self.scheduler, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
-            except (OSError, TimeoutError, ValueError) as e:
+            except Exception as e:  # noqa: BLE001 - refused, timed out, or not a Dask scheduler at all
+                _quiet_failed_client()
                 reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+                if not isinstance(e, (OSError, TimeoutError)):
+                    reason = f"no Dask scheduler answers there ({type(e).__name__}: {reason})"
                 raise EngineError(f"cannot reach the Dask scheduler at {self.scheduler}: {reason}") from None
             return self._client
         # one single-threaded worker process per job; no memory limit (a big prediction must not be
