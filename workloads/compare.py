@@ -148,13 +148,14 @@ def _predict_group(cfg, tasks):
 
 
 def workload_cache(directory=None):
-    """A :class:`~maxsim.cache.ResultCache` whose model version covers the simulator and the
-    workload code (the SGEMM generator and problem builder are part of what a prediction is)."""
+    """A :class:`~maxsim.cache.ResultCache` whose model version covers the simulator and the SGEMM
+    workload's code (its generator, harness and problem builder are part of what a prediction is;
+    the comparison and sweep drivers beside it are not)."""
     from pathlib import Path
 
     import maxsim
     from maxsim.cache import ResultCache, model_version
-    return ResultCache(directory, model_version(Path(maxsim.__file__).parent, Path(__file__).parent))
+    return ResultCache(directory, model_version(Path(maxsim.__file__).parent, Path(__file__).parent / "sgemm"))
 
 
 def point_key(cache, cfg, name, regs, n):

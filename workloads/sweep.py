@@ -547,7 +547,14 @@ def plot_sweep(rows, x, y, path, spec=None):
             raise SweepError(f"{what} {name}: no such column in the table (e.g. "
                              f"{', '.join(sorted(c for c in columns if not c.startswith(('opcode', 'sm_opcode', 'stall'))))[:300]})")
     params = _parameter_columns(rows, spec)
-    others = [p for p in params if p != x and len({json.dumps(r.get(p), default=str) for r in rows}) > 1]
+    def key(r, p):
+        return json.dumps(r.get(p), default=str)
+
+    # a line per combination of the parameters that vary, less those that follow x (keys set
+    # together with it, as a DRAM clock with its bandwidth)
+    xs = {key(r, x) for r in rows}
+    others = [p for p in params if p != x and len({key(r, p) for r in rows}) > 1
+              and len({(key(r, x), key(r, p)) for r in rows}) > len(xs)]
     lines = {}
     for r in rows:
         if r.get(x) is None or r.get(y) is None:
@@ -562,7 +569,7 @@ def plot_sweep(rows, x, y, path, spec=None):
     ax.set_ylabel(y)
     ax.grid(True, alpha=0.3)
     if len(lines) > 1:
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, ncol=2 if len(lines) > 8 else 1)
     fig.tight_layout()
     save_figure(fig, path)
     plt.close(fig)
