@@ -60,14 +60,14 @@ def cluster():
         _wait_for_workers(address, 2)
         yield address, procs
     finally:
-        for p in reversed(procs):
+        for p in reversed(procs):  # workers first, then the scheduler; a slow exit is killed
             if p.poll() is None:
                 p.terminate()
-        for p in procs:
             try:
-                p.wait(timeout=10)
+                p.wait(timeout=3)
             except subprocess.TimeoutExpired:
                 p.kill()
+                p.wait(timeout=10)
 
 
 def _spec(tmp_path, latencies, n=256):
