@@ -756,7 +756,7 @@ def _subject(args):
     ``run`` / ``analyze``, or None."""
     target = getattr(args, "target", None)
     if target is None:
-        return None
+        return getattr(args, "spec", None)  # sweep: its spec
     return getattr(args, "sass", None) or target
 
 

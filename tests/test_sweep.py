@@ -199,3 +199,11 @@ def test_the_plot_has_a_line_per_config(tmp_path, capsys):
     assert main(["sweep", str(spec), "--jobs", "1", "--quiet", "--table", str(tmp_path / "t"),
                  "-o", str(png), "--x", "nope"]) == 2
     assert "--x nope: no such column" in capsys.readouterr().err
+
+
+def test_a_point_the_model_refuses_is_one_line_naming_it(tmp_path, capsys):
+    spec = _spec(tmp_path, '[grid]\nworkload = ["sgemm_64"]\nn = [128]\nregs = [64]\n')
+    assert main(["sweep", str(spec), "--jobs", "1", "--quiet", "--no-cache", "--table", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith(f"maxsim: error: {spec}: point workload=sgemm_64, n=128, regs=64: ") and "125" in err, err

@@ -311,7 +311,16 @@ class Task:
 
 
 def run_task(task):
-    """The fields of ``maxsim run --json`` for one point."""
+    """The fields of ``maxsim run --json`` for one point (an error names the point)."""
+    try:
+        return _run(task)
+    except SweepError:
+        raise
+    except MaxsimError as e:
+        raise SweepError(f"point {_describe(task.point)}: {e}") from None
+
+
+def _run(task):
     from maxsim.report.text import summarise
     cfg, v = task.cfg, dict(task.point.values)
     occupancy = next(({k: v[k]} for k in OCCUPANCY_KEYS if k in v), None)
