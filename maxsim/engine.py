@@ -84,25 +84,29 @@ class Engine:
 
     ``jobs``: worker processes of the local cluster (default: the number of CPUs; 1 with no
     ``scheduler``: this process). ``scheduler``: the address of an existing Dask scheduler (default:
-    the environment variable ``MAXSIM_SCHEDULER``, else a local cluster). Use as a context manager
-    (the cluster it started is shut down on leaving)."""
+    the environment variable ``MAXSIM_SCHEDULER``, else a local cluster). ``in_process=False``: a
+    local cluster even of one worker (to measure the engine itself). Use as a context manager (the
+    cluster it started is shut down on leaving)."""
 
-    def __init__(self, jobs=None, scheduler=None):
+    def __init__(self, jobs=None, scheduler=None, in_process=None):
         self.jobs = jobs if jobs is not None else (os.cpu_count() or 1)
         self.scheduler = scheduler if scheduler is not None else (os.environ.get(SCHEDULER_ENV) or None)
+        self._in_process = in_process
         self._client = None
         self._cluster = None
 
     @property
     def local(self) -> bool:
         """Tasks run in this process."""
+        if self._in_process is not None:
+            return self._in_process and self.scheduler is None
         return self.scheduler is None and self.jobs <= 1
 
     def describe(self) -> str:
         """Where the tasks run, as a phrase: "in this process", "on a local Dask cluster of ..."."""
         if self.scheduler is not None:
             return f"on the Dask cluster at {self.scheduler}"
-        if self.jobs <= 1:
+        if self.local:
             return "in this process"
         return f"on a local Dask cluster of {self.jobs} worker processes"
 
