@@ -763,9 +763,10 @@ def _subject(args):
 def _name_the_file(e, subject):
     """The one-line message of error ``e``, starting with the file it is about when the message
     does not name one itself (launch, occupancy and timing errors speak of the kernel only)."""
+    from .engine import EngineError
     from .errors import ConfigError, SassParseError
     msg = str(e)
-    if subject is None or isinstance(e, (UsageError, ConfigError, SassParseError)) or subject in msg:
+    if subject is None or isinstance(e, (UsageError, ConfigError, SassParseError, EngineError)) or subject in msg:
         return msg
     return f"{subject}: {msg}"
 

@@ -20,11 +20,9 @@ import pytest
 
 from maxsim.cli import main
 
-BIN = Path(sys.executable).parent
-DASK = BIN / "dask"
-MAXSIM = BIN / "maxsim"
-pytestmark = pytest.mark.skipif(not DASK.exists() or not MAXSIM.exists(),
-                                reason="needs the dask and maxsim commands of this environment")
+# `dask scheduler`, `dask worker` and `maxsim` of this very environment (wherever pip put the scripts)
+DASK = [sys.executable, "-m", "dask"]
+MAXSIM = [sys.executable, "-m", "maxsim.cli"]
 
 # figures that measure the simulator's own wall time, not the GPU: they differ from run to run
 WALL_TIME = ("sim_seconds", "warp_instructions_per_second")
@@ -37,7 +35,7 @@ def _free_port():
 
 
 def _start_worker(address):
-    return subprocess.Popen([str(DASK), "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
+    return subprocess.Popen([*DASK, "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
                              "--host", "127.0.0.1", "--memory-limit", "0"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
@@ -52,7 +50,7 @@ def _wait_for_workers(address, n, timeout=90):
 def cluster():
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
-    procs = [subprocess.Popen([str(DASK), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+    procs = [subprocess.Popen([*DASK, "scheduler", "--host", "127.0.0.1", "--port", str(port),
                                "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)]
     try:
@@ -131,7 +129,7 @@ def test_ctrl_c_then_resume_gives_every_row_once(cluster, tmp_path):
     address, _ = cluster
     spec = _spec(tmp_path, [(207 + 10 * i, 375) for i in range(6)], n=384)
     base = tmp_path / "t"
-    cmd = [str(MAXSIM), "sweep", str(spec), "--scheduler", address, "--no-cache", "--table", str(base)]
+    cmd = [*MAXSIM, "sweep", str(spec), "--scheduler", address, "--no-cache", "--table", str(base)]
     env = dict(os.environ, MAXSIM_PROGRESS="0")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 120
@@ -159,7 +157,7 @@ def test_a_scheduler_nobody_listens_on_is_one_line_and_exit_2(tmp_path):
     spec = _spec(tmp_path, [(207, 375)])
     address = f"tcp://127.0.0.1:{_free_port()}"
     start = time.monotonic()
-    r = subprocess.run([str(MAXSIM), "sweep", str(spec), "--scheduler", address, "--no-cache",
+    r = subprocess.run([*MAXSIM, "sweep", str(spec), "--scheduler", address, "--no-cache",
                         "--table", str(tmp_path / "t")], capture_output=True, text=True, timeout=60)
     took = time.monotonic() - start
     assert r.returncode == 2 and took < 10, (r.returncode, took)
