@@ -207,3 +207,11 @@ def test_a_point_the_model_refuses_is_one_line_naming_it(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert err.startswith(f"maxsim: error: {spec}: point workload=sgemm_64, n=128, regs=64: ") and "125" in err, err
+
+
+def test_the_progress_bar_counts_points(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MAXSIM_PROGRESS", "1")
+    spec = _spec(tmp_path, SMALL.replace("n = [128, 256]", "n = [128]"))
+    assert main(["sweep", str(spec), "--jobs", "1", "--no-cache", "--table", str(tmp_path / "t")]) == 0
+    err = capsys.readouterr().err
+    assert "sweep  [" in err and "2/2 points" in err and "Traceback" not in err
