@@ -98,7 +98,7 @@ def test_compare_at_3_warps_per_scheduler(capsys):
 
 
 @pytest.fixture
-def fake_predictions(monkeypatch):
+def fake_predictions(monkeypatch, tmp_path):
     """Replace the (slow) predictions by made-up ones that carry memory counters, and record the
     register count of each kernel predicted."""
     calls = []
@@ -113,6 +113,8 @@ def fake_predictions(monkeypatch):
                            "dram_bytes_read": 32 * (1000 - hits) * n, "dram_bytes_written": 0}}
     import workloads.compare
     monkeypatch.setattr(workloads.compare, "predict_sgemm", fake)
+    # a cache of its own: the stand-in's results must not be read back as the model's elsewhere
+    monkeypatch.setenv("MAXSIM_CACHE_DIR", str(tmp_path / "fake-cache"))
     return calls
 
 
@@ -185,7 +187,9 @@ def test_plot_without_memory_counters_has_one_panel(tmp_path, capsys, monkeypatc
         return {"gflops": 1.0 * n, "cycles": 1e6, "waves": 1.0, "loop_cycles": 520.0, "seconds": 1e-3}
     monkeypatch.setattr(workloads.compare, "predict_sgemm", bare)
     out = tmp_path / "cmp.svg"
-    assert main(["compare", "--quiet", "--jobs", "1", "--workload", "sgemm_128", "--sizes", "512", "-o", str(out)]) == 0
+    # --no-cache: the stand-in model must run (the cache holds the real model's prediction)
+    assert main(["compare", "--quiet", "--jobs", "1", "--no-cache", "--workload", "sgemm_128", "--sizes", "512",
+                 "-o", str(out)]) == 0
     assert "no memory panels" in capsys.readouterr().err and out.stat().st_size > 0
     res = workloads.compare.compare(load_config("gtx980_oc"), ("sgemm_128",), sizes=[512])
     assert res["kernels"]["sgemm_128"]["points"][0]["profiler_metrics"] == {}

@@ -100,7 +100,7 @@ def _series(cfg, workload, occ_choice):
 
 
 def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progress=None, jobs=1,
-            occupancy=None, variants=()):
+            occupancy=None, variants=(), engine=None, cache=None):
     """Predict every measured size (or ``sizes``) of each workload; returns a dict for --json.
 
     ``occupancy`` (``{"regs": N}``, ``{"warps_per_scheduler": W}`` or ``{"ctas_per_sm": C}``,
@@ -110,8 +110,11 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
     "Max64-3"). A curve is named by :func:`series_label`; it is set against the measured data only
     when it has the residency of the kernel as generated (the measured kernels').
 
-    ``jobs`` > 1 predicts the sizes in that many worker processes (the results do not depend on
-    it: every prediction is deterministic)."""
+    The predictions run on ``engine`` (a :class:`maxsim.engine.Engine`), by default one of ``jobs``:
+    ``jobs`` > 1 predicts the sizes in that many worker processes of a local Dask cluster (the
+    results do not depend on it: every prediction is deterministic). ``cache``: a
+    :class:`maxsim.cache.ResultCache` (see :func:`workload_cache`) the predictions are read from
+    and written to."""
     measured, sources = _load(MEASURED_FILES)
     result = {"config": cfg.name, "gpu": cfg.gpu.name, "core_clock_mhz": cfg.gpu.core_clock_mhz,
               "effective_clock_mhz": cfg.clock_hz / 1e6, "peak_gflops": cfg.peak_gflops, "kernels": {},
@@ -128,7 +131,7 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
         plan.append((label, name, regs, occ, ns, meas if same else {}, sources.get(name, {}) if same else {}))
     tasks = sorted({(name, regs, n) for _, name, regs, _, ns, _, _ in plan for n in ns},
                    key=lambda t: (t[2], t[0], -1 if t[1] is None else t[1]))
-    predictions = _predict_all(cfg, tasks, jobs, progress)
+    predictions = _predict_all(cfg, tasks, jobs, progress, engine, cache)
     for label, name, regs, occ, ns, meas, source in plan:
         points = []
         for n in ns:
@@ -177,39 +180,67 @@ def _predict_group(cfg, tasks):
     return [_predict_point(cfg, *task) for task in tasks]
 
 
-def _worker_init():
-    """A worker process dies silently on Ctrl-C (the parent reports the interruption once), and its
-    garbage collector leaves alone the objects it starts with (the imported modules and compiled
-    code: over 100,000 objects that every full collection would otherwise walk again)."""
-    import gc
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    gc.freeze()
+def workload_cache(directory=None):
+    """A :class:`~maxsim.cache.ResultCache` whose model version covers the simulator and the SGEMM
+    workload's code (its generator, harness and problem builder are part of what a prediction is;
+    the comparison and sweep drivers beside it are not)."""
+    from pathlib import Path
+
+    import maxsim
+    from maxsim.cache import ResultCache, model_version
+    return ResultCache(directory, model_version(Path(maxsim.__file__).parent, Path(__file__).parent / "sgemm"))
 
 
-def _predict_all(cfg, tasks, jobs, progress):
-    """{(name, regs, n): prediction} for every task, in ``jobs`` processes; ``progress(done, total)``."""
+def point_key(cache, cfg, name, regs, n):
+    """The cache key of the sampled prediction of ``name`` (with ``regs`` registers) at size ``n``."""
+    from maxsim.cache import config_values
+    from .sgemm.generator import generate
+    text = _TEXTS.get(name)
+    if text is None:
+        text = _TEXTS[name] = generate(name)
+    return cache.key(what="sgemm sampled prediction", kernel=text, regs=regs, m=n, n=n, k=n,
+                     config=config_values(cfg))
+
+
+_TEXTS = {}  # the generated kernels' text by name
+
+
+def _predict_all(cfg, tasks, jobs, progress, engine=None, cache=None):
+    """{(name, regs, n): prediction} for every task; ``progress(done, total)``. The predictions not
+    in ``cache`` run on ``engine`` (default: an :class:`~maxsim.engine.Engine` of ``jobs``)."""
+    from maxsim.engine import Engine
     out = {}
     total = len(tasks)
-    if jobs <= 1 or total <= 1:
+    keys = {}
+    if cache is not None:
         for task in tasks:
-            out[task] = _predict_point(cfg, *task)
-            if progress is not None:
-                progress(len(out), total)
-        return out
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+            keys[task] = point_key(cache, cfg, *task)
+            hit = cache.get(keys[task])
+            if hit is not None:
+                out[task] = hit
+        if out and progress is not None:
+            progress(len(out), total)
     groups = {}  # (kernel, size) -> its tasks (register counts), in the order of ``tasks``
     for task in tasks:
-        groups.setdefault((task[0], task[2]), []).append(task)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(groups)), initializer=_worker_init) as pool:
-        # the largest sizes first: the costliest predictions start early, the small ones fill in
-        futures = {pool.submit(_predict_group, cfg, group): group
-                   for _, group in sorted(groups.items(), key=lambda kv: -kv[0][1])}
-        for f in as_completed(futures):
-            for task, prediction in zip(futures[f], f.result()):
+        if task not in out:
+            groups.setdefault((task[0], task[2]), []).append(task)
+    # the largest sizes first: the costliest predictions start early, the small ones fill in
+    order = [g for _, g in sorted(groups.items(), key=lambda kv: -kv[0][1])]
+    if engine is None and len(order) <= 1:
+        jobs = 1  # one task: no cluster to start
+    own = engine is None
+    engine = Engine(jobs=jobs) if own else engine
+    try:
+        for i, predictions in engine.run(_predict_group, [(cfg, group) for group in order]):
+            for task, prediction in zip(order[i], predictions):
                 out[task] = prediction
+                if cache is not None:
+                    cache.put(keys[task], prediction)
             if progress is not None:
                 progress(len(out), total)
+    finally:
+        if own:
+            engine.close()
     return out
 
 

@@ -75,15 +75,17 @@ def loop_rows(cfg, quick=False, progress=None):
     return rows
 
 
-def gflops_rows(cfg, quick=False, progress=None, jobs=1):
+def gflops_rows(cfg, quick=False, progress=None, jobs=1, engine=None, cache=None):
     """A row per measured size of each kernel (predicted against measured GFLOPS) and the MAPE of
     each kernel's curve; with ``quick`` only the sizes of :data:`QUICK_SIZES`. Returns
-    ``(rows, comparison result)``, the latter for :func:`maxsim.report.compare_plot.comparison_figure`."""
+    ``(rows, comparison result)``, the latter for :func:`maxsim.report.compare_plot.comparison_figure`.
+    ``engine``, ``cache``: where the predictions run and are kept (see :func:`workloads.compare.compare`)."""
     from ..compare import compare
 
     result = None
     for name in KERNELS:
-        part = compare(cfg, (name,), sizes=QUICK_SIZES[name] if quick else None, jobs=jobs,
+        part = compare(cfg, (name,), sizes=QUICK_SIZES[name] if quick else None, jobs=jobs, engine=engine,
+                       cache=cache,
                        progress=None if progress is None else (lambda d, n, name=name: progress(d, n, name)))
         if result is None:
             result = part
