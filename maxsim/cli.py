@@ -1,4 +1,4 @@
-"""The ``maxsim`` command line: run, analyze, configs, plot.
+"""The ``maxsim`` command line: run, analyze, asm, configs, plot, compare, validate, sweep.
 
 Every error a user can cause (a missing file, a malformed kernel, a bad size, a bad config) is
 printed as one line on stderr with exit status 2; no Python traceback.
@@ -43,6 +43,8 @@ EXAMPLES = """examples:
   maxsim analyze sgemm_64 --traversal zigzag        static register-bank / reuse analysis
   maxsim plot conflicts -o conflicts.png            bank conflicts and reuse of every variant
   maxsim validate --quick -o report.html           model against hardware: table and HTML report
+  maxsim sweep l2_dram.toml -o gflops.png --x gpu.dram_bandwidth_gbs
+                                                    a design-space sweep into l2_dram.parquet / .csv
   maxsim configs                                    the shipped architecture configs
   maxsim asm kernel.sass -o kernel_final.sass       assemble the maxas source language
   maxsim asm kernel.sass -o kernel.cubin            ... or write a cubin for sm_52
@@ -249,10 +251,11 @@ def _parser():
                          "and, when the predictions carry memory counters, a second row with the "
                          "predicted L2 hit rate (nvprof's l2_tex_read_hit_rate) and DRAM utilisation "
                          "(dram_utilization_fraction, of the peak bandwidth) against N")
-    cm.add_argument("--jobs", metavar="N", type=_size, default=None,
-                    help="worker processes (default: the number of CPUs; 1 runs in this process)")
+    _engine_options(cm)
     cm.add_argument("--quiet", action="store_true", help="no progress bar")
     cm.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+
+    _sweep_parser(sub)
 
     _validate_parser(sub)
 
@@ -299,9 +302,92 @@ def _validate_parser(sub):
                         f"K = {LOOP_PROBLEM['quick'][1]}, DRAM latency on cold data. The full run (minutes): "
                         f"every measured size, K = {LOOP_PROBLEM['full'][1]}, a chase after a pass over "
                         f"twice the L2")
-    v.add_argument("--jobs", metavar="N", type=_size, default=None,
-                   help="worker processes for the GFLOPS predictions (default: the number of CPUs)")
+    _engine_options(v)
     v.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _engine_options(p):
+    """--jobs / --scheduler / --no-cache: where the independent predictions run, and the cache."""
+    p.add_argument("--jobs", metavar="N", type=_size, default=None,
+                   help="worker processes of the local Dask cluster the predictions run on (default: the "
+                        "number of CPUs; 1 runs them in this process)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", default=None,
+                   help="run the predictions on the workers of an existing Dask cluster (started with "
+                        "`dask scheduler` and `dask worker`, or dask-jobqueue); default: the environment "
+                        "variable MAXSIM_SCHEDULER, else a local cluster")
+    p.add_argument("--no-cache", action="store_true",
+                   help="recompute every prediction (default: a point computed before with the same kernel, "
+                        "config, launch and model version is read back from the result cache, "
+                        "$MAXSIM_CACHE_DIR or the user cache directory)")
+
+
+def _engine_and_cache(args, workload_cache):
+    from .engine import Engine
+    engine = Engine(jobs=args.jobs, scheduler=args.scheduler)
+    return engine, (None if args.no_cache else workload_cache())
+
+
+def _sweep_parser(sub):
+    s = sub.add_parser("sweep", help="run a grid of configs, kernels, sizes and residencies into a table",
+                       description="Run every point of a sweep spec (a TOML file: a grid and explicit points "
+                                   "over config keys by their TOML names, SGEMM workloads or kernel files "
+                                   "with their launch arguments, sizes and residency; see docs/sweeps.md) "
+                                   "as `maxsim run --json` runs it, on a local Dask cluster or an existing "
+                                   "one, and write a table, one row per point with every figure of "
+                                   "`run --json`: BASE.parquet and BASE.csv.")
+    s.add_argument("spec", help="the sweep spec (.toml)")
+    s.add_argument("--table", metavar="BASE", default=None,
+                   help="write the table to BASE.parquet and BASE.csv (default: the spec's path without .toml)")
+    s.add_argument("--resume", action="store_true",
+                   help="keep the rows already in the table and run only the points it lacks")
+    s.add_argument("-o", "--output", metavar="FILE", default=None,
+                   help="also draw a figure against an axis, one line per config (.png, .svg or .pdf)")
+    s.add_argument("--x", metavar="COLUMN", default=None,
+                   help="the column on the x axis of -o (default: the spec's [plot] x)")
+    s.add_argument("--y", metavar="COLUMN", default=None,
+                   help="the figure on the y axis of -o (default: the spec's [plot] y, else gpu_predicted_gflops)")
+    _engine_options(s)
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--json", action="store_true", help="print the rows as a JSON list instead of a summary")
+
+
+def cmd_sweep(args):
+    from .report.progress import Progress
+    from workloads.compare import workload_cache
+    from workloads.sweep import load_spec, plot_sweep, sweep
+    spec = load_spec(args.spec)
+    base = args.table if args.table is not None else (args.spec[:-5] if args.spec.endswith(".toml") else args.spec)
+    if args.table is not None and args.table.endswith((".parquet", ".csv")):
+        base = os.path.splitext(args.table)[0]
+    folder = os.path.dirname(os.path.abspath(base))
+    if not os.path.isdir(folder):
+        raise UsageError(f"--table {base}: the folder {folder} does not exist")
+    x = args.x or spec.plot.get("x")
+    y = args.y or spec.plot.get("y") or "gpu_predicted_gflops"
+    if args.output:
+        from .report.plots import check_output_path
+        check_output_path(args.output)
+        if x is None:
+            raise UsageError(f"-o {args.output}: give the x axis with --x COLUMN (or x in the spec's [plot])")
+    engine, cache = _engine_and_cache(args, workload_cache)
+    bar = Progress(quiet=args.quiet or args.json, delay=PROGRESS_DELAY)
+    try:
+        with engine:
+            rows, counts = sweep(spec, base, engine, cache=cache, resume=args.resume, progress=bar)
+    finally:
+        bar.close()
+    if args.output:
+        plot_sweep(rows, x, y, args.output, spec)
+    if args.json:
+        print(json.dumps(rows, indent=1, default=float))
+    else:
+        print(f"sweep {args.spec}: {counts['points']} points: {counts['computed']} computed "
+              f"{engine.describe()}, {counts['cached']} from the result cache, {counts['resumed']} already "
+              f"in the table")
+        print(f"table written to {base}.parquet and {base}.csv ({len(rows)} rows)")
+        if args.output:
+            print(f"plot written to {args.output} ({y} against {x})")
+    return 0
 
 
 def _asm_parser(sub):
@@ -454,7 +540,7 @@ def cmd_compare(args):
     from .arch.config import load_config
     from .report.progress import Progress
     from .timing.occupancy import OccupancyError
-    from workloads.compare import compare, format_table, load_measurements
+    from workloads.compare import compare, format_table, load_measurements, workload_cache
     cfg = load_config(args.config)
     names = WORKLOADS if args.workload == "all" else (args.workload,)
     flag, choice = _occupancy_choice(args)
@@ -470,11 +556,13 @@ def cmd_compare(args):
     if args.output:
         from .report.plots import check_output_path
         check_output_path(args.output)  # before the work
+    engine, cache = _engine_and_cache(args, workload_cache)
     bar = Progress(quiet=args.quiet or args.json, delay=PROGRESS_DELAY)
     try:
-        jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
-        result = compare(cfg, names, sizes=args.sizes, extra_sizes=extra, jobs=jobs, occupancy=choice,
-                         variants=variants, progress=lambda done, total: bar(done, total, "compare", "sizes"))
+        with engine:
+            result = compare(cfg, names, sizes=args.sizes, extra_sizes=extra, occupancy=choice, variants=variants,
+                             engine=engine, cache=cache,
+                             progress=lambda done, total: bar(done, total, "compare", "sizes"))
     except OccupancyError as e:
         if flag is None:
             raise
@@ -507,11 +595,13 @@ def cmd_validate(args):
         raise UsageError(f"-o {args.output}: the folder {os.path.dirname(os.path.abspath(args.output))} "
                          f"does not exist")
     cfg = load_config(args.config)
+    from workloads.compare import workload_cache
+    engine, cache = _engine_and_cache(args, workload_cache)
     bar = Progress(quiet=args.quiet)
     try:
-        jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
         from workloads.sgemm import validate as sgemm_rows
-        result = validate(cfg, quick=args.quick, progress=bar, jobs=jobs, sgemm=sgemm_rows)
+        with engine:
+            result = validate(cfg, quick=args.quick, progress=bar, sgemm=sgemm_rows, engine=engine, cache=cache)
     finally:
         bar.close()
     if args.output is not None:
@@ -789,16 +879,17 @@ def _subject(args):
     ``run`` / ``analyze``, or None."""
     target = getattr(args, "target", None)
     if target is None:
-        return None
+        return getattr(args, "spec", None)  # sweep: its spec
     return getattr(args, "sass", None) or target
 
 
 def _name_the_file(e, subject):
     """The one-line message of error ``e``, starting with the file it is about when the message
     does not name one itself (launch, occupancy and timing errors speak of the kernel only)."""
+    from .engine import EngineError
     from .errors import ConfigError, SassParseError
     msg = str(e)
-    if subject is None or isinstance(e, (UsageError, ConfigError, SassParseError)) or subject in msg:
+    if subject is None or isinstance(e, (UsageError, ConfigError, SassParseError, EngineError)) or subject in msg:
         return msg
     return f"{subject}: {msg}"
 
@@ -833,7 +924,7 @@ def main(argv=None):
             parser.print_help()
             return 2
         return {"run": cmd_run, "analyze": cmd_analyze, "asm": cmd_asm, "disasm": cmd_disasm, "configs": cmd_configs,
-                "plot": cmd_plot, "compare": cmd_compare,
+                "plot": cmd_plot, "compare": cmd_compare, "sweep": cmd_sweep,
                 "validate": cmd_validate}[args.command](args)
     except MaxsimError as e:
         print(f"maxsim: error: {_name_the_file(e, _subject(args))}", file=sys.stderr)

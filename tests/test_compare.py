@@ -11,9 +11,25 @@ from workloads.compare import load_measurements
 def test_measured_data_is_installed_with_its_provenance():
     m = load_measurements()
     assert m["sgemm_128"][4096] == 6199.0 and m["sgemm_64"][512] == 5118.0
-    assert len(m["sgemm_128"]) == 67 and len(m["sgemm_64"]) == 8
+    assert len(m["sgemm_128"]) == 67 and len(m["sgemm_64"]) == 16
     from traces import path
     assert "Source: maxas wiki 'SGEMM' page" in path("maxas_gtx980_sgemm.csv").read_text()
+
+
+def test_the_large_sgemm64_slice_is_scored_with_its_own_provenance():
+    from traces import path
+    from workloads.compare import MEASURED_FILES, measurement_sources
+    text = path("maxas_gtx980_sgemm64_large.csv").read_text()
+    assert "Source: maxas wiki 'SGEMM' page, chart BenchLarge" in text and "1607 MHz" in text
+    assert "maxas_gtx980_sgemm64_large.csv" in MEASURED_FILES
+    m, src = load_measurements(), measurement_sources()
+    large = {n: v for n, v in m["sgemm_64"].items() if n > 512}
+    assert large == {1024: 6081, 2048: 6116, 3072: 6150, 4096: 6116, 5120: 5644, 6144: 5385, 7168: 5185,
+                     8192: 5100}
+    assert {src["sgemm_64"][n] for n in large} == {"maxas_gtx980_sgemm64_large.csv"}
+    assert {src["sgemm_64"][n] for n in m["sgemm_64"] if n <= 512} == {"maxas_gtx980_sgemm.csv"}
+    # one file alone still loads as before
+    assert len(load_measurements("maxas_gtx980_sgemm.csv")["sgemm_64"]) == 8
 
 
 def test_compare_json_table_and_plot(tmp_path, capsys):
@@ -82,7 +98,7 @@ def test_compare_at_3_warps_per_scheduler(capsys):
 
 
 @pytest.fixture
-def fake_predictions(monkeypatch):
+def fake_predictions(monkeypatch, tmp_path):
     """Replace the (slow) predictions by made-up ones that carry memory counters, and record the
     register count of each kernel predicted."""
     calls = []
@@ -97,6 +113,8 @@ def fake_predictions(monkeypatch):
                            "dram_bytes_read": 32 * (1000 - hits) * n, "dram_bytes_written": 0}}
     import workloads.compare
     monkeypatch.setattr(workloads.compare, "predict_sgemm", fake)
+    # a cache of its own: the stand-in's results must not be read back as the model's elsewhere
+    monkeypatch.setenv("MAXSIM_CACHE_DIR", str(tmp_path / "fake-cache"))
     return calls
 
 
@@ -109,7 +127,13 @@ def test_default_comparison_has_the_max64_3_curve(tmp_path, capsys, fake_predict
     own, max3 = res["kernels"]["sgemm_64"], res["kernels"]["sgemm_64 at 3 warps/scheduler"]
     sizes = sorted(set(m["sgemm_64"]) | {768} | set(range(1024, 8193, 512)))
     assert [p["n"] for p in own["points"]] == [p["n"] for p in max3["points"]] == sizes
-    assert max(sizes) == 8192 and own["measured_points"] == 8
+    assert max(sizes) == 8192 and own["measured_points"] == 16
+    parts = own["mape_by_source"]
+    assert {f: v["measured_points"] for f, v in parts.items()} == {"maxas_gtx980_sgemm.csv": 8,
+                                                                   "maxas_gtx980_sgemm64_large.csv": 8}
+    errs = {p["n"]: abs(p["error_percent"]) for p in own["points"] if p["error_percent"] is not None}
+    assert parts["maxas_gtx980_sgemm64_large.csv"]["mape_percent"] == pytest.approx(
+        sum(e for n, e in errs.items() if n > 512) / 8)
     assert all(p["measured_gflops"] is None for p in max3["points"]) and max3["mape_percent"] is None
     assert (max3["registers_per_thread"], max3["resident_ctas_per_sm"]) == (129, 6)
     assert {(n, r) for n, r, _ in fake_predictions} == {("sgemm_64", 125), ("sgemm_64", 129), ("sgemm_128", 115)}
@@ -163,7 +187,9 @@ def test_plot_without_memory_counters_has_one_panel(tmp_path, capsys, monkeypatc
         return {"gflops": 1.0 * n, "cycles": 1e6, "waves": 1.0, "loop_cycles": 520.0, "seconds": 1e-3}
     monkeypatch.setattr(workloads.compare, "predict_sgemm", bare)
     out = tmp_path / "cmp.svg"
-    assert main(["compare", "--quiet", "--jobs", "1", "--workload", "sgemm_128", "--sizes", "512", "-o", str(out)]) == 0
+    # --no-cache: the stand-in model must run (the cache holds the real model's prediction)
+    assert main(["compare", "--quiet", "--jobs", "1", "--no-cache", "--workload", "sgemm_128", "--sizes", "512",
+                 "-o", str(out)]) == 0
     assert "no memory panels" in capsys.readouterr().err and out.stat().st_size > 0
     res = workloads.compare.compare(load_config("gtx980_oc"), ("sgemm_128",), sizes=[512])
     assert res["kernels"]["sgemm_128"]["points"][0]["profiler_metrics"] == {}

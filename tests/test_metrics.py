@@ -58,14 +58,84 @@ def test_achieved_occupancy_from_a_cta_log():
 
 
 def test_run_metrics_agree_with_the_run_counters():
+    from maxsim.arch.config import override
     from workloads.sgemm.harness import run_workload
-    out = run_workload("sgemm_64", cfg=CFG, m=256, n=256, k=64)
-    m = out["profiler_metrics"]
+    # counted as the model counts (a lookup merged into a fill under way is a hit), the metrics
+    # are the run's own hit rates; the counting does not change the timing
+    merged = override(CFG, {"l1tex.count_inflight_as_hit": True, "l2.count_inflight_as_hit": True})
+    out = run_workload("sgemm_64", cfg=merged, m=256, n=256, k=64)
+    m = out["timed_sm_profiler_metrics"]  # the timed SM's, beside its own counters
     seconds = out["cycles"] / CFG.clock_hz
     assert m["l2_tex_read_hit_rate"] == pytest.approx(100 * out["l2_hit_rate"])
     assert m["tex_cache_hit_rate"] == pytest.approx(100 * out["texture_hit_rate"])
+    nv = run_workload("sgemm_64", cfg=CFG, m=256, n=256, k=64)
+    assert (nv["cycles"], nv["texture_hit_rate"], nv["gpu_predicted_seconds"]) == (
+        out["cycles"], out["texture_hit_rate"], out["gpu_predicted_seconds"])
+    # nvprof's counting: the 8 CTAs of the timed SM read each A and B sector together: most of
+    # the model's hits find their sector still in flight, and are not hits to nvprof
+    assert nv["timed_sm_profiler_metrics"]["tex_cache_hit_rate"] < 0.5 * m["tex_cache_hit_rate"]
     total = (m["dram_read_throughput"] + m["dram_write_throughput"]) * 1e9 * seconds
     assert total == pytest.approx(out["dram_bytes"])
     # 8 CTAs of 2 warps resident for all but the last cycles of the run: just under 16 / 64
     assert 0.9 * 16 / 64 < m["achieved_occupancy"] <= 16 / 64
     assert 0 <= m["dram_utilization_fraction"] < CFG.dram.efficiency + 1e-9
+
+
+def test_launch_metrics_are_the_whole_gpus_and_labelled():
+    """With a whole-GPU prediction, the launch's profiler metrics are the GPU's (from the
+    prediction's counters: every SM's L1/texture cache, the L2 and DRAM), and the timed SM's stay
+    beside them under their own key; the text report shows both columns."""
+    from maxsim.report.text import format_run
+    from workloads.sgemm.harness import run_workload
+    # sgemm_64 at N = 256: 16 CTAs; the timed SM runs 8 of them (they share rows and columns of
+    # tiles: texture hits), the GPU one per SM (no CTA shares an SM's cache: no texture hit)
+    out = run_workload("sgemm_64", cfg=CFG, m=256, n=256, k=64)
+    gpu, sm = out["gpu_profiler_metrics"], out["timed_sm_profiler_metrics"]
+    assert out["profiler_metrics"] is gpu and out["profiler_metrics_of"] == "gpu"
+    assert out["gpu_prediction_method"] == "sampled"
+    # the L2 counts a read merged into a fill under way as a hit (l2.count_inflight_as_hit), as
+    # the model's own rate does; the texture cache does not (l1tex.count_inflight_as_hit)
+    assert gpu["l2_tex_read_hit_rate"] == pytest.approx(100 * out["gpu_l2_hit_rate"])
+    assert gpu["tex_cache_hit_rate"] == 0 == out["gpu_texture_hit_rate"]
+    assert 0 < sm["tex_cache_hit_rate"] < 100 * out["texture_hit_rate"]
+    # 16 CTAs on 16 SMs: one CTA (2 of 64 warps) on each; 8 CTAs on the timed SM
+    assert 0.9 * 2 / 64 < gpu["achieved_occupancy"] <= 2 / 64 < 0.9 * 16 / 64 < sm["achieved_occupancy"]
+    # every A and B sector the 16 CTAs read comes from DRAM once: (256 x 64) x 2 matrices x 4 bytes
+    assert out["gpu_dram_bytes"] >= 2 * 256 * 64 * 4
+    text = format_run(out)
+    assert "whole GPU" in text and "timed SM" in text
+    assert "L2 hit rate (whole GPU)" in text and "L2 hit rate (timed SM)" in text
+
+
+def test_a_launch_without_prediction_labels_its_metrics_as_the_timed_sms():
+    from maxsim.host import launch
+    from maxsim.validate import kernels as K
+    r = launch(K.tld_kernel(), 1, 32, textures={0: K.texture()}, predict=False)
+    f = r.fields()
+    assert f["profiler_metrics_of"] == "timed_sm" and "gpu_profiler_metrics" not in f
+    assert f["profiler_metrics"] == f["timed_sm_profiler_metrics"]
+    # one CTA: the whole launch is the timed SM's run
+    f = launch(K.tld_kernel(), 1, 32, textures={0: K.texture()}).fields()
+    assert f["gpu_prediction_method"] == "timed SM" and f["profiler_metrics_of"] == "gpu"
+    assert f["gpu_profiler_metrics"] == f["timed_sm_profiler_metrics"]
+    assert f["gpu_l2_hit_rate"] == f["l2_hit_rate"]
+
+
+def test_inflight_lookups_count_as_the_config_says():
+    from maxsim.arch.config import override
+    c = {"l2_read_hits": 60, "l2_read_misses": 40, "l2_pending_hits": 20,
+         "tex_sector_hits": 30, "tex_sector_misses": 70, "tex_pending_hits": 25}
+    # the configs: the texture cache counts completed-data hits only ([accel-sim]'s correlation
+    # with nvprof), the L2 a read merged into a fill under way as a hit (a choice)
+    m = profiler_metrics(c, 1e-6, CFG)
+    assert (m["l2_tex_read_hit_rate"], m["tex_cache_hit_rate"]) == (60.0, 5.0)
+    both = override(CFG, {"l1tex.count_inflight_as_hit": True, "l2.count_inflight_as_hit": True})
+    m = profiler_metrics(c, 1e-6, both)
+    assert (m["l2_tex_read_hit_rate"], m["tex_cache_hit_rate"]) == (60.0, 30.0)
+    none = override(CFG, {"l1tex.count_inflight_as_hit": False, "l2.count_inflight_as_hit": False})
+    assert profiler_metrics(c, 1e-6, none)["l2_tex_read_hit_rate"] == 40.0
+    # the traffic is the same either way: every sector looked up
+    assert m["tex_cache_throughput"] == profiler_metrics(c, 1e-6, CFG)["tex_cache_throughput"]
+    # counters without a pending count: none
+    del c["tex_pending_hits"], c["l2_pending_hits"]
+    assert profiler_metrics(c, 1e-6, CFG)["tex_cache_hit_rate"] == 30.0

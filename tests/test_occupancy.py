@@ -135,10 +135,10 @@ def test_the_timed_sm_holds_the_chosen_residency():
     assert out["warps_per_scheduler"] == 3 and out["sm_ctas"] == 6
     assert out["occupancy_limits"] == {"warps": 32, "ctas": 32, "registers": 6, "shared memory": 12}
     # 12 warps resident of 64 for most of the run: achieved occupancy just under 12 / 64
-    assert 0.9 * 12 / 64 < out["profiler_metrics"]["achieved_occupancy"] <= 12 / 64
+    assert 0.9 * 12 / 64 < out["timed_sm_profiler_metrics"]["achieved_occupancy"] <= 12 / 64
     four = run_workload("sgemm_64", cfg=CFG, m=256, n=256, k=64, occupancy={"warps_per_scheduler": 2})
     assert (four["registers_per_thread"], four["resident_ctas_per_sm"], four["sm_ctas"]) == (169, 4, 4)
-    assert 0.9 * 8 / 64 < four["profiler_metrics"]["achieved_occupancy"] <= 8 / 64
+    assert 0.9 * 8 / 64 < four["timed_sm_profiler_metrics"]["achieved_occupancy"] <= 8 / 64
 
 
 def test_the_sm_never_holds_more_ctas_than_the_residency():

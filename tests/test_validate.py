@@ -52,6 +52,11 @@ def test_micro_rows_agree_with_hand_computed_values(micro):
     assert sim["L1/texture hit latency (TLD chase)"] == LAT.tex_l1_hit
     assert sim["L2 hit latency (TLD chase)"] == LAT.l2_hit
     assert sim["DRAM latency (TLD chase, cold data)"] == LAT.dram
+    # the P-chase capacity scan finds the configured L1/texture size; the stride-16 B chase over
+    # untouched data misses every other link (one 32-byte sector per miss), to DRAM then the L1
+    assert sim["L1/texture capacity (P-chase footprint)"] == CFG.l1tex.size
+    assert sim["L1/texture fetch granularity (stride-16 B chase)"] == CFG.l1tex.sector
+    assert sim["latency by stride: 16 B, cold data"] == (LAT.dram + LAT.tex_l1_hit) / 2
     assert sim["L1/texture throughput per SM"] == pytest.approx(CFG.l1tex.units * CFG.l1tex.throughput_bytes_per_clk,
                                                                 rel=0.01)
     # DRAM-bound streaming: at most the sustained bandwidth, less only by the ramp at start and end
@@ -150,6 +155,14 @@ def test_json_schema_and_every_row_kind(quick_run):
     assert loop["published"] == 520 and abs(loop["simulated"] - 520) / 520 < 0.02
     swirl = names["sgemm_64 swirl: reuse hit rate in the main loop"]
     assert 48 < swirl["simulated"] < 50 and swirl["published"] == 49
+    # maxas's texture-cache hit rate, against the predicted launches' nvprof-named figure; at
+    # N = 256 each SM runs one CTA of sgemm_64 (16 CTAs): nothing to share, no hit
+    tex = names["sgemm_64 tex_cache_hit_rate, mean over 1 size"]
+    assert tex["published"] == 1.5 and tex["source"] == "[maxas-sgemm]" and tex["simulated"] == 0
+    assert tex["tolerance"] == "±0.5" and tex["status"] == "deviation"
+    # the cache-structure rows of the micro-benchmarks
+    assert names["L1/texture capacity (P-chase footprint)"]["status"] == "pass"
+    assert names["L1/texture fetch granularity (stride-16 B chase)"]["status"] == "pass"
 
 
 def test_html_report_is_self_contained(quick_run):
@@ -226,3 +239,20 @@ def test_validation_object():
     v = Validation(rows=(Row("a", "latency", 1, 1, "cycles", "[jia18]"),), config="x", gpu="y", quick=True)
     assert v.counts() == {"pass": 1, "deviation": 0, "—": 0}
     assert v.to_list()[0]["deviation_percent"] == 0.0
+
+
+def test_the_cache_structure_rows_measure_the_simulated_cache():
+    """The capacity scan and the stride chase read the cache's size and fetch unit from simulated
+    latencies: a config with half the L1/texture cache (12 KB, as if each of the SM's two texture
+    units had its own half) is found to have 12 KB, and the row becomes a deviation from [jia18]."""
+    from maxsim.arch.config import override
+    from maxsim.validate import micro
+    half = override(CFG, {"l1tex.size": 12288})
+    assert micro.l1_capacity(half) == 12288
+    assert micro.l1_capacity(CFG) == 24576
+    # past the capacity the warmed chase loses its hits: links to the L2 in the mean
+    assert micro.chase_footprint_latency(CFG, 16384) == LAT.tex_l1_hit < micro.chase_footprint_latency(CFG, 32768)
+    gran, lat = micro.fetch_granularity(CFG)
+    assert gran == 32 and lat[:4] == [LAT.dram, LAT.tex_l1_hit, LAT.dram, LAT.tex_l1_hit]
+    # a 32-byte stride misses on every link: the fetch unit is no larger than the stride
+    assert micro.fetch_granularity(CFG, 32)[0] == 32

@@ -9,6 +9,7 @@ taken over its measured sizes.
 from __future__ import annotations
 
 import csv
+import os
 
 from maxsim.errors import MaxsimError
 from maxsim.report.metrics import profiler_metrics
@@ -20,13 +21,38 @@ from traces import path as trace_path
 from .sgemm.generator import KERNELS, generate_kernel
 from .sgemm.predict import predict_sgemm
 
-MEASURED = "maxas_gtx980_sgemm.csv"
+MEASURED = "maxas_gtx980_sgemm.csv"  # both kernels, maxas's BenchSmall and BenchLarge charts
+# Every measured series scored (files of traces/), in order: a size given by two files keeps the
+# first one's value.
+MEASURED_FILES = (MEASURED,
+                  "maxas_gtx980_sgemm64_large.csv")  # sgemm_64 above N = 512 (BenchLarge), every 1024
 KERNEL_COLUMNS = ("sgemm_64", "sgemm_128")
 REFERENCE_COLUMNS = ("cublas_128x64", "cublas_128x128")
 
 
-def load_measurements(name=MEASURED):
-    """{column: {N: GFLOPS}} from a traces CSV; a size given on two charts keeps the first value."""
+def load_measurements(name=MEASURED_FILES):
+    """{column: {N: GFLOPS}} from a traces CSV (or several: a tuple of names, merged in order); a size
+    given on two charts or in two files keeps the first value."""
+    return _load(name)[0]
+
+
+def measurement_sources(name=MEASURED_FILES):
+    """{column: {N: file name}}: the traces file each value of :func:`load_measurements` comes from."""
+    return _load(name)[1]
+
+
+def _load(names):
+    out, sources = {}, {}
+    for name in ((names,) if isinstance(names, str) else names):
+        for col, values in _load_one(name).items():
+            for n, v in values.items():
+                if n not in out.setdefault(col, {}):
+                    out[col][n] = v
+                    sources.setdefault(col, {})[n] = os.path.basename(str(name))
+    return out, sources
+
+
+def _load_one(name):
     path = trace_path(name)
     try:
         text = path.read_text()
@@ -74,7 +100,7 @@ def _series(cfg, workload, occ_choice):
 
 
 def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progress=None, jobs=1,
-            occupancy=None, variants=()):
+            occupancy=None, variants=(), engine=None, cache=None):
     """Predict every measured size (or ``sizes``) of each workload; returns a dict for --json.
 
     ``occupancy`` (``{"regs": N}``, ``{"warps_per_scheduler": W}`` or ``{"ctas_per_sm": C}``,
@@ -84,9 +110,12 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
     "Max64-3"). A curve is named by :func:`series_label`; it is set against the measured data only
     when it has the residency of the kernel as generated (the measured kernels').
 
-    ``jobs`` > 1 predicts the sizes in that many worker processes (the results do not depend on
-    it: every prediction is deterministic)."""
-    measured = load_measurements()
+    The predictions run on ``engine`` (a :class:`maxsim.engine.Engine`), by default one of ``jobs``:
+    ``jobs`` > 1 predicts the sizes in that many worker processes of a local Dask cluster (the
+    results do not depend on it: every prediction is deterministic). ``cache``: a
+    :class:`maxsim.cache.ResultCache` (see :func:`workload_cache`) the predictions are read from
+    and written to."""
+    measured, sources = _load(MEASURED_FILES)
     result = {"config": cfg.name, "gpu": cfg.gpu.name, "core_clock_mhz": cfg.gpu.core_clock_mhz,
               "effective_clock_mhz": cfg.clock_hz / 1e6, "peak_gflops": cfg.peak_gflops, "kernels": {},
               "reference": {}}
@@ -99,11 +128,11 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
         ns = sorted(meas) if sizes is None else sorted(sizes)
         if extra_sizes:
             ns = sorted(set(ns) | set(extra_sizes.get(name, ())))
-        plan.append((label, name, regs, occ, ns, meas if same else {}))
-    tasks = sorted({(name, regs, n) for _, name, regs, _, ns, _ in plan for n in ns},
+        plan.append((label, name, regs, occ, ns, meas if same else {}, sources.get(name, {}) if same else {}))
+    tasks = sorted({(name, regs, n) for _, name, regs, _, ns, _, _ in plan for n in ns},
                    key=lambda t: (t[2], t[0], -1 if t[1] is None else t[1]))
-    predictions = _predict_all(cfg, tasks, jobs, progress)
-    for label, name, regs, occ, ns, meas in plan:
+    predictions = _predict_all(cfg, tasks, jobs, progress, engine, cache)
+    for label, name, regs, occ, ns, meas, source in plan:
         points = []
         for n in ns:
             p = predictions[name, regs, n]
@@ -111,6 +140,7 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
             mem = p.get("memory")
             metrics = profiler_metrics(mem, cfg.cycles_to_seconds(p["cycles"]), cfg) if mem else {}
             points.append({"n": n, "simulated_gflops": p["gflops"], "measured_gflops": m,
+                           "measured_source": source.get(n),  # the traces file of the measured value
                            "error_percent": None if m is None else 100.0 * (p["gflops"] - m) / m,
                            "cycles": p["cycles"], "waves": p["waves"], "loop_cycles": p["loop_cycles"],
                            "profiler_metrics": metrics,
@@ -120,11 +150,17 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
                                        for ph in p.get("phases", ())],
                            "sim_seconds": p.get("sim_seconds")})
         errs = [abs(pt["error_percent"]) for pt in points if pt["error_percent"] is not None]
+        by_source = {}  # the MAPE over each traces file's points (e.g. sgemm_64 up to N = 512 / above)
+        for pt in points:
+            if pt["error_percent"] is not None:
+                by_source.setdefault(pt["measured_source"], []).append(abs(pt["error_percent"]))
         result["kernels"][label] = {
             "workload": name, "registers_per_thread": occ.registers, "resident_ctas_per_sm": occ.ctas,
             "warps_per_scheduler": occ.warps_per_scheduler, "occupancy_limited_by": occ.limited_by,
             "points": points, "mape_percent": sum(errs) / len(errs) if errs else None,
-            "measured_points": len(errs)}
+            "measured_points": len(errs),
+            "mape_by_source": {f: {"mape_percent": sum(e) / len(e), "measured_points": len(e)}
+                               for f, e in by_source.items()}}
     return result
 
 
@@ -144,39 +180,67 @@ def _predict_group(cfg, tasks):
     return [_predict_point(cfg, *task) for task in tasks]
 
 
-def _worker_init():
-    """A worker process dies silently on Ctrl-C (the parent reports the interruption once), and its
-    garbage collector leaves alone the objects it starts with (the imported modules and compiled
-    code: over 100,000 objects that every full collection would otherwise walk again)."""
-    import gc
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    gc.freeze()
+def workload_cache(directory=None):
+    """A :class:`~maxsim.cache.ResultCache` whose model version covers the simulator and the SGEMM
+    workload's code (its generator, harness and problem builder are part of what a prediction is;
+    the comparison and sweep drivers beside it are not)."""
+    from pathlib import Path
+
+    import maxsim
+    from maxsim.cache import ResultCache, model_version
+    return ResultCache(directory, model_version(Path(maxsim.__file__).parent, Path(__file__).parent / "sgemm"))
 
 
-def _predict_all(cfg, tasks, jobs, progress):
-    """{(name, regs, n): prediction} for every task, in ``jobs`` processes; ``progress(done, total)``."""
+def point_key(cache, cfg, name, regs, n):
+    """The cache key of the sampled prediction of ``name`` (with ``regs`` registers) at size ``n``."""
+    from maxsim.cache import config_values
+    from .sgemm.generator import generate
+    text = _TEXTS.get(name)
+    if text is None:
+        text = _TEXTS[name] = generate(name)
+    return cache.key(what="sgemm sampled prediction", kernel=text, regs=regs, m=n, n=n, k=n,
+                     config=config_values(cfg))
+
+
+_TEXTS = {}  # the generated kernels' text by name
+
+
+def _predict_all(cfg, tasks, jobs, progress, engine=None, cache=None):
+    """{(name, regs, n): prediction} for every task; ``progress(done, total)``. The predictions not
+    in ``cache`` run on ``engine`` (default: an :class:`~maxsim.engine.Engine` of ``jobs``)."""
+    from maxsim.engine import Engine
     out = {}
     total = len(tasks)
-    if jobs <= 1 or total <= 1:
+    keys = {}
+    if cache is not None:
         for task in tasks:
-            out[task] = _predict_point(cfg, *task)
-            if progress is not None:
-                progress(len(out), total)
-        return out
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+            keys[task] = point_key(cache, cfg, *task)
+            hit = cache.get(keys[task])
+            if hit is not None:
+                out[task] = hit
+        if out and progress is not None:
+            progress(len(out), total)
     groups = {}  # (kernel, size) -> its tasks (register counts), in the order of ``tasks``
     for task in tasks:
-        groups.setdefault((task[0], task[2]), []).append(task)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(groups)), initializer=_worker_init) as pool:
-        # the largest sizes first: the costliest predictions start early, the small ones fill in
-        futures = {pool.submit(_predict_group, cfg, group): group
-                   for _, group in sorted(groups.items(), key=lambda kv: -kv[0][1])}
-        for f in as_completed(futures):
-            for task, prediction in zip(futures[f], f.result()):
+        if task not in out:
+            groups.setdefault((task[0], task[2]), []).append(task)
+    # the largest sizes first: the costliest predictions start early, the small ones fill in
+    order = [g for _, g in sorted(groups.items(), key=lambda kv: -kv[0][1])]
+    if engine is None and len(order) <= 1:
+        jobs = 1  # one task: no cluster to start
+    own = engine is None
+    engine = Engine(jobs=jobs) if own else engine
+    try:
+        for i, predictions in engine.run(_predict_group, [(cfg, group) for group in order]):
+            for task, prediction in zip(order[i], predictions):
                 out[task] = prediction
+                if cache is not None:
+                    cache.put(keys[task], prediction)
             if progress is not None:
                 progress(len(out), total)
+    finally:
+        if own:
+            engine.close()
     return out
 
 
@@ -206,6 +270,11 @@ def format_table(result):
             lines.append(row)
         if k["mape_percent"] is not None:
             lines.append(f"{name}: MAPE {k['mape_percent']:.1f}% over {k['measured_points']} measured sizes")
+            parts = k.get("mape_by_source") or {}
+            if len(parts) > 1:
+                for f, part in parts.items():
+                    lines.append(f"{'':{len(name) + 2}s}{part['mape_percent']:.1f}% over the "
+                                 f"{part['measured_points']} of {f}")
         elif not k["measured_points"]:
             lines.append(f"{name}: predicted only (no measured point)")
     return "\n".join(lines)

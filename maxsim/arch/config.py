@@ -231,6 +231,8 @@ class L1TexConfig:
     assoc: int = _pos_int()
     units: int = _pos_int()
     throughput_bytes_per_clk: float = _pos_float()
+    # the profiler metrics' counting (not timing): a lookup of a sector still being filled is a hit
+    count_inflight_as_hit: bool = _bool()
 
     @property
     def bytes_per_clk(self) -> float:
@@ -259,6 +261,8 @@ class L2Config:
     slice_hash: str = _choice("ipoly", "modulo")
     slice_interleave: int = _pow2_int()  # bytes of consecutive addresses in one slice
     bandwidth_bytes_per_clk: float = _pos_float()  # whole chip (all slices), per core clock
+    # the profiler metrics' counting (not timing): a read of a sector still being filled is a hit
+    count_inflight_as_hit: bool = _bool()
 
     @property
     def slice_size(self) -> int:

@@ -333,7 +333,7 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
         fixed = [a - p * it1 for a, p in zip(durations[-2], per_iter)]
         predicted = cyc[-2] + (cyc[-1] - cyc[-2]) * (k - ks[-2]) / (ks[-1] - ks[-2])
     dur = [f + p * k / k_step for f, p in zip(fixed, per_iter)]
-    mem = _memory_counters(ms, cyc[-1], used)
+    mem = memory_counters(ms, cyc[-1], used)
     phase = Phase(name, len(ids), tuple(ks), tuple(cyc), loop, mem)
     return _Whole(phase, float(predicted), fixed, per_iter, dur), ms
 
@@ -548,7 +548,7 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
             whole[sm.sm_id] = float(np.mean(d))
     durations = {j: whole[j % sms] for j, *_ in pop if j % sms in whole}
     loops = list(per_sm.values())
-    mem = _memory_counters(ms, max(sm.now for sm in used), used)
+    mem = memory_counters(ms, max(sm.now for sm in used), used)
     skew = float(np.std([d for _, _, d, _ in pop])) if pop else 0.0
     phase = Phase("steady state", len(pop), (window * k_step,), (stop,),
                   float(np.mean(loops)) if loops else 0.0, mem)
@@ -858,7 +858,7 @@ class _History:
 
 # ---- memory figures ------------------------------------------------------------------------------------
 
-def _memory_counters(ms, cycles, sms=()):
+def memory_counters(ms, cycles, sms=()):
     """Additive counters of one simulated piece: the memory system's, the SMs' L1/texture caches'
     and resident warp-cycles (for the profiler metrics, :mod:`maxsim.report.metrics`), and its
     ``cycles``."""
@@ -872,6 +872,7 @@ def _memory_counters(ms, cycles, sms=()):
         l1 = sm.l1
         out["tex_sector_hits"] = out.get("tex_sector_hits", 0.0) + l1.sector_hits
         out["tex_sector_misses"] = out.get("tex_sector_misses", 0.0) + l1.sector_misses
+        out["tex_pending_hits"] = out.get("tex_pending_hits", 0.0) + l1.pending_hits
     if sms:
         out.update({k: float(v) for k, v in resident_warp_counters(sms).items()})
     out["cycles"] = float(cycles)

@@ -173,6 +173,7 @@ class LaunchReport:
                        gpu_prediction_method=p.method)
             if p.gflops is not None:
                 out["gpu_predicted_gflops"] = p.gflops
+        out.update(self.profiler_fields())
         return out
 
     @property
@@ -188,6 +189,57 @@ class LaunchReport:
             raise LaunchError("the source view needs the timing run: launch with timing=True")
         from ..report.source import write_page
         return write_page(path, self.fields())
+    def profiler_fields(self) -> dict:
+        """The launch's memory figures, labelled by where they come from: ``gpu_profiler_metrics``
+        and ``gpu_texture_hit_rate`` / ``gpu_l2_hit_rate`` / ``gpu_dram_bytes`` of the whole-GPU
+        prediction (when there is one with memory counters), beside the timed SM's
+        (``timed_sm_profiler_metrics``, ``texture_hit_rate``, ... of :attr:`timing`); and
+        ``profiler_metrics``, the launch's figures: the GPU's when predicted, else the timed SM's,
+        with ``profiler_metrics_of`` = "gpu" or "timed_sm"."""
+        out = {}
+        gpu = self.gpu_profiler_metrics()
+        if gpu:
+            out["gpu_profiler_metrics"] = gpu
+            out.update(self._gpu_memory_figures())
+            out["profiler_metrics"], out["profiler_metrics_of"] = gpu, "gpu"
+        elif self.timing is not None and self.timing.get("timed_sm_profiler_metrics"):
+            out["profiler_metrics"], out["profiler_metrics_of"] = self.timing["timed_sm_profiler_metrics"], "timed_sm"
+        return out
+
+    def _gpu_memory_figures(self) -> dict:
+        """The whole launch's counterparts of the timed SM's ``texture_hit_rate``, ``l2_hit_rate``
+        and ``dram_bytes``, as ``gpu_*`` keys (those the prediction's counters give)."""
+        p = self.prediction
+        if p.method == "timed SM":
+            t = self.timing or {}
+            return {f"gpu_{k}": t[k] for k in ("texture_hit_rate", "l2_hit_rate", "dram_bytes") if k in t}
+        m, out = p.memory, {}
+        # the model's own rates, as the timed SM's texture_hit_rate / l2_hit_rate: a lookup merged
+        # into a fill under way counts as a hit (the profiler metrics follow nvprof's counting)
+        tex = m.get("tex_sector_hits", 0) + m.get("tex_sector_misses", 0)
+        if "tex_sector_hits" in m:
+            out["gpu_texture_hit_rate"] = m["tex_sector_hits"] / tex if tex else 0.0
+        l2 = m.get("l2_read_hits", 0) + m.get("l2_read_misses", 0)
+        if "l2_read_hits" in m:
+            out["gpu_l2_hit_rate"] = m["l2_read_hits"] / l2 if l2 else 0.0
+        if "dram_bytes_read" in m:
+            out["gpu_dram_bytes"] = int(round(m["dram_bytes_read"] + m.get("dram_bytes_written", 0)))
+        return out
+
+    def gpu_profiler_metrics(self) -> dict:
+        """nvprof's metrics (:mod:`maxsim.report.metrics`) of the whole launch on the GPU, from the
+        prediction's memory counters (every SM's L1/texture cache, the shared L2 and DRAM) over the
+        kernel's predicted time without the launch overhead; a launch of one CTA is the timed SM's
+        run. Empty without a prediction that has them."""
+        p = self.prediction
+        if p is None:
+            return {}
+        if p.method == "timed SM" and self.timing is not None:
+            return dict(self.timing.get("timed_sm_profiler_metrics") or {})
+        if not p.memory:
+            return {}
+        from ..report.metrics import profiler_metrics
+        return profiler_metrics(p.memory, self.cfg.cycles_to_seconds(p.cycles), self.cfg)
 
     def to_json(self, **kw) -> str:
         """The figures (:meth:`fields`) and the output arrays' shapes, dtypes and sums as JSON."""
@@ -323,6 +375,7 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
                      max_instructions=max_instructions, traced=pair)
     mem = {key: float(v) for key, v in r.memory.stats().items() if isinstance(v, (int, float))
            and not key.endswith("rate")}
-    mem["cycles"] = float(r.cycles)
+    from ..gpu.sampling import memory_counters  # every SM's L1/texture counters and resident warps
+    mem.update(memory_counters(r.memory, r.cycles, r.sms))
     return Prediction(cfg.name, cfg.gpu.name, cfg.gpu.sms, r.seconds, r.cycles, r.waves, "full",
                       gflops=r.stats.flops / r.seconds / 1e9, memory=mem)

@@ -5,8 +5,12 @@ static analysis weighted by execution counts (comparable with maxas's published 
 model's own counts for the simulated SM, which also see warp switches and late memory reads, carry
 an ``sm_`` prefix.
 
-``profiler_metrics`` are nvprof's metrics of the timed SM (see :mod:`maxsim.report.metrics`): it
-runs alone against the whole L2 and DRAM, so its throughputs are one SM's, not the GPU's.
+``timed_sm_profiler_metrics`` are nvprof's metrics (see :mod:`maxsim.report.metrics`) of the timed SM:
+it runs alone against the whole L2 and DRAM, so its hit rates and throughputs are one SM's, not the
+GPU's. The launch's own figures, ``gpu_profiler_metrics``, come from the whole-GPU prediction
+(:meth:`maxsim.host.LaunchReport.fields`); ``profiler_metrics`` is the GPU's when there is a
+prediction with memory counters, else the timed SM's, and ``profiler_metrics_of`` says which
+("gpu" or "timed_sm").
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ def timing_fields(sm) -> dict:
     seconds = sm.stats.cycles / sm.cfg.clock_hz
     # the clock its cycles become time at: the nominal one x gpu.effective_clock_fraction
     out["sm_clock_mhz"] = sm.cfg.clock_hz / 1e6
-    out["profiler_metrics"] = profiler_metrics(sm_counters(sm), seconds, sm.cfg)
+    out["timed_sm_profiler_metrics"] = profiler_metrics(sm_counters(sm), seconds, sm.cfg)
     # per instruction (maxsim.report.source): each column sums to the totals above
     out["instructions"] = instruction_rows(sm)
     return out

@@ -27,7 +27,10 @@ _ORDER = (
     ("theoretical_occupancy", "theoretical occupancy"), ("occupancy_limited_by", "occupancy limited by"),
     ("occupancy_limits", "CTAs per SM allowed by"),
     ("shared_bank_conflicts", "shared bank conflicts (replays)"),
-    ("texture_hit_rate", "texture hit rate"), ("l2_hit_rate", "L2 hit rate"), ("dram_bytes", "DRAM bytes"),
+    ("gpu_texture_hit_rate", "texture hit rate (whole GPU)"), ("gpu_l2_hit_rate", "L2 hit rate (whole GPU)"),
+    ("gpu_dram_bytes", "DRAM bytes (whole GPU)"),
+    ("texture_hit_rate", "texture hit rate (timed SM)"), ("l2_hit_rate", "L2 hit rate (timed SM)"),
+    ("dram_bytes", "DRAM bytes (timed SM)"),
     ("hazards", "control-code hazards"), ("sim_seconds", "timing model wall time (s)"),
     ("warp_instructions_per_second", "simulated warp instructions / s"),
 )
@@ -183,6 +186,30 @@ def summarise(out: dict, peak_gflops=None, sms=None, reference_loop_cycles=None,
     return s
 
 
+def _profiler_lines(out: dict) -> list:
+    """The profiler metrics: of the whole launch on the GPU (the prediction) and of the timed SM
+    alone against the L2 and DRAM, side by side when there are both."""
+    gpu, sm = out.get("gpu_profiler_metrics") or {}, out.get("timed_sm_profiler_metrics") or {}
+    if not gpu and not sm:
+        gpu = out.get("profiler_metrics") or {}
+        if not gpu:
+            return []
+    if gpu and sm and out.get("gpu_prediction_method") != "timed SM":
+        lines = [f"profiler metrics (nvprof names)   {'whole GPU':>12s} {'timed SM':>12s}",
+                 f"  {'':32s} {'(' + out['gpu_prediction_method'] + ')':>12s} {'(alone)':>12s}"]
+        for name in list(gpu) + [n for n in sm if n not in gpu]:
+            g = _fmt(gpu[name]) if name in gpu else "-"
+            t = _fmt(sm[name]) if name in sm else "-"
+            lines.append(f"  {name:32s} {g:>12s} {t:>12s} {_METRIC_UNITS.get(name, '')}".rstrip())
+        return lines
+    if gpu:
+        head = "profiler metrics (nvprof names; the whole launch on the GPU):"
+    else:
+        head = "profiler metrics (nvprof names; the timed SM alone against the L2 and DRAM):"
+    return [head] + [f"  {name:32s} {_fmt(v):>12s} {_METRIC_UNITS.get(name, '')}".rstrip()
+                     for name, v in (gpu or sm).items()]
+
+
 def format_run(out: dict) -> str:
     lines = []
     summary = out.get("summary")
@@ -198,10 +225,7 @@ def format_run(out: dict) -> str:
         lines.append("stall reasons (warp-cycles):")
         for r, n in sorted(out["stall_reasons"].items(), key=lambda kv: -kv[1]):
             lines.append(f"  {r:32s} {n:>12,}  {100 * n / total:5.1f}%")
-    if out.get("profiler_metrics"):
-        lines.append("profiler metrics (nvprof names; the timed SM alone against the L2 and DRAM):")
-        for name, v in out["profiler_metrics"].items():
-            lines.append(f"  {name:32s} {_fmt(v):>12s} {_METRIC_UNITS.get(name, '')}".rstrip())
+    lines += _profiler_lines(out)
     if out.get("opcode_counts"):
         lines.append("warp instructions by opcode:")
         for op, n in list(out["opcode_counts"].items())[:16]:

@@ -47,14 +47,16 @@ class Validation:
         return out
 
 
-def validate(cfg, quick=False, parts=None, progress=None, jobs=1, sgemm=None) -> Validation:
+def validate(cfg, quick=False, parts=None, progress=None, jobs=1, sgemm=None, engine=None, cache=None) -> Validation:
     """Run the chosen ``parts`` of the validation with the architecture config ``cfg`` (default:
     every part, the SGEMM ones only when ``sgemm`` is given). ``sgemm``: the provider of the SGEMM
     rows, a module or object with ``static_rows()``, ``loop_rows(cfg, quick, progress)`` and
     ``gflops_rows(cfg, quick, progress, jobs)`` (:mod:`workloads.sgemm.validate`).
     ``quick``: the SGEMM loop cycles on a shorter K and the GFLOPS at the provider's quick sizes
     only. ``progress(done, total, what, unit)``: see :mod:`maxsim.report.progress`. ``jobs``:
-    worker processes of the GFLOPS predictions."""
+    worker processes of the GFLOPS predictions; ``engine`` (a :class:`maxsim.engine.Engine`) and
+    ``cache`` (a :class:`maxsim.cache.ResultCache`): where they run and are kept, given to the
+    provider's ``gflops_rows`` when set."""
     from . import micro
 
     if parts is None:
@@ -78,7 +80,8 @@ def validate(cfg, quick=False, parts=None, progress=None, jobs=1, sgemm=None) ->
     if "sgemm_loop" in parts:
         rows += sgemm.loop_rows(cfg, quick=quick, progress=tell("SGEMM main loops", "kernels"))
     if "sgemm_gflops" in parts:
-        more, comparison = sgemm.gflops_rows(cfg, quick=quick, jobs=jobs,
+        where = {k: v for k, v in (("engine", engine), ("cache", cache)) if v is not None}
+        more, comparison = sgemm.gflops_rows(cfg, quick=quick, jobs=jobs, **where,
                                              progress=None if progress is None else
                                              (lambda d, n, name: progress(d, n, f"SGEMM GFLOPS {name}", "sizes")))
         rows += more

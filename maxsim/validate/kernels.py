@@ -285,6 +285,27 @@ def chase_textures(footprint, links, sector, warm_bytes, warm_address=TEXTURE_AD
     return {0: chase, 1: warm}
 
 
+def stride_textures(links, stride_bytes, warm_bytes=512, warm_address=None):
+    """Textures 0 and 1 of :func:`tld_chase_kernel` for a chase over consecutive addresses:
+    ``links`` links ``stride_bytes`` apart (a multiple of the 16-byte texel), in address order, the
+    last pointing back to the first. The warm-up (texture 1) lies elsewhere (``warm_address``,
+    default just past the chase) so the chase runs over data nothing has touched: the fine-grained
+    pointer chase that finds a cache's line (fetch) size by the pattern of misses along it."""
+    texel_bytes = 16
+    if stride_bytes % texel_bytes or stride_bytes <= 0:
+        raise ValueError(f"stride {stride_bytes} bytes: a positive multiple of {texel_bytes}")
+    step = stride_bytes // texel_bytes
+    n0 = links * step
+    nxt = np.zeros((n0, 4), np.uint32)
+    idx = np.arange(links) * step
+    nxt[idx, 0] = np.roll(idx, -1)
+    chase = Texture1D(nxt.view(np.float32), address=TEXTURE_ADDRESS)
+    if warm_address is None:
+        warm_address = TEXTURE_ADDRESS + ((n0 * texel_bytes + 4095) // 4096 + 1) * 4096
+    warm = Texture1D(np.zeros((max(1, warm_bytes // texel_bytes), 4), np.float32), address=warm_address)
+    return {0: chase, 1: warm}
+
+
 # ---------------------------------------------------------------------------------------------
 # CTA barrier
 

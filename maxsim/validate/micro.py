@@ -117,6 +117,54 @@ def chase_latency(cfg, level):
     return _slope(times)
 
 
+def chase_footprint_latency(cfg, footprint, links=64):
+    """Mean cycles per link of a texture pointer chase whose ``links`` links are spread evenly over
+    ``footprint`` bytes, after a warm-up pass over the same ``footprint`` bytes in address order:
+    the link latency as a function of the footprint (the classic P-chase capacity curve)."""
+    sector = cfg.l2.sector
+    warm_fetches = max(1, footprint // (32 * 16))
+    k = K.tld_chase_kernel(warm_fetches, links)
+    tex = K.chase_textures(footprint, links, sector, warm_fetches * 32 * 16)
+    sm, d = K.run(k, cfg=cfg, textures=tex)
+    first = K.chase_pc(warm_fetches)
+    return _slope([K.first_issue(sm, pc) for pc in range(first, first + links + 1)])
+
+
+def l1_capacity(cfg, step=2048, lo=8192, hi=49152):
+    """The L1/texture cache's capacity as a P-chase finds it: the largest footprint (scanned in
+    ``step`` bytes from ``lo`` to ``hi``) whose warmed chase still runs at the latency of the
+    smallest footprint (every link a hit)."""
+    base = chase_footprint_latency(cfg, lo)
+    best = lo
+    for fp in range(lo + step, hi + 1, step):
+        if chase_footprint_latency(cfg, fp) > base + 0.5:
+            break
+        best = fp
+    return best
+
+
+def stride_chase_latencies(cfg, stride_bytes, links=32):
+    """Per-link cycles of a pointer chase over untouched data, ``links`` links ``stride_bytes``
+    apart in address order (:func:`kernels.stride_textures`)."""
+    k = K.tld_chase_kernel(1, links)
+    sm, d = K.run(k, cfg=cfg, textures=K.stride_textures(links, stride_bytes))
+    first = K.chase_pc(1)
+    times = [K.first_issue(sm, pc) for pc in range(first, first + links + 1)]
+    return [b - a for a, b in zip(times, times[1:])]
+
+
+def fetch_granularity(cfg, stride_bytes=16, links=32):
+    """The L1/texture cache's fetch (line) size as a fine-grained P-chase finds it: over untouched
+    data at a ``stride_bytes`` stride, the bytes the chase walks per link that misses (a miss
+    brings in one fetch unit; the links after it within the unit hit)."""
+    lat = stride_chase_latencies(cfg, stride_bytes, links)
+    fastest = min(lat)
+    misses = sum(1 for x in lat if x > fastest + 0.5)
+    if not misses:  # every link alike: every one misses (a fetch unit no larger than the stride)
+        return float(stride_bytes), lat
+    return links * stride_bytes / misses, lat
+
+
 def texture_throughput(cfg, warps=8, hits=8):
     """Bytes per cycle the SM's texture path delivers from L1 hits: ``warps`` warps each fetching
     their own 512 bytes ``hits`` times back to back; total bytes of all hits but the first to
@@ -243,6 +291,20 @@ def micro_rows(cfg, quick=False, progress=None):
             rows.append(Row("DRAM latency (TLD chase beyond the L2)", "latency", chase_latency(cfg, "dram"), 357,
                             "cycles", "[arafa19]", "after a pass over 2x the L2; arafa19: texture fetch from "
                                                    "memory 357, global load 375-379"))
+
+    @step
+    def _():
+        rows.append(Row("L1/texture capacity (P-chase footprint)", "cache_structure", l1_capacity(cfg), 24576,
+                        "bytes", "[jia18]",
+                        "largest warmed footprint whose chase still hits in the L1 (scanned in 2 KB steps)"))
+        gran, lat = fetch_granularity(cfg)
+        rows.append(Row("L1/texture fetch granularity (stride-16 B chase)", "cache_structure", gran, 32, "bytes",
+                        "[jia18] [nv-forum-l2]",
+                        "cold chase, 16-byte stride: bytes per link that misses; a miss fetches one 32 B sector"))
+        rows.append(Row("latency by stride: 16 B, cold data", "latency", sum(lat) / len(lat),
+                        None, "cycles", "",
+                        "mean cycles per link: every other link misses to DRAM, the next hits in the L1 "
+                        "(no published figure for GM204 here)"))
 
     @step
     def _():

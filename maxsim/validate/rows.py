@@ -26,6 +26,8 @@ class Kind:
     def tolerance_text(self) -> str:
         if not self.relative and not self.absolute:
             return "exact"
+        if not self.relative:
+            return f"±{self.absolute:g}"
         rel = f"±{100 * self.relative:g}%"
         return rel if not self.absolute else f"{rel} or ±{self.absolute:g}"
 
@@ -35,9 +37,11 @@ KINDS = {k.name: k for k in (
     Kind("throughput", "throughput / issue (micro-benchmark)", "s", 0.10),
     Kind("register_banks", "register banks and reuse (micro-benchmark)", "D", 0.10),
     Kind("shared_banks", "shared-memory bank conflicts (micro-benchmark)", "^", 0.0),
+    Kind("cache_structure", "cache size and line size (micro-benchmark)", "*", 0.0),
     Kind("sgemm_static", "SGEMM static figures (analysis)", "v", 0.05, 0.5),
     Kind("sgemm_loop", "SGEMM main-loop cycles (simulation)", "P", 0.02),
     Kind("sgemm_gflops", "SGEMM GFLOPS (whole-GPU prediction)", "x", 0.10),
+    Kind("sgemm_memory", "SGEMM memory figures (whole-GPU prediction)", "h", 0.0, 0.5),
 )}
 
 
@@ -92,7 +96,8 @@ class Row:
 SOURCES = {
     "maxas-cc": "maxas wiki, \"Control-Codes\" page (github.com/NervanaSystems/maxas/wiki/Control-Codes)",
     "maxas-sgemm": "maxas wiki, \"SGEMM\" page (github.com/NervanaSystems/maxas/wiki/SGEMM): text and "
-                   "benchmark charts (GTX 980 at 1607 MHz, 8 Gbps), read off in traces/maxas_gtx980_sgemm.csv",
+                   "benchmark charts (GTX 980 at 1607 MHz, 8 Gbps), read off in traces/maxas_gtx980_sgemm.csv and "
+                   "traces/maxas_gtx980_sgemm64_large.csv",
     "maxas-grammar": "maxas lib/MaxAs/MaxAsGrammar.pm, its scheduler's per-class table",
     "nv-md": "NVIDIA's sm_52 SASS scheduling description (github.com/redplait/denvdis data/sm52_2.txt)",
     "jia18": "Jia, Maggioni, Staiger, Scarpazza: Dissecting the NVIDIA Volta GPU Architecture via "
@@ -101,6 +106,8 @@ SOURCES = {
                "HPEC 2019, arXiv:1905.08778 (Maxwell figures)",
     "wp980": "NVIDIA GeForce GTX 980 whitepaper",
     "cuda-pg": "CUDA C Programming Guide: compute capability 5.x, shared memory bank conflicts",
+    "nv-forum-l2": "NVIDIA developer forums, \"Pascal L1 cache\" (forums.developer.nvidia.com/t/49571): "
+                   "Maxwell-Pascal L1/TEX and L2 lines of four 32 B sectors, a miss fills only the sectors accessed",
 }
 
 

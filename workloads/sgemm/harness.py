@@ -244,5 +244,7 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
     if predict:
         g = report.prediction
         out.update(gpu=g.gpu, gpu_sms=g.sms, gpu_predicted_seconds=g.seconds,
-                   gpu_predicted_gflops=gflops(n, g.seconds, m, k), gpu_waves=g.waves)
+                   gpu_predicted_gflops=gflops(n, g.seconds, m, k), gpu_waves=g.waves,
+                   gpu_prediction_method=g.method)
+    out.update(report.profiler_fields())
     return out

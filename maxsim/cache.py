@@ -1,0 +1,124 @@
+"""A cache of predictions on disk: a point computed once is read back the next time.
+
+A result is keyed by everything it depends on: the kernel's text, the resolved architecture config
+(every value, whatever file or override set it), the launch (sizes, arguments, residency, the data
+of its buffers) and the version of the model, the hash of the source files of the simulator (and
+of the workload code that builds the launch) — any change of the model's code or shipped configs
+makes every earlier result a miss. Entries are pickled results, one file per key, written
+atomically (a crash leaves no half-written entry).
+
+The cache lives in the user's cache directory (``platformdirs.user_cache_dir("maxsim")``, on Linux
+``$XDG_CACHE_HOME/maxsim`` or ``~/.cache/maxsim``), or in ``$MAXSIM_CACHE_DIR`` when that is set.
+Entries are small (a few kB); delete the folder to empty it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import tempfile
+from pathlib import Path
+
+import attrs
+
+CACHE_ENV = "MAXSIM_CACHE_DIR"
+SOURCE_SUFFIXES = (".py", ".toml", ".sass")
+
+
+def cache_dir() -> Path:
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env)
+    import platformdirs
+    return Path(platformdirs.user_cache_dir("maxsim", appauthor=False))
+
+
+_versions = {}
+
+
+def model_version(*package_dirs) -> str:
+    """The hash of the source files (.py, .toml, .sass) under ``package_dirs`` (default: the maxsim
+    package), by their paths relative to each folder and their bytes."""
+    dirs = tuple(Path(d).resolve() for d in (package_dirs or (Path(__file__).parent,)))
+    if dirs in _versions:
+        return _versions[dirs]
+    h = hashlib.sha256()
+    for d in dirs:
+        for path in sorted(p for p in d.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file()
+                           and "__pycache__" not in p.parts):
+            h.update(f"{d.name}/{path.relative_to(d).as_posix()}\0".encode())
+            h.update(path.read_bytes())
+            h.update(b"\0")
+    _versions[dirs] = h.hexdigest()[:24]
+    return _versions[dirs]
+
+
+def config_values(cfg) -> dict:
+    """Every value of a resolved config that a prediction can depend on (not its name, file or
+    description)."""
+    return {f.name: attrs.asdict(getattr(cfg, f.name)) for f in attrs.fields(type(cfg))
+            if f.name not in ("name", "description", "source")}
+
+
+def _canonical(value):
+    """A JSON-able form of a key's parts (tuples as lists, numpy scalars and arrays by value)."""
+    import numpy as np
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return {"ndarray": str(value.dtype), "shape": list(value.shape),
+                "sha256": hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()}
+    if isinstance(value, np.generic):
+        return value.item()
+    if attrs.has(type(value)):
+        return {type(value).__name__: _canonical(attrs.asdict(value, recurse=False))}
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    raise TypeError(f"cannot key a result on a {type(value).__name__}")
+
+
+class ResultCache:
+    """Results on disk under ``directory`` (default :func:`cache_dir`), for model ``version``
+    (default :func:`model_version` of the maxsim package)."""
+
+    def __init__(self, directory=None, version=None):
+        self.directory = Path(directory) if directory is not None else cache_dir()
+        self.version = version if version is not None else model_version()
+        self.hits = 0
+        self.misses = 0
+
+    def key(self, **parts) -> str:
+        """The key of a result depending on ``parts`` (and the model version)."""
+        text = json.dumps({"model": self.version, **_canonical(parts)}, sort_keys=True, allow_nan=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _path(self, key):
+        return self.directory / key[:2] / f"{key}.pickle"
+
+    def get(self, key, default=None):
+        try:
+            with open(self._path(key), "rb") as f:
+                value = pickle.load(f)
+        except FileNotFoundError:
+            self.misses += 1
+            return default
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
+            self.misses += 1  # unreadable or from an incompatible version: recomputed and rewritten
+            return default
+        self.hits += 1
+        return value
+
+    def put(self, key, value) -> None:
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".pickle")
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a cache that cannot be written costs time, never a result
