@@ -19,6 +19,8 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import signal
+import threading
 
 from .errors import MaxsimError
 
@@ -156,15 +158,21 @@ class Engine:
             for i, args in enumerate(tasks):
                 yield i, fn(*args)
             return
-        from distributed import as_completed
         client = self.client()
         futures = {}
         for i, args in enumerate(tasks):
             # priority: earlier tasks first; pure=False: every task runs (no deduplication by Dask)
             f = client.submit(_call, fn, args, pure=False, priority=len(tasks) - i)
             futures[f] = i
+        # Ctrl-C: the handler only takes note, and the loop below raises KeyboardInterrupt between
+        # two waits (an interrupt raised inside Dask's own code, e.g. a future's __del__, would be
+        # swallowed there and the sweep would run on)
+        interrupted = []
+        old_handler = None
+        if threading.current_thread() is threading.main_thread():
+            old_handler = signal.signal(signal.SIGINT, lambda *_: interrupted.append(True))
         try:
-            for f in as_completed(list(futures), loop=client.loop):
+            for f in _completed(futures, interrupted):
                 try:
                     result = f.result()
                 except MaxsimError:
@@ -175,6 +183,8 @@ class Engine:
                     raise EngineError(f"a task failed {self.describe()}: {type(e).__name__}: {e}") from None
                 yield futures.pop(f), result
         finally:
+            if old_handler is not None:
+                signal.signal(signal.SIGINT, old_handler)
             if futures:
                 try:
                     client.cancel(list(futures))
@@ -190,3 +200,21 @@ class Engine:
                     thing.close()
                 except Exception:  # noqa: BLE001 - closing a cluster that failed or was interrupted
                     pass
+
+
+
+def _completed(futures, interrupted, poll=0.05):
+    """The futures as they complete; KeyboardInterrupt as soon as ``interrupted`` is set."""
+    import time
+
+    from distributed import as_completed
+    ac = as_completed(list(futures), loop=next(iter(futures)).client.loop)
+    while not ac.is_empty():
+        if interrupted:
+            raise KeyboardInterrupt
+        batch = ac.next_batch(block=False)
+        if not batch:
+            time.sleep(poll)
+        yield from batch
+    if interrupted:
+        raise KeyboardInterrupt

@@ -363,6 +363,9 @@ def task_key(cache, task):
 # ---------------------------------------------------------------------------------------------
 # the table
 
+NOT_IN_TABLE = ("instructions",)  # fields of run --json a sweep's table leaves out
+
+
 def flatten(fields, prefix=""):
     """A run's fields as one flat row: nested tables joined by '.', lists as JSON text."""
     out = {}
@@ -386,6 +389,9 @@ def point_row(point, fields):
     row = {"point": point.id}
     for k, v in point.values:
         row[k] = json.dumps(list(v)) if isinstance(v, tuple) else v
+    # the per-instruction rows (a list of one table per SASS line: the source page's) are not a
+    # figure of the point; `maxsim run --json` on the point gives them
+    fields = {k: v for k, v in fields.items() if k not in NOT_IN_TABLE}
     for k, v in flatten(fields).items():
         if k not in row:
             row[k] = v
