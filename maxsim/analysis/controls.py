@@ -60,12 +60,13 @@ Two assumptions are taken from maxas's own kernels, which rely on them (``sgemm_
   operands in issue order, so a wait on the barrier of a later op of the queue covers the earlier
   ones (maxas sets one write barrier on the last LDS.U.128 of a group of four, and one on the last
   of the texture loads of a group), and a later op of the same queue may overwrite an earlier one's
-  destination or source without a wait. Not for the *results* of global loads: maxas's kernels load
-  no global memory, so nothing vouches for LDG results arriving in order, and the timing model
-  completes each LDG when its own sectors arrive (an L2 hit issued after a DRAM miss lands first);
-  a reader of an LDG result waits on that LDG's own barrier. The same for the quarter-rate unit
-  (MUFU and conversions take ``latency.xu``, POPC and FLO ``latency.bitcount``) and for S2R, which
-  maxas's Control-Codes page says may complete out of order ("use an explicit barrier for each");
+  destination or source without a wait. The same for the *results* of global loads and of the
+  quarter-rate unit (MUFU and conversions, ``latency.xu``; POPC and FLO, ``latency.bitcount``, a
+  queue of their own): ptxas's sm_52 code relies on it (vecadd: the first of two LDGs sets no
+  barrier, the reader waits on the second's; transcendental: MUFU.SIN and MUFU.COS set none, the
+  reader waits on the later MUFUs' barriers), and the timing model completes a warp's LDGs in issue
+  order. Not for S2R, which maxas's Control-Codes page says may complete out of order ("use an
+  explicit barrier for each");
 - BAR.SYNC returns only after the warp's earlier shared-memory ops have read their operands (maxas
   overwrites the STS.128 source registers with new texture loads after the BAR without a wait).
 
@@ -81,7 +82,7 @@ import attrs
 from maxsim.arch.config import load_config
 from maxsim.isa import instruction as ins
 from maxsim.isa.issue import can_dual_issue, operand_read_delay, taken_branch_stall, why_not_dual
-from maxsim.isa.opcodes import OPCODES, spec_of
+from maxsim.isa.opcodes import spec_of
 
 ALU_UNITS = frozenset(("alu", "alu_half"))
 # results known only through a barrier: memory loads (LDS, ATOMS, TLD, LDG, ATOM), S2R, the
@@ -91,11 +92,21 @@ QUEUE = {"lds": "shared", "sts": "shared", "tex": "tex", "ldg": "global", "stg":
          "xu": "xu", "fixed": "fixed"}
 # queues whose ops read their registers at issue, like ALU instructions (no late operand reads)
 REGISTER_QUEUES = frozenset(("s2r", "xu", "fixed"))
-# queues whose results may arrive out of issue order: global loads (each LDG completes when its own
-# sectors arrive), the quarter-rate unit (POPC and FLO take latency.bitcount, the others latency.xu)
-# and S2R ([maxas-cc]: "It is not wise to share a barrier between S2R instructions. These can be
-# processed out of order.")
-UNORDERED_RESULTS = frozenset(("global", "xu", "s2r"))
+# queues whose results may arrive out of issue order: S2R ([maxas-cc]: "It is not wise to share a
+# barrier between S2R instructions. These can be processed out of order."). Global loads complete in
+# issue order, and so do the quarter-rate unit's results of one latency (MUFU and conversions:
+# latency.xu; POPC and FLO: latency.bitcount, a queue of their own): ptxas relies on both for sm_52
+# (an LDG with no barrier before one whose barrier the reader waits on; MUFU.SIN / MUFU.COS with no
+# barrier, read after waits on later MUFUs' barriers), and the timing model completes them so.
+UNORDERED_RESULTS = frozenset(("s2r",))
+
+
+def queue_of(instr):
+    """The completion queue of ``instr`` (None: an ALU instruction or one without a queue)."""
+    q = QUEUE.get(instr.unit)
+    if q == "xu" and instr.opcode in ("POPC", "FLO"):
+        return "bitcount"
+    return q
 SHORT_STALL_KIND = {"bar": "short-stall-barrier", "branch": "short-stall-branch", "exit": "short-stall-exit"}
 
 KINDS = ("raw-alu", "raw-predicate", "variable-latency-without-wait", "variable-latency-without-barrier",
@@ -238,7 +249,7 @@ class ControlState:
         by memory ops still reading a register it overwrites with no barrier to wait on."""
         reads = set(instr.src_regs)
         writes = set(instr.dst_regs)
-        queue = QUEUE.get(instr.unit)
+        queue = queue_of(instr)
         needs, timings = [], []
         # registers whose producer's result is known only through a barrier
         for r in sorted(reads | writes):
@@ -378,7 +389,7 @@ class ControlState:
                 self.pred_ready[p] = (t, instr.index)
         for p in instr.dst_preds:
             self.pred_version[p] = self.pred_version.get(p, 0) + 1
-        queue = QUEUE.get(instr.unit)
+        queue = queue_of(instr)
         if queue is not None:
             op = _Op(instr.index, t, queue, control.write_bar, control.read_bar,
                      frozenset(instr.src_regs) if queue not in REGISTER_QUEUES else frozenset(),

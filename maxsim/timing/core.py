@@ -102,7 +102,8 @@ W_BAR_CLEAR = 22  # 7 entries (barrier 0 unused)
 W_BAR_SET = 29  # 7 entries
 W_PRED = 36  # 8 predicates
 W_TBASE = 44  # where the warp's trace starts in TPC and TAUX
-W_SIZE = 45
+W_LDG_DONE = 45  # completion cycle of the warp's last global load (they complete in issue order)
+W_SIZE = 46
 
 # ---- S: per scheduler ----
 S_LAST, S_BUSY, S_PIPE0, S_PIPE1, S_MEM_FREE, S_RC_WARP, S_NW, S_RCN = range(8)  # S_RCN: 3 counts
@@ -509,8 +510,11 @@ def _memory_done(G, W, Q, L1, REQ, w):
         done = G[G_CTX_DONE]
         if mdone > done:
             done = mdone
-    else:
+    else:  # LDG: a warp's global loads complete in issue order
         done = mdone
+        if W[w, W_LDG_DONE] > done:
+            done = W[w, W_LDG_DONE]
+        W[w, W_LDG_DONE] = done
     _push(G, W, Q, w, 1, done)
     return done
 

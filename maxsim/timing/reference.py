@@ -83,7 +83,7 @@ class Warp:
     __slots__ = ("slot", "sched", "cta", "label", "parts", "part", "pcs", "mem", "row", "pos",
                  "pc", "ready_at", "stall_until", "dep_until", "last_issue", "bar_clear", "bar_set",
                  "reg_ready", "reg_read", "pred_ready", "mem_out", "gmem_out", "done", "at_bar", "yielded",
-                 "blocked", "bar_wait", "stalls", "branch_times")
+                 "blocked", "bar_wait", "stalls", "branch_times", "ldg_done")
 
     def __init__(self, slot, sched, cta, label, parts, t, nregs):
         self.slot = slot
@@ -108,6 +108,7 @@ class Warp:
         self.pred_ready = [0] * 8
         self.mem_out = []  # completion cycles of outstanding shared loads/stores (a min-heap)
         self.gmem_out = []  # ... of outstanding global loads and texture fetches (a min-heap)
+        self.ldg_done = 0  # completion cycle of the warp's last global load (they complete in order)
         self.done = False
         self.at_bar = False
         self.yielded = False
@@ -737,6 +738,11 @@ class ReferenceSM:
                     done = mdone
         else:  # LDG: through the L2
             done = self._read(pc, t, [int(x) for x in sectors])  # l2_hit / dram count from issue
+            # a warp's global loads complete in issue order (docs/hazard-rules.md: ptxas waits on the
+            # barrier of the last of a group of LDGs only): an L2 hit behind a miss waits for it
+            if done < w.ldg_done:
+                done = w.ldg_done
+            w.ldg_done = done
         heapq.heappush(w.gmem_out, done)
         return done
 
