@@ -172,8 +172,12 @@ def test_bar_and_exit_need_stall_5():
 def test_dual_issue_only_alu_then_memory_or_branch():
     assert hazards("--:-:-:-:0      IADD R1, R0, 0x1;", "--:-:-:-:5      STS [R0], R2;",
                    "--:-:-:-:5      EXIT;") == []
-    (h,) = hazards("--:-:-:-:0      IADD R1, R0, 0x1;", "--:-:-:-:6      IADD R2, R0, 0x1;",
-                   "--:-:-:-:5      EXIT;")
+    # an ALU op cannot be a second: stall 0 then just issues it a cycle later (no hazard); an
+    # instruction that cannot start a pair (LDS) with stall 0 is one
+    assert hazards("--:-:-:-:0      IADD R1, R0, 0x1;", "--:-:-:-:6      IADD R2, R0, 0x1;",
+                   "--:-:-:-:5      EXIT;") == []
+    (h,) = hazards("--:-:1:-:0      LDS R1, [R0];", "--:-:-:-:6      IADD R2, R0, 0x1;",
+                   "01:-:-:-:5      EXIT;")
     assert h.kind == "illegal-dual-issue" and (h.index, h.other) == (0, 1)
 
 

@@ -44,12 +44,17 @@ rules from :mod:`maxsim.isa.issue`; each with its source in docs/hazard-rules.md
   ``read_barrier_release`` cycles after issue; an instruction of another queue that overwrites one
   of them waits on the op's read barrier (or its write barrier: completion implies the reads are
   done), or, when the op set neither, issues ``read_barrier_release`` cycles after it;
-- ``short-stall-branch`` / ``short-stall-barrier`` / ``short-stall-exit``: BRA/CAL/RET, BAR and EXIT
-  need a stall of at least ``latency.branch`` / ``barrier_sync`` / ``exit`` when an instruction follows;
+- ``short-stall-branch`` / ``short-stall-barrier`` / ``short-stall-exit``: BRA/CAL/RET (and the
+  other branching opcodes; not SSY, PBK, PCNT, which only push a token), BAR and EXIT need a stall
+  of at least ``latency.branch`` / ``barrier_sync`` / ``exit`` when an instruction follows;
 - ``illegal-dual-issue``: stall 0 dual-issues only the pairs :func:`maxsim.isa.issue.can_dual_issue`
   allows (maxas's scheduler classes: an ALU instruction, S2R, POPC or FLO first; a memory op, LDC,
   BAR, MUFU or conversion, or branch second; not two constant-operand reads), and the second of a
-  pair cannot start another pair;
+  pair cannot start another pair. A stall of 0 on an instruction that may start a pair, before one
+  that cannot be a second, is no hazard: the pair is not dual-issued and the second issues a cycle
+  later (ptxas writes it: MOV + S2R, VOTE + EXIT, SHR + POPC);
+- ``DEPBAR.LE SBn, k`` (ptxas's wait for all but the latest ``k`` ops of barrier n + 1): the
+  earlier ops of that barrier are done after it (in an ordered queue);
 - ``wait-on-unset-barrier``: a wait mask names a barrier that no instruction on any walked path
   sets before it (the wait does nothing: usually a wrong barrier number).
 
@@ -81,8 +86,10 @@ import attrs
 
 from maxsim.arch.config import load_config
 from maxsim.isa import instruction as ins
-from maxsim.isa.issue import can_dual_issue, operand_read_delay, taken_branch_stall, why_not_dual
+from maxsim.isa.issue import (can_dual_issue, depbar_of, dual_first, dual_second, min_stall, operand_read_delay,
+                              taken_branch_stall, why_not_dual)
 from maxsim.isa.opcodes import spec_of
+
 
 ALU_UNITS = frozenset(("alu", "alu_half"))
 # results known only through a barrier: memory loads (LDS, ATOMS, TLD, LDG, ATOM), S2R, the
@@ -131,11 +138,6 @@ class Hazard:
 
     def to_dict(self) -> dict:
         return attrs.asdict(self)
-
-
-def min_stall(instr, lat) -> int:
-    """Least stall count of ``instr`` when another instruction follows it."""
-    return {"bar": lat.barrier_sync, "branch": lat.branch, "exit": lat.exit}.get(instr.unit, 1)
 
 
 def read_delay(instr, lat) -> int:
@@ -237,10 +239,12 @@ class ControlState:
             if later.queue == op.queue and later.index >= op.index and not later.done:
                 if not want_release and op.queue in UNORDERED_RESULTS and later is not op:
                     continue
-                if later.write_bar:
-                    return later.write_bar
+                # to release the operands, the read barrier comes first (it clears when the reads
+                # are done; ptxas sets one on an LDG.E whose address registers are reused soon)
                 if want_release and later.read_bar and not later.released:
                     return later.read_bar
+                if later.write_bar:
+                    return later.write_bar
         return 0
 
     def needs(self, instr):
@@ -303,7 +307,12 @@ class ControlState:
         """Hazards of the previous instruction's ``stall`` when ``instr`` follows it."""
         p = self.prev
         out = []
-        if stall == 0 and not self.can_dual(instr):
+        # stall 0 before an instruction that cannot be the second of a pair (S2R, POPC, EXIT, an
+        # ALU op ...) after one that can start a pair: no dual issue, the instruction issues a
+        # cycle later (as the timing model does). ptxas writes it for sm_52 (MOV + S2R, VOTE +
+        # EXIT, SHR + POPC in workloads/cuda/), so it is no hazard
+        lone = p is not None and not self.dual_prev and dual_first(p) and not dual_second(instr)
+        if stall == 0 and not self.can_dual(instr) and not lone:
             why = ("it is itself the second of a dual issue" if self.dual_prev and can_dual_issue(p, instr)
                    else why_not_dual(p, instr))
             out.append(self._hazard(p, "illegal-dual-issue", f"{_name(p)} has stall 0 (dual issue) before "
@@ -374,6 +383,14 @@ class ControlState:
         for op in self.inflight:  # operands held past the release time are read by now
             if not op.released and t >= op.t + lat.read_barrier_release:
                 op.released = True
+        b, n = depbar_of(instr)
+        if b:
+            # DEPBAR.LE SB(b-1), n: the warp goes on once at most n ops of barrier b are out; in an
+            # ordered queue those are the latest n, so the earlier ones are done
+            ops = [op for op in self.inflight if op.write_bar == b and not op.done]
+            if all(op.queue not in UNORDERED_RESULTS for op in ops):
+                for op in ops[:max(0, len(ops) - n)]:
+                    self._finish(op, done=True)
         self.inflight = [op for op in self.inflight if not (op.done or (op.released and not op.regs_written))]
         if instr.opcode == "BAR":
             for op in self.inflight:

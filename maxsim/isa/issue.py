@@ -107,3 +107,29 @@ def operand_read_delay(instr_unit: str, opcode: str, lat) -> int:
     return {"lds": lat.mem_operand_read_shared, "sts": lat.mem_operand_read_shared,
             "ldg": lat.mem_operand_read_global, "stg": lat.mem_operand_read_global,
             "tex": lat.mem_operand_read_tex}.get(instr_unit, 0)
+
+
+# ---- minimum stall counts --------------------------------------------------------------------
+
+# branch-class opcodes that never branch: they only push a token on the reconvergence stack
+TOKEN_PUSHES = frozenset(("SSY", "PBK", "PCNT"))
+
+
+def min_stall(instr, lat) -> int:
+    """Least stall count of ``instr`` when another instruction follows it: ``latency.branch``,
+    ``barrier_sync``, ``exit`` for branches, BAR and EXIT [maxas-cc]; 1 for the others, SSY, PBK
+    and PCNT included (they never branch; ptxas gives SSY a stall of 1 for sm_52)."""
+    if instr.opcode in TOKEN_PUSHES:
+        return 1
+    return {"bar": lat.barrier_sync, "branch": lat.branch, "exit": lat.exit}.get(instr.unit, 1)
+
+
+def depbar_of(instr) -> tuple:
+    """(barrier, count) of ``DEPBAR.LE SBn, count`` (barrier n + 1: the numbering of the control
+    codes' barriers), or (0, 0) for any other instruction."""
+    if instr.opcode != "DEPBAR" or "LE" not in instr.mods or len(instr.operands) < 2:
+        return (0, 0)
+    sb, count = instr.operands[0], instr.operands[1]
+    if not sb.name.startswith("SB"):
+        return (0, 0)
+    return (int(sb.name[2:]) + 1, int(count.value))

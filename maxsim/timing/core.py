@@ -62,8 +62,8 @@ from numba.extending import intrinsic
 
 from ..jit import njit
 from .memory_core import I_READ_HITS, I_READ_MISSES, I_ROOM, read_request
-from .static import (ALU_HALF, BAR, BRANCH, DUAL_CONST, DUAL_FIRST, DUAL_SECOND, EXIT, LDG, LDS, NEVER, S2R,
-                     STG, STS, TEX)
+from .static import (ALU_HALF, BAR, BAR_HIST, BRANCH, DUAL_CONST, DUAL_FIRST, DUAL_SECOND, EXIT, LDG, LDS,
+                     NEVER, S2R, STG, STS, TEX)
 from .stats import (PC_BANK_CONFLICTS, PC_BANK_CYCLES, PC_DELAYED, PC_DUAL, PC_EXEC, PC_L2_HITS,
                     PC_L2_MISSES, PC_REUSE_HITS, PC_SHARED_REQ, PC_SHARED_WF, PC_STALLS, PC_TEX_HITS,
                     PC_TEX_REQ, PC_TEX_SECTORS)
@@ -103,7 +103,9 @@ W_BAR_SET = 29  # 7 entries
 W_PRED = 36  # 8 predicates
 W_TBASE = 44  # where the warp's trace starts in TPC and TAUX
 W_LDG_DONE = 45  # completion cycle of the warp's last global load (they complete in issue order)
-W_SIZE = 46
+W_SHD_DONE = 46  # latest completion cycle of the warp's shared-memory ops
+W_BAR_HIST = 47  # per barrier 1-6, BAR_HIST entries: completion cycles of its latest ops (DEPBAR.LE)
+W_SIZE = W_BAR_HIST + 6 * BAR_HIST
 
 # ---- S: per scheduler ----
 S_LAST, S_BUSY, S_PIPE0, S_PIPE1, S_MEM_FREE, S_RC_WARP, S_NW, S_RCN = range(8)  # S_RCN: 3 counts
@@ -116,7 +118,7 @@ C_LIVE, C_NARRIVED, C_SIZE = range(3)
 # ---- P: per instruction ----
 (P_UNIT, P_DUAL, P_STALL, P_YIELD, P_WAITS, P_RBAR, P_WBAR, P_LATENCY, P_BACK, P_SRC, P_NSRC, P_DST,
  P_NDST, P_PSRC, P_NPSRC, P_PDST, P_NPDST, P_READS, P_NREADS, P_MREADS, P_NMREADS, P_PIPE, P_INTERVAL,
- P_READ, P_SIZE) = range(25)
+ P_READ, P_DEPBAR, P_DEPBAR_N, P_SIZE) = range(27)
 
 RING = 64  # register bank ring (cycles remembered), as regfile.RING
 LATE = 16  # bit offset of the late-read marks, as regfile.LATE
@@ -415,7 +417,11 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, CNT, w, s, pc,
         _book_late_reads(BANKS, P, L, s, pc, read_at)
         wf = aux if aux >= 0 else 1
         if wf == 0:
+            # every lane off: nothing moves, but its barrier clears in the queue's order, after the
+            # warp's earlier shared ops (ptxas's scan.cu waits on a guarded LDS for an earlier one)
             done = t + 1
+            if W[w, W_SHD_DONE] > done:
+                done = W[w, W_SHD_DONE]
             release = t + 1
         else:
             G_[G_SHARED_REQ] += 1
@@ -430,6 +436,8 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, CNT, w, s, pc,
             release = G_[G_SHARED_FREE] + G_[G_READ_SHARED]
             if release < read_at + 1:
                 release = read_at + 1
+        if done > W[w, W_SHD_DONE]:
+            W[w, W_SHD_DONE] = done
         _push(G_, W, Q, w, 0, done)
         _set_read_barrier(W, P, w, pc, t, release)
         _mark_reads(W, REGS, P, L, w, pc, read_at)
@@ -603,6 +611,23 @@ def _finish_warp(G, W, S, SW, C, w, s, t):
     G[G_EXIT_SLOT] = w
 
 
+@njit(cache=True)
+def _depbar_clear(W, w, b, n, t):
+    """When at most ``n`` ops of barrier ``b`` are still out (DEPBAR.LE SB(b-1), n issued at ``t``):
+    the (m - n)-th earliest completion of the m outstanding among the barrier's latest ops."""
+    h = W_BAR_HIST + (b - 1) * BAR_HIST
+    out = np.empty(BAR_HIST, np.int64)
+    m = 0
+    for k in range(BAR_HIST):
+        c = W[w, h + k]
+        if c > t:
+            out[m] = c
+            m += 1
+    if m <= n:
+        return t
+    return np.sort(out[:m])[m - n - 1]
+
+
 @njit(cache=True, forceinline=True)
 def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay, done_at, arrives):
     """Everything of an issue after its unit's work: results, barriers, the next pc."""
@@ -628,6 +653,10 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay
         if W[w, W_BAR_CLEAR + b] < done_at:
             W[w, W_BAR_CLEAR + b] = done_at
         W[w, W_BAR_SET + b] = t
+        h = W_BAR_HIST + (b - 1) * BAR_HIST
+        for k in range(BAR_HIST - 1):
+            W[w, h + k] = W[w, h + k + 1]
+        W[w, h + BAR_HIST - 1] = done_at
     pos = W[w, W_POS] + 1
     W[w, W_POS] = pos
     if pos >= W[w, W_LEN]:
@@ -653,6 +682,10 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay
                 c = W[w, W_BAR_CLEAR + b]
                 if c > dep and ready > W[w, W_BAR_SET + b] + G[G_BAR_DELAY]:
                     dep = c
+    if P[pc, P_DEPBAR]:
+        c = _depbar_clear(W, w, P[pc, P_DEPBAR], P[pc, P_DEPBAR_N], t)
+        if c > dep:
+            dep = c
     W[w, W_DEP_UNTIL] = dep
     W[w, W_READY] = dep
     if u == BAR and arrives:

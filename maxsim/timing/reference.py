@@ -45,10 +45,11 @@ import time
 import numpy as np
 
 from ..errors import HazardError, SimulationError
+from ..isa.issue import min_stall
 from .regfile import RegisterBanks
 from .shared_memory import SharedMemoryTiming
-from .static import (ALU, ALU_HALF, BAR, BRANCH, EXIT, LDG, LDS, MEMORY, NEVER, S2R, STG, STS, TEX,
-                     StaticInfo, cta_warp_slots, pairs, residency)
+from .static import (ALU, ALU_HALF, BAR, BAR_HIST, BRANCH, EXIT, LDG, LDS, MEMORY, NEVER, S2R, STG, STS,
+                     TEX, StaticInfo, cta_warp_slots, pairs, residency)
 from .stats import (PC_BANK_CONFLICTS, PC_BANK_CYCLES, PC_DELAYED, PC_DUAL, PC_EXEC, PC_L2_HITS,
                     PC_L2_MISSES, PC_REUSE_HITS, PC_SHARED_REQ, PC_SHARED_WF, PC_SIZE, PC_STALLS,
                     PC_TEX_HITS, PC_TEX_REQ, PC_TEX_SECTORS, Stats)
@@ -83,7 +84,7 @@ class Warp:
     __slots__ = ("slot", "sched", "cta", "label", "parts", "part", "pcs", "mem", "row", "pos",
                  "pc", "ready_at", "stall_until", "dep_until", "last_issue", "bar_clear", "bar_set",
                  "reg_ready", "reg_read", "pred_ready", "mem_out", "gmem_out", "done", "at_bar", "yielded",
-                 "blocked", "bar_wait", "stalls", "branch_times", "ldg_done")
+                 "blocked", "bar_wait", "stalls", "branch_times", "ldg_done", "shd_done", "bar_hist")
 
     def __init__(self, slot, sched, cta, label, parts, t, nregs):
         self.slot = slot
@@ -109,6 +110,9 @@ class Warp:
         self.mem_out = []  # completion cycles of outstanding shared loads/stores (a min-heap)
         self.gmem_out = []  # ... of outstanding global loads and texture fetches (a min-heap)
         self.ldg_done = 0  # completion cycle of the warp's last global load (they complete in order)
+        self.shd_done = 0  # latest completion cycle of the warp's shared-memory ops
+        # per barrier: completion cycles of its latest BAR_HIST ops (for DEPBAR.LE)
+        self.bar_hist = [[0] * BAR_HIST for _ in range(7)]
         self.done = False
         self.at_bar = False
         self.yielded = False
@@ -218,10 +222,9 @@ class ReferenceSM:
 
     def _check_control_stalls(self):
         """BAR, BRA, CAL, RET and EXIT need a minimum stall count [maxas-cc]; report shorter ones."""
-        need = {"bar": self.lat.barrier_sync, "branch": self.lat.branch, "exit": self.lat.exit}
         for i in self.kernel.instructions:
-            n = need.get(i.unit)
-            if n is not None and i.control.stall < n and i.index + 1 < len(self.kernel.instructions):
+            n = min_stall(i, self.lat)
+            if n > 1 and i.control.stall < n and i.index + 1 < len(self.kernel.instructions):
                 self._hazard_text(f"{i.where}: hazard: {i.full_opcode} has stall {i.control.stall}; it needs "
                                   f"a stall of at least {n} (the instruction after it may issue too early)")
 
@@ -536,6 +539,9 @@ class ReferenceSM:
             if w.bar_clear[b] < done_at:
                 w.bar_clear[b] = done_at
             w.bar_set[b] = t
+            hist = w.bar_hist[b]
+            del hist[0]
+            hist.append(done_at)
         # advance along the trace
         w.pos += 1
         while w.pos >= len(w.pcs):  # (a segment may be empty: a group split before it ran)
@@ -566,6 +572,13 @@ class ReferenceSM:
             # what that lets through)
             if c > dep and ready > w.bar_set[b] + self.bar_delay:
                 dep = c
+        b, n = st.depbar[pc]
+        if b:
+            # DEPBAR.LE SB(b-1), n: the next instruction waits until at most n of the barrier's ops
+            # are out (among its latest BAR_HIST)
+            out = sorted(c for c in w.bar_hist[b] if c > t)
+            if len(out) > n and out[len(out) - n - 1] > dep:
+                dep = out[len(out) - n - 1]
         w.dep_until = dep
         w.ready_at = dep
         if u == BAR and arrives:
@@ -671,7 +684,9 @@ class ReferenceSM:
             self._book_late_reads(s, pc, read_at)
             wf = int(summary[w.row]) if summary is not None else 1
             if wf == 0:
-                done = t + 1
+                # every lane off: nothing moves, but its barrier clears in the queue's order, after
+                # the warp's earlier shared ops (ptxas's scan.cu waits on a guarded LDS for an earlier one)
+                done = max(t + 1, w.shd_done)
                 release = t + 1
             else:
                 stats.shared_requests += 1
@@ -682,6 +697,7 @@ class ReferenceSM:
                 done = self.shared.issue(t, wf, store=(u == STS))
                 # the data registers are read while the banks take them in
                 release = max(self.shared.next_free + lat.mem_operand_read_shared, read_at + 1)
+            w.shd_done = max(w.shd_done, done)
             heapq.heappush(w.mem_out, done)
             rb = st.rbar[pc]
             if rb:

@@ -221,6 +221,7 @@ def _static_tables(static, kernel, cfg):
         P[pc, K.P_WAITS] = sum(1 << b for b in static.waits[pc])
         P[pc, K.P_RBAR] = static.rbar[pc]
         P[pc, K.P_WBAR] = static.wbar[pc]
+        P[pc, K.P_DEPBAR], P[pc, K.P_DEPBAR_N] = static.depbar[pc]
         P[pc, K.P_LATENCY] = static.latency[pc]
         P[pc, K.P_PIPE] = static.pipe[pc]
         P[pc, K.P_INTERVAL] = static.interval[pc]

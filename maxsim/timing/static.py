@@ -4,7 +4,7 @@ tables and how many CTAs fit on one SM. Shared by the compiled core and the refe
 from __future__ import annotations
 
 from ..errors import SimulationError
-from ..isa.issue import dual_first, dual_second, operand_read_delay, reads_constant_operand
+from ..isa.issue import depbar_of, dual_first, dual_second, operand_read_delay, reads_constant_operand
 
 ALU, ALU_HALF, LDS, STS, TEX, LDG, STG, S2R, BAR, BRANCH, EXIT, NOP = range(12)
 UNIT_CODE = {"alu": ALU, "alu_half": ALU_HALF, "lds": LDS, "sts": STS, "tex": TEX, "ldg": LDG,
@@ -32,6 +32,7 @@ class StaticInfo:
         self.stall = [0] * n
         self.yld = [False] * n
         self.waits = [()] * n
+        self.depbar = [(0, 0)] * n  # DEPBAR.LE SBn, k: (barrier n + 1, k): wait until k or fewer of its ops are out
         self.rbar = [0] * n
         self.wbar = [0] * n
         self.srcs = [()] * n
@@ -58,6 +59,7 @@ class StaticInfo:
             self.stall[k] = i.control.stall
             self.yld[k] = i.control.yield_
             self.waits[k] = tuple(b + 1 for b in range(6) if i.control.wait >> b & 1)
+            self.depbar[k] = depbar_of(i)
             self.rbar[k] = i.control.read_bar
             self.wbar[k] = i.control.write_bar
             self.srcs[k] = tuple(i.src_regs)
@@ -125,4 +127,11 @@ def residency(kernel, block, cfg):
     occ = occupancy(kernel, block, cfg)
     return occ.ctas, occ.limited_by
 
+
+
+
+# ops remembered per barrier for DEPBAR.LE SBn, k (the timing cores keep the completion cycles of
+# each barrier's latest BAR_HIST ops; with more out, the wait is for all but k of those: a bound of
+# the model's bookkeeping, not of the hardware, whose count field goes to 63)
+BAR_HIST = 8
 
