@@ -418,6 +418,10 @@ def _asm_parser(sub):
     s.add_argument("--strict", action="store_true",
                    help="a control-code hazard left open by control codes written in the source is an "
                         "error (exit status 2), not a warning")
+    s.add_argument("--check", action="store_true",
+                   help="only check the control codes (of a .sass file as assembled, or of a .cubin / "
+                        ".cu / .ptx kernel as compiled): print each hazard as FILE:LINE: KIND: MESSAGE "
+                        "and a count, write nothing; exit status 0 when there is none, 1 when there are")
 
 
 def cmd_disasm(args):
@@ -458,13 +462,26 @@ def cmd_asm(args):
     if is_binary_path(args.input):  # a cubin (or CUDA C / PTX): its decoded kernel, written out again
         from types import SimpleNamespace
         from .cubin import load
+        from .analysis import check_controls
         loaded = load(args.input, args.kernel)
-        result = SimpleNamespace(kernel=loaded.code, text=loaded.text, hazards=(), allocated={}, notes=getattr(loaded, "notes", ()))
+        result = SimpleNamespace(kernel=loaded.code, text=loaded.text, hazards=check_controls(loaded.code, cfg),
+                                 allocated={}, notes=getattr(loaded, "notes", ()))
     else:
         if args.kernel:
             raise UsageError("--kernel applies to a .cubin, .cu or .ptx input")
         result = assemble_file(args.input, cfg=cfg)
     k = result.kernel
+    if args.check:
+        if args.output:
+            raise UsageError("--check writes nothing: leave out -o")
+        for note in result.notes:
+            print(f"maxsim: note: {note}", file=sys.stderr)
+        for h in result.hazards:
+            print(f"{k.filename}:{h.line}: {h.kind}: {h.message}")
+        n = len(result.hazards)
+        print(f"{k.filename}: kernel {k.name}: {len(k.instructions)} instructions, {n} control-code "
+              f"hazard{'' if n == 1 else 's'} ({cfg.name} latencies)")
+        return 1 if n else 0
     if args.strict and result.hazards:
         h = result.hazards[0]
         more = f" (and {len(result.hazards) - 1} more)" if len(result.hazards) > 1 else ""

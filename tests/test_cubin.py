@@ -507,3 +507,24 @@ def test_membar_issues_as_a_nop():
                      K.exit_line(lat.exit)])
     _, sm = simulate(K.kernel(src), 1, 32, log=True)
     assert [t for t, _ in K.issues(sm)] == [0, 1, 2, 3]
+
+
+def test_asm_check_reads_every_kind_of_kernel_file(tmp_path, capsys):
+    """`maxsim asm --check` on a .sass file, a .cu file and the cubin written from it: the control
+    codes as written; one hazard line per hazard, exit status 1 with hazards, 0 without."""
+    _nvrtc()
+    from maxsim.cli import main
+    bad = tmp_path / "bad.sass"
+    bad.write_text("# Kernel: t\n--:-:1:-:1 S2R R0, SR_TID.X;\n--:-:-:-:6 IADD R1, R0, 0x1;\n--:-:-:-:5 EXIT;\n")
+    assert main(["asm", "--check", str(bad)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{bad}:3: variable-latency-without-wait: IADD (line 3) reads R0")
+    assert out[-1].endswith("3 instructions, 1 control-code hazard (gm204 latencies)")
+    cu = CASES["stencil5"].path  # ptxas's DEPBAR.LE and a guarded LDG group: no hazard
+    assert main(["asm", "--check", cu]) == 0
+    assert capsys.readouterr().out.strip().endswith("0 control-code hazards (gm204 latencies)")
+    cubin = tmp_path / "stencil.cubin"
+    assert main(["asm", cu, "-o", str(cubin)]) == 0
+    capsys.readouterr()
+    assert main(["asm", "--check", str(cubin)]) == 0
+    assert "0 control-code hazards" in capsys.readouterr().out

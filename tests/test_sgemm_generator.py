@@ -134,8 +134,9 @@ def test_scheduler_rejects_fixed_controls_with_a_hazard():
         _kernel([Spec("IADD R1, R0, 0x1", stall=5, wait=0)] + ok[1:])
     with pytest.raises(ControlError, match="barrier"):
         _kernel([Spec("LDS R1, [R0]", write_bar=1, stall=2, wait=0), Spec("IADD R2, R1, 0x1", wait=0), Spec("EXIT")])
-    with pytest.raises(ControlError, match="dual issue"):
-        _kernel([Spec("IADD R1, R0, 0x1", stall=0, wait=0), Spec("IADD R2, R0, 0x1"), Spec("EXIT")])
+    with pytest.raises(ControlError, match="dual issue"):  # LDS cannot start a pair
+        _kernel([Spec("LDS R1, [R0]", write_bar=1, stall=0, wait=0), Spec("IADD R2, R0, 0x1"),
+                 Spec("EXIT", wait=1)])
 
 
 @pytest.mark.parametrize("kernel,traversal,regmap", [("sgemm_64", "swirl", "maxas"), ("sgemm_128", "zigzag", "naive")])
