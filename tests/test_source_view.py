@@ -11,14 +11,13 @@ shows every row, sorts on a click of a column header and shows the totals of the
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+import browser
 
 import maxsim
 from maxsim.cli import main
@@ -155,13 +154,6 @@ def test_bad_report_arguments_one_line_exit_2(args, fragment, capsys):
 
 # ---- in a browser ----------------------------------------------------------------------------
 
-def _chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
 
 # Once loaded: counts the rows, reads the totals and sums the exec column in the page, clicks the
 # "stall cyc" header (sorts largest first) and records the order, clicks "#" (program order).
@@ -193,19 +185,13 @@ window.addEventListener("load", function () {
 </script>"""
 
 
-@pytest.mark.skipif(_chromium() is None, reason="Chromium is not installed (Debian: apt-get install chromium)")
+@pytest.mark.skipif(browser.chromium() is None, reason=browser.SKIP_REASON)
 def test_page_in_a_headless_browser(sgemm_page, tmp_path):
     out, path = sgemm_page
     rows = out["instructions"]
     page = tmp_path / "probe.html"
     page.write_text(path.read_text().replace("</body>", _PROBE + "</body>"))
-    # no network: every host name resolves to nothing, and the page must load regardless
-    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
-           f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000"]
-    dom = subprocess.run(cmd + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "HOME": str(tmp_path)}).stdout
+    dom = browser.dump_dom(page, tmp_path)
     probe = re.search(r'<div id="probe">(.*?)</div>', dom, re.S)
     assert probe, dom[-2000:]
     got = json.loads(probe.group(1).replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
@@ -228,6 +214,5 @@ def test_page_in_a_headless_browser(sgemm_page, tmp_path):
         assert float(t[f"total-{key}"]) == pytest.approx(out[key], rel=1e-5)
     # a screenshot is not blank
     shot = tmp_path / "shot.png"
-    subprocess.run(cmd + ["--window-size=1400,900", f"--screenshot={shot}", path.as_uri()],
-                   capture_output=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    browser.screenshot(path, shot, tmp_path, size="1400,900")
     assert shot.stat().st_size > 50_000

@@ -5,12 +5,11 @@ browser (Chromium)."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
 
 import pytest
+
+import browser
 
 from maxsim.arch.config import load_config
 from maxsim.cli import main
@@ -177,13 +176,6 @@ def test_html_report_is_self_contained(quick_run):
     assert text.count('class="row deviation"') == sum(r["status"] == "deviation" for r in rows)
 
 
-def _chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
 
 # Marks each image the browser decoded (naturalWidth > 0) and counts the table rows, once the
 # page has loaded; --dump-dom prints the DOM after that.
@@ -202,16 +194,12 @@ window.addEventListener("load", function () {
 </script>"""
 
 
-@pytest.mark.skipif(_chromium() is None, reason="Chromium is not installed (Debian: apt-get install chromium)")
+@pytest.mark.skipif(browser.chromium() is None, reason=browser.SKIP_REASON)
 def test_html_report_renders_in_a_headless_browser(quick_run, tmp_path):
     rows, path = quick_run
     page = tmp_path / "probe.html"
     page.write_text(path.read_text().replace("</body>", _PROBE + "</body>"))
-    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000"]
-    dom = subprocess.run(cmd + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "HOME": str(tmp_path)}).stdout
+    dom = browser.dump_dom(page, tmp_path)
     probe = re.search(r'<div id="probe"([^>]*)>', dom)
     assert probe, dom[-2000:]
     attrs = dict(re.findall(r'data-([\w-]+)="(\d+)"', probe.group(1)))
@@ -219,8 +207,7 @@ def test_html_report_renders_in_a_headless_browser(quick_run, tmp_path):
                      "deviations": str(sum(r["status"] == "deviation" for r in rows))}
     # a screenshot of the page is not blank: the PNG of a white page is a few KB at most
     shot = tmp_path / "shot.png"
-    subprocess.run(cmd + ["--window-size=1200,1600", f"--screenshot={shot}", path.as_uri()],
-                   capture_output=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    browser.screenshot(path, shot, tmp_path, size="1200,1600")
     assert shot.stat().st_size > 50_000
 
 
