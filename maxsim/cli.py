@@ -49,6 +49,7 @@ EXAMPLES = """examples:
   maxsim asm kernel.sass -o kernel_final.sass       assemble the maxas source language
   maxsim asm kernel.sass -o kernel.cubin            ... or write a cubin for sm_52
   maxsim disasm kernel.cubin                        a cubin in maxas's text form
+  maxsim asm --check kernel.cu                      check a kernel's control codes (any kernel file)
   maxsim run saxpy.cu --kernel saxpy --grid 4 --block 256 --param a=2.0 --param x=x --param y=y \
       --param n=1000 --buffer x=x.npy:in --buffer y=y.npy
                                                     CUDA C compiled for sm_52 (pip install "maxsim[cuda]")
@@ -81,10 +82,11 @@ def _parser():
     p = _Parser(
         prog="maxsim", epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="A cycle-approximate simulator of the NVIDIA Maxwell streaming multiprocessor: "
-                    "runs SASS kernels in the maxas text format, functionally and in time.")
+                    "runs SASS kernels (maxas's text and source forms, cubins, CUDA C and PTX "
+                    "compiled for sm_52), functionally and in time.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
-    r = sub.add_parser("run", help="run a workload (sgemm_64, sgemm_128) or a .sass file",
+    r = sub.add_parser("run", help="run a workload (sgemm_64, sgemm_128) or a .sass, .cubin, .cu or .ptx file",
                        description="Run a workload or a SASS file: functional execution (SGEMM "
                                    "results checked against numpy) and the timing model of one SM "
                                    "(cycles, IPC, GFLOPS, stall reasons, bank conflicts, reuse, "
