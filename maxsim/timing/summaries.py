@@ -57,7 +57,8 @@ def _sectors(addr, active, nbytes, sector):
                 out[k] = run[j] * sector
                 k += 1
         ends[w] = k
-    return out[:k], ends
+    # a copy: a view would keep the whole buffer (room for 32 sectors per lane) alive with the trace
+    return out[:k].copy(), ends
 
 
 SEEN_LIMIT = 4096  # remembered shared-memory patterns per bank geometry (a bound on the memory held)
