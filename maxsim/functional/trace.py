@@ -123,6 +123,14 @@ class TraceRecorder:
     def merged(self, waiting, out):
         pass
 
+    def take(self):
+        """The traces of the warps recorded since the last call (:meth:`finish`'s form), which the
+        recorder then forgets."""
+        traces = self.finish()
+        self.segments = []
+        self.warp_parts = {}
+        return traces
+
     def finish(self):
         traces = {}
         for w, parts in self.warp_parts.items():

@@ -298,6 +298,8 @@ class SM:
         self.now = 0
         self.finished_ctas = 0
         self.cta_log = []  # (cta id, start cycle, end cycle) per CTA run, in the order they finished
+        # each warp's backward-branch cycles (loop progress); a whole-GPU run turns it off
+        self.keep_branch_times = True
         self.lat = cfg.latency
         self.cta_launch = cfg.sm.cta_launch_cycles
         # optional logs (see ReferenceSM): issue_log (cycle, warp label, pc), issue_done, stall_log
@@ -543,6 +545,7 @@ class SM:
         slot = int(G[K.G_EXIT_SLOT])
         view = self._slot_warp[slot]
         view.done = True
+        view.parts, view._flat = (), None  # its trace is let go (a whole-GPU run would otherwise hold every CTA's)
         del self._slot_trace[slot]
         st = self.stats
         d = st.warp_stalls.setdefault(view.label, {r: 0 for r in STALL_REASONS})
@@ -681,9 +684,10 @@ class SM:
         G = self._G
         n = int(G[K.G_NBLOG])
         if n:
-            warps = self.all_warps
-            for wid, t in self._BLOG[:n].tolist():
-                warps[wid].branch_times.append(t)
+            if self.keep_branch_times:
+                warps = self.all_warps
+                for wid, t in self._BLOG[:n].tolist():
+                    warps[wid].branch_times.append(t)
             G[K.G_NBLOG] = 0
         n = int(G[K.G_NILOG])
         if n:
