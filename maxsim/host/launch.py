@@ -341,19 +341,27 @@ def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
     with ``stream``): ``(launch result, prediction)``. The result's trace holds the warps of the
     CTAs the timed SM will run (``sm_ctas``, default one SM's resident CTAs; none when
     ``sm_ctas`` is false), the first of the launch."""
+    import collections
     import itertools
 
     from ..functional.launch import LaunchStream
+    from ..functional.trace import narrowed
     from ..gpu.gpu import stream_ctas
     from ..timing.sm import residency
     stream = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
                           recorder=recorder, **run)
     keep = 0 if sm_ctas is False else min(len(stream.ctas), sm_ctas or residency(code, block, cfg)[0])
     items = stream_ctas(stream)
-    head = list(itertools.islice(items, keep))
-    prediction = predict_gpu(code, grid, block, cfg, stream=(stream, itertools.chain(head, items)))
-    wpc = stream.wpc
-    res = stream.finish({i * wpc + w: tr for i, (_, traces) in enumerate(head) for w, tr in enumerate(traces)})
+    head = collections.deque(itertools.islice(items, keep))
+    # the timed SM's copies hold only their own warps' records (not their functional batch's)
+    kept = narrowed([tr for _, traces in head for tr in traces])
+
+    def every():  # the head, let go as the GPU takes it, then the rest
+        while head:
+            yield head.popleft()
+        yield from items
+    prediction = predict_gpu(code, grid, block, cfg, stream=(stream, every()))
+    res = stream.finish(dict(enumerate(kept)))
     return res, prediction
 
 

@@ -24,6 +24,7 @@ too); ``core="compiled"`` is the default.
 from __future__ import annotations
 
 import time
+import weakref
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from .reference import ReferenceSM, l2_read_counts, memory_keywords
 from .shared_memory import SharedMemoryTiming
 from .static import BAR, LDG, LDS, MEMORY, S2R, STG, STS, TEX, StaticInfo, cta_warp_slots, residency
 from .stats import PC_EXEC, PC_L2_HITS, PC_L2_MISSES, PC_SIZE, STALL_REASONS, Stats
+from .summaries import SectorLists
 
 __all__ = ["SM", "ReferenceSM", "residency", "StaticInfo", "core_name"]
 
@@ -134,8 +136,12 @@ def segment_tables(seg, unit):
     most = [0] * rows
     if sec_pos.size:
         recs = [seg.mem[q] for q in sec_pos.tolist()]
-        lists = [rec[r] for r in range(rows) for rec in recs]  # row-major
-        lens = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)).reshape(rows, -1)
+        compact = all(isinstance(rec, SectorLists) for rec in recs)
+        if compact:
+            lens = np.stack([rec.lengths() for rec in recs], axis=1) if rows else np.zeros((0, len(recs)), np.int64)
+        else:
+            lists = [rec[r] for r in range(rows) for rec in recs]  # row-major
+            lens = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)).reshape(rows, -1)
         size = lens + 1
         heads = np.cumsum(size, axis=1) - size  # where each list's count goes in its row's block
         most = lens.max(axis=1).tolist()
@@ -144,27 +150,37 @@ def segment_tables(seg, unit):
         flat = np.empty(int(per_row.sum()), dtype=np.int64)
         at = (heads + starts[:, None]).ravel()
         flat[at] = lens.ravel()
-        body = np.ones(flat.size, dtype=bool)
-        body[at] = False
-        if body.any():
-            flat[body] = np.concatenate(lists)
+        if compact:
+            # each record's lists go to their rows' blocks, one record at a time (no object per list)
+            dest = starts + 1
+            for n, rec in enumerate(recs):
+                ln = lens[:, n]
+                if rec.flat.size:
+                    to = dest + heads[:, n] - (rec.ends - ln)
+                    flat[np.repeat(to, ln) + np.arange(rec.flat.size)] = rec.flat
+        else:
+            body = np.ones(flat.size, dtype=bool)
+            body[at] = False
+            if body.any():
+                flat[body] = np.concatenate(lists)
         blocks = [flat[a:a + n] for a, n in zip(starts.tolist(), per_row.tolist())]
     return pcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, most
 
 
-# id(segment) -> (segment, units it was read with, segment_tables), oldest first: the warps of a
-# segment are launched close together, on one SM or on many (a GPU's first wave)
-_SEGMENTS = {}
+# segment -> (units it was read with, segment_tables), oldest first: the warps of a segment are
+# launched close together, on one SM or on many (a GPU's first wave). Held weakly: an entry goes
+# with its segment (when no trace holds it any more), or when SEGMENT_CACHE newer ones come
+_SEGMENTS = weakref.WeakKeyDictionary()
 SEGMENT_CACHE = 256  # segments kept (a simulator setting: bounds the memory the cache holds)
 
 
 def _tables(seg, unit, key):
-    hit = _SEGMENTS.get(id(seg))
-    if hit is None or hit[0] is not seg or hit[1] != key:
+    hit = _SEGMENTS.get(seg)
+    if hit is None or hit[0] != key:
         if len(_SEGMENTS) >= SEGMENT_CACHE:
-            del _SEGMENTS[next(iter(_SEGMENTS))]
-        hit = _SEGMENTS[id(seg)] = (seg, key, segment_tables(seg, unit))
-    return hit[2]
+            del _SEGMENTS[next(iter(_SEGMENTS.keys()))]
+        hit = _SEGMENTS[seg] = (key, segment_tables(seg, unit))
+    return hit[1]
 
 
 def flatten_trace(parts, unit, unit_key=None):
