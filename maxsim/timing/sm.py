@@ -171,6 +171,8 @@ def segment_tables(seg, unit):
 # launched close together, on one SM or on many (a GPU's first wave). Held weakly: an entry goes
 # with its segment (when no trace holds it any more), or when SEGMENT_CACHE newer ones come
 _SEGMENTS = weakref.WeakKeyDictionary()
+TRACE_SLACK = 0.5  # room a grown trace buffer leaves beyond the resident traces, as a share of them
+# (a simulator setting: more means fewer moves of the traces, less means less memory)
 SEGMENT_CACHE = 256  # segments kept (a simulator setting: bounds the memory the cache holds)
 
 
@@ -486,24 +488,35 @@ class SM:
         return pcs, tb
 
     def _compact(self, more, more_sec):
-        """New trace buffers holding the resident warps' traces, with room for ``more`` positions
-        and ``more_sec`` sector-list entries and as much again to grow into."""
+        """Move the resident warps' traces to the front of the trace buffers, leaving room for
+        ``more`` positions and ``more_sec`` sector-list entries: in place when they fit, else in
+        new buffers with half as much again to grow into (TRACE_SLACK). A buffer's touched pages
+        stay resident: its size, not the traces in it, is what the SM holds."""
         live = self._slot_trace
         need = sum(v[1] for v in live.values()) + more
         need_sec = sum(v[3] for v in live.values()) + more_sec
-        TPC = np.empty(2 * need + 1024, dtype=np.int32)
-        TAUX = np.empty(TPC.size, dtype=np.int64)
-        SEC = np.empty(2 * need_sec + 1024, dtype=np.int64)
+        old_pc, old_aux, old_sec = self._TPC, self._TAUX, self._SEC
+        if need <= old_pc.size and need_sec <= old_sec.size:
+            TPC, TAUX, SEC = old_pc, old_aux, old_sec
+        else:
+            TPC = np.empty(max(need + int(need * TRACE_SLACK) + 1024, old_pc.size), dtype=np.int32)
+            TAUX = np.empty(TPC.size, dtype=np.int64)
+            SEC = np.empty(max(need_sec + int(need_sec * TRACE_SLACK) + 1024, old_sec.size), dtype=np.int64)
         t = q = 0
-        for slot, (tb, n, sb, ns, offs) in live.items():
-            TPC[t:t + n] = self._TPC[tb:tb + n]
-            TAUX[t:t + n] = self._TAUX[tb:tb + n]
-            if offs.size:
-                TAUX[t + offs] += q - sb
-            SEC[q:q + ns] = self._SEC[sb:sb + ns]
-            self._W[slot, K.W_TBASE] = t
-            live[slot] = (t, n, q, ns, offs)
+        # in start order, each trace moves to a lower (or the same) place: it never overwrites a
+        # trace not yet moved (numpy copies overlapping slices correctly)
+        for slot, (tb, n, sb, ns, offs) in sorted(live.items(), key=lambda kv: kv[1][0]):
+            TPC[t:t + n] = old_pc[tb:tb + n]
+            TAUX[t:t + n] = old_aux[tb:tb + n]
+            live[slot] = (t, n, sb, ns, offs)
             t += n
+        # then the sector lists, in their start order, and the offsets in TAUX that point at them
+        for slot, (tb, n, sb, ns, offs) in sorted(live.items(), key=lambda kv: kv[1][2]):
+            SEC[q:q + ns] = old_sec[sb:sb + ns]
+            if offs.size:
+                TAUX[tb + offs] += q - sb
+            self._W[slot, K.W_TBASE] = tb
+            live[slot] = (tb, n, q, ns, offs)
             q += ns
         self._TPC, self._TAUX, self._SEC = TPC, TAUX, SEC
         self._tfill, self._sfill = t, q
