@@ -243,6 +243,7 @@ class LaunchStream:
                        start, self._warp_threads,
                        None if progress is None else
                        _ticker(progress, state, start, len(batch), len(cta_list), self._expected))
+        ctx.watchdog.reset()  # it let go of the batch's last groups (their registers and trace)
         if progress is not None and self._next == len(cta_list):
             progress(len(cta_list), len(cta_list), "functional run", "CTAs")
         return batch, (self.recorder.take() if self._hand_over else None)

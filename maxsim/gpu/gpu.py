@@ -99,7 +99,8 @@ class CtaQueue:
 def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards="warn", progress=None,
             total_instructions=None, until=None, keep_branch_times=True):
     """Run ``cfg.gpu.sms`` SMs sharing ``memory_system``: SM ``i`` starts with the CTAs
-    ``placement[i]`` (a list of ``(cta id, warp traces)``, oldest first); ``queue`` (a deque or a
+    ``placement[i]`` (a list of ``(cta id, warp traces)``, oldest first; the SMs take them: the
+    lists are left empty); ``queue`` (a deque or a
     :class:`CtaQueue` of further CTAs) is the block dispatcher's. Runs until every CTA has
     finished, or until cycle ``until``. ``keep_branch_times`` false: the SMs' warps keep no
     backward-branch times (the loop progress measure of the sampled prediction; a list per warp
@@ -110,6 +111,8 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
     for sm, ctas in zip(sms, placement):
         for cid, traces in ctas:
             sm.add_cta(cid, traces)
+        ctas.clear()  # the SM holds them now, and lets each go when it has loaded it
+    traces = None  # (nor does this frame hold the last one)
     if queue is not None:
         for sm in sms:
             sm.dispatcher = queue

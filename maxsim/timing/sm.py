@@ -592,6 +592,9 @@ class SM:
             C[c, K.C_NARRIVED] = 0
             self.resident += 1
             self.peak_warps = max(self.peak_warps, int(S[:, K.S_NW].sum()))
+            # loaded: let go of the traces before asking the dispatcher for more (asking may run
+            # the next functional batch; these would keep their batch's records alive meanwhile)
+            traces = tr = None
 
     def _warp_exited(self):
         G, W, C = self._G, self._W, self._C
