@@ -129,3 +129,23 @@ def test_live_traces_are_bounded_by_the_resident_ctas_and_a_batch(monkeypatch):
     assert made[0] >= grid * wpc  # every CTA was traced (the timed SM's copies too)
     bound = (CFG.gpu.sms * resident + batch + r.sm_ctas) * wpc
     assert 0 < peak[0] <= bound < grid * wpc
+
+
+def test_a_timed_launch_keeps_the_timed_ctas_traces_only(monkeypatch):
+    monkeypatch.setattr(functional_launch, "BATCH_LANES", 64 * 5)
+    arguments, _, _ = _conv(70, 5)
+    held = launch(KERNEL, grid=70, block=64, config=CFG, timing=True, predict=False, trace=True, **arguments)
+    arguments, _, _ = _conv(70, 5)
+    r = launch(KERNEL, grid=70, block=64, config=CFG, timing=True, predict=False, **arguments)
+    assert _figures(r.timing) == _figures(held.timing) and r.sm_ctas == held.sm_ctas == 32
+    assert sorted(r.result.trace) == list(range(64)) and len(held.result.trace) == 140
+    np.testing.assert_array_equal(r.read("out"), held.read("out"))
+    # and with the CTAs chosen, more than a batch of them timed
+    arguments, _, _ = _conv(70, 5)
+    picked = [(i, 0) for i in range(69, 40, -1)]
+    a = launch(KERNEL, grid=70, block=64, config=CFG, ctas=picked, sm_ctas=12, timing=True, predict=False,
+               **arguments)
+    arguments, _, _ = _conv(70, 5)
+    b = launch(KERNEL, grid=70, block=64, config=CFG, ctas=picked, sm_ctas=12, timing=True, predict=False,
+               trace=True, **arguments)
+    assert _figures(a.timing) == _figures(b.timing) and len(a.result.trace) == 24

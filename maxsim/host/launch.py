@@ -307,6 +307,11 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         res, gpu = _streamed_gpu(code, (gx, gy), bx, cfg, bound, recorder, timing and (sm_ctas or None),
                                  max_instructions=max_instructions, progress=progress,
                                  expected_instructions=expected_instructions)
+    elif timing and not predict and not trace:
+        # the timed SM needs the traces of the launch's first CTAs only: the others are let go
+        res = _first_traces(code, (gx, gy), bx, cfg, bound, recorder, sm_ctas, ctas=ctas,
+                            max_instructions=max_instructions, progress=progress,
+                            expected_instructions=expected_instructions)
     else:
         res = run_functional(code, (gx, gy), bx, bound.launch_params, bound.memory, bound.textures,
                              max_instructions=max_instructions, recorder=recorder, ctas=ctas, progress=progress,
@@ -363,6 +368,23 @@ def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
     prediction = predict_gpu(code, grid, block, cfg, stream=(stream, every()))
     res = stream.finish(dict(enumerate(kept)))
     return res, prediction
+
+
+def _first_traces(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
+    """The functional run of a launch whose trace only the timed SM reads: the result's trace
+    holds (copies of) the warps of its first ``sm_ctas`` CTAs (default one SM's resident CTAs)."""
+    from ..functional.launch import LaunchStream
+    from ..functional.trace import narrowed
+    from ..timing.sm import residency
+    stream = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
+                          recorder=recorder, **run)
+    keep = min(len(stream.ctas), sm_ctas or residency(code, block, cfg)[0]) * stream.wpc
+    kept = []
+    for _, traces in stream:
+        if len(kept) < keep:
+            kept += narrowed([traces[w] for w in range(len(kept), min(keep, len(kept) + len(traces)))])
+        traces = None
+    return stream.finish(dict(enumerate(kept)))
 
 
 def _one_cta(cfg, code, block, sm) -> Prediction:
