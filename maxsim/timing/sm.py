@@ -181,11 +181,11 @@ def segment_tables(seg, unit, lo=0, hi=None):
 # row order, on one SM or on many (a GPU's first wave). Tables are built TABLE_ROWS rows at a
 # time and kept up to SEGMENT_CACHE entries and TABLE_BYTES in all.
 _SEGMENTS = {}
-TRACE_SLACK = 0.25  # room a grown trace buffer leaves beyond the resident traces, as a share of them
+TRACE_SLACK = 0.125  # room a grown trace buffer leaves beyond the resident traces, as a share of them
 # (a simulator setting: more means fewer moves of the traces, less means less memory)
 SEGMENT_CACHE = 256  # table chunks kept (a simulator setting: bounds the memory the cache holds)
 TABLE_ROWS = 128  # rows of a segment whose tables are built together (a simulator setting)
-TABLE_BYTES = 64 << 20  # bytes of tables kept (a simulator setting: bounds the memory the cache holds)
+TABLE_BYTES = 32 << 20  # bytes of tables kept (a simulator setting: bounds the memory the cache holds)
 _table_bytes = [0]
 
 
@@ -515,7 +515,7 @@ class SM:
     def _compact(self, more, more_sec):
         """Move the resident warps' traces to the front of the trace buffers, leaving room for
         ``more`` positions and ``more_sec`` sector-list entries: in place when they fit, else in
-        new buffers with a quarter as much again to grow into (TRACE_SLACK). A buffer's touched pages
+        new buffers with an eighth as much again to grow into (TRACE_SLACK). A buffer's touched pages
         stay resident: its size, not the traces in it, is what the SM holds."""
         live = self._slot_trace
         need = sum(v[1] for v in live.values()) + more

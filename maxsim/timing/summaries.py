@@ -15,7 +15,8 @@ from .shared_memory import warp_wavefronts
 
 class SectorLists:
     """Each warp's sector list of one memory instruction of a group of warps, held as one array:
-    ``flat`` (the lists one after another) and ``ends`` (where each warp's list ends). Indexed by
+    ``flat`` (the lists one after another, int64) and ``ends`` (where each warp's list ends,
+    int32). Indexed by
     warp (row), it gives that warp's list (an int64 array, a view); ``take(rows)`` a copy holding
     only those rows. Two numbers per warp instead of an array object each: a trace holds
     millions of them."""
@@ -51,7 +52,7 @@ class SectorLists:
         begins = self.ends[rows] - lens
         ends = np.cumsum(lens)
         index = np.repeat(begins - (ends - lens), lens) + np.arange(int(ends[-1]) if ends.size else 0)
-        return SectorLists(self.flat[index], ends)
+        return SectorLists(self.flat[index], ends.astype(np.int32))
 
 
 def sectors(addr, active, nbytes, sector=32):
@@ -70,7 +71,7 @@ def _sectors(addr, active, nbytes, sector):
     nw, nl = addr.shape
     per = max(1, (nbytes + sector - 1) // sector)
     out = np.empty(nw * nl * per, np.int64)
-    ends = np.empty(nw, np.int64)
+    ends = np.empty(nw, np.int32)  # (a group's sectors number far below 2^31)
     run = np.empty(nl * per, np.int64)
     k = 0
     for w in range(nw):
