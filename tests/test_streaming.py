@@ -149,3 +149,22 @@ def test_a_timed_launch_keeps_the_timed_ctas_traces_only(monkeypatch):
     b = launch(KERNEL, grid=70, block=64, config=CFG, ctas=picked, sm_ctas=12, timing=True, predict=False,
                trace=True, **arguments)
     assert _figures(a.timing) == _figures(b.timing) and len(a.result.trace) == 24
+
+
+def test_a_fault_in_a_later_batch_is_the_same_one_line_error(monkeypatch):
+    """The functional run of a later batch happens during the GPU's simulation: its error is the
+    one the launch gives when run whole."""
+    import maxsim
+    from maxsim.errors import SimulationError
+    monkeypatch.setattr(functional_launch, "BATCH_LANES", 32 * 2)
+    vecadd = "workloads/kernels/vecadd.sass"
+    n = 300
+    messages = []
+    for predict in (False, True):
+        bufs = {"a": np.zeros(n, np.float32), "b": np.zeros(n - 10, np.float32), "c": np.zeros(n, np.float32)}
+        with pytest.raises(SimulationError) as e:
+            maxsim.launch(vecadd, 10, 32, params={"a": "a", "b": "b", "c": "c", "n": n}, buffers=bufs, config=CFG,
+                          timing=True, predict=predict)
+        messages.append(str(e.value))
+    assert messages[0] == messages[1] and "\n" not in messages[1]
+    assert "out-of-bounds global access" in messages[1] and "(CTA (9,0), warp 0, lane 2)" in messages[1]
