@@ -920,7 +920,7 @@ def test_conv1d8_matches_numpy_and_counts_its_instructions(ctas, taps):
         # channel c: FFMA from zero, tap after tap (the first FFMA's product rounded once, as FMUL)
         want = fma_chain([(x[t:t + n], w[t, c]) for t in range(taps)])
         np.testing.assert_array_equal(out[c], want)
-    # by hand, per warp: 3 S2R, the XMAD.LO macro (3), ISCADD, 2 MOV, 8 MOV (17); 16 per tap
+    # by hand, per warp: 2 S2R, MOV, the XMAD.LO macro (3), ISCADD, 2 MOV, 8 MOV (17); 16 per tap
     # (LDG, 2 LDG.128, 3 IADD, ISETP, 8 FFMA, BRA); ISCADD, MOV, SHL, 8 STG, 7 IADD, EXIT (19)
     assert res.warp_instructions == ctas * 2 * (36 + 16 * taps)
     assert sm.stats.opcode_counts["FFMA"] == ctas * 2 * 8 * taps
