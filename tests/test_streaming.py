@@ -94,7 +94,7 @@ def test_simulate_gpu_streams_by_default_with_the_held_figures(monkeypatch):
 def test_live_traces_are_bounded_by_the_resident_ctas_and_a_batch(monkeypatch):
     """Counted, not measured: at every CTA the block dispatcher hands out, the warp traces still
     alive are at most those of the CTAs resident on the SMs, of one functional batch and of the
-    timed SM's kept copies, however long the grid."""
+    timed SM's kept copies (in fact those of the batch only), however long the grid."""
     batch = 5
     monkeypatch.setattr(functional_launch, "BATCH_LANES", 64 * batch)
     alive = weakref.WeakSet()
@@ -129,6 +129,9 @@ def test_live_traces_are_bounded_by_the_resident_ctas_and_a_batch(monkeypatch):
     assert made[0] >= grid * wpc  # every CTA was traced (the timed SM's copies too)
     bound = (CFG.gpu.sms * resident + batch + r.sm_ctas) * wpc
     assert 0 < peak[0] <= bound < grid * wpc
+    # tighter: an SM lets go of a CTA's traces once it has loaded them into its trace buffers, so
+    # the trace objects alive are those of the batch being handed out
+    assert peak[0] <= batch * wpc
 
 
 def test_a_timed_launch_keeps_the_timed_ctas_traces_only(monkeypatch):
