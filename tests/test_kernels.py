@@ -453,7 +453,7 @@ from maxsim.timing.run import simulate
 from workloads import kernels as library
 
 LIBRARY = ("transpose", "conv3x3", "stencil5_tex", "pointer_chase", "scan_tile", "gcd_divergent",
-           "reduce_shfl", "histogram_atoms", "colsum")
+           "reduce_shfl", "histogram_atoms", "colsum", "conv1d8")
 
 
 def assemble_library(name, **constants):
@@ -909,3 +909,28 @@ EXIT;
     assert shfl.control.write_bar and iadd.control.wait >> (shfl.control.write_bar - 1) & 1
     m = GlobalMemory()
     simulate(k, 1, 32, (), memory=m, hazards="strict")  # the timing model agrees: no hazard
+
+
+# ---- conv1d8: a 1D convolution layer of 8 channels (the memory benchmark's kernel) -------------
+
+@pytest.mark.parametrize("ctas,taps", [(1, 1), (3, 7), (5, 20)])
+def test_conv1d8_matches_numpy_and_counts_its_instructions(ctas, taps):
+    kernel = assemble_library("conv1d8")
+    n = 64 * ctas
+    rng = np.random.default_rng(taps)
+    x = rng.standard_normal(n + taps - 1).astype(np.float32)
+    w = rng.standard_normal((taps, 8)).astype(np.float32)
+    m = GlobalMemory()
+    px, pw, po = m.alloc(x.nbytes), m.alloc(w.nbytes), m.alloc(8 * n * 4)
+    m.write(px, x)
+    m.write(pw, w)
+    res, sm = timed(kernel, (ctas, 1), 64, (px, pw, po, n, taps), m)
+    out = m.read(po, 8 * n, np.float32).reshape(8, n)
+    for c in range(8):
+        # channel c: FFMA from zero, tap after tap (the first FFMA's product rounded once, as FMUL)
+        want = fma_chain([(x[t:t + n], w[t, c]) for t in range(taps)])
+        np.testing.assert_array_equal(out[c], want)
+    # by hand, per warp: 2 S2R, MOV, the XMAD.LO macro (3), ISCADD, 2 MOV, 8 MOV (17); 16 per tap
+    # (LDG, 2 LDG.128, 3 IADD, ISETP, 8 FFMA, BRA); ISCADD, MOV, SHL, 8 STG, 7 IADD, EXIT (19)
+    assert res.warp_instructions == ctas * 2 * (36 + 16 * taps)
+    assert sm.stats.opcode_counts["FFMA"] == ctas * 2 * 8 * taps

@@ -138,7 +138,8 @@ def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_in
     a :class:`ConstantBanks` holding either with the data of further constant banks.
 
     ``ctas`` optionally restricts execution to a list of (x, y) CTA ids (the timing model uses this
-    to run the CTAs of one SM); ``recorder`` collects the per-warp dynamic trace.
+    to run the CTAs of one SM); ``recorder`` collects the per-warp dynamic trace (the result's
+    ``trace``: every warp's; :class:`LaunchStream` hands them over a batch of CTAs at a time).
 
     ``timing_only`` computes only what the trace depends on (the backward slice of
     :mod:`maxsim.functional.slicing`): the trace is the same as a full run's, but memory results
@@ -150,62 +151,112 @@ def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_in
     batch (at barriers and backward branches) an estimate from the warp instructions executed so far
     against ``expected_instructions`` (an estimate for the whole launch) or the batches before.
     """
-    from .memory import GlobalMemory, Texture1D
+    run = LaunchStream(kernel, grid, block, params, memory, textures, max_instructions=max_instructions,
+                       recorder=recorder, ctas=ctas, progress=progress,
+                       expected_instructions=expected_instructions, timing_only=timing_only, hand_over=False)
+    for _ in run:
+        pass
+    if progress is not None and not run.ctas:
+        progress(0, 0, "functional run", "CTAs")
+    return run.finish(recorder.finish() if recorder is not None else None)
 
-    gx, gy = (grid, 1) if isinstance(grid, int) else (tuple(grid) + (1,))[:2]
-    if gx < 1 or gy < 1 or gx >= 1 << 31 or gy >= 1 << 16:
-        raise LaunchError(f"grid ({gx},{gy}) is out of range")
-    if not 1 <= block <= MAX_THREADS_PER_CTA:
-        raise LaunchError(f"block of {block} threads is out of range 1..{MAX_THREADS_PER_CTA}")
-    memory = memory if memory is not None else GlobalMemory()
-    textures = dict(textures or {})
-    for key, tex in textures.items():
-        if not isinstance(tex, Texture1D):
-            raise LaunchError(f"texture {key!r} must be a maxsim.functional.Texture1D, got {type(tex).__name__}")
-    banks = {}
-    if isinstance(params, ConstantBanks):
-        params, banks = params.params, dict(params.banks)
-    const_bank = _geometry_words(pack_params(kernel, params), block, (gx, gy))
-    if not kernel.instructions:
-        raise LaunchError(f"{kernel.filename}: no instructions to run (kernel {kernel.name})")
 
-    wpc = (block + 31) // 32  # warps per CTA
-    cta_list = [(x, y) for y in range(gy) for x in range(gx)] if ctas is None else [tuple(c) for c in ctas]
-    limit = instruction_limit(len(cta_list) * wpc, max_instructions)
-    per_batch = max(1, BATCH_LANES // (wpc * 32))
-    shared_words = (kernel.shared_size + 3) // 4
-    counts = np.zeros(len(kernel.instructions), dtype=np.int64)
-    warp_threads = np.zeros(len(cta_list) * wpc, dtype=np.int64)
-    # divergent branches and idle lanes (32 less the active lanes, summed over the warp's
-    # instructions) of each warp
-    state = {"total": 0, "divergent": 0, "warp_divergent": np.zeros_like(warp_threads),
-             "warp_idle": np.zeros_like(warp_threads)}
-    ctx = Context(kernel, const_bank, shared_words, 0, memory, textures, block, (gx, gy), constants=banks)
-    ctx.recorder = recorder
-    ctx.watchdog = Watchdog(kernel, counts, limit, len(cta_list) * wpc, given=max_instructions is not None)
-    if timing_only:
-        from .slicing import timing_slice
-        computed = timing_slice(kernel).computed
-        memory.invalid = (f"a timing-only launch of {kernel.name} computed addresses, not values "
-                          f"(run it without timing_only to get results)")
-    else:
-        computed = (True,) * len(kernel.instructions)
-    program = Program(ctx, computed)
-    for start in range(0, len(cta_list), per_batch):
-        batch = cta_list[start:start + per_batch]
-        ctx.shared = np.zeros(max(1, len(batch) * shared_words), dtype=np.uint32)
+class LaunchStream:
+    """A functional launch run a batch of CTAs at a time, as its consumer asks for them.
+
+    Iterating runs the next batch (the CTAs :func:`launch` executes together, in the same order:
+    the memory results are those of :func:`launch`) and gives ``(its CTA ids, {warp id: its
+    trace})``, the traces taken from ``recorder`` (which then forgets them: a consumer that drops
+    a trace once timed holds only the traces of the CTAs it has not finished; ``hand_over``
+    false: the recorder keeps them all and the batch's are None). A warp id numbers CTA i's warp w
+    as ``i * warps per CTA + w`` (CTAs in ``ctas`` order). Once every batch has run,
+    :meth:`finish` gives the :class:`LaunchResult`. Other arguments as for :func:`launch`.
+    """
+
+    def __init__(self, kernel, grid, block, params=(), memory=None, textures=None, *, max_instructions=None,
+                 recorder=None, ctas=None, progress=None, expected_instructions=None, timing_only=False,
+                 hand_over=True):
+        from .memory import GlobalMemory, Texture1D
+
+        gx, gy = (grid, 1) if isinstance(grid, int) else (tuple(grid) + (1,))[:2]
+        if gx < 1 or gy < 1 or gx >= 1 << 31 or gy >= 1 << 16:
+            raise LaunchError(f"grid ({gx},{gy}) is out of range")
+        if not 1 <= block <= MAX_THREADS_PER_CTA:
+            raise LaunchError(f"block of {block} threads is out of range 1..{MAX_THREADS_PER_CTA}")
+        memory = memory if memory is not None else GlobalMemory()
+        textures = dict(textures or {})
+        for key, tex in textures.items():
+            if not isinstance(tex, Texture1D):
+                raise LaunchError(f"texture {key!r} must be a maxsim.functional.Texture1D, got {type(tex).__name__}")
+        banks = {}
+        if isinstance(params, ConstantBanks):
+            params, banks = params.params, dict(params.banks)
+        const_bank = _geometry_words(pack_params(kernel, params), block, (gx, gy))
+        if not kernel.instructions:
+            raise LaunchError(f"{kernel.filename}: no instructions to run (kernel {kernel.name})")
+
+        wpc = (block + 31) // 32  # warps per CTA
+        cta_list = [(x, y) for y in range(gy) for x in range(gx)] if ctas is None else [tuple(c) for c in ctas]
+        limit = instruction_limit(len(cta_list) * wpc, max_instructions)
+        per_batch = max(1, BATCH_LANES // (wpc * 32))
+        shared_words = (kernel.shared_size + 3) // 4
+        counts = np.zeros(len(kernel.instructions), dtype=np.int64)
+        warp_threads = np.zeros(len(cta_list) * wpc, dtype=np.int64)
+        # divergent branches and idle lanes (32 less the active lanes, summed over the warp's
+        # instructions) of each warp
+        state = {"total": 0, "divergent": 0, "warp_divergent": np.zeros_like(warp_threads),
+                 "warp_idle": np.zeros_like(warp_threads)}
+        ctx = Context(kernel, const_bank, shared_words, 0, memory, textures, block, (gx, gy), constants=banks)
+        ctx.recorder = recorder
+        ctx.watchdog = Watchdog(kernel, counts, limit, len(cta_list) * wpc, given=max_instructions is not None)
+        if timing_only:
+            from .slicing import timing_slice
+            computed = timing_slice(kernel).computed
+            memory.invalid = (f"a timing-only launch of {kernel.name} computed addresses, not values "
+                              f"(run it without timing_only to get results)")
+        else:
+            computed = (True,) * len(kernel.instructions)
+        program = Program(ctx, computed)
+        self.kernel, self.grid, self.block, self.wpc, self.recorder = kernel, (gx, gy), block, wpc, recorder
+        self.ctas, self.per_batch, self.timing_only = cta_list, per_batch, timing_only
+        self._ctx, self._program, self._counts, self._state, self._limit = ctx, program, counts, state, limit
+        self._warp_threads, self._progress, self._expected = warp_threads, progress, expected_instructions
+        self._next = 0
+        self._hand_over = hand_over and recorder is not None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        start = self._next
+        cta_list, progress, state = self.ctas, self._progress, self._state
+        if start >= len(cta_list):
+            raise StopIteration
+        ctx, wpc = self._ctx, self.wpc
+        batch = cta_list[start:start + self.per_batch]
+        self._next = start + len(batch)
+        ctx.shared = np.zeros(max(1, len(batch) * ctx.shared_words), dtype=np.uint32)
         ctx.watchdog.reset()
         # fp32 overflow and NaN (inf * 0, inf - inf) are ordinary GPU results, not numpy warnings
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-            _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, start, warp_threads,
+            _run_batch(ctx, self._program, batch, wpc, self.block, self._counts, state, self._limit, self.recorder,
+                       start, self._warp_threads,
                        None if progress is None else
-                       _ticker(progress, state, start, len(batch), len(cta_list), expected_instructions))
-    if progress is not None:
-        progress(len(cta_list), len(cta_list), "functional run", "CTAs")
-    return LaunchResult(kernel, (gx, gy), block, state["total"], int(warp_threads.sum()), counts,
-                        recorder.finish() if recorder is not None else None, timing_only,
-                        warp_threads, tuple(cta_list), recorder.key if recorder is not None else None,
-                        state["warp_divergent"], state["warp_idle"])
+                       _ticker(progress, state, start, len(batch), len(cta_list), self._expected))
+        ctx.watchdog.reset()  # it let go of the batch's last groups (their registers and trace)
+        if progress is not None and self._next == len(cta_list):
+            progress(len(cta_list), len(cta_list), "functional run", "CTAs")
+        return batch, (self.recorder.take() if self._hand_over else None)
+
+    def finish(self, trace=None) -> LaunchResult:
+        """The launch's result once every batch has run (``trace``: the warps' traces to keep in it)."""
+        if self._next < len(self.ctas):
+            raise LaunchError(f"kernel {self.kernel.name}: the launch's result was asked for after "
+                              f"{self._next} of its {len(self.ctas)} CTAs")
+        state, rec = self._state, self.recorder
+        return LaunchResult(self.kernel, self.grid, self.block, state["total"], int(self._warp_threads.sum()),
+                            self._counts, trace, self.timing_only, self._warp_threads, tuple(self.ctas),
+                            rec.key if rec is not None else None, state["warp_divergent"], state["warp_idle"])
 
 
 MAX_BLOCK = 256  # instructions one straight-line step may run

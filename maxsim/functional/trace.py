@@ -14,7 +14,7 @@ import numpy as np
 
 
 class Segment:
-    __slots__ = ("warps", "pcs", "mem")
+    __slots__ = ("warps", "pcs", "mem", "__weakref__")
 
     def __init__(self, warps):
         self.warps = warps  # batch-global warp ids, row order
@@ -50,6 +50,32 @@ class WarpTrace:
                 out[start + pos] = per_warp[row]
             start += len(seg.pcs)
         return out
+
+
+def narrowed(traces):
+    """Copies of warp traces (a list of :class:`WarpTrace`) whose segments hold only these warps'
+    rows: kept while the other warps of their segments are let go, they do not keep those
+    warps' records alive. The instruction indices are shared, the records copied."""
+    rows_of = {}  # id(segment) -> (segment, its rows in these traces)
+    for tr in traces:
+        for seg, row in tr.parts:
+            rows = rows_of.setdefault(id(seg), (seg, []))[1]
+            if row not in rows:
+                rows.append(row)
+    copies = {}
+    for key, (seg, rows) in rows_of.items():
+        new = Segment(seg.warps[rows])
+        new.pcs = seg.pcs
+        # a summary array or a sector-list table (``take``), or a list (barrier arrivals)
+        new.mem = {pos: (per_warp.take(rows) if hasattr(per_warp, "take") else [per_warp[r] for r in rows])
+                   for pos, per_warp in seg.mem.items()}
+        copies[key] = (new, {r: i for i, r in enumerate(rows)})
+    out = []
+    for tr in traces:
+        t = WarpTrace(tr.warp)
+        t.parts = [(copies[id(seg)][0], copies[id(seg)][1][row]) for seg, row in tr.parts]
+        out.append(t)
+    return out
 
 
 class TraceRecorder:
@@ -122,6 +148,14 @@ class TraceRecorder:
 
     def merged(self, waiting, out):
         pass
+
+    def take(self):
+        """The traces of the warps recorded since the last call (:meth:`finish`'s form), which the
+        recorder then forgets."""
+        traces = self.finish()
+        self.segments = []
+        self.warp_parts = {}
+        return traces
 
     def finish(self):
         traces = {}

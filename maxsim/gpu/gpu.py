@@ -10,12 +10,13 @@ bandwidth servers tolerate the small disorder, see :class:`~maxsim.timing.memory
 from __future__ import annotations
 
 import collections
+import itertools
 import time
 
 import attrs
 import simpy
 
-from ..functional.launch import launch
+from ..functional.launch import LaunchStream, launch
 from ..functional.trace import TraceRecorder
 from ..timing.memory_system import MemorySystem
 from ..timing.sm import SM, residency
@@ -58,16 +59,60 @@ def trace_ctas(kernel, grid, block, params, memory, textures, cfg, ctas=None, ma
     return res, [(cid, [res.trace[i * wpc + w] for w in range(wpc)]) for i, cid in enumerate(cta_list)]
 
 
+def stream_ctas(stream):
+    """``(cta id, [warp traces])`` of each CTA of a :class:`~maxsim.functional.launch.LaunchStream`
+    (made with a trace recorder), in launch order; the next batch of CTAs runs functionally when
+    the one before has been handed out. A CTA's traces leave the batch as it is handed out."""
+    wpc = stream.wpc
+    i = 0
+    for batch, traces in stream:
+        for cid in batch:
+            yield cid, [traces.pop(i * wpc + w) for w in range(wpc)]
+            i += 1
+
+
+class CtaQueue:
+    """The block dispatcher's queue of CTAs (what an SM's ``dispatcher`` reads: truth, ``popleft``)
+    over an iterator of ``(cta id, [warp traces])``, taken from it only when asked for: fed by
+    :func:`stream_ctas`, a whole-GPU run holds the traces of the CTAs resident on the SMs and of
+    the rest of the functional batch, whatever the size of the grid."""
+
+    def __init__(self, items):
+        self._items = iter(items)
+        self._head = collections.deque()
+
+    def _fill(self):
+        if not self._head:
+            for item in itertools.islice(self._items, 1):
+                self._head.append(item)
+        return bool(self._head)
+
+    def __bool__(self):
+        return self._fill()
+
+    def popleft(self):
+        if not self._fill():
+            raise IndexError("pop from an empty CTA queue")
+        return self._head.popleft()
+
+
 def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards="warn", progress=None,
-            total_instructions=None, until=None):
+            total_instructions=None, until=None, keep_branch_times=True):
     """Run ``cfg.gpu.sms`` SMs sharing ``memory_system``: SM ``i`` starts with the CTAs
-    ``placement[i]`` (a list of ``(cta id, warp traces)``, oldest first); ``queue`` (a deque of
-    further CTAs) is the block dispatcher's. Runs until every CTA has finished, or until cycle
-    ``until``. Returns the SMs that ran CTAs."""
+    ``placement[i]`` (a list of ``(cta id, warp traces)``, oldest first; the SMs take them: the
+    lists are left empty); ``queue`` (a deque or a
+    :class:`CtaQueue` of further CTAs) is the block dispatcher's. Runs until every CTA has
+    finished, or until cycle ``until``. ``keep_branch_times`` false: the SMs' warps keep no
+    backward-branch times (the loop progress measure of the sampled prediction; a list per warp
+    that would grow with the grid). Returns the SMs that ran CTAs."""
     sms = [SM(cfg, kernel, block, memory_system, hazards=hazards, sm_id=i) for i in range(cfg.gpu.sms)]
+    for sm in sms:
+        sm.keep_branch_times = keep_branch_times
     for sm, ctas in zip(sms, placement):
         for cid, traces in ctas:
             sm.add_cta(cid, traces)
+        ctas.clear()  # the SM holds them now, and lets each go when it has loaded it
+    traces = None  # (nor does this frame hold the last one)
     if queue is not None:
         for sm in sms:
             sm.dispatcher = queue
@@ -86,14 +131,17 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
 
 def round_robin(ctas, sms, per_sm):
     """The first wave: CTA 0 to SM 0, CTA 1 to SM 1, ... until each SM holds ``per_sm``; returns the
-    placement (one list per SM) and the CTAs left for the dispatcher."""
+    placement (one list per SM) and the CTAs left for the dispatcher (a deque of a list's, a
+    :class:`CtaQueue` of an iterator's, which it reads only as the dispatcher asks)."""
     placement = [[] for _ in range(sms)]
-    queue = collections.deque(ctas)
+    lazy = not isinstance(ctas, (list, tuple, collections.deque))
+    items = iter(ctas)
+    queue = collections.deque(itertools.islice(items, sms * per_sm) if lazy else items)
     for _ in range(per_sm):
         for p in placement:
             if queue:
                 p.append(queue.popleft())
-    return placement, queue
+    return placement, (CtaQueue(items) if lazy else queue)
 
 
 def merge_stats(sms, cfg):
@@ -121,23 +169,41 @@ def merge_stats(sms, cfg):
 
 
 def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, cfg, ctas=None,
-                 hazards="warn", max_instructions=None, progress=None, memory_system=None, traced=None):
-    """Run the kernel functionally, then every CTA in time on ``cfg.gpu.sms`` SMs (sharing
+                 hazards="warn", max_instructions=None, progress=None, memory_system=None, traced=None,
+                 stream=None):
+    """Run the kernel functionally and every CTA in time on ``cfg.gpu.sms`` SMs (sharing
     ``memory_system``, by default a new :class:`~maxsim.timing.memory_system.MemorySystem`).
 
-    ``traced``: a ``(launch result, [(cta id, warp traces)])`` pair from :func:`trace_ctas` to time
-    instead of running the kernel again.
+    The functional run goes a batch of CTAs at a time (a :class:`~maxsim.functional.launch.LaunchStream`,
+    or ``stream``, one made with a trace recorder of ``cfg``'s summariser and not yet iterated, or
+    such a stream and the ``(cta id, warp traces)`` of :func:`stream_ctas` over it), as
+    the block dispatcher needs CTAs, and an SM lets go of a warp's trace when the warp exits: the
+    run holds the traces of the resident CTAs and of one batch, not the grid's (the result's
+    ``launch`` carries no trace). ``traced``: a ``(launch result, [(cta id, warp traces)])`` pair
+    from :func:`trace_ctas` to time instead.
     ``progress`` (``progress(done, total, what, unit)``, see :mod:`maxsim.report.progress`) is told
-    the CTAs done by the functional run, then the warp instructions issued by all SMs."""
+    the CTAs done by the functional run as it goes; with ``traced``, the warp instructions issued
+    by all SMs."""
     t0 = time.perf_counter()
     if traced is None:
-        traced = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ctas, max_instructions, progress)
-    res, ctas_traced = traced
+        if stream is None:
+            stream = LaunchStream(kernel, grid, block, params, memory, textures, ctas=ctas,
+                                  recorder=TraceRecorder(make_summariser(cfg)), max_instructions=max_instructions,
+                                  progress=progress)
+        stream, items = stream if isinstance(stream, tuple) else (stream, stream_ctas(stream))
+        count = len(stream.ctas)
+    else:
+        res, items = traced
+        count = len(items)
     ms = memory_system if memory_system is not None else MemorySystem(cfg)
     per_sm = residency(kernel, block, cfg)[0]
-    placement, queue = round_robin(ctas_traced, cfg.gpu.sms, per_sm)
-    used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards, progress=progress,
-                   total_instructions=res.warp_instructions)
+    placement, queue = round_robin(items, cfg.gpu.sms, per_sm)
+    used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards,
+                   progress=progress if traced is not None else None,
+                   total_instructions=res.warp_instructions if traced is not None else None,
+                   keep_branch_times=False)
+    if traced is None:
+        res = stream.finish()
     total = merge_stats(used, cfg)
     cycles = total.cycles
     total.l2_hits, total.l2_misses = ms.l2_read_hits, ms.l2_read_misses
@@ -147,6 +213,6 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
         total.divergent_branches, total.idle_lanes = res.divergent_branches, int(res.warp_idle.sum())
     seconds = cfg.cycles_to_seconds(cycles) + cfg.gpu.launch_overhead_us * 1e-6
     return GpuResult(cycles=cycles, seconds=seconds, sms_used=len(used),
-                     waves=len(ctas_traced) / (per_sm * cfg.gpu.sms), resident_ctas=per_sm, stats=total,
+                     waves=count / (per_sm * cfg.gpu.sms), resident_ctas=per_sm, stats=total,
                      l2_hit_rate=ms.l2_hit_rate, dram_bytes=total.dram_bytes, launch=res,
                      sim_seconds=time.perf_counter() - t0, sms=used, memory=ms)

@@ -299,9 +299,23 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         from ..functional.trace import TraceRecorder
         from ..timing.summaries import make_summariser
         recorder = TraceRecorder(make_summariser(cfg))
-    res = run_functional(code, (gx, gy), bx, bound.launch_params, bound.memory, bound.textures,
-                         max_instructions=max_instructions, recorder=recorder, ctas=ctas, progress=progress,
-                         expected_instructions=expected_instructions)
+    streamed = predict and sampling is None and ctas is None and gx * gy > 1 and not trace
+    gpu = None
+    if streamed:
+        # every CTA on every SM, timed as the functional run goes (see predict_gpu): the traces
+        # of the CTAs the timed SM runs are kept, the others let go once timed
+        res, gpu = _streamed_gpu(code, (gx, gy), bx, cfg, bound, recorder, timing and (sm_ctas or None),
+                                 max_instructions=max_instructions, progress=progress,
+                                 expected_instructions=expected_instructions)
+    elif timing and not predict and not trace:
+        # the timed SM needs the traces of the launch's first CTAs only: the others are let go
+        res = _first_traces(code, (gx, gy), bx, cfg, bound, recorder, sm_ctas, ctas=ctas,
+                            max_instructions=max_instructions, progress=progress,
+                            expected_instructions=expected_instructions)
+    else:
+        res = run_functional(code, (gx, gy), bx, bound.launch_params, bound.memory, bound.textures,
+                             max_instructions=max_instructions, recorder=recorder, ctas=ctas, progress=progress,
+                             expected_instructions=expected_instructions)
     report = dict(kernel=k, grid=(gx, gy), block=bx, cfg=cfg, bound=bound, result=res)
     sm = None
     if timing:
@@ -317,12 +331,60 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         report.update(timing=timing_fields(sm), sm=sm, sm_ctas=count)
     if predict:
         whole = len(res.ctas) == gx * gy
-        if whole and gx * gy == 1 and sm is not None and max_cycles is None:
+        if gpu is not None:
+            report["prediction"] = gpu
+        elif whole and gx * gy == 1 and sm is not None and max_cycles is None:
             report["prediction"] = _one_cta(cfg, code, bx, sm)
         elif sampling is not None or whole:
             report["prediction"] = predict_gpu(code, (gx, gy), bx, cfg, sampling=sampling, bound=bound,
                                                traced=res if whole else None)
     return LaunchReport(**report)
+
+
+def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
+    """The functional run of the whole grid streamed into the whole-GPU simulation (:func:`predict_gpu`
+    with ``stream``): ``(launch result, prediction)``. The result's trace holds the warps of the
+    CTAs the timed SM will run (``sm_ctas``, default one SM's resident CTAs; none when
+    ``sm_ctas`` is false), the first of the launch."""
+    import collections
+    import itertools
+
+    from ..functional.launch import LaunchStream
+    from ..functional.trace import narrowed
+    from ..gpu.gpu import stream_ctas
+    from ..timing.sm import residency
+    stream = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
+                          recorder=recorder, **run)
+    keep = 0 if sm_ctas is False else min(len(stream.ctas), sm_ctas or residency(code, block, cfg)[0])
+    items = stream_ctas(stream)
+    head = collections.deque(itertools.islice(items, keep))
+    # the timed SM's copies hold only their own warps' records (not their functional batch's)
+    kept = narrowed([tr for _, traces in head for tr in traces])
+
+    def every():  # the head, let go as the GPU takes it, then the rest
+        while head:
+            yield head.popleft()
+        yield from items
+    prediction = predict_gpu(code, grid, block, cfg, stream=(stream, every()))
+    res = stream.finish(dict(enumerate(kept)))
+    return res, prediction
+
+
+def _first_traces(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
+    """The functional run of a launch whose trace only the timed SM reads: the result's trace
+    holds (copies of) the warps of its first ``sm_ctas`` CTAs (default one SM's resident CTAs)."""
+    from ..functional.launch import LaunchStream
+    from ..functional.trace import narrowed
+    from ..timing.sm import residency
+    stream = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
+                          recorder=recorder, **run)
+    keep = min(len(stream.ctas), sm_ctas or residency(code, block, cfg)[0]) * stream.wpc
+    kept = []
+    for _, traces in stream:
+        if len(kept) < keep:
+            kept += narrowed([traces[w] for w in range(len(kept), min(keep, len(kept) + len(traces)))])
+        traces = None
+    return stream.finish(dict(enumerate(kept)))
 
 
 def _one_cta(cfg, code, block, sm) -> Prediction:
@@ -337,7 +399,7 @@ def _one_cta(cfg, code, block, sm) -> Prediction:
 
 
 def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=None, hazards=None,
-                max_instructions=None, progress=None, args=None) -> Prediction:
+                max_instructions=None, progress=None, args=None, stream=None) -> Prediction:
     """The launch of ``code`` over ``grid`` on the whole GPU of ``cfg``.
 
     With ``sampling`` (:class:`Sampling`): sampled (:func:`maxsim.gpu.sampling.predict`);
@@ -345,7 +407,9 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
     most one wave be timed from it (or ``{cta id: warp traces}``). Without: every CTA on every SM
     (:func:`maxsim.gpu.simulate_gpu`), from ``traced`` or from a functional run of ``bound``
     (:class:`~maxsim.host.args.Bound`) or of ``args`` (``(constant bank or parameter list,
-    GlobalMemory, {number: Texture1D})``)."""
+    GlobalMemory, {number: Texture1D})``), run a batch of CTAs at a time as the SMs take them
+    (the memory held does not grow with the grid: see :func:`maxsim.gpu.simulate_gpu`); or
+    from ``stream``, ``(LaunchStream, its CTAs' (cta id, warp traces) in order)``."""
     if isinstance(code, Kernel):
         code = code.code
     if sampling is not None:
@@ -372,7 +436,7 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
         args = (bound.launch_params, bound.memory, bound.textures)
     params, memory, textures = args if args is not None else ((), None, None)
     r = simulate_gpu(code, grid, block, params, memory, textures, cfg=cfg, hazards=hazards,
-                     max_instructions=max_instructions, traced=pair)
+                     max_instructions=max_instructions, traced=pair, stream=stream)
     mem = {key: float(v) for key, v in r.memory.stats().items() if isinstance(v, (int, float))
            and not key.endswith("rate")}
     from ..gpu.sampling import memory_counters  # every SM's L1/texture counters and resident warps

@@ -16,7 +16,7 @@ for what each step means and why), on state held in numpy arrays instead of Pyth
 * ``C`` (CTA slot x field ``C_*``): live and arrived warps of each resident CTA.
 * ``P`` (pc x field ``P_*``), ``L`` (flat register lists of ``P``), ``RD`` (operand reads: slot,
   register, bank, reuse flag): the kernel's static tables.
-* ``TPC``, ``TAUX``: the resident warps' flattened traces one after another (warp ``w``'s from
+* ``TPC``, ``TAUX`` (int32 both): the resident warps' flattened traces one after another (warp ``w``'s from
   ``W[w, W_TBASE]``) - pcs, and per position the shared wavefronts / offset of the sector list in
   ``SEC`` (count, then sector byte addresses) / barrier arrival (-1: none).
 * ``L1`` (set x way x (2 + sectors per line)): the L1/texture cache's tags, LRU stamps and the

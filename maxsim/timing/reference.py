@@ -191,6 +191,8 @@ class ReferenceSM:
         self.bar_delay = cfg.latency.barrier_set_delay
         self.finished_ctas = 0
         self.cta_log = []  # (cta id, start cycle, end cycle) per CTA run, in the order they finished
+        # each warp's backward-branch cycles (loop progress); a whole-GPU run turns it off
+        self.keep_branch_times = True
         self._mem_kw = memory_keywords(memory_system, sm_id)
         # optional issue log for tests, debugging and timelines (maxsim.report.timeline):
         # issue_log: (cycle, warp label, pc) per issued instruction; issue_done: the cycle its result
@@ -260,6 +262,8 @@ class ReferenceSM:
 
     def _finish_warp(self, w, t):
         w.done = True
+        # its trace is let go (a whole-GPU run would otherwise hold every CTA's)
+        w.parts, w.mem, w.pcs = (), {}, w.pcs[:0]
         w.sched.warps.remove(w)
         if w.sched.last is w:
             w.sched.last = None
@@ -516,7 +520,7 @@ class ReferenceSM:
                 done_at += (int(distinct[w.row]) - 1) * st.interval[pc]
         elif u == BRANCH:
             s.rc_warp = None  # a branch empties the reuse caches
-            if st.back_branch[pc]:
+            if st.back_branch[pc] and self.keep_branch_times:
                 w.branch_times.append(t)
         elif u == BAR:
             # a guarded BAR.SYNC whose guard is false for this warp issues but does not arrive

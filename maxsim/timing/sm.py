@@ -24,6 +24,7 @@ too); ``core="compiled"`` is the default.
 from __future__ import annotations
 
 import time
+import weakref
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from .reference import ReferenceSM, l2_read_counts, memory_keywords
 from .shared_memory import SharedMemoryTiming
 from .static import BAR, LDG, LDS, MEMORY, S2R, STG, STS, TEX, StaticInfo, cta_warp_slots, residency
 from .stats import PC_EXEC, PC_L2_HITS, PC_L2_MISSES, PC_SIZE, STALL_REASONS, Stats
+from .summaries import SectorLists
 
 __all__ = ["SM", "ReferenceSM", "residency", "StaticInfo", "core_name"]
 
@@ -86,7 +88,9 @@ class CtaView:
 
 
 class WarpView:
-    """A warp the SM ran: where it ran and its back-branch times (the loop progress measure)."""
+    """A warp the SM ran: where it ran and its back-branch times (the loop progress measure).
+    Of its trace it keeps the instruction indices of each part (``parts``, for messages; the
+    records are in the SM's trace buffers once loaded), until it exits."""
 
     __slots__ = ("wid", "slot", "sched", "cta", "label", "parts", "branch_times", "done", "_flat")
 
@@ -96,7 +100,7 @@ class WarpView:
         self.sched = sched
         self.cta = cta
         self.label = label
-        self.parts = parts
+        self.parts = [seg.pcs for seg, _ in parts]
         self.branch_times = []  # cycles at which it issued a backward branch
         self.done = False
         self._flat = None
@@ -104,20 +108,22 @@ class WarpView:
     def flat_pcs(self):
         if self._flat is None:
             out = []
-            for seg, _ in self.parts:
-                out.extend(seg.pcs)
+            for pcs in self.parts:
+                out.extend(pcs)
             self._flat = out
         return self._flat
 
 
-def segment_tables(seg, unit):
-    """A trace segment's memory records as arrays for all the warps (rows) that ran it, built at
-    once: its pcs (int32); the positions of its shared-memory records and per row their
-    wavefront counts; of its barrier records and per row the arrivals (0/1); of its sector-list
-    records and per row the offset of each list in the row's sector block; per row that block
-    (each list: count, then the sorted sector byte addresses) and its largest count."""
+def segment_tables(seg, unit, lo=0, hi=None):
+    """A trace segment's memory records as arrays for the warps (rows) ``lo .. hi - 1`` that ran it
+    (default: all), built at once: its pcs (int32); the positions of its shared-memory records and
+    per row their wavefront counts; of its barrier records and per row the arrivals (0/1); of its
+    sector-list records and per row the offset of each list in the row's sector block; per row
+    that block (each list: count, then the sorted sector byte addresses) and its largest count.
+    Rows are numbered from ``lo``."""
     pcs = np.asarray(seg.pcs, dtype=np.int32)
-    rows = len(seg.warps)
+    hi = len(seg.warps) if hi is None else hi
+    rows = hi - lo
     pos = np.fromiter(seg.mem, dtype=np.int64, count=len(seg.mem))
     kinds = unit[pcs[pos]] if pos.size else pos
     shared_pos = pos[(kinds == LDS) | (kinds == STS)]
@@ -125,17 +131,25 @@ def segment_tables(seg, unit):
     # number per warp each
     bar_pos = pos[(kinds == BAR) | (kinds == S2R)]
     sec_pos = pos[(kinds == TEX) | (kinds == LDG) | (kinds == STG)]
-    shared = np.array([np.asarray(seg.mem[q], dtype=np.int64) for q in shared_pos.tolist()],
+    shared = np.array([np.asarray(seg.mem[q], dtype=np.int64)[lo:hi] for q in shared_pos.tolist()],
                       dtype=np.int64).reshape(-1, rows).T.copy()
-    bar = (np.array([np.asarray(seg.mem[q]).astype(np.int64) for q in bar_pos.tolist()], dtype=np.int64)
+    bar = (np.array([np.asarray(seg.mem[q]).astype(np.int64)[lo:hi] for q in bar_pos.tolist()], dtype=np.int64)
            .reshape(-1, rows).T.copy())
     heads = np.zeros((rows, 0), dtype=np.int64)
     blocks = [np.zeros(0, np.int64)] * rows
     most = [0] * rows
     if sec_pos.size:
         recs = [seg.mem[q] for q in sec_pos.tolist()]
-        lists = [rec[r] for r in range(rows) for rec in recs]  # row-major
-        lens = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)).reshape(rows, -1)
+        compact = all(isinstance(rec, SectorLists) for rec in recs)
+        if compact:
+            # each record's lists of these rows are one run of its flat array
+            ends = [rec.ends[lo:hi] for rec in recs]
+            begins = [int(rec.ends[lo - 1]) if lo else 0 for rec in recs]
+            lens = np.stack([np.diff(e, prepend=b) for e, b in zip(ends, begins)], axis=1) if rows else \
+                np.zeros((0, len(recs)), np.int64)
+        else:
+            lists = [rec[r] for r in range(lo, hi) for rec in recs]  # row-major
+            lens = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)).reshape(rows, -1)
         size = lens + 1
         heads = np.cumsum(size, axis=1) - size  # where each list's count goes in its row's block
         most = lens.max(axis=1).tolist()
@@ -144,31 +158,58 @@ def segment_tables(seg, unit):
         flat = np.empty(int(per_row.sum()), dtype=np.int64)
         at = (heads + starts[:, None]).ravel()
         flat[at] = lens.ravel()
-        body = np.ones(flat.size, dtype=bool)
-        body[at] = False
-        if body.any():
-            flat[body] = np.concatenate(lists)
+        if compact:
+            # every list at once, record after record: (record, row) pair k's list lands after
+            # its count, at starts[row] + heads[row, record] + 1
+            n = lens.T.ravel()
+            src = np.concatenate([rec.flat[b:b + int(e[-1]) - b] if e.size else rec.flat[:0]
+                                  for rec, e, b in zip(recs, ends, begins)])
+            if src.size:
+                to = (starts[None, :] + heads.T + 1).ravel() - (np.cumsum(n) - n)
+                flat[np.repeat(to, n) + np.arange(src.size)] = src
+        else:
+            body = np.ones(flat.size, dtype=bool)
+            body[at] = False
+            if body.any():
+                flat[body] = np.concatenate(lists)
         blocks = [flat[a:a + n] for a, n in zip(starts.tolist(), per_row.tolist())]
     return pcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, most
 
 
-# id(segment) -> (segment, units it was read with, segment_tables), oldest first: the warps of a
-# segment are launched close together, on one SM or on many (a GPU's first wave)
+# (id(segment), chunk of its rows) -> (the segment, weakly; units it was read with, segment_tables
+# of the chunk, their bytes), oldest first: the warps of a segment are launched close together, in
+# row order, on one SM or on many (a GPU's first wave). Tables are built TABLE_ROWS rows at a
+# time and kept up to SEGMENT_CACHE entries and TABLE_BYTES in all.
 _SEGMENTS = {}
-SEGMENT_CACHE = 256  # segments kept (a simulator setting: bounds the memory the cache holds)
+TRACE_SLACK = 0.125  # room a grown trace buffer leaves beyond the resident traces, as a share of them
+# (a simulator setting: more means fewer moves of the traces, less means less memory)
+SEGMENT_CACHE = 256  # table chunks kept (a simulator setting: bounds the memory the cache holds)
+TABLE_ROWS = 128  # rows of a segment whose tables are built together (a simulator setting)
+TABLE_BYTES = 32 << 20  # bytes of tables kept (a simulator setting: bounds the memory the cache holds)
+_table_bytes = [0]
 
 
-def _tables(seg, unit, key):
-    hit = _SEGMENTS.get(id(seg))
-    if hit is None or hit[0] is not seg or hit[1] != key:
-        if len(_SEGMENTS) >= SEGMENT_CACHE:
-            del _SEGMENTS[next(iter(_SEGMENTS))]
-        hit = _SEGMENTS[id(seg)] = (seg, key, segment_tables(seg, unit))
-    return hit[2]
+def _tables(seg, unit, key, row):
+    """The tables of the chunk of ``seg``'s rows holding ``row``, and the chunk's first row."""
+    chunk = row // TABLE_ROWS
+    hit = _SEGMENTS.get((id(seg), chunk))
+    if hit is None or hit[0]() is not seg or hit[1] != key:
+        if hit is not None:
+            del _SEGMENTS[(id(seg), chunk)]
+            _table_bytes[0] -= hit[3]
+        lo = chunk * TABLE_ROWS
+        tables = segment_tables(seg, unit, lo, min(lo + TABLE_ROWS, len(seg.warps)))
+        size = sum(t.nbytes for t in tables[1:7] if isinstance(t, np.ndarray)) + \
+            (tables[7][0].base.nbytes if tables[7] and tables[7][0].base is not None else 0)
+        while _SEGMENTS and (len(_SEGMENTS) >= SEGMENT_CACHE or _table_bytes[0] + size > TABLE_BYTES):
+            _table_bytes[0] -= _SEGMENTS.pop(next(iter(_SEGMENTS)))[3]
+        hit = _SEGMENTS[(id(seg), chunk)] = (weakref.ref(seg), key, tables, size)
+        _table_bytes[0] += size
+    return hit[2], chunk * TABLE_ROWS
 
 
 def flatten_trace(parts, unit, unit_key=None):
-    """A warp's trace as arrays: pcs (int32), per position the memory summary (int64: shared
+    """A warp's trace as arrays: pcs (int32), per position the memory summary (int32: shared
     wavefronts, offset of the sector list in the third array, barrier arrival 0/1, or -1 for
     none), the sector lists (each: count, then the sorted sector byte addresses), the positions
     whose summary is such an offset, and the largest sector count. ``unit`` is the static
@@ -177,8 +218,10 @@ def flatten_trace(parts, unit, unit_key=None):
     pcs_parts, aux_parts, sec_parts, off_parts = [], [], [], []
     npos = nsec = most = 0
     for seg, row in parts:
-        spcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, row_most = _tables(seg, unit, key)
-        a = np.full(spcs.size, -1, dtype=np.int64)
+        tables, lo = _tables(seg, unit, key, row)
+        spcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, row_most = tables
+        row -= lo
+        a = np.full(spcs.size, -1, dtype=np.int32)
         if shared_pos.size:
             a[shared_pos] = shared[row]
         if bar_pos.size:
@@ -194,7 +237,7 @@ def flatten_trace(parts, unit, unit_key=None):
         npos += spcs.size
     if not pcs_parts:
         e = np.zeros(0, np.int64)
-        return np.zeros(0, np.int32), e, e, e, 0
+        return np.zeros(0, np.int32), np.zeros(0, np.int32), e, e, 0
     cat = np.concatenate
     return (cat(pcs_parts), cat(aux_parts), cat(sec_parts) if sec_parts else np.zeros(0, np.int64),
             cat(off_parts) if off_parts else np.zeros(0, np.int64), most)
@@ -299,6 +342,8 @@ class SM:
         self.now = 0
         self.finished_ctas = 0
         self.cta_log = []  # (cta id, start cycle, end cycle) per CTA run, in the order they finished
+        # each warp's backward-branch cycles (loop progress); a whole-GPU run turns it off
+        self.keep_branch_times = True
         self.lat = cfg.latency
         self.cta_launch = cfg.sm.cta_launch_cycles
         # optional logs (see ReferenceSM): issue_log (cycle, warp label, pc), issue_done, stall_log
@@ -383,7 +428,7 @@ class SM:
         self._C, self._L1, self._ILOG, self._SLOG, self._BLOG, self._HLOG = C, L1, ILOG, SLOG, BLOG, HLOG
         self._CNT = CNT
         self._TPC = np.zeros(0, dtype=np.int32)
-        self._TAUX = np.zeros(0, dtype=np.int64)
+        self._TAUX = np.zeros(0, dtype=np.int32)  # int32: a summary or an offset in SEC
         self._SEC = np.zeros(0, dtype=np.int64)
         self._tfill = self._sfill = 0  # used lengths of TPC/TAUX and SEC
         self._slot_trace = {}  # warp slot -> (start in TPC, length, start in SEC, length, offset positions)
@@ -469,24 +514,35 @@ class SM:
         return pcs, tb
 
     def _compact(self, more, more_sec):
-        """New trace buffers holding the resident warps' traces, with room for ``more`` positions
-        and ``more_sec`` sector-list entries and as much again to grow into."""
+        """Move the resident warps' traces to the front of the trace buffers, leaving room for
+        ``more`` positions and ``more_sec`` sector-list entries: in place when they fit, else in
+        new buffers with an eighth as much again to grow into (TRACE_SLACK). A buffer's touched pages
+        stay resident: its size, not the traces in it, is what the SM holds."""
         live = self._slot_trace
         need = sum(v[1] for v in live.values()) + more
         need_sec = sum(v[3] for v in live.values()) + more_sec
-        TPC = np.empty(2 * need + 1024, dtype=np.int32)
-        TAUX = np.empty(TPC.size, dtype=np.int64)
-        SEC = np.empty(2 * need_sec + 1024, dtype=np.int64)
+        old_pc, old_aux, old_sec = self._TPC, self._TAUX, self._SEC
+        if need <= old_pc.size and need_sec <= old_sec.size:
+            TPC, TAUX, SEC = old_pc, old_aux, old_sec
+        else:
+            TPC = np.empty(max(need + int(need * TRACE_SLACK) + 1024, old_pc.size), dtype=np.int32)
+            TAUX = np.empty(TPC.size, dtype=np.int32)
+            SEC = np.empty(max(need_sec + int(need_sec * TRACE_SLACK) + 1024, old_sec.size), dtype=np.int64)
         t = q = 0
-        for slot, (tb, n, sb, ns, offs) in live.items():
-            TPC[t:t + n] = self._TPC[tb:tb + n]
-            TAUX[t:t + n] = self._TAUX[tb:tb + n]
-            if offs.size:
-                TAUX[t + offs] += q - sb
-            SEC[q:q + ns] = self._SEC[sb:sb + ns]
-            self._W[slot, K.W_TBASE] = t
-            live[slot] = (t, n, q, ns, offs)
+        # in start order, each trace moves to a lower (or the same) place: it never overwrites a
+        # trace not yet moved (numpy copies overlapping slices correctly)
+        for slot, (tb, n, sb, ns, offs) in sorted(live.items(), key=lambda kv: kv[1][0]):
+            TPC[t:t + n] = old_pc[tb:tb + n]
+            TAUX[t:t + n] = old_aux[tb:tb + n]
+            live[slot] = (t, n, sb, ns, offs)
             t += n
+        # then the sector lists, in their start order, and the offsets in TAUX that point at them
+        for slot, (tb, n, sb, ns, offs) in sorted(live.items(), key=lambda kv: kv[1][2]):
+            SEC[q:q + ns] = old_sec[sb:sb + ns]
+            if offs.size:
+                TAUX[tb + offs] += q - sb
+            self._W[slot, K.W_TBASE] = tb
+            live[slot] = (tb, n, q, ns, offs)
             q += ns
         self._TPC, self._TAUX, self._SEC = TPC, TAUX, SEC
         self._tfill, self._sfill = t, q
@@ -537,6 +593,9 @@ class SM:
             C[c, K.C_NARRIVED] = 0
             self.resident += 1
             self.peak_warps = max(self.peak_warps, int(S[:, K.S_NW].sum()))
+            # loaded: let go of the traces before asking the dispatcher for more (asking may run
+            # the next functional batch; these would keep their batch's records alive meanwhile)
+            traces = tr = None
 
     def _warp_exited(self):
         G, W, C = self._G, self._W, self._C
@@ -544,6 +603,7 @@ class SM:
         slot = int(G[K.G_EXIT_SLOT])
         view = self._slot_warp[slot]
         view.done = True
+        view.parts, view._flat = (), None  # its trace is let go (a whole-GPU run would otherwise hold every CTA's)
         del self._slot_trace[slot]
         st = self.stats
         d = st.warp_stalls.setdefault(view.label, {r: 0 for r in STALL_REASONS})
@@ -682,9 +742,10 @@ class SM:
         G = self._G
         n = int(G[K.G_NBLOG])
         if n:
-            warps = self.all_warps
-            for wid, t in self._BLOG[:n].tolist():
-                warps[wid].branch_times.append(t)
+            if self.keep_branch_times:
+                warps = self.all_warps
+                for wid, t in self._BLOG[:n].tolist():
+                    warps[wid].branch_times.append(t)
             G[K.G_NBLOG] = 0
         n = int(G[K.G_NILOG])
         if n:
@@ -754,10 +815,10 @@ class SM:
                     # the reference names the instruction before the current one within the
                     # current part of the trace, else the current one
                     start = 0
-                    for seg, _ in w.parts:
-                        if pos < start + len(seg.pcs):
+                    for pcs in w.parts:
+                        if pos < start + len(pcs):
                             break
-                        start += len(seg.pcs)
+                        start += len(pcs)
                     pc = w.flat_pcs()[pos - 1] if pos > start else int(W[slot, K.W_PC])
                     instr = self.kernel.instructions[pc]
                     c = w.cta.index

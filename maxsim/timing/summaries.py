@@ -13,13 +13,54 @@ from ..jit import njit
 from .shared_memory import warp_wavefronts
 
 
+class SectorLists:
+    """Each warp's sector list of one memory instruction of a group of warps, held as one array:
+    ``flat`` (the lists one after another, int64) and ``ends`` (where each warp's list ends,
+    int32). Indexed by
+    warp (row), it gives that warp's list (an int64 array, a view); ``take(rows)`` a copy holding
+    only those rows. Two numbers per warp instead of an array object each: a trace holds
+    millions of them."""
+
+    __slots__ = ("flat", "ends")
+
+    def __init__(self, flat, ends):
+        self.flat = flat
+        self.ends = ends
+
+    def __len__(self):
+        return self.ends.size
+
+    def __getitem__(self, row):
+        ends = self.ends
+        row = int(row)
+        if row < 0:
+            row += ends.size
+        if not 0 <= row < ends.size:
+            raise IndexError(f"row {row} of {ends.size}")
+        return self.flat[(int(ends[row - 1]) if row else 0):int(ends[row])]
+
+    def __iter__(self):
+        return (self[r] for r in range(len(self)))
+
+    def lengths(self):
+        """The length of each row's list."""
+        return np.diff(self.ends, prepend=0)
+
+    def take(self, rows):
+        rows = np.asarray(rows, dtype=np.int64)
+        lens = self.lengths()[rows]
+        begins = self.ends[rows] - lens
+        ends = np.cumsum(lens)
+        index = np.repeat(begins - (ends - lens), lens) + np.arange(int(ends[-1]) if ends.size else 0)
+        return SectorLists(self.flat[index], ends.astype(np.int32))
+
+
 def sectors(addr, active, nbytes, sector=32):
-    """Each warp's distinct ``sector``-byte sectors as sorted byte addresses (int64 array per warp;
-    views of one array, read-only)."""
+    """Each warp's distinct ``sector``-byte sectors as sorted byte addresses: a
+    :class:`SectorLists` (row w: warp w's int64 array, a view)."""
     flat, ends = _sectors(np.ascontiguousarray(addr), np.ascontiguousarray(active), int(nbytes), int(sector))
-    ends = ends.tolist()
-    # views of ``flat`` (np.split gives the same views at several times the cost per warp)
-    return [flat[a:b] for a, b in zip([0] + ends[:-1], ends)]
+    flat.flags.writeable = False
+    return SectorLists(flat, ends)
 
 
 @njit(cache=True)
@@ -30,7 +71,7 @@ def _sectors(addr, active, nbytes, sector):
     nw, nl = addr.shape
     per = max(1, (nbytes + sector - 1) // sector)
     out = np.empty(nw * nl * per, np.int64)
-    ends = np.empty(nw, np.int64)
+    ends = np.empty(nw, np.int32)  # (a group's sectors number far below 2^31)
     run = np.empty(nl * per, np.int64)
     k = 0
     for w in range(nw):
@@ -57,7 +98,8 @@ def _sectors(addr, active, nbytes, sector):
                 out[k] = run[j] * sector
                 k += 1
         ends[w] = k
-    return out[:k], ends
+    # a copy: a view would keep the whole buffer (room for 32 sectors per lane) alive with the trace
+    return out[:k].copy(), ends
 
 
 SEEN_LIMIT = 4096  # remembered shared-memory patterns per bank geometry (a bound on the memory held)
