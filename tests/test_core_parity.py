@@ -266,21 +266,19 @@ def test_histogram_and_shuffle_reduction_kernel():
 def test_constant_bank_texture_slot_and_divergent_ldc_kernel():
     # conv2d_const (test_maxas_nvcc_kernels.py): LDC.64 / LDC from constant bank 3, TLDS by slot, and
     # a bias LDC whose lanes read 16 addresses per warp (served one after another)
-    import struct
-
-    import attrs
     import numpy as np
 
     from maxsim.functional.launch import ConstantBanks
     from maxsim.host import Kernel
     from maxsim.host.args import Texture, bind
+    from maxsim.host.launch import with_geometry
     from test_maxas_nvcc_kernels import CONV, CROSS, conv_case, conv_reference
     img, taps, bias, bank3, wo, ho = conv_case(21, 40, CROSS, 7)
     k = Kernel.load(CONV)
     bound = bind(k, {"out": "out", "W": 40, "Wo": wo, "Ho": ho, "ntaps": len(taps)},
                  {"out": np.zeros((ho, wo), np.float32)}, {0x62: Texture(img.ravel(), "float1")}, {3: bank3})
     grid = ((wo + 15) // 16, (ho + 7) // 8)
-    bank0 = bound.const_bank[:8] + struct.pack("<6I", 16, 8, 1, grid[0], grid[1], 1) + bound.const_bank[32:]  # blockDim, gridDim
+    bank0 = with_geometry(bound.const_bank, ((16, 8, 1), (grid[0], grid[1], 1)))  # blockDim, gridDim
     res, sm = twin_simulate(k.code, grid, 128, ConstantBanks(bank0, bound.constants), bound.memory,
                             bound.textures, log=True)
     addr = bound.buffers["out"][0]

@@ -459,7 +459,7 @@ def test_compiled_kernels_time_the_same_in_both_timing_cores(name):
     from test_core_parity import twin_simulate
     from maxsim.host import Kernel
     from maxsim.host.args import bind
-    import struct
+    from maxsim.host.launch import with_geometry
     case = CASES[name]
     kernel = Kernel.load(case.path, kernel=case.kernel)
     size = case.sizes[1]
@@ -468,7 +468,7 @@ def test_compiled_kernels_time_the_same_in_both_timing_cores(name):
     gx, gy = (grid, 1) if isinstance(grid, int) else (tuple(grid) + (1,))[:2]
     bx, by = (block, 1) if isinstance(block, int) else (tuple(block) + (1,))[:2]
     # a 2D block: blockDim and gridDim as the launch gives them (c[0x0][0x8], c[0x0][0x14])
-    bank0 = bound.const_bank[:8] + struct.pack("<6I", bx, by, 1, gx, gy, 1) + bound.const_bank[32:]
+    bank0 = with_geometry(bound.const_bank, ((bx, by, 1), (gx, gy, 1)))
     # hazards="strict": ptxas's code runs on hardware, so the timing model finds no hazard in it
     twin_simulate(kernel.code, (gx, gy), bx * by, bank0, bound.memory, bound.textures, hazards="strict")
     for b, (exp, rtol, atol) in ref.items():

@@ -109,6 +109,15 @@ def _geometry(grid, block):
     return (g[0], g[1] * g[2]), threads, (b, g)
 
 
+def with_geometry(const_bank: bytes, dims) -> bytes:
+    """Constant bank 0 with the launch's geometry words, as the kernel reads them: blockDim (X, Y, Z)
+    at c[0x0][0x8], gridDim (X, Y, Z) at c[0x0][0x14]; ``dims`` = ((threads X, Y, Z), (CTAs X, Y, Z))."""
+    (tx, ty, tz), (cx, cy, cz) = dims
+    end = GEOMETRY + 24
+    bank = const_bank + bytes(max(0, end - len(const_bank)))
+    return bank[:GEOMETRY] + struct.pack("<6I", tx, ty, tz, cx, cy, cz) + bank[end:]
+
+
 @attrs.frozen(slots=False)
 class LaunchReport:
     """What one launch gives back (see :func:`launch`)."""
@@ -289,11 +298,7 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     if code is not k.code:
         k = attrs.evolve(k, code=code)
     bound = bind(k, params, buffers, textures, constants)
-    (tx, ty, tz), (cx, cy, cz) = dims
-    words = struct.pack("<6I", tx, ty, tz, cx, cy, cz)  # the geometry the kernel reads (c[0x0][0x8..])
-    end = GEOMETRY + 24
-    bank = bound.const_bank + bytes(max(0, end - len(bound.const_bank)))
-    bound = attrs.evolve(bound, const_bank=bank[:GEOMETRY] + words + bank[end:])
+    bound = attrs.evolve(bound, const_bank=with_geometry(bound.const_bank, dims))
     recorder = None
     if timing or predict or trace:
         from ..functional.trace import TraceRecorder
