@@ -86,8 +86,8 @@ import attrs
 
 from maxsim.arch.config import load_config
 from maxsim.isa import instruction as ins
-from maxsim.isa.issue import (can_dual_issue, depbar_of, dual_first, dual_second, min_stall, operand_read_delay,
-                              taken_branch_stall, why_not_dual)
+from maxsim.isa.issue import (BITCOUNT_OPCODES, can_dual_issue, depbar_of, dual_first, dual_second, min_stall,
+                              operand_read_delay, taken_branch_stall, why_not_dual)
 from maxsim.isa.opcodes import spec_of
 
 
@@ -111,7 +111,7 @@ UNORDERED_RESULTS = frozenset(("s2r",))
 def queue_of(instr):
     """The completion queue of ``instr`` (None: an ALU instruction or one without a queue)."""
     q = QUEUE.get(instr.unit)
-    if q == "xu" and instr.opcode in ("POPC", "FLO"):
+    if q == "xu" and instr.opcode in BITCOUNT_OPCODES:
         return "bitcount"
     return q
 SHORT_STALL_KIND = {"bar": "short-stall-barrier", "branch": "short-stall-branch", "exit": "short-stall-exit"}

@@ -36,7 +36,7 @@ from __future__ import annotations
 import attrs
 
 from ..analysis.controls import pred_sources, read_delay
-from ..isa.issue import can_dual_issue
+from ..isa.issue import BITCOUNT_OPCODES, can_dual_issue
 
 PRED_KEY = 1 << 20  # predicates are keyed apart from registers (registers may be any other ints)
 SHARED, GLOBAL = ("lds", "sts"), ("ldg", "stg")
@@ -57,7 +57,7 @@ class Item:
 
 def result_latency(unit: str, lat, opcode: str = "") -> int:
     """Cycles from issue to a readable result, for ordering (the control rules decide the codes)."""
-    if opcode in ("POPC", "FLO"):
+    if opcode in BITCOUNT_OPCODES:
         return lat.bitcount
     return {"alu": lat.alu, "alu_half": lat.alu_half, "s2r": lat.s2r, "lds": lat.lds,
             "tex": lat.tex_l1_hit, "ldg": lat.l2_hit, "xu": lat.xu, "fixed": lat.ldc}.get(unit, 1)

@@ -40,11 +40,14 @@ from . import instruction as ins
 # (S2R here; POPC and FLO are in maxas's s2r class, in the model's quarter-rate unit xu). BAR,
 # branches and EXIT need their own stall count [maxas-cc], so they never start a pair.
 _FIRST_UNITS = frozenset(("alu", "alu_half", "s2r", "nop"))
-_FIRST_OPCODES = frozenset(("POPC", "FLO"))
+# POPC and FLO: in the quarter-rate unit (xu) but in maxas's s2r class; their results take
+# latency.bitcount (the others of xu latency.xu) and they read their operands at issue
+BITCOUNT_OPCODES = frozenset(("POPC", "FLO"))
+_FIRST_OPCODES = BITCOUNT_OPCODES
 # [maxas-sched]: the dual-marked classes may be the second: shared and global memory, texture, BAR,
 # LDC (unit "fixed"), MUFU and conversions (unit xu, less POPC and FLO); [maxas-sgemm64]: a branch.
 _SECOND_UNITS = frozenset(("lds", "sts", "tex", "ldg", "stg", "bar", "fixed", "branch", "xu"))
-_NOT_SECOND_OPCODES = frozenset(("POPC", "FLO"))
+_NOT_SECOND_OPCODES = BITCOUNT_OPCODES
 _SECOND_OPCODES = frozenset(("DEPBAR",))  # in maxas's global-memory class
 
 
@@ -102,7 +105,7 @@ def operand_read_delay(instr_unit: str, opcode: str, lat) -> int:
     rlat 4 [maxas-grammar]); everything else, POPC and FLO too, at issue."""
     if opcode == "LDC":
         return lat.mem_operand_read_constant
-    if instr_unit == "xu" and opcode not in ("POPC", "FLO"):
+    if instr_unit == "xu" and opcode not in BITCOUNT_OPCODES:
         return lat.xu_operand_read
     return {"lds": lat.mem_operand_read_shared, "sts": lat.mem_operand_read_shared,
             "ldg": lat.mem_operand_read_global, "stg": lat.mem_operand_read_global,

@@ -4,7 +4,7 @@ tables and how many CTAs fit on one SM. Shared by the compiled core and the refe
 from __future__ import annotations
 
 from ..errors import SimulationError
-from ..isa.issue import depbar_of, dual_first, dual_second, operand_read_delay, reads_constant_operand
+from ..isa.issue import BITCOUNT_OPCODES, depbar_of, dual_first, dual_second, operand_read_delay, reads_constant_operand
 
 ALU, ALU_HALF, LDS, STS, TEX, LDG, STG, S2R, BAR, BRANCH, EXIT, NOP = range(12)
 UNIT_CODE = {"alu": ALU, "alu_half": ALU_HALF, "lds": LDS, "sts": STS, "tex": TEX, "ldg": LDG,
@@ -81,7 +81,7 @@ class StaticInfo:
                 self.pipe[k] = PIPE[i.unit]
                 self.interval[k] = intervals[self.pipe[k]]
                 if i.unit == "xu":
-                    self.latency[k] = lat.bitcount if i.opcode in ("POPC", "FLO") else lat.xu
+                    self.latency[k] = lat.bitcount if i.opcode in BITCOUNT_OPCODES else lat.xu
                 else:
                     self.latency[k] = lat.predicate if i.dst_preds else (lat.alu if u == ALU else lat.alu_half)
             elif u == S2R:
@@ -91,7 +91,8 @@ class StaticInfo:
             elif u in MEMORY:
                 self.mem_reads[k] = tuple(sorted({r % banks for r in i.src_regs}))
             self.is_ffma[k] = i.opcode == "FFMA"
-            self.flops[k] = 64 if i.opcode == "FFMA" else (32 if i.opcode in ("FMUL", "FADD", "FMUL32I", "FADD32I") else 0)
+            self.flops[k] = 64 if i.opcode == "FFMA" else (
+                32 if i.opcode in ("FMUL", "FADD", "FMUL32I", "FADD32I") else 0)
             self.back_branch[k] = i.opcode == "BRA" and i.target <= k
 
 
