@@ -157,10 +157,12 @@ class TraceRecorder:
         self.warp_parts = {}
         return traces
 
+    trace_type = WarpTrace  # the record a warp's trace is kept in
+
     def finish(self):
         traces = {}
         for w, parts in self.warp_parts.items():
-            t = WarpTrace(w)
+            t = self.trace_type(w)
             t.parts = parts
             traces[w] = t
         return traces
