@@ -291,15 +291,15 @@ def test_reads_served_in_the_core_grow_the_tables_through_python(monkeypatch):
     cfg = override(CFG, {"gpu.sms": 2})
     monkeypatch.setattr(memory_core, "_TABLE_MIN", 64)
     statuses = []
-    run = K.run
+    drive = K.drive
 
-    def counting(*args):
+    def counting(sms, ms, h, e):
         # every call of the core starts with room in the tables (Python grew them after a ROOM)
-        assert not args[-1][1][memory_core.I_ROOM]
-        st = run(*args)
+        assert not ms[1][memory_core.I_ROOM]
+        st = drive(sms, ms, h, e)
         statuses.append(st)
         return st
-    monkeypatch.setattr(K, "run", counting)
+    monkeypatch.setattr(K, "drive", counting)
     out = {}
     for core in ("python", "compiled"):
         systems = []

@@ -2,9 +2,11 @@
 
 CTAs go to the SMs round-robin (CTA 0 to SM 0, CTA 1 to SM 1, ...) until every SM holds as many
 as fit; each further CTA goes to the SM whose slot frees first. That gives full waves and a tail
-wave, as on the hardware. The SMs are simpy processes that advance in quanta of
-``QUANTUM`` cycles, so their requests reach the shared L2/DRAM roughly in time order (the
-bandwidth servers tolerate the small disorder, see :class:`~maxsim.timing.memory_system.BandwidthServer`).
+wave, as on the hardware. The SMs advance in quanta of ``QUANTUM`` cycles, in the order of
+simpy processes, so their requests reach the shared L2/DRAM roughly in time order (the
+bandwidth servers tolerate the small disorder, see :class:`~maxsim.timing.memory_system.BandwidthServer`):
+compiled SMs without leaving compiled code between quanta (:mod:`maxsim.timing.clock`), the
+reference SMs (or ``clock="simpy"``) as simpy processes, with the same numbers.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import simpy
 from ..functional.launch import LaunchStream, launch
 from ..functional.trace import TraceRecorder
 from ..timing.memory_system import MemorySystem
+from ..timing.clock import clock_name, run_together
 from ..timing.sm import SM, residency
 from ..timing.stats import Stats
 from ..timing.summaries import make_summariser
@@ -97,14 +100,17 @@ class CtaQueue:
 
 
 def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards="warn", progress=None,
-            total_instructions=None, until=None, keep_branch_times=True):
+            total_instructions=None, until=None, keep_branch_times=True, clock=None):
     """Run ``cfg.gpu.sms`` SMs sharing ``memory_system``: SM ``i`` starts with the CTAs
     ``placement[i]`` (a list of ``(cta id, warp traces)``, oldest first; the SMs take them: the
     lists are left empty); ``queue`` (a deque or a
     :class:`CtaQueue` of further CTAs) is the block dispatcher's. Runs until every CTA has
     finished, or until cycle ``until``. ``keep_branch_times`` false: the SMs' warps keep no
     backward-branch times (the loop progress measure of the sampled prediction; a list per warp
-    that would grow with the grid). Returns the SMs that ran CTAs."""
+    that would grow with the grid). ``clock``: "compiled" (the default, or ``$MAXSIM_CLOCK``) runs
+    compiled SMs with :func:`~maxsim.timing.clock.run_together`, "simpy" as simpy processes (the
+    reference SM always: same order, same numbers). Returns the SMs that ran CTAs."""
+    clock = clock_name(clock)
     sms = [SM(cfg, kernel, block, memory_system, hazards=hazards, sm_id=i) for i in range(cfg.gpu.sms)]
     for sm in sms:
         sm.keep_branch_times = keep_branch_times
@@ -116,8 +122,17 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
     if queue is not None:
         for sm in sms:
             sm.dispatcher = queue
-    env = simpy.Environment()
     used = [sm for sm in sms if sm.pending]
+    if clock == "compiled" and all(type(sm) is SM for sm in used):
+        report = None
+        if progress is not None:
+            def report():
+                progress(sum(sm.issued() for sm in used), total_instructions, "timing", "warp instructions")
+        run_together(used, QUANTUM, until=until, progress=report)
+        if progress is not None and until is None:
+            progress(total_instructions, total_instructions, "timing", "warp instructions")
+        return used
+    env = simpy.Environment()
     procs = [sm.run(env, quantum=QUANTUM) for sm in used]
     if until is not None:
         env.run(until=until)

@@ -957,3 +957,73 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
             return ERR_LIMIT
         if t >= G[G_NEXT_YIELD]:
             return YIELD
+
+
+# ---- the SMs of a GPU run together (drive) ----
+# statuses drive() returns besides run()'s
+START, STOPPED, FINISHED = 12, 13, 14
+# E: the driver's scalars - the clock of the last event taken (simpy's env.now), the next sequence
+# number, the SM running (-1: none, take the next event), the quantum, whether to return after
+# every call of run (one SM under simpy), the cycle at which to stop (-1: none)
+E_NOW, E_SEQ, E_CUR, E_QUANTUM, E_SOLO, E_STOP, E_SIZE = range(7)
+# H: per SM, its next event: cycle, sequence number, state
+H_TIME, H_SEQ, H_STATE, H_SIZE = range(4)
+H_NONE, H_WAITING, H_UNSTARTED = range(3)  # H_NONE: running now, or finished
+
+
+@njit(cache=True)
+def drive(SMS, MS, H, E):
+    """Run the SMs ``SMS`` (a typed list of their state tuples, ``run``'s arguments but ``MS``)
+    sharing one memory system (``MS``) in the order simpy runs their processes, until Python is
+    needed; returns a status and leaves the SM it concerns in ``E[E_CUR]``.
+
+    simpy's order: an SM's process starts at cycle 0, the SMs in list order (``START``: Python
+    runs the SM's start, then calls again); a process that yields cycle ``t`` later than the clock
+    waits for an event at ``t``; events run in the order (cycle, sequence number of their
+    scheduling); a yield at the current cycle goes on at once. Each SM runs ``run`` from its
+    event until it yields (the quantum ended, ``YIELD``) and here it is put back in the queue:
+    a quantum costs one compiled call instead of a return to Python, a simpy step and a call with
+    ~35 arrays. Any other status, or a yield that leaves Python work (posted stores to hand on,
+    hazard records, a memory system's tables to grow), returns with ``E[E_CUR]`` the SM; the back
+    branch, issue and stall logs wait in their buffers (``run`` returns ``DRAIN`` before they
+    overflow). ``FINISHED``: no SM has an event left; ``STOPPED``: the next event is at or after
+    ``E[E_STOP]``. With ``E[E_SOLO]``, every status returns (one SM driven by simpy)."""
+    cur = E[E_CUR]
+    quantum = E[E_QUANTUM]
+    while True:
+        if cur < 0:
+            best = -1
+            for i in range(H.shape[0]):
+                if H[i, H_STATE] != H_NONE:
+                    if best < 0 or H[i, H_TIME] < H[best, H_TIME] or \
+                            (H[i, H_TIME] == H[best, H_TIME] and H[i, H_SEQ] < H[best, H_SEQ]):
+                        best = i
+            if best < 0:
+                return FINISHED
+            if E[E_STOP] >= 0 and H[best, H_TIME] >= E[E_STOP]:
+                return STOPPED
+            cur = best
+            E[E_CUR] = cur
+            E[E_NOW] = H[cur, H_TIME]
+            state = H[cur, H_STATE]
+            H[cur, H_STATE] = H_NONE
+            if state == H_UNSTARTED:
+                return START
+            G = SMS[cur][0]
+            G[G_NEXT_YIELD] = G[G_T] + quantum
+        a = SMS[cur]
+        G = a[0]
+        st = run(G, a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14],
+                 a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22], MS)
+        if E[E_SOLO] or st != YIELD or G[G_WQ_N] or G[G_NHLOG] or MS[1][I_ROOM]:
+            return st
+        t = G[G_T]
+        if t > E[E_NOW]:
+            H[cur, H_TIME] = t
+            H[cur, H_SEQ] = E[E_SEQ]
+            H[cur, H_STATE] = H_WAITING
+            E[E_SEQ] += 1
+            cur = -1
+            E[E_CUR] = -1
+        else:
+            G[G_NEXT_YIELD] = t + quantum

@@ -11,6 +11,7 @@ from ..errors import SimulationError
 from ..functional.launch import launch
 from ..functional.trace import TraceRecorder
 from ..functional.watchdog import cycle_limit
+from .clock import PROGRESS_CYCLES, clock_name, run_together
 from .memory_system import MemorySystem
 from .sm import SM
 from .summaries import make_summariser
@@ -67,12 +68,19 @@ def simulate(kernel, grid, block, params=(), memory=None, textures=None, *, cfg=
             max_cycles=cycle_limit(res.warp_instructions, max_cycles))
     for i, cid in enumerate(cta_list):
         sm.add_cta(cid, [traces[i * wpc + w] for w in range(wpc)])
-    env = simpy.Environment()
-    proc = sm.run(env)
-    if progress is None:
-        env.run()
+    if type(sm) is SM and clock_name() == "compiled":
+        report = None if progress is None else \
+            (lambda: progress(sm.issued(), res.warp_instructions, "timing", "warp instructions"))
+        run_together([sm], SOLO_QUANTUM, progress=report)
+        if progress is not None:
+            progress(res.warp_instructions, res.warp_instructions, "timing", "warp instructions")
     else:
-        watch_progress(env, [proc], [sm], res.warp_instructions, progress)
+        env = simpy.Environment()
+        proc = sm.run(env, quantum=SOLO_QUANTUM)
+        if progress is None:
+            env.run()
+        else:
+            watch_progress(env, [proc], [sm], res.warp_instructions, progress)
     st = sm.stats
     st.thread_instructions = thread_instructions
     st.divergent_branches = divergent
@@ -106,7 +114,8 @@ def _launched_traces(res, cta_list, wpc, key):
     return traces, threads
 
 
-PROGRESS_CYCLES = 2048  # simulated cycles between two progress reports of a timing run
+SOLO_QUANTUM = 256  # cycles one SM runs between two looks at the clock (a simulator setting: with
+# one SM nothing else uses the memory system, so it only sets how often progress can be told)
 
 
 def watch_progress(env, procs, sms, total, progress):

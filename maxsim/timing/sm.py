@@ -31,6 +31,7 @@ import numpy as np
 from .. import jit  # noqa: F401  (numba without scipy.linalg, before the core's first call)
 from ..errors import HazardError, SimulationError
 from . import core as K
+from .clock import Solo
 from .cores import CORES, core_name  # noqa: F401  (CORES: the choices)
 from .memory_core import I_SIZE
 from .reference import ReferenceSM, l2_read_counts, memory_keywords
@@ -633,61 +634,81 @@ class SM:
     _simpy = ReferenceSM._simpy
 
     def _run(self, quantum=256):
-        wall = time.perf_counter()
+        self._begin(quantum)
+        G = self._G
+        solo = Solo(self)
+        while True:
+            self._before_call()
+            status = solo.call()
+            if self._after_call(status):
+                break
+            if status == K.YIELD:
+                t = int(G[K.G_T])
+                self.now = t
+                yield t
+                G[K.G_NEXT_YIELD] = t + quantum
+        self._end()
+        yield self.now
+
+    def _begin(self, quantum):
+        """Start running: launch the queued CTAs at the SM's clock, the first quantum from it."""
+        self._wall = time.perf_counter()
         self._launch_ready_ctas(self.now)
         G = self._G
         G[K.G_T] = self.now
         G[K.G_SI] = 0
         G[K.G_PHASE] = 0
         G[K.G_NEXT_YIELD] = self.now + quantum
-        run = K.run
-        read_kw, write_kw = self._mem_kw
-        memsys = self.memsys
+
+    def _before_call(self):
         memc = self._memc
-        while True:
-            if memc is not None and memc._version != self._mem_version:
-                self._pack()  # the memory system's tables grew (here or on another SM)
-            status = run(*self._args)
-            if memc is not None and memc._I[K.I_ROOM]:
-                memc._check_room()  # a read the core served left its tables too full: grow them first
-            if G[K.G_WQ_N]:
-                self._post_stores()
-            if G[K.G_NBLOG] or G[K.G_NHLOG] or G[K.G_NILOG] or G[K.G_NSLOG]:
-                self._drain()
-            if status == K.ROOM:
-                pass  # done above; the loop takes the grown tables
-            elif status == K.MEM:
-                n = int(G[K.G_REQ_N])
-                sectors = self._REQ[:n]  # a view: the memory system reads it before the core runs again
-                if G[K.G_REQ_KIND] == K.REQ_STG:
-                    memsys.write(int(G[K.G_REQ_NOW]), sectors, **write_kw)
-                else:
-                    before = l2_read_counts(memsys)
-                    G[K.G_MEM_RESULT] = memsys.read(int(G[K.G_REQ_NOW]), sectors, **read_kw)
-                    if before is not None:  # the request's L2 hits and misses, to its instruction
-                        after = l2_read_counts(memsys)
-                        pc = int(G[K.G_CTX_PC])
-                        self._CNT[PC_L2_HITS, pc] += after[0] - before[0]
-                        self._CNT[PC_L2_MISSES, pc] += after[1] - before[1]
-            elif status == K.YIELD:
-                t = int(G[K.G_T])
-                self.now = t
-                yield t
-                G[K.G_NEXT_YIELD] = t + quantum
-            elif status == K.EXITED:
-                self._warp_exited()
-            elif status == K.DONE:
-                if self.warps_alive():
-                    raise SimulationError(f"SM {self.sm_id}: no warp can ever issue again at cycle {int(G[K.G_T])}")
-                break
-            elif status != K.DRAIN:
-                self._fail(status)
-        # the kernel ends when the last warp has exited and its stores are posted
+        if memc is not None and memc._version != self._mem_version:
+            self._pack()  # the memory system's tables grew (here or on another SM)
+
+    def _after_call(self, status):
+        """Python's part after the core returned ``status`` (a yield is the caller's): true when
+        the SM has finished."""
+        G = self._G
+        memc = self._memc
+        if memc is not None and memc._I[K.I_ROOM]:
+            memc._check_room()  # a read the core served left its tables too full: grow them first
+        if G[K.G_WQ_N]:
+            self._post_stores()
+        if G[K.G_NBLOG] or G[K.G_NHLOG] or G[K.G_NILOG] or G[K.G_NSLOG]:
+            self._drain()
+        if status == K.MEM:
+            memsys = self.memsys
+            read_kw, write_kw = self._mem_kw
+            n = int(G[K.G_REQ_N])
+            sectors = self._REQ[:n]  # a view: the memory system reads it before the core runs again
+            if G[K.G_REQ_KIND] == K.REQ_STG:
+                memsys.write(int(G[K.G_REQ_NOW]), sectors, **write_kw)
+            else:
+                before = l2_read_counts(memsys)
+                G[K.G_MEM_RESULT] = memsys.read(int(G[K.G_REQ_NOW]), sectors, **read_kw)
+                if before is not None:  # the request's L2 hits and misses, to its instruction
+                    after = l2_read_counts(memsys)
+                    pc = int(G[K.G_CTX_PC])
+                    self._CNT[PC_L2_HITS, pc] += after[0] - before[0]
+                    self._CNT[PC_L2_MISSES, pc] += after[1] - before[1]
+        elif status == K.EXITED:
+            self._warp_exited()
+        elif status == K.DONE:
+            if self.warps_alive():
+                raise SimulationError(f"SM {self.sm_id}: no warp can ever issue again at cycle {int(G[K.G_T])}")
+            return True
+        elif status not in (K.DRAIN, K.ROOM, K.YIELD):
+            self._fail(status)
+        return False
+
+    def _end(self):
+        """The run has ended (the last warp has exited and its stores are posted): the statistics."""
+        G = self._G
         t = int(G[K.G_T])
         self.now = t
         st = self.stats
         st.cycles = max(st.cycles, t)
-        st.sim_seconds += time.perf_counter() - wall
+        st.sim_seconds += time.perf_counter() - self._wall
         for name, f in (("dual_issues", K.G_DUAL), ("reuse_hits", K.G_REUSE_HITS),
                         ("bank_conflicts", K.G_BANK_CONFLICTS), ("bank_conflict_cycles", K.G_BANK_CYCLES),
                         ("delayed_conflicts", K.G_DELAYED), ("shared_requests", K.G_SHARED_REQ),
@@ -719,7 +740,6 @@ class SM:
                 if static.is_ffma[pc]:
                     st.ffma += n
         st.opcode_counts = dict(sorted(st.opcode_counts.items(), key=lambda kv: -kv[1]))
-        yield t
 
     def _post_stores(self):
         """Hand the stores the core queued since its last return to the memory system, in order."""

@@ -1,0 +1,154 @@
+"""The clock of SMs that share a memory system: they run in simpy's order, in compiled code.
+
+A GPU's SMs advance in quanta of a few dozen cycles so that their requests reach the shared
+L2/DRAM roughly in time order. As simpy processes (:meth:`maxsim.timing.sm.SM.run` with an
+environment; the reference SM always runs so) every quantum of every SM costs a return from the
+compiled core to Python, a simpy step and a call back into the core with its ~35 arrays: at
+N = 3072 an SGEMM prediction spends more there than in the model. :func:`run_together` runs the
+same SMs in the same order without leaving compiled code between quanta
+(:func:`maxsim.timing.core.drive`): the events are taken in simpy's order (cycle, then the order
+they were scheduled in; the SMs start at cycle 0 in list order), so every SM sees the memory
+system in the same state at the same point and the numbers are identical (tests/test_clock.py
+runs both ways). Python still handles everything but the quantum's end: memory requests the core
+cannot serve, warps that exit (the block dispatcher), posted stores, logs, errors.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from numba import typed
+
+from ..errors import SimulationError
+from ..jit import njit
+from . import core as K
+
+CLOCKS = ("compiled", "simpy")
+
+
+def clock_name(clock=None):
+    """How SMs that share a memory system are run together: ``clock`` if given, else
+    ``$MAXSIM_CLOCK``, else "compiled" (:func:`run_together`); "simpy" runs them as simpy processes."""
+    name = clock if clock is not None else (os.environ.get("MAXSIM_CLOCK") or "compiled")
+    if name not in CLOCKS:
+        raise SimulationError(f"unknown clock {name!r} (MAXSIM_CLOCK or clock=): choose one of {', '.join(CLOCKS)}")
+    return name
+
+
+@njit(cache=True)
+def _lineup(first, n):
+    """A typed list of ``n`` copies of one SM's state tuple (the others are set in place)."""
+    out = typed.List()
+    for _ in range(n):
+        out.append(first)
+    return out
+
+
+@njit(cache=True)
+def _set(lineup, i, state):
+    lineup[i] = state
+
+
+class Lineup:
+    """The state tuples of some SMs as :func:`~maxsim.timing.core.drive` reads them, kept up to
+    date: an SM's arrays change when its trace buffers or the memory system's tables grow."""
+
+    def __init__(self, sms):
+        self.sms = list(sms)
+        self._seen = [sm._args for sm in self.sms]
+        self.states = _lineup(self._seen[0][:-1], len(self.sms))
+        for i, args in enumerate(self._seen[1:], 1):
+            _set(self.states, i, args[:-1])
+
+    def refresh(self):
+        """Every SM takes the memory system's current tables and its own current arrays; returns
+        the memory system's arrays (one memory system for all)."""
+        for i, sm in enumerate(self.sms):
+            sm._before_call()
+            args = sm._args
+            if args is not self._seen[i]:
+                _set(self.states, i, args[:-1])
+                self._seen[i] = args
+        ms = self._seen[0][-1]
+        for args in self._seen[1:]:
+            if args[-1][0] is not ms[0]:
+                raise ValueError("SMs driven together must share one memory system")
+        return ms
+
+
+class Solo:
+    """One SM's calls of the core, returning at every status (the SM as a simpy process)."""
+
+    def __init__(self, sm):
+        self.lineup = Lineup([sm])
+        self.H = np.zeros((1, K.H_SIZE), dtype=np.int64)
+        self.E = np.zeros(K.E_SIZE, dtype=np.int64)
+        self.E[K.E_SOLO] = 1
+        self.E[K.E_STOP] = -1
+
+    def call(self):
+        ms = self.lineup.refresh()
+        return K.drive(self.lineup.states, ms, self.H, self.E)
+
+
+PROGRESS_CYCLES = 2048  # simulated cycles between two progress reports of a timing run
+
+
+def run_together(sms, quantum, *, until=None, progress=None):
+    """Run the compiled SMs ``sms`` (sharing one memory system) until each has finished, or until
+    cycle ``until``, in the order of simpy processes made in list order. ``progress()`` is called
+    every ``PROGRESS_CYCLES`` simulated cycles."""
+    sms = list(sms)
+    if not sms:
+        return
+    lineup = Lineup(sms)
+    n = len(sms)
+    H = np.zeros((n, K.H_SIZE), dtype=np.int64)
+    H[:, K.H_STATE] = K.H_UNSTARTED
+    H[:, K.H_SEQ] = np.arange(n)
+    E = np.zeros(K.E_SIZE, dtype=np.int64)
+    E[K.E_SEQ] = n
+    E[K.E_CUR] = -1
+    E[K.E_QUANTUM] = quantum
+    mark = PROGRESS_CYCLES if progress is not None else None
+
+    def stop():
+        marks = [m for m in (until, mark) if m is not None]
+        return min(marks) if marks else -1
+    E[K.E_STOP] = stop()
+    while True:
+        ms = lineup.refresh()
+        status = K.drive(lineup.states, ms, H, E)
+        if status == K.FINISHED:
+            break
+        if status == K.STOPPED:
+            if until is not None and E[K.E_STOP] == until:
+                for sm in sms:  # as simpy leaves them: the clock and the logs up to date
+                    sm.now = int(sm._G[K.G_T])
+                    sm._drain()
+                break
+            progress()
+            mark += PROGRESS_CYCLES
+            E[K.E_STOP] = stop()
+            continue
+        i = int(E[K.E_CUR])
+        sm = sms[i]
+        if status == K.START:
+            sm._begin(quantum)
+            continue
+        if sm._after_call(status):
+            sm._end()
+            E[K.E_CUR] = -1
+        elif status == K.YIELD:
+            # returned for Python's work after the quantum: the yield itself, as drive does it
+            G = sm._G
+            t = int(G[K.G_T])
+            if t > E[K.E_NOW]:
+                H[i, K.H_TIME] = t
+                H[i, K.H_SEQ] = E[K.E_SEQ]
+                H[i, K.H_STATE] = K.H_WAITING
+                E[K.E_SEQ] += 1
+                E[K.E_CUR] = -1
+            else:
+                G[K.G_NEXT_YIELD] = t + quantum
