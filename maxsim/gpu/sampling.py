@@ -76,7 +76,7 @@ import numpy as np
 from ..functional.trace import Segment, WarpTrace
 from ..timing.memory_system import MemorySystem
 from ..timing.sm import residency
-from ..timing.summaries import make_summariser
+from ..timing.summaries import SectorLists, make_summariser
 from .gpu import round_robin, run_sms, trace_ctas
 from .sector_lru import SectorLRU
 
@@ -608,12 +608,22 @@ def _relocated(jobs, kernel):
         new = Segment(seg.warps[rows])
         new.pcs = seg.pcs
         mem = {}
+        keep_all = all(stores)
         for pos, summ in seg.mem.items():
             unit = units[seg.pcs[pos]].unit
+            if isinstance(summ, SectorLists):
+                # the rows' lists at once, kept as one table (the timing model reads it so too)
+                sub = summ.take(rows)
+                if unit in ("tex", "ldg"):
+                    sub = _shift_lists(sub, ranges)
+                elif unit == "stg" and not keep_all:
+                    sub = _emptied(sub, stores)
+                mem[pos] = sub
+                continue
             vals = [summ[r] for r in rows]
             if unit in ("tex", "ldg"):
                 mem[pos] = _shift_rows(vals, ranges)
-            elif unit == "stg" and not all(stores):
+            elif unit == "stg" and not keep_all:
                 mem[pos] = [v if keep else empty for v, keep in zip(vals, stores)]
             else:
                 mem[pos] = vals
@@ -650,6 +660,32 @@ def _shift_rows(arrays, ranges):
     return np.split(out, np.cumsum(lens)[:-1])
 
 
+def _shift_lists(lists, ranges):
+    """:func:`_shift_rows` of a :class:`~maxsim.timing.summaries.SectorLists` (row i moved by
+    ``ranges[i]``), as a new one; one numpy pass when the ranges differ only in their deltas."""
+    spans = {tuple((lo, hi) for lo, hi, _ in rg) for rg in ranges if rg}
+    if not spans:
+        return lists
+    if len(spans) > 1:
+        moved = [_shift(lists[i], rg) for i, rg in enumerate(ranges)]
+        return SectorLists(np.concatenate(moved) if moved else lists.flat[:0].copy(), lists.ends)
+    span, = spans
+    a = lists.flat
+    row = np.repeat(np.arange(len(ranges)), lists.lengths())
+    out = a.copy()
+    for n, (lo, hi) in enumerate(span):
+        delta = np.array([rg[n][2] if rg else 0 for rg in ranges], dtype=np.int64)[row]
+        out = np.where((a >= lo) & (a < hi), a + delta, out)
+    return SectorLists(out, lists.ends)
+
+
+def _emptied(lists, keep):
+    """A :class:`~maxsim.timing.summaries.SectorLists` with the rows whose ``keep`` is false empty."""
+    keep = np.asarray(keep, dtype=bool)
+    lens = lists.lengths()
+    return SectorLists(lists.flat[np.repeat(keep, lens)], np.cumsum(np.where(keep, lens, 0)).astype(np.int32))
+
+
 def _shift(sectors, ranges):
     a = np.asarray(sectors, dtype=np.int64)
     out = a.copy()
@@ -658,16 +694,19 @@ def _shift(sectors, ranges):
     return out
 
 
-def _texture_sectors(trace, kernel, ranges, units_wanted=("tex", "ldg")):
-    """The texture / global-load sectors (or those of ``units_wanted``) one warp's trace reads, in
-    order, moved by ``ranges``."""
+def _unit_sectors(traces, kernel, units_wanted):
+    """The distinct sectors (sorted byte addresses) the warp traces ``traces`` access with
+    instructions of ``units_wanted`` (e.g. ("tex", "ldg"): the texture fetches and global loads)."""
     units = kernel.instructions
+    wanted = {}  # id(segment) -> positions of its records of those units (the warps share segments)
     out = []
-    for seg, row in trace.parts:
-        for pos in sorted(seg.mem):
-            if units[seg.pcs[pos]].unit in units_wanted:
-                out.append(_shift(seg.mem[pos][row], ranges))
-    return out
+    for tr in traces:
+        for seg, row in tr.parts:
+            at = wanted.get(id(seg))
+            if at is None:
+                at = wanted[id(seg)] = [pos for pos in seg.mem if units[seg.pcs[pos]].unit in units_wanted]
+            out.extend(seg.mem[pos][row] for pos in at)
+    return np.unique(np.concatenate(out).astype(np.int64, copy=False)) if out else np.zeros(0, np.int64)
 
 
 _KNOWN = {}  # the sectors of CTAs traced for a history, by problem (see _known_sectors), latest last
@@ -761,10 +800,8 @@ class _History:
         _, traced = trace_ctas(self.kernel, self.grid, self.block, params, memory, textures, self.cfg, ids,
                                timing_only=True)
         for i, (_, traces) in zip(need, traced):
-            arrays = [a for tr in traces for a in _texture_sectors(tr, self.kernel, [])]
-            self.base[i] = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
-            arrays = [a for tr in traces for a in _texture_sectors(tr, self.kernel, [], ("stg",))]
-            self.stores[i] = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
+            self.base[i] = _unit_sectors(traces, self.kernel, ("tex", "ldg"))
+            self.stores[i] = _unit_sectors(traces, self.kernel, ("stg",))
 
     def writeback_time(self, schedule, until):
         """The cycle at which the launch first makes the L2 write a dirty sector back: its reads,

@@ -150,6 +150,26 @@ class Cta:
         self.arrived = []
 
 
+_CONTROL_STALLS = {}  # (id(kernel), id(latencies)) -> (kernel, latencies, messages): the SMs of a GPU share them
+
+
+def control_stall_messages(kernel, lat):
+    """The hazard messages of instructions whose stall count is below the minimum they need
+    (:func:`~maxsim.isa.issue.min_stall`), once per kernel and latency table."""
+    hit = _CONTROL_STALLS.get((id(kernel), id(lat)))
+    if hit is None or hit[0] is not kernel or hit[1] is not lat:
+        msgs = []
+        for i in kernel.instructions:
+            n = min_stall(i, lat)
+            if n > 1 and i.control.stall < n and i.index + 1 < len(kernel.instructions):
+                msgs.append(f"{i.where}: hazard: {i.full_opcode} has stall {i.control.stall}; it needs "
+                            f"a stall of at least {n} (the instruction after it may issue too early)")
+        if len(_CONTROL_STALLS) >= 8:
+            del _CONTROL_STALLS[next(iter(_CONTROL_STALLS))]
+        hit = _CONTROL_STALLS[(id(kernel), id(lat))] = (kernel, lat, msgs)
+    return hit[2]
+
+
 class ReferenceSM:
     """One streaming multiprocessor running the CTAs handed to it (the reference core)."""
 
@@ -224,11 +244,10 @@ class ReferenceSM:
 
     def _check_control_stalls(self):
         """BAR, BRA, CAL, RET and EXIT need a minimum stall count [maxas-cc]; report shorter ones."""
-        for i in self.kernel.instructions:
-            n = min_stall(i, self.lat)
-            if n > 1 and i.control.stall < n and i.index + 1 < len(self.kernel.instructions):
-                self._hazard_text(f"{i.where}: hazard: {i.full_opcode} has stall {i.control.stall}; it needs "
-                                  f"a stall of at least {n} (the instruction after it may issue too early)")
+        if not self.hazard_mode:
+            return
+        for msg in control_stall_messages(self.kernel, self.lat):
+            self._hazard_text(msg)
 
     # ---- CTAs ----------------------------------------------------------------------------
     def add_cta(self, cid, warp_traces):

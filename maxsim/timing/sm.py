@@ -200,13 +200,29 @@ def _tables(seg, unit, key, row):
             _table_bytes[0] -= hit[3]
         lo = chunk * TABLE_ROWS
         tables = segment_tables(seg, unit, lo, min(lo + TABLE_ROWS, len(seg.warps)))
-        size = sum(t.nbytes for t in tables[1:7] if isinstance(t, np.ndarray)) + \
+        tables = (*tables, _aux_rows(tables))
+        size = sum(t.nbytes for t in tables[1:7] if isinstance(t, np.ndarray)) + tables[9].nbytes + \
             (tables[7][0].base.nbytes if tables[7] and tables[7][0].base is not None else 0)
         while _SEGMENTS and (len(_SEGMENTS) >= SEGMENT_CACHE or _table_bytes[0] + size > TABLE_BYTES):
             _table_bytes[0] -= _SEGMENTS.pop(next(iter(_SEGMENTS)))[3]
         hit = _SEGMENTS[(id(seg), chunk)] = (weakref.ref(seg), key, tables, size)
         _table_bytes[0] += size
     return hit[2], chunk * TABLE_ROWS
+
+
+def _aux_rows(tables):
+    """Per row of a chunk's tables, the trace's per-position summaries (int32): shared wavefronts,
+    barrier arrival, the offset of the sector list in the row's block, -1 for none."""
+    spcs, shared_pos, shared, bar_pos, bar, sec_pos, heads = tables[:7]
+    rows = max(shared.shape[0], bar.shape[0], heads.shape[0], len(tables[7]))
+    a = np.full((rows, spcs.size), -1, dtype=np.int32)
+    if shared_pos.size:
+        a[:, shared_pos] = shared
+    if bar_pos.size:
+        a[:, bar_pos] = bar
+    if sec_pos.size:
+        a[:, sec_pos] = heads
+    return a
 
 
 def flatten_trace(parts, unit, unit_key=None):
@@ -216,32 +232,33 @@ def flatten_trace(parts, unit, unit_key=None):
     whose summary is such an offset, and the largest sector count. ``unit`` is the static
     unit of each pc (int array); its ``unit_key`` (``unit.tobytes()``) names cached tables."""
     key = unit.tobytes() if unit_key is None else unit_key
-    pcs_parts, aux_parts, sec_parts, off_parts = [], [], [], []
+    pcs_parts, aux_parts, sec_parts, off_parts, moves = [], [], [], [], []
     npos = nsec = most = 0
     for seg, row in parts:
         tables, lo = _tables(seg, unit, key, row)
-        spcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, row_most = tables
+        spcs, sec_pos, blocks, row_most, aux = tables[0], tables[5], tables[7], tables[8], tables[9]
         row -= lo
-        a = np.full(spcs.size, -1, dtype=np.int32)
-        if shared_pos.size:
-            a[shared_pos] = shared[row]
-        if bar_pos.size:
-            a[bar_pos] = bar[row]
-        if sec_pos.size:
-            a[sec_pos] = heads[row] + nsec
-            sec_parts.append(blocks[row])
-            off_parts.append(sec_pos + npos)
-            nsec += blocks[row].size
-            most = max(most, row_most[row])
         pcs_parts.append(spcs)
-        aux_parts.append(a)
+        aux_parts.append(aux[row])
+        if sec_pos.size:
+            block = blocks[row]
+            sec_parts.append(block)
+            off_parts.append(sec_pos + npos)
+            moves.append(nsec)
+            nsec += block.size
+            most = max(most, row_most[row])
         npos += spcs.size
     if not pcs_parts:
         e = np.zeros(0, np.int64)
         return np.zeros(0, np.int32), np.zeros(0, np.int32), e, e, 0
     cat = np.concatenate
-    return (cat(pcs_parts), cat(aux_parts), cat(sec_parts) if sec_parts else np.zeros(0, np.int64),
-            cat(off_parts) if off_parts else np.zeros(0, np.int64), most)
+    aux = cat(aux_parts)  # a new array: the tables stay as they are
+    if not off_parts:
+        return cat(pcs_parts), aux, np.zeros(0, np.int64), np.zeros(0, np.int64), most
+    offs = cat(off_parts)
+    # each part's sector-list offsets count from where its lists land in the warp's block
+    aux[offs] += np.repeat(np.asarray(moves, dtype=np.int32), [p.size for p in off_parts])
+    return cat(pcs_parts), aux, cat(sec_parts), offs, most
 
 
 def _static_tables(static, kernel, cfg):
@@ -284,6 +301,18 @@ def _static_tables(static, kernel, cfg):
     return P, L, RD
 
 
+def _pc_summaries(static, kernel):
+    """What the statistics add up per executed instruction, as arrays over the pcs: the index of
+    its opcode in a list of the kernel's opcodes (with the list), its flops, its operand reads,
+    whether it is an FFMA."""
+    names = [i.full_opcode for i in kernel.instructions]
+    opcodes = sorted(set(names))
+    index = {op: k for k, op in enumerate(opcodes)}
+    return (np.array([index[op] for op in names], dtype=np.int64), opcodes,
+            np.asarray(static.flops, dtype=np.int64), np.array([len(r) for r in static.reads], dtype=np.int64),
+            np.asarray(static.is_ffma, dtype=bool))
+
+
 # (id(kernel), id(config)) -> (kernel, config, StaticInfo, tables): the SMs of a GPU share them
 _KERNELS = {}
 
@@ -296,7 +325,7 @@ def kernel_tables(kernel, cfg):
     if hit is None or hit[0] is not kernel or hit[1] is not cfg:
         static = StaticInfo(kernel, cfg)
         unit = np.asarray(static.unit, dtype=np.int64)
-        tables = (*_static_tables(static, kernel, cfg), unit, unit.tobytes())
+        tables = (*_static_tables(static, kernel, cfg), unit, unit.tobytes(), _pc_summaries(static, kernel))
         if len(_KERNELS) >= 8:
             del _KERNELS[next(iter(_KERNELS))]
         hit = _KERNELS[key] = (kernel, cfg, static, tables)
@@ -413,7 +442,7 @@ class SM:
         BANKS = np.zeros((nsched, 2, K.RING), dtype=np.int64)
         BANKS[:, 0, :] = -1
         C = np.zeros((max(self.max_ctas, 1), K.C_SIZE), dtype=np.int64)
-        P, L, RD, self._unit, self._unit_key = self._tables
+        P, L, RD, self._unit, self._unit_key, self._pc_sums = self._tables
         L1 = self._import_l1(G)
         rows = LOG_ROWS if log else 1
         ILOG = np.zeros((rows, K.ILOG_W), dtype=np.int64)
@@ -727,18 +756,20 @@ class SM:
                   K.G_SHM_BUSY):
             G[f] = 0
         self._export_l1()
-        static = self.static
-        instrs = self.kernel.instructions
-        st.add_per_pc(self._CNT[:, :len(instrs)].T)
-        for pc, n in enumerate(self._CNT[PC_EXEC, :len(instrs)].tolist()):
-            if n:
-                op = instrs[pc].full_opcode
-                st.opcode_counts[op] = st.opcode_counts.get(op, 0) + n
-                st.warp_instructions += n
-                st.flops += n * static.flops[pc]
-                st.operand_reads += n * len(static.reads[pc])
-                if static.is_ffma[pc]:
-                    st.ffma += n
+        npc = len(self.kernel.instructions)
+        st.add_per_pc(self._CNT[:, :npc].T)
+        op_index, opcodes, flops, reads, is_ffma = self._pc_sums
+        n = self._CNT[PC_EXEC, :npc]
+        st.warp_instructions += int(n.sum())
+        st.flops += int(n @ flops)
+        st.operand_reads += int(n @ reads)
+        st.ffma += int(n[is_ffma].sum())
+        ran = np.flatnonzero(n)
+        per_op = np.bincount(op_index[ran], weights=n[ran], minlength=len(opcodes))
+        ops, first = np.unique(op_index[ran], return_index=True)
+        for k in ops[np.argsort(first)].tolist():  # in the order of the first pc that ran each
+            op = opcodes[k]
+            st.opcode_counts[op] = st.opcode_counts.get(op, 0) + int(per_op[k])
         st.opcode_counts = dict(sorted(st.opcode_counts.items(), key=lambda kv: -kv[1]))
 
     def _post_stores(self):
