@@ -200,29 +200,15 @@ def _tables(seg, unit, key, row):
             _table_bytes[0] -= hit[3]
         lo = chunk * TABLE_ROWS
         tables = segment_tables(seg, unit, lo, min(lo + TABLE_ROWS, len(seg.warps)))
-        tables = (*tables, _aux_rows(tables))
-        size = sum(t.nbytes for t in tables[1:7] if isinstance(t, np.ndarray)) + tables[9].nbytes + \
+        size = sum(t.nbytes for t in tables[1:7] if isinstance(t, np.ndarray)) + \
             (tables[7][0].base.nbytes if tables[7] and tables[7][0].base is not None else 0)
         while _SEGMENTS and (len(_SEGMENTS) >= SEGMENT_CACHE or _table_bytes[0] + size > TABLE_BYTES):
             _table_bytes[0] -= _SEGMENTS.pop(next(iter(_SEGMENTS)))[3]
         hit = _SEGMENTS[(id(seg), chunk)] = (weakref.ref(seg), key, tables, size)
         _table_bytes[0] += size
+    else:
+        _SEGMENTS[(id(seg), chunk)] = _SEGMENTS.pop((id(seg), chunk))  # the most recently used last
     return hit[2], chunk * TABLE_ROWS
-
-
-def _aux_rows(tables):
-    """Per row of a chunk's tables, the trace's per-position summaries (int32): shared wavefronts,
-    barrier arrival, the offset of the sector list in the row's block, -1 for none."""
-    spcs, shared_pos, shared, bar_pos, bar, sec_pos, heads = tables[:7]
-    rows = max(shared.shape[0], bar.shape[0], heads.shape[0], len(tables[7]))
-    a = np.full((rows, spcs.size), -1, dtype=np.int32)
-    if shared_pos.size:
-        a[:, shared_pos] = shared
-    if bar_pos.size:
-        a[:, bar_pos] = bar
-    if sec_pos.size:
-        a[:, sec_pos] = heads
-    return a
 
 
 def flatten_trace(parts, unit, unit_key=None):
@@ -232,33 +218,32 @@ def flatten_trace(parts, unit, unit_key=None):
     whose summary is such an offset, and the largest sector count. ``unit`` is the static
     unit of each pc (int array); its ``unit_key`` (``unit.tobytes()``) names cached tables."""
     key = unit.tobytes() if unit_key is None else unit_key
-    pcs_parts, aux_parts, sec_parts, off_parts, moves = [], [], [], [], []
+    pcs_parts, aux_parts, sec_parts, off_parts = [], [], [], []
     npos = nsec = most = 0
     for seg, row in parts:
         tables, lo = _tables(seg, unit, key, row)
-        spcs, sec_pos, blocks, row_most, aux = tables[0], tables[5], tables[7], tables[8], tables[9]
+        spcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, row_most = tables
         row -= lo
-        pcs_parts.append(spcs)
-        aux_parts.append(aux[row])
+        a = np.full(spcs.size, -1, dtype=np.int32)
+        if shared_pos.size:
+            a[shared_pos] = shared[row]
+        if bar_pos.size:
+            a[bar_pos] = bar[row]
         if sec_pos.size:
-            block = blocks[row]
-            sec_parts.append(block)
+            a[sec_pos] = heads[row] + nsec
+            sec_parts.append(blocks[row])
             off_parts.append(sec_pos + npos)
-            moves.append(nsec)
-            nsec += block.size
+            nsec += blocks[row].size
             most = max(most, row_most[row])
+        pcs_parts.append(spcs)
+        aux_parts.append(a)
         npos += spcs.size
     if not pcs_parts:
         e = np.zeros(0, np.int64)
         return np.zeros(0, np.int32), np.zeros(0, np.int32), e, e, 0
     cat = np.concatenate
-    aux = cat(aux_parts)  # a new array: the tables stay as they are
-    if not off_parts:
-        return cat(pcs_parts), aux, np.zeros(0, np.int64), np.zeros(0, np.int64), most
-    offs = cat(off_parts)
-    # each part's sector-list offsets count from where its lists land in the warp's block
-    aux[offs] += np.repeat(np.asarray(moves, dtype=np.int32), [p.size for p in off_parts])
-    return cat(pcs_parts), aux, cat(sec_parts), offs, most
+    return (cat(pcs_parts), cat(aux_parts), cat(sec_parts) if sec_parts else np.zeros(0, np.int64),
+            cat(off_parts) if off_parts else np.zeros(0, np.int64), most)
 
 
 def _static_tables(static, kernel, cfg):
