@@ -246,6 +246,69 @@ def flatten_trace(parts, unit, unit_key=None):
             cat(off_parts) if off_parts else np.zeros(0, np.int64), most)
 
 
+def flatten_traces(traces, unit, unit_key=None):
+    """:func:`flatten_trace` of several warps' traces (a list of their ``parts``), the same arrays
+    per warp. Warps that ran the same segments in the same order (a CTA's, unless they diverged)
+    are flattened together: each part once for all of them, with their rows side by side."""
+    key = unit.tobytes() if unit_key is None else unit_key
+    out = [None] * len(traces)
+    groups = {}
+    for w, parts in enumerate(traces):
+        groups.setdefault(tuple(id(seg) for seg, _ in parts), []).append(w)
+    for ws in groups.values():
+        if len(ws) == 1:
+            out[ws[0]] = flatten_trace(traces[ws[0]], unit, key)
+            continue
+        flat = _flatten_together([traces[w] for w in ws], unit, key)
+        if flat is None:  # their rows lie in different chunks of a segment's tables
+            flat = [flatten_trace(traces[w], unit, key) for w in ws]
+        for w, f in zip(ws, flat):
+            out[w] = f
+    return out
+
+
+def _flatten_together(group, unit, key):
+    """:func:`flatten_traces` of warps whose traces run through the same segments: one numpy pass
+    per part for all of them. None when a part's rows are not in one chunk of its tables."""
+    n = len(group)
+    pcs_parts, aux_parts, off_parts = [], [], []
+    sec_parts = [[] for _ in range(n)]
+    nsec = np.zeros(n, dtype=np.int64)
+    most = [0] * n
+    npos = 0
+    for j, (seg, row0) in enumerate(group[0]):
+        rows = np.fromiter((parts[j][1] for parts in group), dtype=np.int64, count=n)
+        if (rows // TABLE_ROWS != row0 // TABLE_ROWS).any():
+            return None
+        tables, lo = _tables(seg, unit, key, row0)
+        spcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, row_most = tables
+        rows -= lo
+        a = np.full((n, spcs.size), -1, dtype=np.int32)
+        if shared_pos.size:
+            a[:, shared_pos] = shared[rows]
+        if bar_pos.size:
+            a[:, bar_pos] = bar[rows]
+        if sec_pos.size:
+            a[:, sec_pos] = heads[rows] + nsec[:, None]
+            off_parts.append(sec_pos + npos)
+            for i, r in enumerate(rows.tolist()):
+                sec_parts[i].append(blocks[r])
+                nsec[i] += blocks[r].size
+                most[i] = max(most[i], row_most[r])
+        pcs_parts.append(spcs)
+        aux_parts.append(a)
+        npos += spcs.size
+    if not pcs_parts:
+        e = np.zeros(0, np.int64)
+        return [(np.zeros(0, np.int32), np.zeros(0, np.int32), e, e, 0)] * n
+    cat = np.concatenate
+    pcs = cat(pcs_parts)
+    aux = cat(aux_parts, axis=1)
+    offs = cat(off_parts) if off_parts else np.zeros(0, np.int64)
+    empty = np.zeros(0, np.int64)
+    return [(pcs, aux[i], cat(sec_parts[i]) if sec_parts[i] else empty, offs, most[i]) for i in range(n)]
+
+
 def _static_tables(static, kernel, cfg):
     """StaticInfo as the core's arrays P (per pc), L (register lists), RD (operand reads)."""
     n = len(kernel.instructions)
@@ -503,9 +566,10 @@ class SM:
         for f in (K.G_L1_HITS, K.G_L1_MISSES, K.G_L1_PENDING, K.G_L1_EVICT):
             G[f] = 0
 
-    def _load_trace(self, slot, parts):
-        """Append a warp's flattened trace to the trace buffers; returns (its pcs, start in TPC)."""
-        pcs, aux, sec, offs, most = flatten_trace(parts, self._unit, self._unit_key)
+    def _load_trace(self, slot, flat):
+        """Append a warp's flattened trace (:func:`flatten_trace`) to the trace buffers; returns
+        (its pcs, start in TPC)."""
+        pcs, aux, sec, offs, most = flat
         if self._tfill + pcs.size > self._TPC.size or self._sfill + sec.size > self._SEC.size:
             self._compact(pcs.size, sec.size)
         tb, sb = self._tfill, self._sfill
@@ -584,11 +648,13 @@ class SM:
             cta = CtaView(cid, c, t)
             self._ctas[c] = cta
             slots = cta_warp_slots(cid, c, self.block, len(traces))
+            flats = flatten_traces([tr.parts for tr in traces], self._unit, self._unit_key)
             for w, (slot, tr) in enumerate(zip(slots, traces)):
                 s = slot % nsched
                 wid = len(self.all_warps)
                 view = WarpView(wid, slot, self.scheds[s], cta, f"cta{cid[0]},{cid[1]}.w{w}", tr.parts)
-                pcs, tbase = self._load_trace(slot, tr.parts)
+                pcs, tbase = self._load_trace(slot, flats[w])
+                flats[w] = None
                 row = W[slot]
                 row[:] = 0
                 row[K.W_TBASE] = tbase
@@ -610,7 +676,7 @@ class SM:
             self.peak_warps = max(self.peak_warps, int(S[:, K.S_NW].sum()))
             # loaded: let go of the traces before asking the dispatcher for more (asking may run
             # the next functional batch; these would keep their batch's records alive meanwhile)
-            traces = tr = None
+            traces = tr = flats = None
 
     def _warp_exited(self):
         G, W, C = self._G, self._W, self._C
