@@ -620,6 +620,9 @@ def _relocated(jobs, kernel):
                     sub = _emptied(sub, stores)
                 mem[pos] = sub
                 continue
+            if isinstance(summ, np.ndarray) and unit not in ("tex", "ldg", "stg"):
+                mem[pos] = summ[rows]  # one number per warp (shared wavefronts, distinct LDC addresses)
+                continue
             vals = [summ[r] for r in rows]
             if unit in ("tex", "ldg"):
                 mem[pos] = _shift_rows(vals, ranges)
