@@ -875,7 +875,7 @@ def _next_time(G, W, S, SW):
     return nxt
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, SLOG, BLOG, HLOG,
         REQ, CNT, MS):
     """Advance the SM from G[G_T] until Python is needed; returns a status (module docstring)."""
