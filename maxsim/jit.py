@@ -93,6 +93,7 @@ WHAT = {
     "maxsim.functional.fp32": "the fp32 arithmetic",
     "maxsim.timing.summaries": "the memory-access summaries",
     "maxsim.gpu.sector_lru": "the L2 sector cache",
+    "maxsim.timing.clock": "the clock of SMs run together",
 }
 
 
