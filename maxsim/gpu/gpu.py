@@ -16,12 +16,11 @@ import itertools
 import time
 
 import attrs
-import simpy
 
 from ..functional.launch import LaunchStream, launch
 from ..functional.trace import TraceRecorder
+from ..timing.clock import advance
 from ..timing.memory_system import MemorySystem
-from ..timing.clock import clock_name, run_together
 from ..timing.sm import SM, residency
 from ..timing.stats import Stats
 from ..timing.summaries import make_summariser
@@ -110,7 +109,6 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
     that would grow with the grid). ``clock``: "compiled" (the default, or ``$MAXSIM_CLOCK``) runs
     compiled SMs with :func:`~maxsim.timing.clock.run_together`, "simpy" as simpy processes (the
     reference SM always: same order, same numbers). Returns the SMs that ran CTAs."""
-    clock = clock_name(clock)
     sms = [SM(cfg, kernel, block, memory_system, hazards=hazards, sm_id=i) for i in range(cfg.gpu.sms)]
     for sm in sms:
         sm.keep_branch_times = keep_branch_times
@@ -123,24 +121,7 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
         for sm in sms:
             sm.dispatcher = queue
     used = [sm for sm in sms if sm.pending]
-    if clock == "compiled" and all(type(sm) is SM for sm in used):
-        report = None
-        if progress is not None:
-            def report():
-                progress(sum(sm.issued() for sm in used), total_instructions, "timing", "warp instructions")
-        run_together(used, QUANTUM, until=until, progress=report)
-        if progress is not None and until is None:
-            progress(total_instructions, total_instructions, "timing", "warp instructions")
-        return used
-    env = simpy.Environment()
-    procs = [sm.run(env, quantum=QUANTUM) for sm in used]
-    if until is not None:
-        env.run(until=until)
-    elif progress is None:
-        env.run()
-    else:
-        from ..timing.run import watch_progress
-        watch_progress(env, procs, used, total_instructions, progress)
+    advance(used, QUANTUM, clock=clock, until=until, progress=progress, total=total_instructions)
     return used
 
 

@@ -644,28 +644,17 @@ def _relocated(jobs, kernel):
 
 
 def _shift_rows(arrays, ranges):
-    """:func:`_shift` of each sector array by its own ranges (``ranges[i]`` for ``arrays[i]``), in
-    one numpy pass over their concatenation when the ranges differ only in their deltas (the
-    same data at other positions in K), else one array at a time."""
-    spans = {tuple((lo, hi) for lo, hi, _ in rg) for rg in ranges if rg}
-    if not spans:
-        return [np.asarray(a, dtype=np.int64) for a in arrays]
-    if len(spans) > 1:
-        return [_shift(a, rg) for a, rg in zip(arrays, ranges)]
-    span, = spans
+    """:func:`_shift` of each sector array by its own ranges (``ranges[i]`` for ``arrays[i]``)
+    (:func:`_shift_lists` of them as one table)."""
     lens = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
-    a = np.concatenate(arrays).astype(np.int64, copy=False) if len(arrays) else np.zeros(0, np.int64)
-    row = np.repeat(np.arange(len(arrays)), lens)
-    out = a.copy()
-    for n, (lo, hi) in enumerate(span):
-        delta = np.array([rg[n][2] if rg else 0 for rg in ranges], dtype=np.int64)[row]
-        out = np.where((a >= lo) & (a < hi), a + delta, out)
-    return np.split(out, np.cumsum(lens)[:-1])
+    flat = np.concatenate(arrays).astype(np.int64, copy=False) if len(arrays) else np.zeros(0, np.int64)
+    moved = _shift_lists(SectorLists(flat, np.cumsum(lens).astype(np.int32)), ranges)
+    return np.split(moved.flat, np.cumsum(lens)[:-1])
 
 
 def _shift_lists(lists, ranges):
-    """:func:`_shift_rows` of a :class:`~maxsim.timing.summaries.SectorLists` (row i moved by
-    ``ranges[i]``), as a new one; one numpy pass when the ranges differ only in their deltas."""
+    """A :class:`~maxsim.timing.summaries.SectorLists` with row i's sectors moved by ``ranges[i]``
+    (:func:`_shift`), as a new one; one numpy pass when the ranges differ only in their deltas."""
     spans = {tuple((lo, hi) for lo, hi, _ in rg) for rg in ranges if rg}
     if not spans:
         return lists

@@ -15,14 +15,13 @@ cannot serve, warps that exit (the block dispatcher), posted stores, logs, error
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
+import simpy
 from numba import typed
 
-from ..errors import SimulationError
 from ..jit import njit
 from . import core as K
+from .cores import choose
 
 CLOCKS = ("compiled", "simpy")
 
@@ -30,10 +29,7 @@ CLOCKS = ("compiled", "simpy")
 def clock_name(clock=None):
     """How SMs that share a memory system are run together: ``clock`` if given, else
     ``$MAXSIM_CLOCK``, else "compiled" (:func:`run_together`); "simpy" runs them as simpy processes."""
-    name = clock if clock is not None else (os.environ.get("MAXSIM_CLOCK") or "compiled")
-    if name not in CLOCKS:
-        raise SimulationError(f"unknown clock {name!r} (MAXSIM_CLOCK or clock=): choose one of {', '.join(CLOCKS)}")
-    return name
+    return choose(clock, "MAXSIM_CLOCK", "clock", CLOCKS, "clock")
 
 
 @njit(cache=True)
@@ -132,23 +128,35 @@ def run_together(sms, quantum, *, until=None, progress=None):
             mark += PROGRESS_CYCLES
             E[K.E_STOP] = stop()
             continue
-        i = int(E[K.E_CUR])
-        sm = sms[i]
+        sm = sms[int(E[K.E_SM])]
         if status == K.START:
             sm._begin(quantum)
-            continue
-        if sm._after_call(status):
+        elif sm._after_call(status):
             sm._end()
             E[K.E_CUR] = -1
-        elif status == K.YIELD:
-            # returned for Python's work after the quantum: the yield itself, as drive does it
-            G = sm._G
-            t = int(G[K.G_T])
-            if t > E[K.E_NOW]:
-                H[i, K.H_TIME] = t
-                H[i, K.H_SEQ] = E[K.E_SEQ]
-                H[i, K.H_STATE] = K.H_WAITING
-                E[K.E_SEQ] += 1
-                E[K.E_CUR] = -1
-            else:
-                G[K.G_NEXT_YIELD] = t + quantum
+
+
+def advance(sms, quantum, *, clock=None, until=None, progress=None, total=None):
+    """Run the SMs ``sms`` (sharing one memory system; each with its CTAs queued) until each has
+    finished, or until cycle ``until``: compiled SMs with :func:`run_together` unless ``clock`` (or
+    ``$MAXSIM_CLOCK``) is "simpy", reference SMs always as simpy processes (same order, same
+    numbers). ``progress(done, total, "timing", "warp instructions")`` is told the warp
+    instructions issued every ``PROGRESS_CYCLES`` simulated cycles and, when the run ends, ``total``
+    (the functional run's count); it only reads the counters."""
+    sms = list(sms)
+    tell = None if progress is None else \
+        (lambda: progress(sum(sm.issued() for sm in sms), total, "timing", "warp instructions"))
+    if clock_name(clock) == "compiled" and all(sm.core == "compiled" for sm in sms):
+        run_together(sms, quantum, until=until, progress=tell)
+    else:
+        env = simpy.Environment()
+        procs = [sm.run(env, quantum=quantum) for sm in sms]
+        if tell is not None:
+            def watch():
+                while True:
+                    tell()
+                    yield env.timeout(PROGRESS_CYCLES)
+            env.process(watch())
+        env.run(until=until if until is not None else env.all_of(procs))
+    if progress is not None and until is None:
+        progress(total, total, "timing", "warp instructions")

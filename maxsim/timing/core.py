@@ -964,8 +964,9 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
 START, STOPPED, FINISHED = 12, 13, 14
 # E: the driver's scalars - the clock of the last event taken (simpy's env.now), the next sequence
 # number, the SM running (-1: none, take the next event), the quantum, whether to return after
-# every call of run (one SM under simpy), the cycle at which to stop (-1: none)
-E_NOW, E_SEQ, E_CUR, E_QUANTUM, E_SOLO, E_STOP, E_SIZE = range(7)
+# every call of run (one SM under simpy), the cycle at which to stop (-1: none), the SM a returned
+# status concerns
+E_NOW, E_SEQ, E_CUR, E_QUANTUM, E_SOLO, E_STOP, E_SM, E_SIZE = range(8)
 # H: per SM, its next event: cycle, sequence number, state
 H_TIME, H_SEQ, H_STATE, H_SIZE = range(4)
 H_NONE, H_WAITING, H_UNSTARTED = range(3)  # H_NONE: running now, or finished
@@ -975,7 +976,7 @@ H_NONE, H_WAITING, H_UNSTARTED = range(3)  # H_NONE: running now, or finished
 def drive(SMS, MS, H, E):
     """Run the SMs ``SMS`` (a typed list of their state tuples, ``run``'s arguments but ``MS``)
     sharing one memory system (``MS``) in the order simpy runs their processes, until Python is
-    needed; returns a status and leaves the SM it concerns in ``E[E_CUR]``.
+    needed; returns a status and leaves the SM it concerns in ``E[E_SM]``.
 
     simpy's order: an SM's process starts at cycle 0, the SMs in list order (``START``: Python
     runs the SM's start, then calls again); a process that yields cycle ``t`` later than the clock
@@ -983,9 +984,10 @@ def drive(SMS, MS, H, E):
     scheduling); a yield at the current cycle goes on at once. Each SM runs ``run`` from its
     event until it yields (the quantum ended, ``YIELD``) and here it is put back in the queue:
     a quantum costs one compiled call instead of a return to Python, a simpy step and a call with
-    ~35 arrays. Any other status, or a yield that leaves Python work (posted stores to hand on,
-    hazard records, a memory system's tables to grow), returns with ``E[E_CUR]`` the SM; the back
-    branch, issue and stall logs wait in their buffers (``run`` returns ``DRAIN`` before they
+    ~35 arrays. Any other status returns (the SM goes on from where it stopped at the next call,
+    unless Python ends it: ``E[E_CUR]`` = -1), and so does a yield that leaves Python work (posted
+    stores to hand on, hazard records, a memory system's tables to grow), once it is queued; the
+    back branch, issue and stall logs wait in their buffers (``run`` returns ``DRAIN`` before they
     overflow). ``FINISHED``: no SM has an event left; ``STOPPED``: the next event is at or after
     ``E[E_STOP]``. With ``E[E_SOLO]``, every status returns (one SM driven by simpy)."""
     cur = E[E_CUR]
@@ -1004,6 +1006,7 @@ def drive(SMS, MS, H, E):
                 return STOPPED
             cur = best
             E[E_CUR] = cur
+            E[E_SM] = cur
             E[E_NOW] = H[cur, H_TIME]
             state = H[cur, H_STATE]
             H[cur, H_STATE] = H_NONE
@@ -1015,7 +1018,7 @@ def drive(SMS, MS, H, E):
         G = a[0]
         st = run(G, a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14],
                  a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22], MS)
-        if E[E_SOLO] or st != YIELD or G[G_WQ_N] or G[G_NHLOG] or MS[1][I_ROOM]:
+        if E[E_SOLO] or st != YIELD:
             return st
         t = G[G_T]
         if t > E[E_NOW]:
@@ -1027,3 +1030,5 @@ def drive(SMS, MS, H, E):
             E[E_CUR] = -1
         else:
             G[G_NEXT_YIELD] = t + quantum
+        if G[G_WQ_N] or G[G_NHLOG] or MS[1][I_ROOM]:
+            return YIELD

@@ -19,7 +19,13 @@ CORES = ("compiled", "python")
 
 def core_name(core=None, what="SM core"):
     """The implementation to run: ``core`` if given, else ``$MAXSIM_CORE``, else "compiled"."""
-    name = core if core is not None else (os.environ.get("MAXSIM_CORE") or "compiled")
-    if name not in CORES:
-        raise SimulationError(f"unknown {what} {name!r} (MAXSIM_CORE or core=): choose one of {', '.join(CORES)}")
+    return choose(core, "MAXSIM_CORE", "core", CORES, what)
+
+
+def choose(value, variable, keyword, choices, what):
+    """``value`` if given, else the environment variable ``variable``, else the first of
+    ``choices``; anything else is an error naming where it came from."""
+    name = value if value is not None else (os.environ.get(variable) or choices[0])
+    if name not in choices:
+        raise SimulationError(f"unknown {what} {name!r} ({variable} or {keyword}=): choose one of {', '.join(choices)}")
     return name

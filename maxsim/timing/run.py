@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import time
 
-import simpy
-
 from ..arch.config import load_config
 from ..errors import SimulationError
 from ..functional.launch import launch
 from ..functional.trace import TraceRecorder
 from ..functional.watchdog import cycle_limit
-from .clock import PROGRESS_CYCLES, clock_name, run_together
+from .clock import advance
 from .memory_system import MemorySystem
 from .sm import SM
 from .summaries import make_summariser
@@ -68,19 +66,7 @@ def simulate(kernel, grid, block, params=(), memory=None, textures=None, *, cfg=
             max_cycles=cycle_limit(res.warp_instructions, max_cycles))
     for i, cid in enumerate(cta_list):
         sm.add_cta(cid, [traces[i * wpc + w] for w in range(wpc)])
-    if type(sm) is SM and clock_name() == "compiled":
-        report = None if progress is None else \
-            (lambda: progress(sm.issued(), res.warp_instructions, "timing", "warp instructions"))
-        run_together([sm], SOLO_QUANTUM, progress=report)
-        if progress is not None:
-            progress(res.warp_instructions, res.warp_instructions, "timing", "warp instructions")
-    else:
-        env = simpy.Environment()
-        proc = sm.run(env, quantum=SOLO_QUANTUM)
-        if progress is None:
-            env.run()
-        else:
-            watch_progress(env, [proc], [sm], res.warp_instructions, progress)
+    advance([sm], SOLO_QUANTUM, progress=progress, total=res.warp_instructions)
     st = sm.stats
     st.thread_instructions = thread_instructions
     st.divergent_branches = divergent
@@ -116,16 +102,3 @@ def _launched_traces(res, cta_list, wpc, key):
 
 SOLO_QUANTUM = 256  # cycles one SM runs between two looks at the clock (a simulator setting: with
 # one SM nothing else uses the memory system, so it only sets how often progress can be told)
-
-
-def watch_progress(env, procs, sms, total, progress):
-    """Run ``env`` until the SM processes ``procs`` end, telling ``progress`` every
-    ``PROGRESS_CYCLES`` simulated cycles the warp instructions the ``sms`` have issued of ``total``
-    (the functional run's count). It only reads the counters: the simulation is unchanged."""
-    def watch():
-        while True:
-            progress(sum(sm.issued() for sm in sms), total, "timing", "warp instructions")
-            yield env.timeout(PROGRESS_CYCLES)
-    env.process(watch())
-    env.run(until=env.all_of(procs))
-    progress(total, total, "timing", "warp instructions")

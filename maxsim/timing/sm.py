@@ -218,32 +218,7 @@ def flatten_trace(parts, unit, unit_key=None):
     whose summary is such an offset, and the largest sector count. ``unit`` is the static
     unit of each pc (int array); its ``unit_key`` (``unit.tobytes()``) names cached tables."""
     key = unit.tobytes() if unit_key is None else unit_key
-    pcs_parts, aux_parts, sec_parts, off_parts = [], [], [], []
-    npos = nsec = most = 0
-    for seg, row in parts:
-        tables, lo = _tables(seg, unit, key, row)
-        spcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, row_most = tables
-        row -= lo
-        a = np.full(spcs.size, -1, dtype=np.int32)
-        if shared_pos.size:
-            a[shared_pos] = shared[row]
-        if bar_pos.size:
-            a[bar_pos] = bar[row]
-        if sec_pos.size:
-            a[sec_pos] = heads[row] + nsec
-            sec_parts.append(blocks[row])
-            off_parts.append(sec_pos + npos)
-            nsec += blocks[row].size
-            most = max(most, row_most[row])
-        pcs_parts.append(spcs)
-        aux_parts.append(a)
-        npos += spcs.size
-    if not pcs_parts:
-        e = np.zeros(0, np.int64)
-        return np.zeros(0, np.int32), np.zeros(0, np.int32), e, e, 0
-    cat = np.concatenate
-    return (cat(pcs_parts), cat(aux_parts), cat(sec_parts) if sec_parts else np.zeros(0, np.int64),
-            cat(off_parts) if off_parts else np.zeros(0, np.int64), most)
+    return _flatten_together([parts], unit, key)[0]  # (one warp's rows are always in one chunk)
 
 
 def flatten_traces(traces, unit, unit_key=None):
@@ -718,8 +693,7 @@ class SM:
         G = self._G
         solo = Solo(self)
         while True:
-            self._before_call()
-            status = solo.call()
+            status = solo.call()  # (it takes the memory system's current tables first)
             if self._after_call(status):
                 break
             if status == K.YIELD:
