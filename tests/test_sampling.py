@@ -164,3 +164,44 @@ def test_a_steady_window_does_not_start_just_before_aligned_ctas_end():
     assert _clear_of_ends(schedule, 200.0 - (STEADY_SKIP + 2), 100.0, 200.0, 100, 2) == 194.0
     # confined to [lo, hi]: 195 leaves 5 iterations (< STEADY_SKIP + 2), 195 - 3.125 leaves 8.1
     assert _clear_of_ends(schedule, 195.0, 190.0, 199.0, 100, 2) == pytest.approx(195.0 - step)
+
+
+@pytest.mark.parametrize("skewed", [False, True])
+def test_writeback_time_equals_the_replay_of_the_whole_launch(skewed):
+    # the replay starts at the launch's first store; the answer must be that of replaying every
+    # read from cycle 0 (here through the plain-Python LRU list), on a launch whose L2 (256 KB on
+    # a 4-SM GPU; a wave stores 128 KB of C) fills with results in its second wave
+    import heapq
+
+    from maxsim.gpu.sampling import _History
+    from maxsim.gpu.sector_lru import ReferenceLRU
+    from workloads.sgemm.generator import generate_kernel
+    from workloads.sgemm.problem import _builder, _shift
+
+    cfg = override(CFG4, {"l2.size": 256 * 1024})
+    n, k_step = 256, 8
+    kernel = generate_kernel("sgemm_64")
+    grid = (n // 64, n // 64)
+    ctas = grid[0] * grid[1]
+    iters = n // k_step
+    # CTAs of unequal length (as the dispatcher model gives them after the first wave)
+    schedule = dispatch(ctas, 8, lambda j, i: 4000.0 + (370.0 * (i % 5) if skewed else 0.0))
+    history = _History(kernel, grid, 64, _builder(n, n, n), _shift(n, n), cfg, k_step, iters, grid[0], 8)
+    until = max(e for _, _, e in schedule)
+    got = history.writeback_time(schedule, until)
+    # the reference: every (cycle, CTA, slice) read and each CTA's store at its end, in time order
+    history._trace(list(range(ctas)))
+    events = []
+    for i, (_, s, e) in enumerate(schedule):
+        events += [(s + (q + 0.5) / iters * (e - s), i, q) for q in range(iters)] + [(e, i, -1)]
+    heapq.heapify(events)
+    lru = ReferenceLRU(cfg.l2.size // cfg.l2.sector)
+    want = None
+    while events:
+        t, i, q = heapq.heappop(events)
+        secs = history.stores[i] if q < 0 else history.sectors(i, q)
+        if lru.access(secs, q < 0):
+            want = t
+            break
+    assert want is not None and want > min(e for _, _, e in schedule) + 100  # well after the first store
+    assert got == want

@@ -801,16 +801,43 @@ class _History:
         config's capacity kept as one least-recently-used list of sectors (the sets' hashing spreads
         a stream evenly over them; :mod:`maxsim.gpu.sector_lru`), and the first eviction of a stored
         sector is the answer. None
-        when that does not happen before ``until`` or the kernel stores nothing."""
+        when that does not happen before ``until`` or the kernel stores nothing.
+
+        The replay starts at the launch's first store (the end of its first CTA): in an LRU list
+        of capacity C a sector is evicted exactly when C other distinct sectors have been accessed
+        since its own last access, so what was read before the first dirty sector entered cannot
+        change when a dirty one first leaves (the reads before it are left out, an event at that
+        cycle or later kept, and the answer is the one of the whole replay)."""
         if self.shift is None:
             return None
         capacity = self.cfg.l2.size // self.cfg.l2.sector
         iters = self.iters
         order = sorted(range(len(schedule)), key=lambda i: schedule[i][1])
+        first_store = min((e for _, s, e in schedule if s < until), default=None)
+        if first_store is None or first_store >= until:
+            return None
 
         def when(i, q):
             _, s, e = schedule[i]
             return e if q < 0 else s + (q + 0.5) / iters * (e - s)
+
+        def first_event(i):
+            """CTA i's first event at or after the first store: (time, i, slice; -1: its store)."""
+            _, s, e = schedule[i]
+            q = 0
+            if e > s and first_store > s:
+                q = max(0, int((first_store - s) / (e - s) * iters - 0.5))
+                while q > 0 and when(i, q - 1) >= first_store:
+                    q -= 1
+                while q < iters and when(i, q) < first_store:
+                    q += 1
+            elif e <= s:
+                q = iters  # (a CTA of no duration: its reads and its store at its start)
+                while q > 0 and when(i, q - 1) >= first_store:
+                    q -= 1
+            if q >= iters:
+                return (e, i, -1)
+            return (when(i, q), i, q)
 
         lru = SectorLRU(capacity)
         heap = []
@@ -822,7 +849,7 @@ class _History:
                     nxt = len(order)
                     break
                 nxt += 1
-                heapq.heappush(heap, (when(i, 0), i, 0))
+                heapq.heappush(heap, first_event(i))
             if not heap:
                 return None
             t, i, q = heapq.heappop(heap)
