@@ -370,3 +370,35 @@ def test_three_dimensional_grid_and_block():
     expected = (((((4 * 16 + cx) * 16 + cz) * 16 + cy) * 16 + tz) * 16 + ty) * 16 + tx
     np.testing.assert_array_equal(out, expected)
     assert r.prediction is not None and r.timing is not None
+
+
+def test_a_kernel_compiled_for_one_launch_serves_the_next_with_its_own_data(vecadd, monkeypatch):
+    # launches with the same constants (same n, buffers at the same addresses) share the compiled
+    # kernel; each must read its own buffers and write its own output
+    import importlib
+    launch_mod = importlib.import_module("maxsim.functional.launch")
+    built = []
+    real = launch_mod.Program
+
+    class Counting(real):
+        def __init__(self, *a, **kw):
+            built.append(1)
+            super().__init__(*a, **kw)
+    monkeypatch.setattr(launch_mod, "Program", Counting)
+    monkeypatch.setattr(launch_mod, "_IDLE", {})
+    outs = []
+    for seed in (1, 2, 3):
+        rng = np.random.default_rng(seed)
+        a = rng.standard_normal(500).astype(np.float32)
+        b = rng.standard_normal(500).astype(np.float32)
+        r = maxsim.launch(vecadd, grid=4, block=128, params={"a": "a", "b": "b", "c": "c", "n": 500},
+                          buffers={"a": Buffer.of(a, "in"), "b": Buffer.of(b, "in"), "c": Buffer.zeros(500)},
+                          timing=False, predict=False)
+        np.testing.assert_array_equal(r.outputs["c"], a + b)
+        outs.append(r.outputs["c"])
+    assert len(built) == 1  # compiled once
+    assert not np.array_equal(outs[0], outs[1])
+    # another n is another constant bank: compiled again, and right
+    a, b, r = _vecadd(vecadd, 300, 128, timing=False, predict=False)
+    np.testing.assert_array_equal(r.outputs["c"], a + b)
+    assert len(built) == 2

@@ -153,12 +153,15 @@ def launch(kernel, grid, block, params=(), memory=None, textures=None, *, max_in
     """
     run = LaunchStream(kernel, grid, block, params, memory, textures, max_instructions=max_instructions,
                        recorder=recorder, ctas=ctas, progress=progress,
-                       expected_instructions=expected_instructions, timing_only=timing_only, hand_over=False)
+                       expected_instructions=expected_instructions, timing_only=timing_only, hand_over=False,
+                       reuse=True)
     for _ in run:
         pass
     if progress is not None and not run.ctas:
         progress(0, 0, "functional run", "CTAs")
-    return run.finish(recorder.finish() if recorder is not None else None)
+    result = run.finish(recorder.finish() if recorder is not None else None)
+    run.release()
+    return result
 
 
 class LaunchStream:
@@ -175,7 +178,7 @@ class LaunchStream:
 
     def __init__(self, kernel, grid, block, params=(), memory=None, textures=None, *, max_instructions=None,
                  recorder=None, ctas=None, progress=None, expected_instructions=None, timing_only=False,
-                 hand_over=True):
+                 hand_over=True, reuse=False):
         from .memory import GlobalMemory, Texture1D
 
         gx, gy = (grid, 1) if isinstance(grid, int) else (tuple(grid) + (1,))[:2]
@@ -216,7 +219,12 @@ class LaunchStream:
                               f"(run it without timing_only to get results)")
         else:
             computed = (True,) * len(kernel.instructions)
-        program = Program(ctx, computed)
+        self._reuse = _program_key(ctx, computed) if reuse else None
+        program = _idle_program(self._reuse, ctx) if reuse else None
+        if program is None:
+            program = Program(ctx, computed)
+        else:
+            ctx = program.ctx  # (now this launch's: see _idle_program)
         self.kernel, self.grid, self.block, self.wpc, self.recorder = kernel, (gx, gy), block, wpc, recorder
         self.ctas, self.per_batch, self.timing_only = cta_list, per_batch, timing_only
         self._ctx, self._program, self._counts, self._state, self._limit = ctx, program, counts, state, limit
@@ -248,6 +256,13 @@ class LaunchStream:
             progress(len(cta_list), len(cta_list), "functional run", "CTAs")
         return batch, (self.recorder.take() if self._hand_over else None)
 
+    def release(self):
+        """The launch is over: its compiled kernel may serve the next launch of the same kernel with
+        the same constants (made with ``reuse``; see :func:`_idle_program`)."""
+        if self._reuse is not None and self._next >= len(self.ctas):
+            _release_program(self._reuse, self._program)
+            self._reuse = None
+
     def finish(self, trace=None) -> LaunchResult:
         """The launch's result once every batch has run (``trace``: the warps' traces to keep in it)."""
         if self._next < len(self.ctas):
@@ -260,6 +275,41 @@ class LaunchStream:
 
 
 MAX_BLOCK = 256  # instructions one straight-line step may run
+
+# Compiled kernels of finished launches, for the next launch of the same code with the same constants
+# (a sampled prediction launches the same kernel with the same arguments many times, each compile
+# costing ~10 ms for an SGEMM). An instruction's closure folds in what the launch fixes (constants,
+# texture handles, the block and grid) and reads the rest (memories, textures, trace recorder,
+# watchdog) from its Context when it runs: a launch taking an idle Program gives its Context the
+# new launch's fields. Taken out while a launch runs, so two live launches never share one.
+_IDLE = {}
+IDLE_PROGRAMS = 8  # compiled kernels kept (a simulator setting: bounds the memory they hold)
+
+
+def _program_key(ctx, computed):
+    constants = tuple(sorted((bank, bytes(data)) for bank, data in ctx.constants.items()))
+    return (id(ctx.kernel), bytes(ctx.const_bank), constants, tuple(computed), ctx.block, tuple(ctx.grid),
+            ctx.shared_words)
+
+
+def _idle_program(key, ctx):
+    """The idle Program compiled for ``key`` with its Context now ``ctx``'s fields, or None."""
+    program = _IDLE.pop(key, None)
+    if program is None or program.ctx.kernel is not ctx.kernel:
+        return None
+    program.ctx.__dict__.update(ctx.__dict__)
+    return program
+
+
+def _release_program(key, program):
+    ctx = program.ctx
+    # let go of the launch's memories and traces (the next launch sets its own)
+    ctx.memory = ctx.textures = ctx.recorder = ctx.watchdog = None
+    ctx.shared = np.zeros(1, dtype=np.uint32)
+    _IDLE.pop(key, None)
+    _IDLE[key] = program
+    while len(_IDLE) > IDLE_PROGRAMS:
+        del _IDLE[next(iter(_IDLE))]
 
 
 class Program:

@@ -908,8 +908,15 @@ class _History:
             seen.update(secs.tolist())
             if q > 0:
                 heapq.heappush(heap, (-(s + (q - 0.5) / iters * (e - s)), i, q - 1))
-        for secs, dirty in reversed(picked):
-            ms.warm(secs, dirty)
+        # oldest first; a run of reads (or of stores) in one call (the memory system takes each
+        # call's sectors in order)
+        picked.reverse()
+        start = 0
+        for j in range(1, len(picked) + 1):
+            if j == len(picked) or picked[j][1] != picked[start][1]:
+                run = [secs for secs, _ in picked[start:j]]
+                ms.warm(np.concatenate(run) if len(run) > 1 else run[0], picked[start][1])
+                start = j
 
 
 # ---- memory figures ------------------------------------------------------------------------------------

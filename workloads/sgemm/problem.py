@@ -208,18 +208,38 @@ def _builder(m, n, k_full, seed=0):
     a_addr, b_addr = texture_addresses(lda, k_full)
 
     def build(k):
-        rng = np.random.default_rng(seed)
         mem = GlobalMemory()
         c_ptr = mem.alloc(m * n * 4)  # C is never read by the timing; pages stay untouched
+        a, b = _operands(m, n, k, lda, ldb, seed)
+        tex = {texture_index(TEX_A): Texture1D(a, address=a_addr), texture_index(TEX_B): Texture1D(b, address=b_addr)}
+        return [c_ptr, m, n, k, lda, ldb, m, np.float32(1.0), 0], mem, tex
+    build.key = ("sgemm", m, n, k_full, seed)  # the problem it builds (see maxsim.gpu.sampling)
+    return build
+
+
+_OPERANDS = {}  # (m, n, k, lda, ldb, seed) -> the texels of A and B (read-only), latest last
+OPERAND_BYTES = 64 << 20  # bytes of operands kept (a simulator setting: bounds the memory they hold)
+
+
+def _operands(m, n, k, lda, ldb, seed):
+    """The texels (float4 rows, K-major) of random A (m x k) and B (n x k) for :func:`_builder`, drawn
+    once and kept for the next build of the same shape (a sampled prediction builds the same K many
+    times, and every size's predictions of several residencies the same problem): read-only arrays."""
+    key = (m, n, k, lda, ldb, seed)
+    hit = _OPERANDS.pop(key, None)
+    if hit is None:
+        rng = np.random.default_rng(seed)
         a = np.zeros((lda, k), np.float32)
         a[:m] = rng.standard_normal((m, k), dtype=np.float32)
         b = np.zeros((ldb, k), np.float32)
         b[:n] = rng.standard_normal((n, k), dtype=np.float32)
-        tex = {texture_index(TEX_A): Texture1D(a.ravel(order="F").reshape(-1, 4), address=a_addr),
-               texture_index(TEX_B): Texture1D(b.ravel(order="F").reshape(-1, 4), address=b_addr)}
-        return [c_ptr, m, n, k, lda, ldb, m, np.float32(1.0), 0], mem, tex
-    build.key = ("sgemm", m, n, k_full, seed)  # the problem it builds (see maxsim.gpu.sampling)
-    return build
+        hit = tuple(x.ravel(order="F").reshape(-1, 4) for x in (a, b))
+        for x in hit:
+            x.flags.writeable = False
+    _OPERANDS[key] = hit
+    while len(_OPERANDS) > 1 and sum(x.nbytes for v in _OPERANDS.values() for x in v) > OPERAND_BYTES:
+        del _OPERANDS[next(iter(_OPERANDS))]
+    return hit
 
 
 def _shift(m, n):
