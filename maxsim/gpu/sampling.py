@@ -690,14 +690,27 @@ def _unit_sectors(traces, kernel, units_wanted):
     """The distinct sectors (sorted byte addresses) the warp traces ``traces`` access with
     instructions of ``units_wanted`` (e.g. ("tex", "ldg"): the texture fetches and global loads)."""
     units = kernel.instructions
-    wanted = {}  # id(segment) -> positions of its records of those units (the warps share segments)
-    out = []
+    rows_of = {}  # id(segment) -> (segment, the rows the warps ran it as): the warps share segments
     for tr in traces:
         for seg, row in tr.parts:
-            at = wanted.get(id(seg))
-            if at is None:
-                at = wanted[id(seg)] = [pos for pos in seg.mem if units[seg.pcs[pos]].unit in units_wanted]
-            out.extend(seg.mem[pos][row] for pos in at)
+            ent = rows_of.get(id(seg))
+            if ent is None:
+                ent = rows_of[id(seg)] = (seg, set())
+            ent[1].add(row)
+    out = []
+    for seg, rows in rows_of.values():
+        at = [pos for pos in seg.mem if units[seg.pcs[pos]].unit in units_wanted]
+        if not at:
+            continue
+        rows = sorted(rows)
+        lo, hi = rows[0], rows[-1] + 1
+        for pos in at:
+            summ = seg.mem[pos]
+            if hi - lo == len(rows) and isinstance(summ, SectorLists):
+                # a CTA's warps are consecutive rows: their lists are one run of the flat array
+                out.append(summ.flat[(int(summ.ends[lo - 1]) if lo else 0):int(summ.ends[hi - 1])])
+            else:
+                out.extend(summ[r] for r in rows)
     return np.unique(np.concatenate(out).astype(np.int64, copy=False)) if out else np.zeros(0, np.int64)
 
 

@@ -138,7 +138,7 @@ def segment_tables(seg, unit, lo=0, hi=None):
            .reshape(-1, rows).T.copy())
     heads = np.zeros((rows, 0), dtype=np.int64)
     blocks = [np.zeros(0, np.int64)] * rows
-    most = [0] * rows
+    most = np.zeros(rows, dtype=np.int64)
     if sec_pos.size:
         recs = [seg.mem[q] for q in sec_pos.tolist()]
         compact = all(isinstance(rec, SectorLists) for rec in recs)
@@ -153,7 +153,7 @@ def segment_tables(seg, unit, lo=0, hi=None):
             lens = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)).reshape(rows, -1)
         size = lens + 1
         heads = np.cumsum(size, axis=1) - size  # where each list's count goes in its row's block
-        most = lens.max(axis=1).tolist()
+        most = lens.max(axis=1)
         per_row = size.sum(axis=1)
         starts = np.cumsum(per_row) - per_row
         flat = np.empty(int(per_row.sum()), dtype=np.int64)
@@ -249,7 +249,7 @@ def _flatten_together(group, unit, key):
     pcs_parts, aux_parts, off_parts = [], [], []
     sec_parts = [[] for _ in range(n)]
     nsec = np.zeros(n, dtype=np.int64)
-    most = [0] * n
+    most = np.zeros(n, dtype=np.int64)
     npos = 0
     for j, (seg, row0) in enumerate(group[0]):
         rows = np.fromiter((parts[j][1] for parts in group), dtype=np.int64, count=n)
@@ -268,8 +268,8 @@ def _flatten_together(group, unit, key):
             off_parts.append(sec_pos + npos)
             for i, r in enumerate(rows.tolist()):
                 sec_parts[i].append(blocks[r])
-                nsec[i] += blocks[r].size
-                most[i] = max(most[i], row_most[r])
+            nsec += np.fromiter((blocks[r].size for r in rows.tolist()), dtype=np.int64, count=n)
+            most = np.maximum(most, row_most[rows])
         pcs_parts.append(spcs)
         aux_parts.append(a)
         npos += spcs.size
@@ -281,6 +281,7 @@ def _flatten_together(group, unit, key):
     aux = cat(aux_parts, axis=1)
     offs = cat(off_parts) if off_parts else np.zeros(0, np.int64)
     empty = np.zeros(0, np.int64)
+    most = most.tolist()
     return [(pcs, aux[i], cat(sec_parts[i]) if sec_parts[i] else empty, offs, most[i]) for i in range(n)]
 
 
@@ -526,14 +527,8 @@ class SM:
 
     def _export_l1(self):
         """Write the core's L1 tags and counters back to the TextureCache object."""
-        from collections import OrderedDict
         l1, G, arr = self.l1, self._G, self._L1
-        for si in range(l1.n_sets):
-            ways = [w for w in range(l1.assoc) if arr[si, w, 0] >= 0]
-            ways.sort(key=lambda w: arr[si, w, 1])
-            l1._sets[si] = OrderedDict(
-                (int(arr[si, w, 0]), [None if r == K.NO_FILL else r for r in arr[si, w, 2:].tolist()])
-                for w in ways)
+        l1.take_tags(arr.copy(), K.NO_FILL)
         l1.sector_hits += int(G[K.G_L1_HITS])
         l1.sector_misses += int(G[K.G_L1_MISSES])
         l1.pending_hits += int(G[K.G_L1_PENDING])

@@ -39,6 +39,7 @@ class TextureCache:
         self.n_sets = max(1, c.size // (c.line * c.assoc))
         self.hit_latency = cfg.latency.tex_l1_hit
         self.server = BandwidthServer(c.bytes_per_clk)
+        self._tags = None
         self._sets = [OrderedDict() for _ in range(self.n_sets)]
         self.bytes_per_clk = c.bytes_per_clk
         self.pending_ready = 0  # latest fill cycle of a merged (pending) hit in the last access()
@@ -55,6 +56,35 @@ class TextureCache:
         self.evictions = 0
 
     # ---- tags ----------------------------------------------------------------------------------
+    @property
+    def _sets(self):
+        """Per set, ``OrderedDict`` line -> per sector its arrival cycle (None: absent), least
+        recently used first; built from the compiled core's tag array when that was the last to
+        hold them (:meth:`take_tags`)."""
+        if self._tags is not None:
+            arr, absent = self._tags
+            self._tags = None
+            sets = []
+            for si in range(self.n_sets):
+                ways = [w for w in range(self.assoc) if arr[si, w, 0] >= 0]
+                ways.sort(key=lambda w: arr[si, w, 1])
+                sets.append(OrderedDict(
+                    (int(arr[si, w, 0]), [None if r == absent else r for r in arr[si, w, 2:].tolist()])
+                    for w in ways))
+            self._set_list = sets
+        return self._set_list
+
+    @_sets.setter
+    def _sets(self, sets):
+        self._set_list = sets
+        self._tags = None
+
+    def take_tags(self, arr, absent):
+        """The tags as the compiled core left them: ``arr[set, way]`` = (line, -1 for an empty way;
+        LRU stamp; arrival cycle per sector, ``absent`` for none); read into the sets only when
+        they are next looked at (most runs never do)."""
+        self._tags = (arr, absent)
+
     def access(self, now: int, sector_addresses):
         """Look up distinct sectors (byte addresses) at cycle ``now``: returns ``(hits, misses)``.
 
