@@ -56,3 +56,15 @@ def test_compiled_lru_matches_reference_on_strided_streams():
         if want:
             fast, ref = SectorLRU(capacity), ReferenceLRU(capacity)
         assert len(fast) == len(ref.lru)
+
+
+def test_sector_set_counts_what_a_python_set_counts():
+    from maxsim.gpu.sector_lru import SectorSet
+    rng = np.random.default_rng(3)
+    seen, ref = SectorSet(64), set()  # grows well past what it was made for
+    for _ in range(200):
+        a = rng.integers(0, 20000, size=int(rng.integers(0, 300))) * 32
+        seen.add(a)
+        ref.update(a.tolist())
+        assert len(seen) == len(ref)
+    assert len(ref) > 10 * 64

@@ -78,7 +78,7 @@ from ..timing.memory_system import MemorySystem
 from ..timing.sm import residency
 from ..timing.summaries import SectorLists, make_summariser
 from .gpu import round_robin, run_sms, trace_ctas
-from .sector_lru import SectorLRU
+from .sector_lru import SectorLRU, SectorSet
 
 WAVE_K_SAMPLES = (64, 128)  # K values at which a first wave or a tail is simulated whole
 WAVE_SETTLE = 0.01  # a wave's cost per iteration has settled when it drifts less than this (see _settled)
@@ -904,7 +904,7 @@ class _History:
                 heap.append((-(s + (q + 0.5) / iters * (e - s)), i, q))
         heapq.heapify(heap)
         picked = []
-        seen = set()
+        seen = SectorSet(capacity)
         while heap and len(seen) < capacity:
             negt, i, q = heapq.heappop(heap)
             if i not in self.base:
@@ -918,7 +918,7 @@ class _History:
             else:
                 secs = self.sectors(i, q)
             picked.append((secs, q == iters))
-            seen.update(secs.tolist())
+            seen.add(secs)
             if q > 0:
                 heapq.heappush(heap, (-(s + (q - 0.5) / iters * (e - s)), i, q - 1))
         # oldest first; a run of reads (or of stores) in one call (the memory system takes each

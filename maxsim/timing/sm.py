@@ -200,7 +200,8 @@ def _tables(seg, unit, key, row):
             _table_bytes[0] -= hit[3]
         lo = chunk * TABLE_ROWS
         tables = segment_tables(seg, unit, lo, min(lo + TABLE_ROWS, len(seg.warps)))
-        size = sum(t.nbytes for t in tables[1:7] if isinstance(t, np.ndarray)) + \
+        tables = (*tables, *_row_summaries(tables))
+        size = sum(t.nbytes for t in tables[1:7] + tables[9:] if isinstance(t, np.ndarray)) + \
             (tables[7][0].base.nbytes if tables[7] and tables[7][0].base is not None else 0)
         while _SEGMENTS and (len(_SEGMENTS) >= SEGMENT_CACHE or _table_bytes[0] + size > TABLE_BYTES):
             _table_bytes[0] -= _SEGMENTS.pop(next(iter(_SEGMENTS)))[3]
@@ -209,6 +210,18 @@ def _tables(seg, unit, key, row):
     else:
         _SEGMENTS[(id(seg), chunk)] = _SEGMENTS.pop((id(seg), chunk))  # the most recently used last
     return hit[2], chunk * TABLE_ROWS
+
+
+def _row_summaries(tables):
+    """Per row of a chunk's tables: the memory summary of every position (int32; a sector list's
+    offset from the start of the row's block) and the size of its sector block."""
+    spcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, _ = tables
+    aux = np.full((len(blocks), spcs.size), -1, dtype=np.int32)
+    aux[:, shared_pos] = shared
+    aux[:, bar_pos] = bar
+    aux[:, sec_pos] = heads
+    sizes = np.fromiter(map(len, blocks), dtype=np.int64, count=len(blocks))
+    return aux, sizes
 
 
 def flatten_trace(parts, unit, unit_key=None):
@@ -256,19 +269,15 @@ def _flatten_together(group, unit, key):
         if (rows // TABLE_ROWS != row0 // TABLE_ROWS).any():
             return None
         tables, lo = _tables(seg, unit, key, row0)
-        spcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, row_most = tables
+        spcs, _, _, _, _, sec_pos, _, blocks, row_most, row_aux, sizes = tables
         rows -= lo
-        a = np.full((n, spcs.size), -1, dtype=np.int32)
-        if shared_pos.size:
-            a[:, shared_pos] = shared[rows]
-        if bar_pos.size:
-            a[:, bar_pos] = bar[rows]
+        a = row_aux[rows]
         if sec_pos.size:
-            a[:, sec_pos] = heads[rows] + nsec[:, None]
+            a[:, sec_pos] += nsec[:, None].astype(np.int32)
             off_parts.append(sec_pos + npos)
             for i, r in enumerate(rows.tolist()):
                 sec_parts[i].append(blocks[r])
-            nsec += np.fromiter((blocks[r].size for r in rows.tolist()), dtype=np.int64, count=n)
+            nsec += sizes[rows]
             most = np.maximum(most, row_most[rows])
         pcs_parts.append(spcs)
         aux_parts.append(a)
