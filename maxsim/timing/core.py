@@ -116,9 +116,11 @@ S_PIPE2 = 11  # the quarter-rate (xu) pipe's free cycle
 C_LIVE, C_NARRIVED, C_SIZE = range(3)
 
 # ---- P: per instruction ----
-(P_UNIT, P_DUAL, P_STALL, P_YIELD, P_WAITS, P_RBAR, P_WBAR, P_LATENCY, P_BACK, P_SRC, P_NSRC, P_DST,
- P_NDST, P_PSRC, P_NPSRC, P_PDST, P_NPDST, P_READS, P_NREADS, P_MREADS, P_NMREADS, P_PIPE, P_INTERVAL,
- P_READ, P_DEPBAR, P_DEPBAR_N, P_SIZE) = range(27)
+# (int32; what every issue reads comes first: a row is two cache lines, the first 16 fields one)
+(P_UNIT, P_DUAL, P_STALL, P_YIELD, P_WAITS, P_RBAR, P_WBAR, P_LATENCY, P_DST, P_NDST, P_PDST, P_NPDST,
+ P_READS, P_NREADS, P_PIPE, P_INTERVAL, P_DEPBAR, P_DEPBAR_N, P_BACK, P_SRC, P_NSRC, P_PSRC, P_NPSRC,
+ P_MREADS, P_NMREADS, P_READ) = range(26)
+P_SIZE = 32
 
 RING = 64  # register bank ring (cycles remembered), as regfile.RING
 LATE = 16  # bit offset of the late-read marks, as regfile.LATE
@@ -141,6 +143,25 @@ def _borrow(typingctx, arr):
         ary.parent = cgutils.get_null_value(ary.parent.type)
         return ary._getvalue()
     return arr(arr), codegen
+
+
+@intrinsic
+def _prefetch(typingctx, arr, idx):
+    """Ask the CPU to bring ``arr[idx]``'s cache line in (llvm.prefetch: a hint, never a fault,
+    whatever the index)."""
+    from llvmlite import ir
+    from numba.core import types
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, value=args[0])
+        ptr = builder.gep(ary.data, [args[1]])
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+                                            "llvm.prefetch.p0")
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+    return types.void(arr, idx), codegen
 
 
 @njit(cache=True, forceinline=True)
@@ -440,7 +461,8 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, CNT, w, s, pc,
             W[w, W_SHD_DONE] = done
         _push(G_, W, Q, w, 0, done)
         _set_read_barrier(W, P, w, pc, t, release)
-        _mark_reads(W, REGS, P, L, w, pc, read_at)
+        if G_[G_HAZARDS]:
+            _mark_reads(W, REGS, P, L, w, pc, read_at)
         return False, done
     n = SEC[aux] if aux >= 0 else 0
     if n == 0 and u != STG:
@@ -448,7 +470,8 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, CNT, w, s, pc,
     read_at = t + (G_[G_READ_TEX] if u == TEX else G_[G_READ_GLOBAL])
     _book_late_reads(BANKS, P, L, s, pc, read_at)
     _set_read_barrier(W, P, w, pc, t, t + G_[G_READ_BAR_RELEASE])
-    _mark_reads(W, REGS, P, L, w, pc, read_at)
+    if G_[G_HAZARDS]:
+        _mark_reads(W, REGS, P, L, w, pc, read_at)
     if u == STG:
         G_[G_STORES] += 1
         if n:
@@ -629,7 +652,7 @@ def _depbar_clear(W, w, b, n, t):
 
 
 @njit(cache=True, forceinline=True)
-def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay, done_at, arrives):
+def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, u, delay, done_at, arrives):
     """Everything of an issue after its unit's work: results, barriers, the next pc."""
     if G[G_LOG]:
         k = G[G_NILOG]
@@ -643,8 +666,9 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay
     if nd and u > ALU_HALF and S[s, S_RC_WARP] == W[w, W_WID]:
         for k in range(nd):
             _forget(S, RC, s, L[od + k])
-    for k in range(nd):
-        REGS[w, 0, L[od + k]] = done_at
+    if G[G_HAZARDS]:  # (the registers' times serve the hazard checks only)
+        for k in range(nd):
+            REGS[w, 0, L[od + k]] = done_at
     o = P[pc, P_PDST]
     for k in range(P[pc, P_NPDST]):
         W[w, W_PRED + L[o + k]] = done_at
@@ -666,7 +690,12 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay
             return ERR_TRACE_END
         _finish_warp(G, W, S, SW, C, w, s, t)
         return EXITED
-    nxt = TPC[W[w, W_TBASE] + pos]
+    base = W[w, W_TBASE] + pos
+    nxt = TPC[base]
+    # the resident warps read their traces as interleaved streams, which the CPU's prefetchers
+    # miss: ask for the lines two ahead
+    _prefetch(TPC, base + 32)
+    _prefetch(TAUX, base + 32)
     W[w, W_PC] = nxt
     stall = P[pc, P_STALL]
     if u == BRANCH and nxt != pc + 1 and stall < G[G_BRANCH_TAKEN]:
@@ -755,7 +784,7 @@ def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC,
             G[G_NBLOG] = k + 1
     elif u == BAR:
         arrives = TAUX[W[w, W_TBASE] + W[w, W_POS]] != 0  # -1: no record, every warp arrives
-    return _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, u, delay, done_at,
+    return _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, u, delay, done_at,
                        arrives)
 
 
@@ -897,7 +926,7 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
         w = G[G_CTX_SLOT]
         pc = G[G_CTX_PC]
         done = _memory_done(G, W, Q, L1, REQ, w)
-        st = _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, ILOG, w, s, pc, t, P[pc, P_UNIT], 0,
+        st = _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, P[pc, P_UNIT], 0,
                          done, True)
         if st == OK and phase == 1:
             st = _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG,

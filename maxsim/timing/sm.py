@@ -297,7 +297,7 @@ def _flatten_together(group, unit, key):
 def _static_tables(static, kernel, cfg):
     """StaticInfo as the core's arrays P (per pc), L (register lists), RD (operand reads)."""
     n = len(kernel.instructions)
-    P = np.zeros((max(n, 1), K.P_SIZE), dtype=np.int64)
+    P = _aligned((max(n, 1), K.P_SIZE), np.int32)
     L = []
     RD = []
 
@@ -329,9 +329,18 @@ def _static_tables(static, kernel, cfg):
         P[pc, K.P_NREADS] = len(static.reads[pc])
         for slot, r, bank, flagged, _dup in static.reads[pc]:
             RD.append((slot, r, bank, int(flagged)))
-    L = np.array(L or [0], dtype=np.int64)
-    RD = np.array(RD or [(0, 0, 0, 0)], dtype=np.int64).reshape(-1, 4)
+    L = np.array(L or [0], dtype=np.int32)
+    RD = np.array(RD or [(0, 0, 0, 0)], dtype=np.int32).reshape(-1, 4)
     return P, L, RD
+
+
+def _aligned(shape, dtype, align=64):
+    """A zeroed C-order array whose data starts on an ``align``-byte boundary (a cache line: a row
+    of the core's pc table then spans as few lines as its size allows)."""
+    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    raw = np.zeros(size + align, dtype=np.uint8)
+    start = -raw.ctypes.data % align
+    return raw[start:start + size].view(dtype).reshape(shape)
 
 
 def _pc_summaries(static, kernel):
