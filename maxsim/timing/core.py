@@ -97,15 +97,16 @@ F_TEX_FREE, F_TEX_BPC, F_SIZE = range(3)
 # ---- W: per warp slot ----
 (W_WID, W_CTA, W_PC, W_POS, W_LEN, W_READY, W_STALL_UNTIL, W_DEP_UNTIL, W_LAST_ISSUE, W_DONE,
  W_AT_BAR, W_YIELDED, W_BLOCKED, W_BAR_WAIT, W_NQ0, W_NQ1) = range(16)
-W_STALLS = 16  # 6 stall counters (stats.STALL_REASONS order)
-W_BAR_CLEAR = 22  # 7 entries (barrier 0 unused)
-W_BAR_SET = 29  # 7 entries
-W_PRED = 36  # 8 predicates
-W_TBASE = 44  # where the warp's trace starts in TPC and TAUX
-W_LDG_DONE = 45  # completion cycle of the warp's last global load (they complete in issue order)
-W_SHD_DONE = 46  # latest completion cycle of the warp's shared-memory ops
+# (the fields every issue reads first: a row starts on a cache line and its first two lines hold them)
+W_TBASE = 16  # where the warp's trace starts in TPC and TAUX
+W_STALLS = 17  # 6 stall counters (stats.STALL_REASONS order)
+W_BAR_CLEAR = 23  # 7 entries (barrier 0 unused)
+W_BAR_SET = 30  # 7 entries
+W_LDG_DONE = 37  # completion cycle of the warp's last global load (they complete in issue order)
+W_SHD_DONE = 38  # latest completion cycle of the warp's shared-memory ops
+W_PRED = 39  # 8 predicates
 W_BAR_HIST = 47  # per barrier 1-6, BAR_HIST entries: completion cycles of its latest ops (DEPBAR.LE)
-W_SIZE = W_BAR_HIST + 6 * BAR_HIST
+W_SIZE = -(-(W_BAR_HIST + 6 * BAR_HIST) // 8) * 8  # whole cache lines
 
 # ---- S: per scheduler ----
 S_LAST, S_BUSY, S_PIPE0, S_PIPE1, S_MEM_FREE, S_RC_WARP, S_NW, S_RCN = range(8)  # S_RCN: 3 counts
@@ -117,8 +118,8 @@ C_LIVE, C_NARRIVED, C_SIZE = range(3)
 
 # ---- P: per instruction ----
 # (int32; what every issue reads comes first: a row is two cache lines, the first 16 fields one)
-(P_UNIT, P_DUAL, P_STALL, P_YIELD, P_WAITS, P_RBAR, P_WBAR, P_LATENCY, P_DST, P_NDST, P_PDST, P_NPDST,
- P_READS, P_NREADS, P_PIPE, P_INTERVAL, P_DEPBAR, P_DEPBAR_N, P_BACK, P_SRC, P_NSRC, P_PSRC, P_NPSRC,
+(P_UNIT, P_DUAL, P_STALL, P_YIELD, P_WAITS, P_DEPBAR, P_WBAR, P_LATENCY, P_DST, P_NDST, P_PDST, P_NPDST,
+ P_READS, P_NREADS, P_PIPE, P_INTERVAL, P_RBAR, P_DEPBAR_N, P_BACK, P_SRC, P_NSRC, P_PSRC, P_NPSRC,
  P_MREADS, P_NMREADS, P_READ) = range(26)
 P_SIZE = 32
 
@@ -731,6 +732,7 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, u,
 def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
                 REQ, CNT, MS, w, s, pc, t, phase):
     """One issue (a scheduler's pick, or the second instruction of a dual issue): compiled into its caller."""
+    _prefetch(P, (pc + 1) * P_SIZE)  # the row the warp's next issue reads (mostly the next pc's)
     CNT[PC_EXEC, pc] += 1
     u = P[pc, P_UNIT]
     W[w, W_LAST_ISSUE] = t

@@ -473,7 +473,7 @@ class SM:
         G[K.G_SHARED_FREE] = self.shared.next_free
         F = np.zeros(K.F_SIZE, dtype=np.float64)
         F[K.F_TEX_BPC] = l1c.bytes_per_clk
-        W = np.zeros((nwarps, K.W_SIZE), dtype=np.int64)
+        W = _aligned((nwarps, K.W_SIZE), np.int64)
         REGS = np.zeros((nwarps, 2, REGISTERS), dtype=np.int64)
         Q = np.zeros((nwarps, pipes.shared_queue_depth + pipes.global_queue_depth), dtype=np.int64)
         S = np.zeros((nsched, K.S_SIZE), dtype=np.int64)
