@@ -91,8 +91,9 @@ WHAT = {
     "maxsim.timing.core": "the SM core",
     "maxsim.timing.memory_core": "the L2/DRAM memory system",
     "maxsim.functional.fp32": "the fp32 arithmetic",
+    "maxsim.functional.bounds": "the memory bounds check",
     "maxsim.timing.summaries": "the memory-access summaries",
-    "maxsim.gpu.sector_lru": "the L2 sector cache",
+    "maxsim.gpu.sector_lru": "the history's sector sets (L2 replay)",
     "maxsim.timing.clock": "the clock of SMs run together",
 }
 

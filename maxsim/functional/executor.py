@@ -646,12 +646,19 @@ def _memory(ctx, instr, ops, mods, zrow, values=True):
     what = "shared" if shared else "global"
     offsets = np.arange(width, dtype=np.int64)
     recorder_kind = ("lds" if load else "sts") if shared else ("ldg" if load else "stg")
+    from .bounds import lanes_out_of_range as out_of_range
 
     def check(g, m, addr):
         if shared:
             limit_lo, limit_hi = 0, ctx.kernel.shared_size
         else:
             limit_lo, limit_hi = GLOBAL_BASE, ctx.memory.top
+        if high_of is None and (shared or not ctx.memory.gapped) and limit_hi - nbytes >= limit_lo:
+            # every lane in range and aligned (the common case): one compiled pass
+            sel = m if m is not None else (None if g.full else g.active)
+            if not out_of_range(addr, limit_lo, limit_hi - nbytes, nbytes - 1,
+                                _NO_MASK if sel is None else sel, sel is not None):
+                return
         if limit_hi - nbytes < limit_lo:
             bad = np.ones(addr.shape, dtype=bool)
         else:
