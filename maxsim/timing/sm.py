@@ -504,6 +504,7 @@ class SM:
         self._SEC = np.zeros(0, dtype=np.int64)
         self._tfill = self._sfill = 0  # used lengths of TPC/TAUX and SEC
         self._slot_trace = {}  # warp slot -> (start in TPC, length, start in SEC, length, offset positions)
+        self._freed = []  # (start in TPC, length, start in SEC, length) of traces whose warps exited
         self._REQ = REQ
         self._fixed = (RC, BANKS, C, P, L, RD)
         self._pack()
@@ -558,16 +559,24 @@ class SM:
         """Append a warp's flattened trace (:func:`flatten_trace`) to the trace buffers; returns
         (its pcs, start in TPC)."""
         pcs, aux, sec, offs, most = flat
-        if self._tfill + pcs.size > self._TPC.size or self._sfill + sec.size > self._SEC.size:
-            self._compact(pcs.size, sec.size)
-        tb, sb = self._tfill, self._sfill
+        # the place of an exited warp's trace when this one fits there (a CTA's successor runs
+        # traces of about the same length: most loads then move nothing), else the end, after
+        # moving the live traces to the front when there is no room
+        place = next((f for f in self._freed if f[1] >= pcs.size and f[3] >= sec.size), None)
+        if place is not None:
+            self._freed.remove(place)
+            tb, sb = place[0], place[2]
+        else:
+            if self._tfill + pcs.size > self._TPC.size or self._sfill + sec.size > self._SEC.size:
+                self._compact(pcs.size, sec.size)
+            tb, sb = self._tfill, self._sfill
+            self._tfill += pcs.size
+            self._sfill += sec.size
         if offs.size:
             aux[offs] += sb
         self._TPC[tb:tb + pcs.size] = pcs
         self._TAUX[tb:tb + aux.size] = aux
         self._SEC[sb:sb + sec.size] = sec
-        self._tfill += pcs.size
-        self._sfill += sec.size
         self._slot_trace[slot] = (tb, pcs.size, sb, sec.size, offs)
         G = self._G
         if most > G[K.G_WQ_BASE]:
@@ -579,6 +588,22 @@ class SM:
             G[K.G_WQ_BASE] = most
             self._pack()
         return pcs, tb
+
+    def _make_room(self, flats):
+        """Room for a CTA's flattened traces (:meth:`_load_trace` places them): those that no exited
+        warp's place takes go to the end of the buffers, moved there once for the whole CTA when
+        they do not fit (not once per warp, each move copying every live trace)."""
+        free = list(self._freed)
+        rest = rest_sec = 0
+        for pcs, _, sec, _, _ in flats:
+            place = next((f for f in free if f[1] >= pcs.size and f[3] >= sec.size), None)
+            if place is not None:
+                free.remove(place)
+            else:
+                rest += pcs.size
+                rest_sec += sec.size
+        if self._tfill + rest > self._TPC.size or self._sfill + rest_sec > self._SEC.size:
+            self._compact(sum(f[0].size for f in flats), sum(f[2].size for f in flats))
 
     def _compact(self, more, more_sec):
         """Move the resident warps' traces to the front of the trace buffers, leaving room for
@@ -613,6 +638,7 @@ class SM:
             q += ns
         self._TPC, self._TAUX, self._SEC = TPC, TAUX, SEC
         self._tfill, self._sfill = t, q
+        self._freed = []
         self._pack()
 
     # ---- CTAs ----------------------------------------------------------------------------
@@ -637,6 +663,7 @@ class SM:
             self._ctas[c] = cta
             slots = cta_warp_slots(cid, c, self.block, len(traces))
             flats = flatten_traces([tr.parts for tr in traces], self._unit, self._unit_key)
+            self._make_room(flats)
             for w, (slot, tr) in enumerate(zip(slots, traces)):
                 s = slot % nsched
                 wid = len(self.all_warps)
@@ -673,7 +700,8 @@ class SM:
         view = self._slot_warp[slot]
         view.done = True
         view.parts, view._flat = (), None  # its trace is let go (a whole-GPU run would otherwise hold every CTA's)
-        del self._slot_trace[slot]
+        tb, n, sb, ns, _ = self._slot_trace.pop(slot)
+        self._freed.append((tb, n, sb, ns))
         st = self.stats
         d = st.warp_stalls.setdefault(view.label, {r: 0 for r in STALL_REASONS})
         for i, r in enumerate(STALL_REASONS):
