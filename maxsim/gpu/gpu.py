@@ -21,7 +21,7 @@ from ..functional.launch import LaunchStream, launch
 from ..functional.trace import TraceRecorder
 from ..timing.clock import advance
 from ..timing.memory_system import MemorySystem
-from ..timing.sm import SM, residency
+from ..timing.sm import SM, flatten_queued, residency
 from ..timing.stats import Stats
 from ..timing.summaries import make_summariser
 
@@ -99,7 +99,7 @@ class CtaQueue:
 
 
 def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards="warn", progress=None,
-            total_instructions=None, until=None, keep_branch_times=True, clock=None):
+            total_instructions=None, until=None, keep_branch_times=True, clock=None, flatten_together=False):
     """Run ``cfg.gpu.sms`` SMs sharing ``memory_system``: SM ``i`` starts with the CTAs
     ``placement[i]`` (a list of ``(cta id, warp traces)``, oldest first; the SMs take them: the
     lists are left empty); ``queue`` (a deque or a
@@ -108,7 +108,9 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
     backward-branch times (the loop progress measure of the sampled prediction; a list per warp
     that would grow with the grid). ``clock``: "compiled" (the default, or ``$MAXSIM_CLOCK``) runs
     compiled SMs with :func:`~maxsim.timing.clock.run_together`, "simpy" as simpy processes (the
-    reference SM always: same order, same numbers). Returns the SMs that ran CTAs."""
+    reference SM always: same order, same numbers). ``flatten_together``: the placed CTAs' traces
+    are flattened in one pass for all SMs before they start (:func:`~maxsim.timing.sm.flatten_queued`:
+    faster, but holds them all at once; for short runs). Returns the SMs that ran CTAs."""
     sms = [SM(cfg, kernel, block, memory_system, hazards=hazards, sm_id=i) for i in range(cfg.gpu.sms)]
     for sm in sms:
         sm.keep_branch_times = keep_branch_times
@@ -117,6 +119,8 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
             sm.add_cta(cid, traces)
         ctas.clear()  # the SM holds them now, and lets each go when it has loaded it
     traces = None  # (nor does this frame hold the last one)
+    if flatten_together:
+        flatten_queued([sm for sm in sms if isinstance(sm, SM)])
     if queue is not None:
         for sm in sms:
             sm.dispatcher = queue

@@ -302,7 +302,7 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
             warm(ms)
         _queue_backlog(ms, backlog)
         placement, queue = round_robin(ctas, sms, per_sm)
-        used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=None)
+        used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=None, flatten_together=True)
         end = {cid: (s, e) for sm in used for cid, s, e in sm.cta_log}
         ks.append(kk)
         durations.append([end[cid][1] - end[cid][0] for cid in ids])
@@ -523,7 +523,7 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
         placement[j % sms].append((cid, moved.get(cid, traced[cid])))
     ms = MemorySystem(cfg)
     history.warm(ms, schedule, mid)
-    used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=None)
+    used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=None, flatten_together=True)
     if progress is not None:
         progress()
     ends = [e for sm in used for cid, _, e in sm.cta_log if cid in cut]

@@ -242,7 +242,7 @@ def flatten_traces(traces, unit, unit_key=None):
     out = [None] * len(traces)
     groups = {}
     for w, parts in enumerate(traces):
-        groups.setdefault(tuple(id(seg) for seg, _ in parts), []).append(w)
+        groups.setdefault(tuple((id(seg), row // TABLE_ROWS) for seg, row in parts), []).append(w)
     for ws in groups.values():
         if len(ws) == 1:
             out[ws[0]] = flatten_trace(traces[ws[0]], unit, key)
@@ -253,6 +253,23 @@ def flatten_traces(traces, unit, unit_key=None):
         for w, f in zip(ws, flat):
             out[w] = f
     return out
+
+
+def flatten_queued(sms):
+    """Flatten the traces of the CTAs queued on the compiled SMs ``sms`` (of one kernel) all together,
+    for each SM to load when it starts: the warps of every SM that ran the same segments in one
+    pass per segment (a first wave's CTAs come from one functional launch). Holds every queued
+    CTA's flattened traces at once: for short runs (the sampled prediction's), not a whole grid's
+    first wave of long CTAs."""
+    items = [(sm, cid, traces) for sm in sms for cid, traces in sm.pending]
+    if not items:
+        return
+    flats = flatten_traces([tr.parts for _, _, traces in items for tr in traces], sms[0]._unit,
+                           sms[0]._unit_key)
+    k = 0
+    for sm, cid, traces in items:
+        sm._flat_of[cid] = flats[k:k + len(traces)]
+        k += len(traces)
 
 
 def _flatten_together(group, unit, key):
@@ -402,6 +419,7 @@ class SM:
         self.max_ctas, self.limited_by = residency(kernel, block, cfg)
         self.wpc = (block + 31) // 32
         self.pending = []  # (cta id, [warp traces]) queued for this SM
+        self._flat_of = {}  # cta id -> its warps' flattened traces, made ahead (flatten_queued)
         self.dispatcher = None  # a GPU's shared queue of further CTAs (collections.deque)
         self.dispatched = []  # (cycle, cta id) taken from the dispatcher
         self.all_warps = []
@@ -662,7 +680,9 @@ class SM:
             cta = CtaView(cid, c, t)
             self._ctas[c] = cta
             slots = cta_warp_slots(cid, c, self.block, len(traces))
-            flats = flatten_traces([tr.parts for tr in traces], self._unit, self._unit_key)
+            flats = self._flat_of.pop(cid, None)
+            if flats is None:
+                flats = flatten_traces([tr.parts for tr in traces], self._unit, self._unit_key)
             self._make_room(flats)
             for w, (slot, tr) in enumerate(zip(slots, traces)):
                 s = slot % nsched
