@@ -631,13 +631,13 @@ def _relocated(jobs, kernel):
             else:
                 mem[pos] = vals
         new.mem = mem
-        copies[key] = (new, {r: i for i, r in enumerate(rows)})
+        copies[key] = {r: (new, i) for i, r in enumerate(rows)}  # row -> the part in the copy
     out = {}
     for cid, (traces, _, _) in jobs.items():
         moved = []
         for tr in traces:
             t = WarpTrace(tr.warp)
-            t.parts = [(copies[id(seg)][0], copies[id(seg)][1][row]) for seg, row in tr.parts]
+            t.parts = [copies[id(seg)][row] for seg, row in tr.parts]
             moved.append(t)
         out[cid] = moved
     return out
