@@ -49,7 +49,11 @@ with ~20 state arrays cost more than the model's work. The issue path's helpers 
 (``_issue_here``) and for the second of a dual issue, and the rare steps it calls (L1
 lookups, barrier release, warp exit, hazard records) too; the small scheduling steps (``_schedule``,
 ``_dual``, ``_next_time``) are ``inline="always"`` (numba's own inliner, cheap for them).
-``run`` also passes the arrays on without reference counts (``_borrow``). The L2/DRAM model's
+``run`` also passes the arrays on without reference counts (``_borrow``). The resident warps read
+their traces as interleaved streams, which the CPU's prefetchers do not follow: each issue asks for
+the trace lines two ahead and for the pc table's next row (``_prefetch``); the pc table (int32) and
+the warp table keep the fields every issue reads in the first cache lines of their rows (perf put
+the next-pc load first among the core's instructions before). The L2/DRAM model's
 ``read_request`` stays a call. Compiling the core takes ~15 s of CPU, once (cached); numba's own
 inliner for the whole issue path took ~45 s.
 """
