@@ -22,6 +22,8 @@ Tags and state only; the time a slice spends on a request (its bandwidth) and DR
 
 from __future__ import annotations
 
+import functools
+
 from collections import OrderedDict
 
 _HASH_MUL = 0x9E3779B1  # Knuth's multiplicative hash constant (2^32 / golden ratio)
@@ -42,6 +44,13 @@ def gf2_mod(value: int, poly: int) -> int:
         value ^= poly << (n - 1 - d)
         n = value.bit_length()
     return value
+
+
+@functools.lru_cache(maxsize=None)
+def _byte_tables(poly, nbytes):
+    """Per byte position k < ``nbytes``, the remainder mod ``poly`` of each byte value in place k
+    (a tuple of tuples, read only; the same for every SliceMap of that polynomial)."""
+    return tuple(tuple(gf2_mod(v << (8 * k), poly) for v in range(256)) for k in range(nbytes))
 
 
 class SliceMap:
@@ -69,8 +78,7 @@ class SliceMap:
         if method not in ("ipoly", "modulo"):
             raise ValueError(f"unknown slice hash {method!r}")
         # the remainder is linear over GF(2): XOR of the remainders of each byte in its place
-        self._tables = [[gf2_mod(v << (8 * k), self._poly) for v in range(256)]
-                        for k in range(self.TABLE_BYTES)] if self._poly else None
+        self._tables = _byte_tables(self._poly, self.TABLE_BYTES) if self._poly else None
 
     TABLE_BYTES = 6  # granule numbers below 2^48 use the byte tables
 
