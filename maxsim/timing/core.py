@@ -65,7 +65,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ..jit import njit
-from .memory_core import I_READ_HITS, I_READ_MISSES, I_ROOM, read_request
+from .memory_core import I_READ_HITS, I_READ_MISSES, I_ROOM, read_request, write_requests
 from .static import (ALU_HALF, BAR, BAR_HIST, BRANCH, DUAL_CONST, DUAL_FIRST, DUAL_SECOND, EXIT, LDG, LDS,
                      NEVER, S2R, STG, STS, TEX)
 from .stats import (PC_BANK_CONFLICTS, PC_BANK_CYCLES, PC_DELAYED, PC_DUAL, PC_EXEC, PC_L2_HITS,
@@ -1008,6 +1008,23 @@ H_NONE, H_WAITING, H_UNSTARTED = range(3)  # H_NONE: running now, or finished
 
 
 @njit(cache=True)
+def _post_queued(G, REQ, MS):
+    """Hand the SM's queued posted stores to the compiled memory system, in order, as Python's
+    ``write_queue`` would after the quantum: what it cannot take here (a store longer than the
+    tables' headroom, one with a negative address, those after a store that left the tables too
+    full) stays queued, moved to the queue's front, for Python."""
+    base = G[G_WQ_BASE]
+    n = G[G_WQ_N]
+    j = write_requests(REQ[base:base + n], 0, G[G_SAFE_N], MS[0], MS[1], MS[2], MS[3], MS[4], MS[5], MS[6],
+                       MS[7], MS[8], MS[9], MS[10])
+    if j < 0:
+        j = -1 - j  # (that store changed nothing: Python reports it)
+    for k in range(n - j):
+        REQ[base + k] = REQ[base + j + k]
+    G[G_WQ_N] = n - j
+
+
+@njit(cache=True)
 def drive(SMS, MS, H, E):
     """Run the SMs ``SMS`` (a typed list of their state tuples, ``run``'s arguments but ``MS``)
     sharing one memory system (``MS``) in the order simpy runs their processes, until Python is
@@ -1023,7 +1040,8 @@ def drive(SMS, MS, H, E):
     unless Python ends it: ``E[E_CUR]`` = -1), and so does a yield that leaves Python work (posted
     stores to hand on, hazard records, a memory system's tables to grow), once it is queued; the
     back branch, issue and stall logs wait in their buffers (``run`` returns ``DRAIN`` before they
-    overflow). ``FINISHED``: no SM has an event left; ``STOPPED``: the next event is at or after
+    overflow). A yield's posted stores go to the compiled memory system here when it is the SMs'
+    (``_post_queued``). ``FINISHED``: no SM has an event left; ``STOPPED``: the next event is at or after
     ``E[E_STOP]``. With ``E[E_SOLO]``, every status returns (one SM driven by simpy)."""
     cur = E[E_CUR]
     quantum = E[E_QUANTUM]
@@ -1065,5 +1083,7 @@ def drive(SMS, MS, H, E):
             E[E_CUR] = -1
         else:
             G[G_NEXT_YIELD] = t + quantum
+        if G[G_WQ_N] and G[G_MEMC] and not G[G_NHLOG] and not MS[1][I_ROOM]:
+            _post_queued(G, a[21], MS)
         if G[G_WQ_N] or G[G_NHLOG] or MS[1][I_ROOM]:
             return YIELD
