@@ -484,27 +484,31 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
         frac = (mid - s) / (e - s) if e > s else 0.0
         done = max(0, min(int(round(frac * total_iters)), total_iters - 1))
         pop.append((j, (i % gx, i // gx), done, min(window, total_iters - done)))
+    # the next CTAs of the launch, for the slots that free up during the window (fresh, at K = 0):
+    # a short K runs whole (no CTA cut short); a long one for the window's iterations
+    later = sorted((s, i) for i, (_, s, _) in enumerate(schedule) if s >= mid)[:len(pop)]
+    later_ids = [(i % gx, i // gx) for _, i in later]
+    later_run = total_iters if total_iters <= 2 * window else window
+    # one functional launch per K traced, the resident CTAs that run that many iterations and the
+    # next ones together (a CTA's trace does not depend on the others of its launch)
     traced = {}
     textures_of = {}
-    for run in sorted({r for *_, r in pop}):
-        ids = [cid for _, cid, _, r in pop if r == run]
+    runs = {r for *_, r in pop} | ({later_run} if later else set())
+    for run in sorted(runs):
+        ids = [cid for _, cid, _, r in pop if r == run] + (later_ids if later and run == later_run else [])
         params, memory, textures = build(run * k_step)
         _, tr = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids, timing_only=True)
         for cid, traces in tr:
             traced[cid] = traces
             textures_of[cid] = textures
     cut = {cid for _, cid, done, r in pop if done + r < total_iters}  # traces that end before the CTA does
-    # the next CTAs of the launch, for the slots that free up during the window (fresh, at K = 0)
-    later = sorted((s, i) for i, (_, s, _) in enumerate(schedule) if s >= mid)[:len(pop)]
     queue = collections.deque()
     queue_ids = []
     if later:
-        # a short K runs whole (no CTA cut short); a long one for the window's iterations
-        run = total_iters if total_iters <= 2 * window else window
-        params, memory, textures = build(run * k_step)
-        ids = [(i % gx, i // gx) for _, i in later]
+        run = later_run
+        ids = later_ids
         queue_ids = [(None, cid) for cid in ids]
-        _, tr = trace_ctas(kernel, grid, block, params, memory, textures, cfg, ids, timing_only=True)
+        tr = [(cid, traced.pop(cid)) for cid in ids]
         if run < total_iters:
             cut |= set(ids)
             moved = _relocated({cid: (traces, [], False) for cid, traces in tr}, kernel)
