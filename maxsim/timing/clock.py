@@ -120,9 +120,10 @@ def run_together(sms, quantum, *, until=None, progress=None):
             break
         if status == K.STOPPED:
             if until is not None and E[K.E_STOP] == until:
-                for sm in sms:  # as simpy leaves them: the clock and the logs up to date
+                for sm in sms:  # as simpy leaves them: the clock, the logs and the exits up to date
                     sm.now = int(sm._G[K.G_T])
                     sm._drain()
+                    sm.flush_exits()
                 break
             progress()
             mark += PROGRESS_CYCLES
@@ -158,5 +159,8 @@ def advance(sms, quantum, *, clock=None, until=None, progress=None, total=None):
                     yield env.timeout(PROGRESS_CYCLES)
             env.process(watch())
         env.run(until=until if until is not None else env.all_of(procs))
+        for sm in sms:
+            if until is not None and hasattr(sm, "flush_exits"):
+                sm.flush_exits()  # (warps of CTAs still running when the run stopped)
     if progress is not None and until is None:
         progress(total, total, "timing", "warp instructions")

@@ -35,7 +35,8 @@ for what each step means and why), on state held in numpy arrays instead of Pyth
 (``YIELD``), the L2/DRAM memory system must serve a read or a store the queue has no room for
 (``MEM``: Python writes the completion cycle into ``G[G_MEM_RESULT]`` and calls again; the core
 resumes inside the same issue),
-a warp exited (``EXIT``: Python flushes its statistics and launches CTAs into freed slots), the logs
+a CTA's last warp exited (``EXIT``: Python flushes the statistics of the warps that exited since the
+last return, in exit order, and launches CTAs into freed slots), the logs
 need draining (``DRAIN``), a read served here left the memory system's tables too full (``ROOM``:
 Python grows them, every SM takes the new arrays), the SM is idle (``DONE``) or an error
 (``ERR_*``). A suspended cycle
@@ -90,7 +91,9 @@ _NONE = 11  # a scheduler found no warp to issue (internal)
  G_MEM_INTERVAL, G_PIPE_INT0, G_PIPE_INT1, G_REUSE_SLOTS, G_SHARED_DEPTH, G_GLOBAL_DEPTH,
  G_SECTOR, G_DUAL_ON, G_BAR_DELAY, G_LAT_S2R, G_READ_SHARED, G_READ_TEX, G_READ_GLOBAL,
  G_READ_BAR_RELEASE, G_TEX_L1_HIT, G_BARRIER_SYNC, G_LAT_LDS, G_LAT_STS, G_L1_LINE, G_L1_SPL,
- G_L1_SETS, G_L1_ASSOC, G_MEMC, G_SAFE_N, G_BRANCH_TAKEN, G_SIZE) = range(73)
+ G_L1_SETS, G_L1_ASSOC, G_MEMC, G_SAFE_N, G_BRANCH_TAKEN,
+ # warps exited so far (their order: W_EXIT_SEQ)
+ G_EXITS, G_SIZE) = range(74)
 
 # request kinds (G_REQ_KIND)
 REQ_TEX, REQ_LDG, REQ_STG = range(3)
@@ -110,7 +113,8 @@ W_LDG_DONE = 37  # completion cycle of the warp's last global load (they complet
 W_SHD_DONE = 38  # latest completion cycle of the warp's shared-memory ops
 W_PRED = 39  # 8 predicates
 W_BAR_HIST = 47  # per barrier 1-6, BAR_HIST entries: completion cycles of its latest ops (DEPBAR.LE)
-W_SIZE = -(-(W_BAR_HIST + 6 * BAR_HIST) // 8) * 8  # whole cache lines
+W_EXIT_SEQ = W_BAR_HIST + 6 * BAR_HIST  # the warp exited as the SM's n-th (G_EXITS)
+W_SIZE = -(-(W_EXIT_SEQ + 1) // 8) * 8  # whole cache lines
 
 # ---- S: per scheduler ----
 S_LAST, S_BUSY, S_PIPE0, S_PIPE1, S_MEM_FREE, S_RC_WARP, S_NW, S_RCN = range(8)  # S_RCN: 3 counts
@@ -637,6 +641,8 @@ def _finish_warp(G, W, S, SW, C, w, s, t):
     if C[c, C_LIVE] > 0 and C[c, C_NARRIVED] > 0 and C[c, C_NARRIVED] == C[c, C_LIVE]:
         _release(G, W, S, SW, C, c, t)
     G[G_EXIT_SLOT] = w
+    W[w, W_EXIT_SEQ] = G[G_EXITS]
+    G[G_EXITS] += 1
 
 
 @njit(cache=True)
@@ -694,7 +700,9 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, u,
             G[G_ERR_PC] = pc
             return ERR_TRACE_END
         _finish_warp(G, W, S, SW, C, w, s, t)
-        return EXITED
+        # Python is needed when the CTA has ended (its slot frees: statistics, the next CTA);
+        # the other warps' exits wait for it (their rows stay until the CTA's slot is reused)
+        return EXITED if C[W[w, W_CTA], C_LIVE] == 0 else OK
     base = W[w, W_TBASE] + pos
     nxt = TPC[base]
     # the resident warps read their traces as interleaved streams, which the CPU's prefetchers

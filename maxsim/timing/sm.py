@@ -713,21 +713,34 @@ class SM:
             # the next functional batch; these would keep their batch's records alive meanwhile)
             traces = tr = flats = None
 
-    def _warp_exited(self):
-        G, W, C = self._G, self._W, self._C
-        t = int(G[K.G_T])
-        slot = int(G[K.G_EXIT_SLOT])
-        view = self._slot_warp[slot]
-        view.done = True
-        view.parts, view._flat = (), None  # its trace is let go (a whole-GPU run would otherwise hold every CTA's)
-        tb, n, sb, ns, _ = self._slot_trace.pop(slot)
-        self._freed.append((tb, n, sb, ns))
+    def flush_exits(self):
+        """Take in the warps that exited since the last time, in the order they exited: their
+        stall statistics, and their traces let go (a whole-GPU run would otherwise hold every
+        CTA's). The core returns only when a CTA's last warp exits (the others' rows stay as they
+        were until their CTA's slot is reused); a run stopped at a cycle calls this too."""
+        W = self._W
+        views = self._slot_warp
+        pending = [slot for slot in np.flatnonzero(W[:, K.W_DONE]).tolist()
+                   if views[slot] is not None and not views[slot].done]
+        pending.sort(key=lambda slot: W[slot, K.W_EXIT_SEQ])
         st = self.stats
-        d = st.warp_stalls.setdefault(view.label, {r: 0 for r in STALL_REASONS})
-        for i, r in enumerate(STALL_REASONS):
-            n = int(W[slot, K.W_STALLS + i])
-            d[r] += n
-            st.stall_reasons[r] += n
+        for slot in pending:
+            view = views[slot]
+            view.done = True
+            view.parts, view._flat = (), None
+            tb, n, sb, ns, _ = self._slot_trace.pop(slot)
+            self._freed.append((tb, n, sb, ns))
+            d = st.warp_stalls.setdefault(view.label, {r: 0 for r in STALL_REASONS})
+            for i, r in enumerate(STALL_REASONS):
+                n = int(W[slot, K.W_STALLS + i])
+                d[r] += n
+                st.stall_reasons[r] += n
+
+    def _warp_exited(self):
+        G, C = self._G, self._C
+        t = int(G[K.G_T])
+        view = self._slot_warp[int(G[K.G_EXIT_SLOT])]
+        self.flush_exits()
         c = view.cta.index
         if C[c, K.C_LIVE] == 0:
             self.resident -= 1
@@ -818,6 +831,7 @@ class SM:
 
     def _end(self):
         """The run has ended (the last warp has exited and its stores are posted): the statistics."""
+        self.flush_exits()
         G = self._G
         t = int(G[K.G_T])
         self.now = t
