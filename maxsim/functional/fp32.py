@@ -106,4 +106,3 @@ def run(fr, table, consts, mask, masked):
                 elif r > 1:
                     r = np.float32(1.0)
             fr[d, lane] = r
-

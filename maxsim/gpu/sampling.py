@@ -505,12 +505,10 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
     queue = collections.deque()
     queue_ids = []
     if later:
-        run = later_run
-        ids = later_ids
-        queue_ids = [(None, cid) for cid in ids]
-        tr = [(cid, traced.pop(cid)) for cid in ids]
-        if run < total_iters:
-            cut |= set(ids)
+        queue_ids = [(None, cid) for cid in later_ids]
+        tr = [(cid, traced.pop(cid)) for cid in later_ids]
+        if later_run < total_iters:
+            cut |= set(later_ids)
             moved = _relocated({cid: (traces, [], False) for cid, traces in tr}, kernel)
             tr = [(cid, moved[cid]) for cid, _ in tr]
         queue.extend(tr)
@@ -842,16 +840,12 @@ class _History:
             """CTA i's first event at or after the first store: (time, i, slice; -1: its store)."""
             _, s, e = schedule[i]
             q = 0
-            if e > s and first_store > s:
+            if first_store > s:  # (then e > s: no CTA ends before the first store)
                 q = max(0, int((first_store - s) / (e - s) * iters - 0.5))
                 while q > 0 and when(i, q - 1) >= first_store:
                     q -= 1
                 while q < iters and when(i, q) < first_store:
                     q += 1
-            elif e <= s:
-                q = iters  # (a CTA of no duration: its reads and its store at its start)
-                while q > 0 and when(i, q - 1) >= first_store:
-                    q -= 1
             if q >= iters:
                 return (e, i, -1)
             return (when(i, q), i, q)

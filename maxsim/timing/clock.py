@@ -9,8 +9,9 @@ same SMs in the same order without leaving compiled code between quanta
 (:func:`maxsim.timing.core.drive`): the events are taken in simpy's order (cycle, then the order
 they were scheduled in; the SMs start at cycle 0 in list order), so every SM sees the memory
 system in the same state at the same point and the numbers are identical (tests/test_clock.py
-runs both ways). Python still handles everything but the quantum's end: memory requests the core
-cannot serve, warps that exit (the block dispatcher), posted stores, logs, errors.
+runs both ways). Python still handles what the quantum's end and the compiled memory system do
+not: memory requests the core cannot serve, CTAs that end (the block dispatcher), posted stores the
+memory system's tables have no room for, logs, errors.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ lookups, barrier release, warp exit, hazard records) too; the small scheduling s
 ``_dual``, ``_next_time``) are ``inline="always"`` (numba's own inliner, cheap for them).
 ``run`` also passes the arrays on without reference counts (``_borrow``). The resident warps read
 their traces as interleaved streams, which the CPU's prefetchers do not follow: each issue asks for
-the trace lines two ahead and for the pc table's next row (``_prefetch``); the pc table (int32) and
+the trace lines two ahead (``_prefetch``); the pc table (int32) and
 the warp table keep the fields every issue reads in the first cache lines of their rows (perf put
 the next-pc load first among the core's instructions before). The L2/DRAM model's
 ``read_request`` stays a call. Compiling the core takes ~15 s of CPU, once (cached); numba's own
@@ -744,7 +744,6 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, u,
 def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
                 REQ, CNT, MS, w, s, pc, t, phase):
     """One issue (a scheduler's pick, or the second instruction of a dual issue): compiled into its caller."""
-    _prefetch(P, (pc + 1) * P_SIZE)  # the row the warp's next issue reads (mostly the next pc's)
     CNT[PC_EXEC, pc] += 1
     u = P[pc, P_UNIT]
     W[w, W_LAST_ISSUE] = t
@@ -1091,7 +1090,7 @@ def drive(SMS, MS, H, E):
             E[E_CUR] = -1
         else:
             G[G_NEXT_YIELD] = t + quantum
-        if G[G_WQ_N] and G[G_MEMC] and not G[G_NHLOG] and not MS[1][I_ROOM]:
+        if G[G_WQ_N] and G[G_MEMC] and not MS[1][I_ROOM]:
             _post_queued(G, a[21], MS)
         if G[G_WQ_N] or G[G_NHLOG] or MS[1][I_ROOM]:
             return YIELD

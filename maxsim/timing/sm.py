@@ -177,8 +177,8 @@ def segment_tables(seg, unit, lo=0, hi=None):
     return pcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, most
 
 
-# (id(segment), chunk of its rows) -> (the segment, weakly; units it was read with, segment_tables
-# of the chunk, their bytes), oldest first: the warps of a segment are launched close together, in
+# (id(segment), chunk of its rows) -> (the segment, weakly; units it was read with, the chunk's
+# segment_tables as _row_summaries keeps them, their bytes), least recently used first: the warps of a segment are launched close together, in
 # row order, on one SM or on many (a GPU's first wave). Tables are built TABLE_ROWS rows at a
 # time and kept up to SEGMENT_CACHE entries and TABLE_BYTES in all.
 _SEGMENTS = {}
@@ -191,7 +191,8 @@ _table_bytes = [0]
 
 
 def _tables(seg, unit, key, row):
-    """The tables of the chunk of ``seg``'s rows holding ``row``, and the chunk's first row."""
+    """The tables (:func:`_row_summaries`) of the chunk of ``seg``'s rows holding ``row``, and the
+    chunk's first row."""
     chunk = row // TABLE_ROWS
     hit = _SEGMENTS.get((id(seg), chunk))
     if hit is None or hit[0]() is not seg or hit[1] != key:
@@ -199,10 +200,10 @@ def _tables(seg, unit, key, row):
             del _SEGMENTS[(id(seg), chunk)]
             _table_bytes[0] -= hit[3]
         lo = chunk * TABLE_ROWS
-        tables = segment_tables(seg, unit, lo, min(lo + TABLE_ROWS, len(seg.warps)))
-        tables = (*tables, *_row_summaries(tables))
-        size = sum(t.nbytes for t in tables[1:7] + tables[9:] if isinstance(t, np.ndarray)) + \
-            (tables[7][0].base.nbytes if tables[7] and tables[7][0].base is not None else 0)
+        tables = _row_summaries(segment_tables(seg, unit, lo, min(lo + TABLE_ROWS, len(seg.warps))))
+        blocks = tables[2]
+        size = sum(t.nbytes for t in tables if isinstance(t, np.ndarray)) + \
+            (blocks[0].base.nbytes if blocks and blocks[0].base is not None else 0)
         while _SEGMENTS and (len(_SEGMENTS) >= SEGMENT_CACHE or _table_bytes[0] + size > TABLE_BYTES):
             _table_bytes[0] -= _SEGMENTS.pop(next(iter(_SEGMENTS)))[3]
         hit = _SEGMENTS[(id(seg), chunk)] = (weakref.ref(seg), key, tables, size)
@@ -213,15 +214,17 @@ def _tables(seg, unit, key, row):
 
 
 def _row_summaries(tables):
-    """Per row of a chunk's tables: the memory summary of every position (int32; a sector list's
-    offset from the start of the row's block) and the size of its sector block."""
-    spcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, _ = tables
+    """A chunk's :func:`segment_tables` as flattening reads them: its pcs, the positions of its
+    sector-list records, per row its sector block, the block's largest count, the memory summary
+    of every position (int32; a sector list's offset from the start of the row's block) and the
+    block's size."""
+    spcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, most = tables
     aux = np.full((len(blocks), spcs.size), -1, dtype=np.int32)
     aux[:, shared_pos] = shared
     aux[:, bar_pos] = bar
     aux[:, sec_pos] = heads
     sizes = np.fromiter(map(len, blocks), dtype=np.int64, count=len(blocks))
-    return aux, sizes
+    return spcs, sec_pos, blocks, most, aux, sizes
 
 
 def flatten_trace(parts, unit, unit_key=None):
@@ -231,26 +234,21 @@ def flatten_trace(parts, unit, unit_key=None):
     whose summary is such an offset, and the largest sector count. ``unit`` is the static
     unit of each pc (int array); its ``unit_key`` (``unit.tobytes()``) names cached tables."""
     key = unit.tobytes() if unit_key is None else unit_key
-    return _flatten_together([parts], unit, key)[0]  # (one warp's rows are always in one chunk)
+    return _flatten_together([parts], unit, key)[0]
 
 
 def flatten_traces(traces, unit, unit_key=None):
     """:func:`flatten_trace` of several warps' traces (a list of their ``parts``), the same arrays
     per warp. Warps that ran the same segments in the same order (a CTA's, unless they diverged)
-    are flattened together: each part once for all of them, with their rows side by side."""
+    are flattened together: each part once for all of them, with their rows side by side (grouped
+    by the chunks of the segments' tables their rows lie in)."""
     key = unit.tobytes() if unit_key is None else unit_key
     out = [None] * len(traces)
     groups = {}
     for w, parts in enumerate(traces):
         groups.setdefault(tuple((id(seg), row // TABLE_ROWS) for seg, row in parts), []).append(w)
     for ws in groups.values():
-        if len(ws) == 1:
-            out[ws[0]] = flatten_trace(traces[ws[0]], unit, key)
-            continue
-        flat = _flatten_together([traces[w] for w in ws], unit, key)
-        if flat is None:  # their rows lie in different chunks of a segment's tables
-            flat = [flatten_trace(traces[w], unit, key) for w in ws]
-        for w, f in zip(ws, flat):
+        for w, f in zip(ws, _flatten_together([traces[w] for w in ws], unit, key)):
             out[w] = f
     return out
 
@@ -273,8 +271,8 @@ def flatten_queued(sms):
 
 
 def _flatten_together(group, unit, key):
-    """:func:`flatten_traces` of warps whose traces run through the same segments: one numpy pass
-    per part for all of them. None when a part's rows are not in one chunk of its tables."""
+    """:func:`flatten_traces` of warps whose traces run through the same segments, each part's rows
+    in one chunk of its tables: one numpy pass per part for all of them."""
     n = len(group)
     pcs_parts, aux_parts, off_parts = [], [], []
     sec_parts = [[] for _ in range(n)]
@@ -283,10 +281,7 @@ def _flatten_together(group, unit, key):
     npos = 0
     for j, (seg, row0) in enumerate(group[0]):
         rows = np.fromiter((parts[j][1] for parts in group), dtype=np.int64, count=n)
-        if (rows // TABLE_ROWS != row0 // TABLE_ROWS).any():
-            return None
-        tables, lo = _tables(seg, unit, key, row0)
-        spcs, _, _, _, _, sec_pos, _, blocks, row_most, row_aux, sizes = tables
+        (spcs, sec_pos, blocks, row_most, row_aux, sizes), lo = _tables(seg, unit, key, row0)
         rows -= lo
         a = row_aux[rows]
         if sec_pos.size:
@@ -309,6 +304,12 @@ def _flatten_together(group, unit, key):
     empty = np.zeros(0, np.int64)
     most = most.tolist()
     return [(pcs, aux[i], cat(sec_parts[i]) if sec_parts[i] else empty, offs, most[i]) for i in range(n)]
+
+
+def _place_for(freed, pcs, sec):
+    """The first of the exited warps' places ``freed`` ((start in TPC, length, start in SEC,
+    length)) that holds a trace of ``pcs`` positions and ``sec`` sector-list entries, or None."""
+    return next((f for f in freed if f[1] >= pcs.size and f[3] >= sec.size), None)
 
 
 def _static_tables(static, kernel, cfg):
@@ -580,7 +581,7 @@ class SM:
         # the place of an exited warp's trace when this one fits there (a CTA's successor runs
         # traces of about the same length: most loads then move nothing), else the end, after
         # moving the live traces to the front when there is no room
-        place = next((f for f in self._freed if f[1] >= pcs.size and f[3] >= sec.size), None)
+        place = _place_for(self._freed, pcs, sec)
         if place is not None:
             self._freed.remove(place)
             tb, sb = place[0], place[2]
@@ -614,7 +615,7 @@ class SM:
         free = list(self._freed)
         rest = rest_sec = 0
         for pcs, _, sec, _, _ in flats:
-            place = next((f for f in free if f[1] >= pcs.size and f[3] >= sec.size), None)
+            place = _place_for(free, pcs, sec)
             if place is not None:
                 free.remove(place)
             else:
