@@ -146,6 +146,38 @@ NOTICE = CompileNotice()
 event.register("numba:compile", NOTICE)
 
 
+# ---- array indexing without Python's wrap-around ----
+# numba indexes an array with a signed integer as Python does: a negative index counts from the end,
+# so every access computes ``index + size if index < 0``. The SM core indexes its arrays with
+# non-negative numbers only (slots, pcs, fields, trace positions: tests/test_core_parity.py holds it
+# to the reference core), and there that arithmetic was ~10% of its time (benchmarks/sm_speed.py:
+# one wave of sgemm_128 on 16 SMs, 278 -> 249 ms). The modules below are compiled without it: an
+# index is used as it is (a negative one reads outside the array, as an index past the end does
+# with numba's bounds checks off). Other code, numba's own included, keeps the wrap-around.
+NO_WRAPAROUND = ("maxsim.timing.core",)
+_NO_WRAP_PREFIXES = tuple("_ZN" + "".join(f"{len(p)}{p}" for p in m.split(".")) for m in NO_WRAPAROUND)
+
+
+def _without_wraparound():
+    """Make numba's array indexing skip the wrap-around in the functions of ``NO_WRAPAROUND`` (told
+    by their mangled names, which start with their module's path). Nothing changes when numba has
+    no such step to replace (the code is then only slower)."""
+    from numba.np import arrayobj
+    original = getattr(arrayobj, "fix_integer_index", None)
+    if original is None or getattr(original, "maxsim", False):
+        return
+
+    def fix_integer_index(context, builder, idxty, idx, size):
+        if idxty.signed and builder.function.name.startswith(_NO_WRAP_PREFIXES):
+            return context.cast(builder, idx, idxty, types.intp)
+        return original(context, builder, idxty, idx, size)
+    fix_integer_index.maxsim = True
+    arrayobj.fix_integer_index = fix_integer_index
+
+
+_without_wraparound()
+
+
 class InlinedDispatcher(CPUDispatcher):
     """A helper compiled as its own always-inline function (``forceinline``), specialised on the
     types of its arguments only: a call from compiled code with constant arguments compiles (or

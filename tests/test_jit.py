@@ -76,3 +76,20 @@ def test_an_inlined_helper_is_compiled_once_whatever_constants_it_is_called_with
 
     assert caller(np.array([1, 10, 100])) == 1 * 2 + 10 * 3 + 100
     assert len(scaled.overloads) == 2  # (int64, int64) and (int64, bool): no literal 2, 3, True
+
+
+def test_the_sm_core_indexes_without_wraparound_and_other_code_keeps_it():
+    """The SM core's module is compiled without Python's negative-index wrap-around (maxsim/jit.py:
+    NO_WRAPAROUND); every other function keeps it. Seen through a view into a larger array, where
+    index -1 taken as it is reads the element just before the view."""
+    from maxsim.jit import NO_WRAPAROUND, njit
+
+    def last(a):
+        return a[-1]
+
+    def last_in_core(a):
+        return a[-1]
+    last_in_core.__module__ = NO_WRAPAROUND[0]
+    view = np.arange(10)[5:]
+    assert njit(last)(view) == 9  # Python's meaning: the last element
+    assert njit(last_in_core)(view) == 4  # as it is: base[5 - 1]

@@ -55,8 +55,10 @@ their traces as interleaved streams, which the CPU's prefetchers do not follow: 
 the trace lines two ahead (``_prefetch``); the pc table (int32) and
 the warp table keep the fields every issue reads in the first cache lines of their rows (perf put
 the next-pc load first among the core's instructions before). The L2/DRAM model's
-``read_request`` stays a call. Compiling the core takes ~15 s of CPU, once (cached); numba's own
-inliner for the whole issue path took ~45 s.
+``read_request`` stays a call. Every index into the core's arrays is non-negative, so the module
+is compiled without numba's negative-index wrap-around (:data:`maxsim.jit.NO_WRAPAROUND`; ~10% of
+the core's time). Compiling the core takes ~15 s of CPU, once (cached); numba's own inliner for the
+whole issue path took ~45 s.
 """
 
 from __future__ import annotations
