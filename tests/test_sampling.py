@@ -205,3 +205,58 @@ def test_writeback_time_equals_the_replay_of_the_whole_launch(skewed):
             break
     assert want is not None and want > min(e for _, _, e in schedule) + 100  # well after the first store
     assert got == want
+
+
+def test_relocated_records_are_each_rows_own_moved_by_its_ranges():
+    """A window's copy of a segment (_moved_records): the chosen rows in their order, a texture or
+    global load's sectors moved by the row's ranges (the addresses in [lo, hi) by its delta), a
+    store's emptied where the row stores nothing, shared wavefronts taken as they are; against the
+    same done row by row in plain Python."""
+    import types
+
+    import numpy as np
+
+    from maxsim.functional.trace import Segment
+    from maxsim.gpu.sampling import _moved_records
+    from maxsim.timing.summaries import SectorLists
+
+    rng = np.random.default_rng(5)
+    n_rows = 6
+    units = [types.SimpleNamespace(unit=u) for u in ("tex", "lds", "stg", "ldg", "alu")]
+    seg = Segment(np.arange(n_rows))
+    seg.pcs = [0, 1, 4, 3, 2, 0]
+    plain = {}
+    for pos, pc in enumerate(seg.pcs):
+        unit = units[pc].unit
+        if unit == "lds":
+            seg.mem[pos] = rng.integers(1, 5, n_rows)
+        elif unit != "alu":
+            rows = [np.unique(rng.integers(0, 64, rng.integers(0, 5))) * 32 for _ in range(n_rows)]
+            ends = np.cumsum([len(r) for r in rows]).astype(np.int32)
+            seg.mem[pos] = SectorLists(np.concatenate(rows).astype(np.int64), ends)
+        plain[pos] = seg.mem.get(pos)
+    rows = [4, 1, 5, 2]
+    ranges = [[(0, 512, 4096), (1024, 2048, -64)], [], [(0, 512, 32), (1024, 2048, 96)],
+              [(0, 512, 0), (1024, 2048, 8192)]]
+    stores = [True, False, True, False]
+    out = _moved_records(seg, rows, ranges, stores, units)
+    assert list(out) == [pos for pos in range(len(seg.pcs)) if pos in seg.mem]
+    for pos, summ in out.items():
+        unit = units[seg.pcs[pos]].unit
+        for i, (r, rg, keep) in enumerate(zip(rows, ranges, stores)):
+            if unit == "lds":
+                assert summ[i] == plain[pos][r]
+                continue
+            want = [int(a) for a in plain[pos][r]]
+            if unit in ("tex", "ldg"):
+                moved = []
+                for a in want:
+                    for lo, hi, d in rg:
+                        if lo <= a < hi:
+                            a += d
+                            break
+                    moved.append(a)
+                want = moved
+            if unit == "stg" and not keep:
+                want = []
+            assert summ[i].tolist() == want, (pos, unit, i)

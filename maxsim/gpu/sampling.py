@@ -601,38 +601,15 @@ def _relocated(jobs, kernel):
                 if ent is None:
                     ent = rows_of[id(seg)] = (seg, {})
                 ent[1].setdefault(row, cid)
-    empty = np.zeros(0, np.int64)
+    bounds = {cid: tuple((lo, hi) for lo, hi, _ in rg) for cid, (_, rg, _) in jobs.items() if rg}
     copies = {}  # id(segment) -> (copy, {row: row in the copy})
     for key, (seg, owner) in rows_of.items():
         rows = list(owner)
-        ranges = [jobs[owner[r]][1] for r in rows]
-        stores = [jobs[owner[r]][2] for r in rows]
         new = Segment(seg.warps[rows])
         new.pcs = seg.pcs
-        mem = {}
-        keep_all = all(stores)
-        for pos, summ in seg.mem.items():
-            unit = units[seg.pcs[pos]].unit
-            if isinstance(summ, SectorLists):
-                # the rows' lists at once, kept as one table (the timing model reads it so too)
-                sub = summ.take(rows)
-                if unit in ("tex", "ldg"):
-                    sub = _shift_lists(sub, ranges)
-                elif unit == "stg" and not keep_all:
-                    sub = _emptied(sub, stores)
-                mem[pos] = sub
-                continue
-            if isinstance(summ, np.ndarray) and unit not in ("tex", "ldg", "stg"):
-                mem[pos] = summ[rows]  # one number per warp (shared wavefronts, distinct LDC addresses)
-                continue
-            vals = [summ[r] for r in rows]
-            if unit in ("tex", "ldg"):
-                mem[pos] = _shift_rows(vals, ranges)
-            elif unit == "stg" and not keep_all:
-                mem[pos] = [v if keep else empty for v, keep in zip(vals, stores)]
-            else:
-                mem[pos] = vals
-        new.mem = mem
+        spans = {bounds[cid] for cid in set(owner.values()) if cid in bounds}
+        new.mem = _moved_records(seg, rows, [jobs[owner[r]][1] for r in rows], [jobs[owner[r]][2] for r in rows],
+                                 units, spans)
         copies[key] = {r: (new, i) for i, r in enumerate(rows)}  # row -> the part in the copy
     out = {}
     for cid, (traces, _, _) in jobs.items():
@@ -642,6 +619,90 @@ def _relocated(jobs, kernel):
             t.parts = [copies[id(seg)][row] for seg, row in tr.parts]
             moved.append(t)
         out[cid] = moved
+    return out
+
+
+def _moved_records(seg, rows, ranges, stores, units, spans=None):
+    """The memory records of segment ``seg`` for its rows ``rows`` (in that order): ``{position:
+    summary}``, a texture or global load's sectors moved by its row's ``ranges``, a global store's
+    emptied where its row's ``stores`` is false. The per-warp numbers of all positions are taken in
+    one numpy pass, and so are the sector lists (a segment holds hundreds of each: one pass per
+    record was most of the time) when the rows' ranges share their bounds (``spans``: the set of
+    the rows' bounds, ``((lo, hi), ...)`` each, when the caller knows it)."""
+    mem = dict.fromkeys(seg.mem)  # (the positions' order)
+    rows_a = np.asarray(rows, dtype=np.int64)
+    keep_all = all(stores)
+    empty = np.zeros(0, np.int64)
+    numbers = {}  # (dtype, shape) -> [(position, per-warp numbers)]
+    lists = []  # (position, unit, SectorLists)
+    for pos, summ in seg.mem.items():
+        unit = units[seg.pcs[pos]].unit
+        if isinstance(summ, SectorLists):
+            lists.append((pos, unit, summ))
+        elif isinstance(summ, np.ndarray) and unit not in ("tex", "ldg", "stg"):
+            # one number per warp (shared wavefronts, distinct LDC addresses)
+            numbers.setdefault((summ.dtype, summ.shape), []).append((pos, summ))
+        else:
+            vals = [summ[r] for r in rows]
+            if unit in ("tex", "ldg"):
+                mem[pos] = _shift_rows(vals, ranges)
+            elif unit == "stg" and not keep_all:
+                mem[pos] = [v if keep else empty for v, keep in zip(vals, stores)]
+            else:
+                mem[pos] = vals
+    for group in numbers.values():
+        table = np.stack([summ for _, summ in group])[:, rows_a]
+        for (pos, _), taken in zip(group, table):
+            mem[pos] = taken
+    if spans is None:
+        spans = {tuple((lo, hi) for lo, hi, _ in rg) for rg in ranges if rg}
+    if lists and len(spans) <= 1:
+        mem.update(_moved_lists(lists, rows_a, ranges, next(iter(spans), ()), stores))
+    else:
+        for pos, unit, summ in lists:
+            # the rows' lists at once, kept as one table (the timing model reads it so too)
+            sub = summ.take(rows_a)
+            if unit in ("tex", "ldg"):
+                sub = _shift_lists(sub, ranges)
+            elif unit == "stg" and not keep_all:
+                sub = _emptied(sub, stores)
+            mem[pos] = sub
+    return mem
+
+
+def _moved_lists(lists, rows, ranges, span, stores):
+    """:func:`_moved_records` for the sector lists of ``lists`` (``(position, unit, SectorLists)``),
+    the rows' ranges all with the bounds ``span`` (or none): {position: SectorLists}."""
+    n_rows = len(rows)
+    ends = np.stack([summ.ends for _, _, summ in lists]).astype(np.int64)  # position x warp row
+    lens = np.diff(ends, axis=1, prepend=0)
+    sizes = ends[:, -1] if ends.shape[1] else np.zeros(len(lists), np.int64)
+    starts = (np.cumsum(sizes) - sizes)[:, None] + ends - lens  # of each row's list in `flat`
+    flat = np.concatenate([summ.flat for _, _, summ in lists]).astype(np.int64, copy=False)
+    sub = lens[:, rows]
+    sub_flat = sub.ravel()
+    before = np.cumsum(sub_flat) - sub_flat
+    index = np.repeat(starts[:, rows].ravel() - before, sub_flat) + np.arange(int(sub_flat.sum()))
+    a = flat[index]
+    row = np.repeat(np.tile(np.arange(n_rows), len(lists)), sub_flat)  # each sector's row
+    which = np.repeat(np.arange(len(lists)), n_rows)
+    units = np.array([unit for _, unit, _ in lists])
+    if span:
+        moves = np.isin(units, ("tex", "ldg"))[np.repeat(which, sub_flat)]
+        out = a
+        for n, (lo, hi) in enumerate(span):
+            delta = np.array([rg[n][2] if rg else 0 for rg in ranges], dtype=np.int64)[row]
+            out = np.where(moves & (a >= lo) & (a < hi), a + delta, out)
+        a = out
+    if not all(stores):
+        drop = (units == "stg")[:, None] & ~np.asarray(stores, dtype=bool)[None, :]  # position x row
+        a = a[~np.repeat(drop.ravel(), sub_flat)]
+        sub = np.where(drop, 0, sub)
+    new_ends = np.cumsum(sub, axis=1).astype(np.int32)
+    bounds = np.cumsum(sub.sum(axis=1))
+    out = {}
+    for k, (pos, _, _) in enumerate(lists):
+        out[pos] = SectorLists(a[bounds[k] - (new_ends[k, -1] if n_rows else 0):bounds[k]], new_ends[k])
     return out
 
 
