@@ -1,17 +1,39 @@
 """Sampled whole-GPU prediction versus full simulation of every CTA, per SGEMM size.
 
     python benchmarks/sampling_accuracy.py [--sizes 256,512,1024] [--config gtx980_oc]
+                                           [--kernels sgemm_64,sgemm_128] [--set KEY=VALUE ...]
 
-Prints cycles, GFLOPS and wall time of both methods and the sampled prediction's error.
+Prints cycles, GFLOPS and wall time of both methods, the sampled prediction's error, and the L2 and
+texture-cache hit rates of both (nvprof's ``l2_tex_read_hit_rate`` and ``tex_cache_hit_rate``).
+``--set`` changes a config key (TOML syntax for the value), e.g. a quarter of the GTX 980:
+``--set gpu.sms=4 --set l2.size=524288 --set l2.slices=2 --set dram.channels=2
+--set gpu.dram_bus_bits=64 --set gpu.dram_bandwidth_gbs=64.0``.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+import tomllib
 
-from maxsim.arch.config import load_config
+from maxsim.arch.config import load_config, override
+from maxsim.report.metrics import profiler_metrics
 from workloads.sgemm.predict import predict_sgemm
+
+
+def _setting(text):
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected KEY=VALUE (e.g. gpu.sms=4)")
+    try:
+        return key.strip(), tomllib.loads(f"v = {value.strip()}")["v"]
+    except tomllib.TOMLDecodeError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: the value is not a TOML value ({e})") from None
+
+
+def _hit_rates(p, cfg):
+    m = profiler_metrics(p["memory"], cfg.cycles_to_seconds(p["cycles"]), cfg)
+    return m.get("l2_tex_read_hit_rate", float("nan")), m.get("tex_cache_hit_rate", float("nan"))
 
 
 def main():
@@ -19,10 +41,13 @@ def main():
     ap.add_argument("--sizes", default="256,512,1024")
     ap.add_argument("--config", default="gtx980_oc")
     ap.add_argument("--kernels", default="sgemm_64,sgemm_128")
+    ap.add_argument("--set", dest="settings", type=_setting, action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args()
     cfg = load_config(args.config)
+    if args.settings:
+        cfg = override(cfg, dict(args.settings))
     print(f"{'kernel':10s} {'N':>5s} {'full cycles':>12s} {'sampled':>12s} {'error':>7s} "
-          f"{'full GFLOPS':>11s} {'full s':>7s} {'sampled s':>9s}")
+          f"{'full GFLOPS':>11s} {'full s':>7s} {'sampled s':>9s}  L2 hit % full/sampled  tex hit % full/sampled")
     for name in args.kernels.split(","):
         for n in (int(x) for x in args.sizes.split(",")):
             t0 = time.perf_counter()
@@ -31,8 +56,10 @@ def main():
             samp = predict_sgemm(name, n, cfg)
             t2 = time.perf_counter()
             err = 100.0 * (samp["cycles"] - full["cycles"]) / full["cycles"]
+            (l2f, texf), (l2s, texs) = _hit_rates(full, cfg), _hit_rates(samp, cfg)
             print(f"{name:10s} {n:5d} {full['cycles']:12.0f} {samp['cycles']:12.0f} {err:+6.2f}% "
-                  f"{full['gflops']:11.0f} {t1 - t0:7.1f} {t2 - t1:9.1f}", flush=True)
+                  f"{full['gflops']:11.0f} {t1 - t0:7.1f} {t2 - t1:9.1f}  {l2f:9.1f} / {l2s:4.1f}"
+                  f"  {texf:13.1f} / {texs:4.1f}", flush=True)
 
 
 if __name__ == "__main__":
