@@ -601,15 +601,13 @@ def _relocated(jobs, kernel):
                 if ent is None:
                     ent = rows_of[id(seg)] = (seg, {})
                 ent[1].setdefault(row, cid)
-    bounds = {cid: tuple((lo, hi) for lo, hi, _ in rg) for cid, (_, rg, _) in jobs.items() if rg}
     copies = {}  # id(segment) -> (copy, {row: row in the copy})
     for key, (seg, owner) in rows_of.items():
         rows = list(owner)
         new = Segment(seg.warps[rows])
         new.pcs = seg.pcs
-        spans = {bounds[cid] for cid in set(owner.values()) if cid in bounds}
         new.mem = _moved_records(seg, rows, [jobs[owner[r]][1] for r in rows], [jobs[owner[r]][2] for r in rows],
-                                 units, spans)
+                                 units)
         copies[key] = {r: (new, i) for i, r in enumerate(rows)}  # row -> the part in the copy
     out = {}
     for cid, (traces, _, _) in jobs.items():
@@ -622,13 +620,12 @@ def _relocated(jobs, kernel):
     return out
 
 
-def _moved_records(seg, rows, ranges, stores, units, spans=None):
+def _moved_records(seg, rows, ranges, stores, units):
     """The memory records of segment ``seg`` for its rows ``rows`` (in that order): ``{position:
     summary}``, a texture or global load's sectors moved by its row's ``ranges``, a global store's
     emptied where its row's ``stores`` is false. The per-warp numbers of all positions are taken in
     one numpy pass, and so are the sector lists (a segment holds hundreds of each: one pass per
-    record was most of the time) when the rows' ranges share their bounds (``spans``: the set of
-    the rows' bounds, ``((lo, hi), ...)`` each, when the caller knows it)."""
+    record was most of the time) when the rows' ranges share their bounds."""
     mem = dict.fromkeys(seg.mem)  # (the positions' order)
     rows_a = np.asarray(rows, dtype=np.int64)
     keep_all = all(stores)
@@ -654,8 +651,8 @@ def _moved_records(seg, rows, ranges, stores, units, spans=None):
         table = np.stack([summ for _, summ in group])[:, rows_a]
         for (pos, _), taken in zip(group, table):
             mem[pos] = taken
-    if spans is None:
-        spans = {tuple((lo, hi) for lo, hi, _ in rg) for rg in ranges if rg}
+    # (a CTA's rows share one ranges list: each distinct list looked at once)
+    spans = {tuple((lo, hi) for lo, hi, _ in rg) for rg in {id(rg): rg for rg in ranges}.values() if rg}
     if lists and len(spans) <= 1:
         mem.update(_moved_lists(lists, rows_a, ranges, next(iter(spans), ()), stores))
     else:

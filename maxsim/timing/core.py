@@ -133,6 +133,7 @@ C_LIVE, C_NARRIVED, C_SIZE = range(3)
  P_MREADS, P_NMREADS, P_READ) = range(26)
 P_SIZE = 32
 
+PREFETCH_AHEAD = 32  # trace positions (int32) prefetched ahead of the next: two 64-byte cache lines
 RING = 64  # register bank ring (cycles remembered), as regfile.RING
 LATE = 16  # bit offset of the late-read marks, as regfile.LATE
 NO_FILL = -(1 << 62)  # an L1 sector not present
@@ -709,8 +710,8 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, u,
     nxt = TPC[base]
     # the resident warps read their traces as interleaved streams, which the CPU's prefetchers
     # miss: ask for the lines two ahead
-    _prefetch(TPC, base + 32)
-    _prefetch(TAUX, base + 32)
+    _prefetch(TPC, base + PREFETCH_AHEAD)
+    _prefetch(TAUX, base + PREFETCH_AHEAD)
     W[w, W_PC] = nxt
     stall = P[pc, P_STALL]
     if u == BRANCH and nxt != pc + 1 and stall < G[G_BRANCH_TAKEN]:

@@ -178,9 +178,10 @@ def segment_tables(seg, unit, lo=0, hi=None):
 
 
 # (id(segment), chunk of its rows) -> (the segment, weakly; units it was read with, the chunk's
-# segment_tables as _row_summaries keeps them, their bytes), least recently used first: the warps of a segment are launched close together, in
-# row order, on one SM or on many (a GPU's first wave). Tables are built TABLE_ROWS rows at a
-# time and kept up to SEGMENT_CACHE entries and TABLE_BYTES in all.
+# segment_tables as _row_summaries keeps them, their bytes), least recently used first: the warps
+# of a segment are launched close together, in row order, on one SM or on many (a GPU's first
+# wave). Tables are built TABLE_ROWS rows at a time and kept up to SEGMENT_CACHE entries and
+# TABLE_BYTES in all.
 _SEGMENTS = {}
 TRACE_SLACK = 0.125  # room a grown trace buffer leaves beyond the resident traces, as a share of them
 # (a simulator setting: more means fewer moves of the traces, less means less memory)
@@ -737,18 +738,17 @@ class SM:
                 d[r] += n
                 st.stall_reasons[r] += n
 
-    def _warp_exited(self):
-        G, C = self._G, self._C
-        t = int(G[K.G_T])
-        view = self._slot_warp[int(G[K.G_EXIT_SLOT])]
+    def _cta_ended(self):
+        """The core returned EXITED: the warp in ``G_EXIT_SLOT`` was its CTA's last (the core
+        returns only then). Its warps' statistics, its slot freed, the next CTAs launched."""
+        t = int(self._G[K.G_T])
+        cta = self._slot_warp[int(self._G[K.G_EXIT_SLOT])].cta
         self.flush_exits()
-        c = view.cta.index
-        if C[c, K.C_LIVE] == 0:
-            self.resident -= 1
-            self.finished_ctas += 1
-            self.cta_log.append((view.cta.cid, view.cta.start, t))
-            self._ctas[c] = None
-            self._launch_ready_ctas(t + self.cta_launch)
+        self.resident -= 1
+        self.finished_ctas += 1
+        self.cta_log.append((cta.cid, cta.start, t))
+        self._ctas[cta.index] = None
+        self._launch_ready_ctas(t + self.cta_launch)
 
     # ---- the clock -----------------------------------------------------------------------
     def run(self, env=None, quantum=256):
@@ -821,7 +821,7 @@ class SM:
                     self._CNT[PC_L2_HITS, pc] += after[0] - before[0]
                     self._CNT[PC_L2_MISSES, pc] += after[1] - before[1]
         elif status == K.EXITED:
-            self._warp_exited()
+            self._cta_ended()
         elif status == K.DONE:
             if self.warps_alive():
                 raise SimulationError(f"SM {self.sm_id}: no warp can ever issue again at cycle {int(G[K.G_T])}")
