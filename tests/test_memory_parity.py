@@ -246,8 +246,9 @@ def _recording(core, log, systems):
 
 @pytest.mark.parametrize("name, n", [("sgemm_64", 448), ("sgemm_128", 640)])
 def test_sampled_prediction_identical_with_either_memory_system(name, n, monkeypatch):
-    # 2 SMs: a first wave, full waves (a steady-state window on a warmed L2) and a one-CTA tail
-    # behind the last wave's backlog; the SM core is the compiled one in both runs
+    # 2 SMs: a first wave, full waves (a steady-state window and the start of its wave, both on a
+    # warmed L2) and a one-CTA tail behind the last wave's backlog; the SM core is the compiled one
+    # in both runs
     from maxsim.gpu import sampling
     from workloads.sgemm.predict import predict_sgemm
     cfg = override(CFG, {"gpu.sms": 2})
@@ -258,7 +259,7 @@ def test_sampled_prediction_identical_with_either_memory_system(name, n, monkeyp
         p = predict_sgemm(name, n, cfg, k=128)
         out[core] = (p, log, systems)
     (p_ref, log_ref, ms_ref), (p_new, log_new, ms_new) = out["python"], out["compiled"]
-    assert [ph["name"] for ph in p_new["phases"]] == ["first wave", "steady state", "tail"]
+    assert [ph["name"] for ph in p_new["phases"]] == ["first wave", "steady state", "wave start", "tail"]
     assert all(type(ms) is CompiledMemorySystem for ms in ms_new) and len(ms_new) == len(ms_ref) >= 3
     assert sum(1 for e in log_new if e[0] == "warm") > 0 and sum(1 for e in log_new if e[0] == "write") > 0
     assert len(log_new) > 1000

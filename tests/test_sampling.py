@@ -38,9 +38,10 @@ def test_launch_of_at_most_a_wave_within_1_percent_of_full_simulation(name, n):
 @pytest.mark.parametrize("name", ["sgemm_64", "sgemm_128"])
 def test_two_full_waves_compute_bound_within_2_percent(name):
     # 16 CTAs of 8 warps (sgemm_128, 2 resident per SM) or 64 CTAs of 2 warps (sgemm_64, 8
-    # resident): two full waves on 4 SMs; the second is predicted from a steady-state window
+    # resident): two full waves on 4 SMs; the second is predicted from a steady-state window and
+    # the start of its wave
     err, sampled, _ = _error(name, 512, CFG4, k=256)
-    assert [p["name"] for p in sampled["phases"]] == ["first wave", "steady state"]
+    assert [p["name"] for p in sampled["phases"]] == ["first wave", "steady state", "wave start"]
     assert abs(err) < 0.02
 
 
@@ -49,7 +50,7 @@ def test_two_full_waves_memory_bound_within_2_percent():
     # the second wave finds its A tiles in the L2 (the first wave read them): only a history-warmed
     # L2 gets the second wave right
     err, sampled, full = _error("sgemm_64", 512, CFG4_SLOW_DRAM, k=256)
-    first, steady = sampled["phases"]
+    first, steady, start = sampled["phases"]
     # memory-bound indeed: the first wave's loop is far slower than the compute-bound one
     assert first["loop_cycles"] > 1.5 * 2080
     assert full["memory"]["dram_busy_cycles"] > 0.8 * full["cycles"]
@@ -77,8 +78,9 @@ def test_dispatcher_model_hands_the_next_cta_to_the_slot_that_frees_first():
 
 
 def test_samples_needed_counts_the_simulations():
-    # 300 CTAs on 16 SMs x 8: first wave (2 K samples), steady window, tail (2 K samples)
-    assert samples_needed((20, 15), 1024, 16, 8) == 5
+    # 300 CTAs on 16 SMs x 8: first wave (2 K samples), steady window, the start of its wave,
+    # tail (2 K samples)
+    assert samples_needed((20, 15), 1024, 16, 8) == 6
     # under a wave at small K: one simulation
     assert samples_needed((4, 4), 64, 16, 8) == 1
 
@@ -102,6 +104,48 @@ def test_tail_after_a_full_wave_matches_full_simulation():
     first, tail = sampled["phases"]
     assert tail["name"] == "tail" and tail["ctas"] == 4 and tail["k_samples"] == [128]
     assert abs(err) < 0.01
+
+
+# a quarter of the GTX 980: 4 SMs, 512 KB of L2 in 2 slices, 2 DRAM channels (64 GB/s): sgemm_64 at
+# N = 1024 is 8 full waves of 32 CTAs, and each wave's results (512 KB) fill the L2
+QUARTER = override(CFG, {"gpu.sms": 4, "l2.size": 524288, "l2.slices": 2, "dram.channels": 2,
+                         "gpu.dram_bus_bits": 64, "gpu.dram_bandwidth_gbs": 64.0})
+
+
+def test_the_ctas_of_a_wave_stay_together_in_the_full_simulation():
+    """What the dispatcher model's HERDED rests on: over 8 waves of sgemm_64 (K = 512, 64 main-loop
+    iterations) the CTAs that start together end together, and the CTAs of a later wave start
+    within 6 iterations of one another (a dispatcher that kept the first wave's per-slot costs,
+    which differ by up to 0.8%, drifts without bound: 42 iterations of skew at N = 4096)."""
+    from maxsim.gpu.gpu import simulate_gpu
+    from workloads.sgemm.predict import _builder, generate_kernel
+    params, memory, textures = _builder(1024, 1024, 512)(512)
+    r = simulate_gpu(generate_kernel("sgemm_64"), (16, 16), 64, params, memory, textures, cfg=QUARTER,
+                     hazards=None)
+    log = sorted((s, e) for sm in r.sms for _, s, e in sm.cta_log)
+    assert len(log) == 256
+    for w in range(8):
+        starts, ends = zip(*log[32 * w:32 * w + 32])
+        cycles_per_iteration = (max(ends) - min(starts)) / 64
+        assert (max(starts) - min(starts)) / cycles_per_iteration < 6
+    first = [e - s for s, e in log[:32]]
+    assert max(first) / min(first) - 1 < 0.01
+
+
+def test_a_later_wave_starts_by_writing_back_the_previous_waves_results():
+    """Each wave's results (32 CTAs x 64 x 64 floats = 512 KiB) fill the L2 and are written back as
+    the next wave's first reads evict them. A steady-state window in mid-wave sees none of that;
+    the simulated start of a wave writes back one wave's results, and the launch's write-backs
+    and cycles come out as in the full simulation."""
+    err, sampled, full = _error("sgemm_64", 1024, QUARTER, k=512)
+    phases = {p["name"]: p for p in sampled["phases"]}
+    assert list(phases) == ["first wave", "steady state", "wave start"]
+    assert phases["steady state"]["memory"]["dram_bytes_written"] < 0.05 * 512 * 1024
+    assert phases["wave start"]["memory"]["dram_bytes_written"] == pytest.approx(512 * 1024, rel=0.02)
+    # the results of the first 7 waves leave the L2 during the launch, and some of the last's
+    assert 7 * 512 * 1024 <= full["memory"]["dram_bytes_written"] <= 8 * 512 * 1024
+    assert sampled["memory"]["dram_bytes_written"] == pytest.approx(full["memory"]["dram_bytes_written"], rel=0.03)
+    assert abs(err) < 0.04
 
 
 class _Warp:

@@ -30,29 +30,45 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   small samples (its slots' costs feed the dispatcher model, and the steady-state windows measure
   the steady cost). ``WAVE_SETTLE_MAX_K`` bounds the cost: a memory-bound tail speeds up as its
   CTAs end and never settles (sampled again up to K=8192, it cost a functional run at full K).
-* **Steady state** (launches of two or more full waves). After the first wave, CTAs no longer start
-  together: each slot takes its next CTA when its own CTA ends, and slots whose CTAs run at different
-  speeds drift apart. A CTA-level model of the dispatcher (:func:`dispatch`: every slot runs its CTAs
-  back to back with its own duration, the next CTA id goes to the slot that frees first) gives which
-  CTAs are resident on which SM in the middle of the launch and how far each has progressed. That
+* **Steady state** (launches of two or more full waves). After the first wave each slot takes its
+  next CTA when its own CTA ends. A CTA-level model of the dispatcher (:func:`dispatch`: every slot
+  runs its CTAs back to back with its own duration, the next CTA id goes to the slot that frees
+  first) gives which CTAs are resident on which SM in the middle of the launch and how far each has
+  progressed. **The CTAs of a wave stay together** (``HERDED``): in full simulations of the SGEMMs
+  over many waves the CTAs that start together end together (GTX 980, sgemm_64 at N = 4096, 32
+  waves: CTA durations within 0.2% of one another, the SMs' waves 22,000 cycles apart after 30
+  waves of 1,070,000; a quarter GTX 980 at N = 1024-1536: within 0.1-0.4% per SM), since a CTA
+  that falls behind the others reading its A or B panel finds their data in the L1 or L2 and
+  catches up. The first wave's slots, sampled at small K, differ by up to 0.8% per iteration
+  (SMs still settling), and a dispatcher model that kept those differences let the slots drift
+  apart by tens of iterations (the windows then sampled CTAs that shared fewer panels: sgemm_64 at
+  N = 4096 on the GTX 980 7.4% slower than its full simulation); every slot therefore takes the
+  first wave's mean cost. That
   population is simulated for ``STEADY_ITERATIONS`` main-loop iterations: every CTA runs on its SM,
   its memory addresses those of its real position in K (the workload's ``shift`` says how far its
   data moves per unit of K), after the L2 has been warmed with the reads of the CTAs that ran before
   (:class:`_History`: the most recent reads of the dispatcher model's schedule, as many as the L2
   can hold). A window that would start just before aligned CTAs end, with no SM whose CTAs all stay
-  in their loop, moves (at most half a CTA) to where one has (:func:`_clear_of_ends`).
+  in their loop, moves (at most half a CTA) to where one has (:func:`_clear_of_ends`), and then to
+  the middle of its CTAs' lives (:func:`_mid_life`).
   The iterations after the first ``STEADY_SKIP`` give each slot's
   steady cost per iteration, from its SM's throughput (:func:`_sm_loop_cycles`); a slot's steady
-  CTA duration is its first-wave fixed cost plus K iterations at that cost. A CTA cut short for
-  the window stores nothing at the window's end (its results are written at its real end). The dispatcher model is run again with the steady durations (for the
-  population and for the launch's length).
+  CTA duration is the fixed cost of a later wave's CTA (below) plus K iterations at that cost. A CTA cut short for
+  the window stores nothing at the window's end (its results are written at its real end).
+* **The start of a later wave.** A wave's CTAs start together, where the previous wave's results
+  sit in the L2 (dirty) and leave it as the new reads evict them: a burst of write-backs in the
+  first iterations of every wave, which a window in mid-wave does not see. The wave the (last)
+  window sampled is simulated whole from its start to K = ``WAVE_START_K`` behind the launch's
+  history (:func:`_wave_start`); its CTAs' cycles less their steady iterations at the window's pace
+  give a later CTA's cost besides them (in place of the first wave's, measured on an empty L2).
+  The dispatcher model is run again with the steady durations (for the launch's length).
 * **The L2 filling up.** A launch whose first waves fit in the L2 leaves their results (dirty
   sectors) there; write-backs to DRAM start only when the L2 is full and each new line evicts a
   result. Where that happens after the first wave (:meth:`_History.writeback_time`: the launch's
   reads and stores replayed in time order through an LRU of the L2's capacity), the steady state
-  is sampled twice, before and after: the CTAs that start before the write-backs begin (in the
-  dispatcher model at the first wave's pace) run at the first window's pace, the others at the
-  second's. The write-backs ramp up over about a wave in reality (the
+  is sampled twice, before and after, when some CTA after the first wave runs its whole life before
+  it: the CTAs that start before the write-backs begin (in the dispatcher model at the first wave's
+  pace) run at the first window's pace, the others at the second's. The write-backs ramp up over about a wave in reality (the
   first evictions free the overflow only); the switch is sharp here.
 * **Tail.** The last ``T`` CTAs are simulated whole like a first wave (dealt round-robin, each
   slot's first free slot taking one), with the L2 warmed by the launch's history up to the tail's
@@ -87,6 +103,8 @@ TAIL_SETTLE = 0.002  # a tail drifting by d that is a share s of the launch is s
 STEADY_ITERATIONS = 12  # main-loop iterations each CTA runs in a steady-state window
 STEADY_SKIP = 4  # ... of which the first are left out (prologue and settling)
 HISTORY_FILL = 1.5  # history replayed into the L2 before a window, in multiples of its capacity
+WAVE_START_K = 128  # K to which the start of a later wave is simulated (HERDED)
+HERDED = True  # the CTAs of a wave stay together: every slot at the first wave's mean cost (module docstring)
 
 
 @attrs.frozen
@@ -188,8 +206,14 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
         return _done(cfg, cycles, phases, n / wave, resident, 0.0, memory, t_wall)
 
     slots = wave
-    fixed = first.fixed  # per slot: cycles a CTA costs besides its main-loop iterations
-    per_iter = first.per_iter  # per slot: cycles per main-loop iteration in the first wave
+    # every slot at the first wave's mean cost: the CTAs of a wave that start together end together
+    # (see HERDED), so the steady-state windows sample a population that has kept the first wave's
+    # alignment
+    if HERDED:
+        fixed = [float(np.mean(first.fixed))] * slots  # cycles a CTA costs besides its main-loop iterations
+        per_iter = [float(np.mean(first.per_iter))] * slots  # cycles per main-loop iteration
+    else:
+        fixed, per_iter = first.fixed, first.per_iter  # per slot, as sampled
     skew = 0.0
     tail = None
     history = _History(kernel, grid, block, build, shift, cfg, k_step, iters, gx, wave)
@@ -197,10 +221,14 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     windows = []  # the steady-state windows: one, or one before and one after `switch` (below)
     switch = [n]  # two windows: the first CTA that starts after the L2 began writing results back
 
+    wave_fixed = [None]  # HERDED: a later CTA's cost besides its steady iterations (from a wave's start)
+    wave_start = None
+
     def steady(window, j):
         if j in window.durations:
             return window.durations[j]
-        return fixed[j] + iters * window.per_iter.get(j, per_iter[j])
+        f = fixed[j] if wave_fixed[0] is None or window is not windows[-1] else wave_fixed[0]
+        return f + iters * window.per_iter.get(j, per_iter[j])
 
     def duration(j, i, t):
         if i >= full * wave:  # a tail CTA: from the tail's own simulation (its CTAs in dispatch order)
@@ -224,6 +252,14 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
             found.append(window)
         windows.extend(found)
         skew = windows[-1].skew
+        live = resident_at(schedule, times[-1]) if HERDED else {}
+        if live:
+            # the start of a later wave: the cost of its CTAs besides their steady iterations
+            rate = {i: windows[-1].per_iter.get(j, per_iter[j]) for j, (i, _, _) in live.items()}
+            wave_start = _wave_start(kernel, block, grid, k, k_step, build, cfg, schedule, live, rate, gx,
+                                     progress, history, _backlog(ms_first, first.phase.cycles[-1]))
+            phases.append(wave_start.phase)
+            wave_fixed[0] = wave_start.fixed
         schedule = dispatch(n, slots, duration, hold, timed=True)
     if left:
         # the tail's CTAs in the order the dispatcher hands them out, each on the slot that takes it.
@@ -249,6 +285,14 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     parts = list(zip(starts, [w.phase.memory for w in windows])) or [(0.0, first.phase.memory)]
     for (start, src), nxt in zip(parts, [p[0] for p in parts[1:]] + [float("inf")]):
         span = max(0.0, min(nxt, middle[1]) - max(start, middle[0]))
+        if span and wave_start is not None and nxt == float("inf"):
+            # each wave of this part starts as the simulated wave start did (its write-backs of
+            # the previous wave's results), then runs at the window's pace
+            first_here = max(wave, min(switch[0], full * wave)) if len(windows) == 2 else wave
+            waves_here = max(0.0, full * wave - first_here) / wave
+            start_mem = wave_start.phase.memory
+            memory = _add(memory, _scale(start_mem, waves_here))
+            span = max(0.0, span - waves_here * start_mem["cycles"])
         if span:
             memory = _add(memory, _scale(src, span / max(src["cycles"], 1)))
     if tail is not None:
@@ -273,16 +317,19 @@ class _Whole:
     fixed: list  # per slot (first wave) or per CTA (tail): cycles besides the loop iterations
     per_iter: list  # per slot: cycles per loop iteration
     duration: list  # per slot / CTA: cycles at the real K
+    sampled: list = attrs.field(factory=list)  # per slot / CTA: cycles in the last sample (at phase.ks[-1])
 
 
 def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, backlog=(0.0, 0.0), warm=None,
-           traced=None, settle=None):
+           traced=None, settle=None, at=None):
     """Simulate the CTAs ``ids`` dealt round-robin over the SMs from cycle 0 at ``WAVE_K_SAMPLES`` (or
     at ``k``), behind ``backlog``, after ``warm(memory system)``; per slot (slot j = the j-th CTA of ``ids``) the duration is affine
     in K. ``traced``: the CTAs' traces at ``k`` (``{cta id: warp traces}``), timed at ``k`` instead of
     functional runs. Returns the :class:`_Whole` and the memory system of the last sample."""
     k1, k2 = WAVE_K_SAMPLES
     plan = [k] if k <= k2 or traced is not None else [k1, k2]
+    if at is not None:  # one sample, at K = ``at``
+        plan = [at]
     sms = cfg.gpu.sms
     per_sm = residency(kernel, block, cfg)[0]
     ks = []
@@ -319,6 +366,10 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
             nxt = k if 4 * kk >= k else 2 * kk
             if nxt <= WAVE_SETTLE_MAX_K:
                 plan = [nxt]
+    if len(ks) == 1 and ks[-1] != k:  # one sample short of K: no line (the caller takes ``sampled``)
+        mem = memory_counters(ms, cyc[-1], used)
+        phase = Phase(name, len(ids), tuple(ks), tuple(cyc), loop, mem)
+        return _Whole(phase, float(cyc[-1]), [], [], [], durations[-1]), ms
     if ks[-1] == k:
         # simulated at K itself: the split into fixed cost and iterations (for the dispatcher model
         # of later waves) uses each CTA's measured cycles per iteration
@@ -335,7 +386,7 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
     dur = [f + p * k / k_step for f, p in zip(fixed, per_iter)]
     mem = memory_counters(ms, cyc[-1], used)
     phase = Phase(name, len(ids), tuple(ks), tuple(cyc), loop, mem)
-    return _Whole(phase, float(predicted), fixed, per_iter, dur), ms
+    return _Whole(phase, float(predicted), fixed, per_iter, dur, durations[-1]), ms
 
 
 def _cta_loop_cycles(sms, skip):
@@ -424,14 +475,27 @@ def _window_times(schedule, wave, full, history):
     b = float(np.mean(ends[(full - 1) * wave: full * wave]))
     t = history.writeback_time(schedule, b)
     iters, sms = history.iters, history.cfg.gpu.sms
-    if t is None or t <= a:
-        return [_clear_of_ends(schedule, (a + b) / 2, a, b, iters, sms)], len(schedule)
+    if t is None or not any(e <= t for _, _, e in schedule[wave:]):
+        # no CTA after the first wave runs its whole life before the write-backs begin
+        return [_mid_life(schedule, _clear_of_ends(schedule, (a + b) / 2, a, b, iters, sms))], len(schedule)
     after = min((i for i, (_, s, _) in enumerate(schedule) if s >= t), default=len(schedule))
     # the part before the write-backs may be shorter than a CTA (they begin as the second wave
     # starts): its window may then start up to half a CTA later, inside the CTAs it stands for
     d = float(np.median([e - s for _, s, e in schedule]))
-    return [_clear_of_ends(schedule, (a + t) / 2, a, max(t, min(b, a + d / 2)), iters, sms),
-            _clear_of_ends(schedule, (t + b) / 2, t, b, iters, sms)], after
+    return [_mid_life(schedule, _clear_of_ends(schedule, (a + t) / 2, a, max(t, min(b, a + d / 2)), iters, sms)),
+            _mid_life(schedule, _clear_of_ends(schedule, (t + b) / 2, t, b, iters, sms))], after
+
+
+def _mid_life(schedule, t):
+    """The middle of the lives of the CTAs resident at cycle ``t`` (median of their midpoints), when
+    HERDED: the window then samples the steady part of their loop, away from the start of a wave
+    (where the previous wave's results leave the L2, sampled by the wave's own simulation)."""
+    if not HERDED:
+        return t
+    live = resident_at(schedule, t)
+    if not live:
+        return t
+    return float(np.median([(s + e) / 2 for _, s, e in live.values()]))
 
 
 WINDOW_SHIFTS = 16  # candidate window starts tried on each side of the middle (see _clear_of_ends)
@@ -555,6 +619,32 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
     phase = Phase("steady state", len(pop), (window * k_step,), (stop,),
                   float(np.mean(loops)) if loops else 0.0, mem)
     return _Steady(phase, per_iter, skew, durations)
+
+
+@attrs.frozen
+class _WaveStart:
+    phase: Phase
+    fixed: float  # cycles a CTA of a later wave costs besides its steady main-loop iterations
+
+
+def _wave_start(kernel, block, grid, k, k_step, build, cfg, schedule, live, rate, gx, progress, history,
+                backlog):
+    """The start of a later wave, HERDED: the CTAs ``live`` (``{slot: (cta index, start, end)}``, the
+    wave a steady-state window sampled), simulated whole from their start to K = ``WAVE_START_K``
+    (or K), behind the L2's history at that start (the previous wave's results in it, dirty, and
+    its reads) and behind ``backlog``. A CTA's cycles there, less its steady iterations at
+    ``rate[cta index]`` (the window's), are its cost besides them: prologue, epilogue and what the
+    wave's start costs, above all the write-backs of the previous wave's results, which the new
+    reads evict (quarter GTX 980, sgemm_64, N = 1024, DRAM-bound: the first 16 of a CTA's 128
+    iterations cost 4,000-5,600 cycles, the others 2,300-2,900; a window in mid-wave sees none of
+    it). The mean over the wave's CTAs."""
+    t0 = min(s for _, s, _ in live.values())
+    ids = [i for i, _, _ in sorted(live.values())]
+    kb = min(k, WAVE_START_K)
+    start, _ = _whole(kernel, block, grid, k, k_step, build, cfg, [(i % gx, i // gx) for i in ids], progress,
+                      "wave start", backlog=backlog, warm=lambda ms: history.warm(ms, schedule, t0), at=kb)
+    extra = [d - rate[i] * kb / k_step for i, d in zip(ids, start.sampled)]
+    return _WaveStart(start.phase, float(np.mean(extra)))
 
 
 def _sm_loop_cycles(warps, stop):
@@ -1037,7 +1127,8 @@ def _queue_backlog(ms, backlog):
 
 def samples_needed(grid, k, sms, resident):
     """How many short simulations :func:`predict` will run at least (for progress bars): one more
-    when the L2 fills up during the full waves after the first (:func:`_window_times`)."""
+    when the L2 fills up during the full waves after the first (:func:`_window_times`), and more when
+    a wave or a tail is sampled again to settle."""
     n = grid[0] * grid[1]
     wave = sms * resident
     per_whole = 1 if k <= WAVE_K_SAMPLES[1] else 2
@@ -1046,7 +1137,7 @@ def samples_needed(grid, k, sms, resident):
     if n > wave and left:
         count += per_whole
     if full >= 2:
-        count += 1
+        count += 2 if HERDED else 1  # a steady-state window (and the start of its wave)
     return count
 
 
