@@ -232,7 +232,7 @@ def _parser():
     cm = sub.add_parser("compare", help="simulated versus measured SGEMM GFLOPS on a whole GPU",
                         description="Predict the maxas SGEMM kernels on a whole GPU (sampled: short "
                                     "simulations of every SM of the GPU sharing one L2 and DRAM, of "
-                                    "the first wave, of windows of the steady state and of the tail, "
+                                    "the first wave, of windows of the steady state and the starts of their waves, and of the tail, "
                                     "extrapolated in K) at every measured size, and compare with the measured GFLOPS "
                                     "in traces/ (GTX 980 at 1607 MHz): a table, the error at each point, "
                                     "the MAPE per kernel, and optionally a plot with cuBLAS as reference. "
