@@ -9,6 +9,9 @@ waves) and memory-bound (the 4-SM variant with its DRAM cut to 12 GB/s: sgemm_64
 waits on DRAM for about half its time).
 """
 
+import types
+
+import numpy as np
 import pytest
 
 from maxsim.arch.config import load_config, override
@@ -132,6 +135,19 @@ def test_the_ctas_of_a_wave_stay_together_in_the_full_simulation():
     assert max(first) / min(first) - 1 < 0.01
 
 
+def test_wave_alignment_of_a_cta_log():
+    """Two SMs, 2 slots: waves of 2 CTAs by start. Durations 100, 100, 100, 140: mean 110, std
+    17.32; the second wave starts at 100 and 120: a spread of 20 cycles, 20/110 of a CTA."""
+    from maxsim.gpu.gpu import wave_alignment
+    sms = [types.SimpleNamespace(cta_log=[(0, 0, 100), (2, 100, 200)]),
+           types.SimpleNamespace(cta_log=[(1, 0, 100), (3, 120, 260)])]
+    a = wave_alignment(sms, 2)
+    assert a["waves"] == 2 and a["widest_wave_start_spread_cycles"] == 20
+    assert a["widest_wave_start_spread_share"] == pytest.approx(20 / 110)
+    assert a["cta_duration_cv"] == pytest.approx(np.std([100, 100, 100, 140]) / 110)
+    assert wave_alignment([types.SimpleNamespace(cta_log=[])], 2) is None
+
+
 def test_a_later_wave_starts_by_writing_back_the_previous_waves_results():
     """Each wave's results (32 CTAs x 64 x 64 floats = 512 KiB) fill the L2 and are written back as
     the next wave's first reads evict them. A steady-state window in mid-wave sees none of that;
@@ -178,7 +194,6 @@ def test_prediction_stays_below_the_fp32_peak_when_a_window_has_ctas_ending():
 
 
 def test_a_tail_is_sampled_again_only_while_its_drift_matters_to_the_launch():
-    import numpy as np
 
     from maxsim.gpu.sampling import TAIL_SETTLE, WAVE_SETTLE, _settled, _share
     # 2 loop-filling gaps, 12 gaps whose second half costs 2% less than the first, the last
@@ -256,9 +271,7 @@ def test_relocated_records_are_each_rows_own_moved_by_its_ranges():
     global load's sectors moved by the row's ranges (the addresses in [lo, hi) by its delta), a
     store's emptied where the row stores nothing, shared wavefronts taken as they are; against the
     same done row by row in plain Python."""
-    import types
 
-    import numpy as np
 
     from maxsim.functional.trace import Segment
     from maxsim.gpu.sampling import _moved_records

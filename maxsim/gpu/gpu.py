@@ -16,6 +16,7 @@ import itertools
 import time
 
 import attrs
+import numpy as np
 
 from ..functional.launch import LaunchStream, launch
 from ..functional.trace import TraceRecorder
@@ -142,6 +143,24 @@ def round_robin(ctas, sms, per_sm):
             if queue:
                 p.append(queue.popleft())
     return placement, (CtaQueue(items) if lazy else queue)
+
+
+def wave_alignment(sms, per_wave):
+    """How closely the CTAs of a finished launch kept together, from the SMs' CTA logs: CTAs in
+    order of their start, taken ``per_wave`` (the GPU's CTA slots) at a time as waves. Returns the
+    coefficient of variation of all CTAs' durations, and the widest spread of the starts of one
+    wave in cycles and as a share of the mean CTA duration (CTAs that herd: a small share over
+    many waves; CTAs that drift apart: a share that grows wave by wave). None without CTAs."""
+    log = sorted((s, e) for sm in sms for _, s, e in sm.cta_log)
+    if not log:
+        return None
+    dur = np.array([e - s for s, e in log], dtype=float)
+    spread = max((max(s for s, _ in log[i:i + per_wave]) - min(s for s, _ in log[i:i + per_wave])
+                  for i in range(0, len(log), per_wave)), default=0)
+    mean = float(dur.mean())
+    return {"cta_duration_cv": float(dur.std() / mean) if mean else 0.0, "waves": len(log) / per_wave,
+            "widest_wave_start_spread_cycles": float(spread),
+            "widest_wave_start_spread_share": float(spread / mean) if mean else 0.0}
 
 
 def merge_stats(sms, cfg):

@@ -446,5 +446,8 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
            and not key.endswith("rate")}
     from ..gpu.sampling import memory_counters  # every SM's L1/texture counters and resident warps
     mem.update(memory_counters(r.memory, r.cycles, r.sms))
+    from ..gpu.gpu import wave_alignment
+    align = wave_alignment(r.sms, cfg.gpu.sms * r.resident_ctas)
     return Prediction(cfg.name, cfg.gpu.name, cfg.gpu.sms, r.seconds, r.cycles, r.waves, "full",
-                      gflops=r.stats.flops / r.seconds / 1e9, memory=mem)
+                      gflops=r.stats.flops / r.seconds / 1e9, memory=mem,
+                      details={"wave_alignment": align} if align is not None else {})

@@ -36,7 +36,8 @@ def predict_sgemm(name, n, cfg, *, m=None, k=None, kernel=None, full=False, prog
         warps = grid[0] * grid[1] * ((geo.threads + 31) // 32)  # the harness's bound on a correct run
         p = predict_gpu(kernel, grid, geo.threads, cfg, args=build(k), max_instructions=warps * ((k // 8) * 600 + 2000))
         return {"kernel": name, "n": n, "seconds": p.seconds, "gflops": gflops(n, p.seconds, m, k),
-                "cycles": p.cycles, "waves": p.waves, "method": "full", "memory": p.memory}
+                "cycles": p.cycles, "waves": p.waves, "method": "full", "memory": p.memory,
+                "wave_alignment": p.details.get("wave_alignment")}
     p = predict_gpu(kernel, grid, geo.threads, cfg, sampling=Sampling(k, 8, build, _shift(m, n)), progress=progress,
                     traced=traced)
     return {"kernel": name, "n": n, "seconds": p.seconds, "gflops": gflops(n, p.seconds, m, k),
