@@ -161,6 +161,19 @@ def lds_stream(n, exit_stall=EXIT_STALL):
                   shared=128, regs=max(32, 8 + n))
 
 
+def lds128_stream(n, exit_stall=EXIT_STALL):
+    """``n`` independent 128-bit shared loads at stall 1, lane i at byte ``16 x tid`` (a warp reads
+    512 consecutive bytes: no bank conflict), then a filler FFMA. pcs 2 .. n + 1 are the loads."""
+    loads = "\n".join(f"--:-:-:-:1 LDS.U.128 R{4 + 4 * (i % 4)}, [R1];" for i in range(n))
+    return kernel(f"""
+--:-:1:-:1 S2R R0, SR_TID.X;
+01:-:-:-:{s(ALU_STALL)} SHL R1, R0, 0x4;
+{loads}
+{FILL}
+{exit_line(exit_stall)}
+""", shared=16 * 1024, regs=32)
+
+
 def lds_chase(n, alu_stall=ALU_STALL, exit_stall=EXIT_STALL):
     """A pointer chase through shared memory: ``n`` loads, each from the address the previous one
     returned (shared memory starts zeroed, so every link reads word 0: one wavefront, no

@@ -76,6 +76,15 @@ def memory_issue_rate(cfg):
     return 1.0 / _slope([t for t, _ in K.issues(sm)][:CHAIN])
 
 
+def shared_throughput(cfg, warps=8, loads=16):
+    """Bytes per cycle the SM's shared memory delivers: ``warps`` warps each issuing ``loads``
+    conflict-free LDS.128 (512 bytes a warp) back to back; the bytes of all loads but the first to
+    complete over the cycles from the first completion to the last."""
+    sm, d = K.run(K.lds128_stream(loads), block=32 * warps, cfg=cfg)
+    done = sorted(K.done_times(sm, set(range(2, 2 + loads))))
+    return (len(done) - 1) * 512 / (done[-1] - done[0])
+
+
 def lds_chase_latency(cfg):
     """Cycles per link of a shared-memory pointer chase (every link on word 0: no conflict)."""
     sm, d = K.run(K.lds_chase(CHAIN), cfg=cfg)
@@ -174,25 +183,52 @@ def texture_throughput(cfg, warps=8, hits=8):
     return (len(done) - 1) * 512 / (done[-1] - done[0])
 
 
+def _stream_kernel(block, fetches, passes=1):
+    """Each thread of CTA c fetches texels ``c x block x fetches + i x block + tid`` for i < fetches
+    (each warp 512 new bytes per TLD), ``passes`` times over, then waits for the last."""
+    n = fetches * passes
+    return K.kernel("\n".join(
+        ["--:-:1:-:1 S2R R0, SR_TID.X;", "--:-:2:-:1 S2R R1, SR_CTAID.X;",
+         "--:-:-:-:1 MOV32I R8, 0x80000000;",
+         f"03:-:-:-:{K.s(K.ALU_STALL)} XMAD R2, R1, {hex(block * fetches)}, R0;"]
+        + [f"--:-:-:-:{K.s(K.ALU_STALL)} IADD R3, R2, {hex((i % fetches) * block)};\n"
+           f"--:-:{'1' if i == n - 1 else '-'}:-:2 TLD.B.LZ.P R{12 + 4 * (i % 4)}, R3, R8, 0x0, 1D, 0xf;"
+           for i in range(n)]
+        + ["01:-:-:-:1 FADD R5, R12, R12;", K.exit_line()]), regs=32)
+
+
 def dram_bandwidth(cfg, ctas_per_sm=4, fetches=16):
     """Sustained DRAM read bandwidth of the whole GPU: every SM streams distinct texels (each warp
     ``fetches`` TLDs of 512 new bytes) through the L1 and L2 misses to DRAM; bytes read from DRAM
     over the kernel's cycles. Returns (GB/s, fraction of the config's peak bandwidth)."""
     block = 128  # 4 warps
     ctas = ctas_per_sm * cfg.gpu.sms
-    k = K.kernel("\n".join(
-        ["--:-:1:-:1 S2R R0, SR_TID.X;", "--:-:2:-:1 S2R R1, SR_CTAID.X;",
-         "--:-:-:-:1 MOV32I R8, 0x80000000;",
-         f"03:-:-:-:{K.s(K.ALU_STALL)} XMAD R2, R1, {hex(block * fetches)}, R0;"]
-        + [f"--:-:-:-:{K.s(K.ALU_STALL)} IADD R3, R2, {hex(i * block)};\n"
-           f"--:-:{'1' if i == fetches - 1 else '-'}:-:2 TLD.B.LZ.P R{12 + 4 * (i % 4)}, R3, R8, 0x0, 1D, 0xf;"
-           for i in range(fetches)]
-        + ["01:-:-:-:1 FADD R5, R12, R12;", K.exit_line()]), regs=32)
     tex = K.texture(ctas * block * fetches)
-    r = simulate_gpu(k, ctas, block, textures={0: tex}, cfg=cfg, hazards=None)
+    r = simulate_gpu(_stream_kernel(block, fetches), ctas, block, textures={0: tex}, cfg=cfg, hazards=None)
     seconds = cfg.cycles_to_seconds(r.cycles)
     gbs = r.memory.dram_bytes_read / seconds / 1e9
     return gbs, gbs / cfg.gpu.dram_bandwidth_gbs
+
+
+def l2_bandwidth(cfg, ctas_per_sm=4, passes=8):
+    """Read bandwidth of the L2 to the SMs: every SM streams texels that the L2 holds (warmed,
+    half its capacity) and its L1 cannot (each SM's share is more than twice the L1, read
+    ``passes`` times over in the same order: an LRU cache keeps none of it): bytes the SMs fetched
+    over the kernel's cycles, per core cycle. Returns (bytes per cycle, share of the fetched
+    sectors that hit in the L2, share that hit in the L1s)."""
+    from ..timing.memory_system import MemorySystem
+    block = 128
+    ctas = ctas_per_sm * cfg.gpu.sms
+    fetches = max(1, cfg.l2.size // 2 // 16 // (ctas * block))  # float4 texels: 16 bytes each
+    tex = K.texture(ctas * block * fetches)
+    ms = MemorySystem(cfg)
+    nbytes = ctas * block * fetches * 16
+    ms.warm(list(range(K.TEXTURE_ADDRESS, K.TEXTURE_ADDRESS + nbytes, cfg.l2.sector)))
+    r = simulate_gpu(_stream_kernel(block, fetches, passes), ctas, block, textures={0: tex}, cfg=cfg,
+                     hazards=None, memory_system=ms)
+    hits = ms.l2_read_hits / max(1, ms.l2_read_hits + ms.l2_read_misses)
+    l1 = sum(sm.l1.sector_hits for sm in r.sms) / max(1, sum(sm.l1.sector_hits + sm.l1.sector_misses for sm in r.sms))
+    return nbytes * passes / r.cycles, hits, l1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,9 +344,23 @@ def micro_rows(cfg, quick=False, progress=None):
 
     @step
     def _():
+        rows.append(Row("shared-memory bandwidth per SM (LDS.128)", "throughput", shared_throughput(cfg),
+                        128 * 2122 / 2410, "B / cycle", "[jia18]",
+                        "8 warps of conflict-free LDS.128 back to back; jia18: 2,122 of a theoretical 2,410 "
+                        "GiB/s on M60 (16 SMs x 128 B per cycle), 88%"))
+
+    @step
+    def _():
         rows.append(Row("L1/texture throughput per SM", "throughput", texture_throughput(cfg), 15.7, "B / cycle",
                         "[jia18]", "L1 hits of 8 warps back to back; the config reads jia18's figure as "
                                    "one of the SM's two texture units (gm204.toml l1tex)"))
+
+    @step
+    def _():
+        bpc, hits, l1 = l2_bandwidth(cfg)
+        rows.append(Row("L2 bandwidth, L2 hits, all SMs", "throughput", bpc, 446 / 1.177, "B / cycle", "[jia18]",
+                        f"every SM streams texels the L2 holds ({100 * hits:.0f}% L2 hits, {100 * l1:.0f}% L1 "
+                        "hits); jia18: 446 GB/s on M60 at 1177 MHz, read as bytes per core cycle"))
 
     @step
     def _():
