@@ -3,7 +3,9 @@
 Full simulation: every CTA of the grid on all SMs of the config, sharing the L2 and DRAM, at the
 real K. Sampled (see maxsim/gpu/sampling.py): the first wave simulated whole at two small K and
 extrapolated, the steady state of later waves from a window of the population the dispatcher model
-gives (every SM at once, the L2 warmed with the launch's history), tails simulated whole. Both
+gives (every SM at once, the L2 warmed with the launch's history; the CTAs of a wave kept together,
+as the full simulation keeps them) and from the start of such a wave simulated whole, tails
+simulated whole. Both
 regimes are checked: compute-bound (the stock GTX 980 and a 4-SM variant, where N = 512 is two full
 waves) and memory-bound (the 4-SM variant with its DRAM cut to 12 GB/s: sgemm_64's first wave then
 waits on DRAM for about half its time).
