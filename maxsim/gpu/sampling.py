@@ -37,9 +37,9 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   progressed. **The CTAs of a wave stay together** (``HERDED``): in full simulations of the SGEMMs
   over many waves the CTAs that start together end together (GTX 980, sgemm_64 at N = 4096, 32
   waves: CTA durations within 0.2% of one another, the SMs' waves 22,000 cycles apart after 30
-  waves of 1,070,000; a quarter GTX 980 at N = 1024-1536: within 0.1-0.4% per SM), since a CTA
-  that falls behind the others reading its A or B panel finds their data in the L1 or L2 and
-  catches up. The first wave's slots, sampled at small K, differ by up to 0.8% per iteration
+  waves of 1,070,000; a quarter GTX 980 at N = 1024-1536: within 0.1-0.4% per SM): every SM runs
+  its loop at the same pace, the issue bound (a window with half the SMs 4 or 16 iterations ahead of
+  the others measures 2,081-2,082 cycles per iteration on all of them). The first wave's slots, sampled at small K, differ by up to 0.8% per iteration
   (SMs still settling), and a dispatcher model that kept those differences let the slots drift
   apart by tens of iterations (the windows then sampled CTAs that shared fewer panels: sgemm_64 at
   N = 4096 on the GTX 980 7.4% slower than its full simulation); every slot therefore takes the
