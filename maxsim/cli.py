@@ -149,6 +149,12 @@ def _parser():
                         "(its time estimate is printed); 'sampled' runs the timed SM's CTAs and the last "
                         "CTA and checks their C tiles (the GPU prediction is sampled); 'auto' (default): "
                         "'all' up to 8 million warp instructions, else 'sampled'")
+    r.add_argument("--gpu-method", choices=("sampled", "full"), default=None,
+                   help="SGEMM: how the whole-GPU prediction is made: 'sampled' (default: short "
+                        "simulations of the first wave, of a steady-state window and the start of its "
+                        "wave, and of the tail) or 'full' (every CTA on every SM at the real K, as the "
+                        "functional run of the whole grid goes: what the sampled prediction is held to; "
+                        "minutes from N = 2048 on a GTX 980; needs --check all or auto)")
     r.add_argument("--sm-ctas", type=_size, default=None, metavar="N",
                    help="CTAs the timed SM runs (default: one full wave of resident CTAs)")
     _occupancy_options(r)
@@ -699,7 +705,8 @@ def cmd_run(args):
     is_file = args.target not in WORKLOADS and (_is_kernel_file(args.target) or "/" in args.target)
     wrong = [opt for opt, val, file_only in (
         ("--m", args.m, False), ("--n", args.n, False), ("--k", args.k, False), ("--sass", args.sass, False),
-        ("--sm-ctas", args.sm_ctas, False), ("--grid", args.grid, True), ("--block", args.block, True),
+        ("--sm-ctas", args.sm_ctas, False), ("--gpu-method", args.gpu_method, False),
+        ("--grid", args.grid, True), ("--block", args.block, True),
         ("--max-instructions", args.max_instructions, True), ("--check", args.check, False),
         ("--shared", args.shared, True), ("--param", args.param, True), ("--buffer", args.buffer, True),
         ("--texture", args.texture, True), ("--constant", args.constant, True), ("--out", args.out, True),
@@ -729,7 +736,7 @@ def cmd_run(args):
                                sass_path=args.sass, timing=not args.functional, sm_ctas=args.sm_ctas,
                                hazards="strict" if args.strict else "warn", max_cycles=args.max_cycles,
                                progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)),
-                               occupancy=choice)
+                               occupancy=choice, gpu_method=args.gpu_method or "sampled")
         elif _is_kernel_file(args.target) or "/" in args.target:
             arguments = _launch_arguments(args)
             out, report = run_sass_file(args.target, cfg=cfg, grid=args.grid or (1, 1), block=args.block or 32,

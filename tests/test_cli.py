@@ -116,6 +116,25 @@ def test_options_that_do_not_apply(capsys, files):
                    "--grid, --block do not apply to the sgemm_64 workload")
 
 
+def test_gpu_method(capsys, files):
+    one_line_error(capsys, ["run", files["tiny"], "--gpu-method", "full"],
+                   "--gpu-method does not apply to a .sass file")
+    one_line_error(capsys, ["run", "sgemm_64", "--gpu-method", "exact"], "argument --gpu-method")
+    one_line_error(capsys, ["run", "sgemm_64", "--check", "sampled", "--gpu-method", "full"],
+                   "the full whole-GPU simulation runs the whole grid", "'sampled'")
+    # sgemm_128 at M = N = 768, K = 128 on the GTX 980: 36 CTAs, a full wave of 32 and a tail of 4,
+    # every one of them simulated; the same time as the full simulation of predict_sgemm
+    from maxsim.arch.config import load_config
+    from workloads.sgemm.predict import predict_sgemm
+    assert cli(["run", "sgemm_128", "--m", "768", "--n", "768", "--k", "128", "--gpu", "gtx980_oc",
+                "--gpu-method", "full", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    full = predict_sgemm("sgemm_128", 768, load_config("gtx980_oc"), k=128, full=True)
+    assert out["gpu_prediction_method"] == "full" and out["result_checked"] == "whole C" and out["verified"]
+    assert out["gpu_predicted_seconds"] == pytest.approx(full["seconds"], rel=1e-12)
+    assert out["gpu_waves"] == 36 / 32 and out["gpu_wave_alignment"]["waves"] == 36 / 32
+
+
 def test_bad_config(capsys, files):
     one_line_error(capsys, ["run", "sgemm_64", "--gpu", "nosuch"], "no config named 'nosuch'", "gm204")
     one_line_error(capsys, ["run", files["tiny"], "--gpu", files["syntax"]], "syntax.toml", "TOML syntax")

@@ -95,7 +95,7 @@ def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, tra
 
 
 def _run(kernel_name, m, n, k, lda, ldb, ldc, alpha, traversal, regmap, reuse, sass_path, seed, progress, regs,
-         ctas, cfg=None, trace=False, timing=False, predict=False, **timed):
+         ctas, cfg=None, trace=False, timing=False, predict=False, full_gpu=False, **timed):
     """Launch one SGEMM (:func:`maxsim.host.launch`) and check it: ``(SgemmResult, LaunchReport)``.
     ``timing`` / ``predict``: the timed SM and the whole-GPU prediction (sampled along K) of the
     launch; ``timed``: the launch's options for them (sm_ctas, hazards, max_cycles, timeline)."""
@@ -110,7 +110,7 @@ def _run(kernel_name, m, n, k, lda, ldb, ldc, alpha, traversal, regmap, reuse, s
     warps = (p.grid[0] * p.grid[1] if ctas is None else len(ctas)) * ((p.block + 31) // 32)
     limit = warps * ((k // 8) * 600 + 2000)
     from .problem import _builder, _shift
-    sampling = Sampling(k, 8, _builder(m, n, k), _shift(m, n)) if predict else None
+    sampling = Sampling(k, 8, _builder(m, n, k), _shift(m, n)) if predict and not full_gpu else None
     report = launch(signature(kernel), p.grid, p.block, **p.arguments, config=cfg, trace=trace, timing=timing,
                     predict=predict, sampling=sampling, ctas=ctas, max_instructions=limit, progress=progress,
                     expected_instructions=None if progress is None else warps * _warp_instructions(kernel, k),
@@ -168,6 +168,7 @@ WHOLE_CHECK_WORK = 8_000_000
 # functional model with its trace, measured by benchmarks/speed.py on a 2-core laptop-class machine)
 FUNCTIONAL_RATE = 1_000_000
 CHECKS = ("auto", "all", "sampled")
+GPU_METHODS = ("sampled", "full")  # how run_workload predicts the whole GPU
 
 
 def functional_work(name, m, n, k):
@@ -183,7 +184,7 @@ def functional_work(name, m, n, k):
 
 def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regmap="maxas", reuse=True,
                  sass_path=None, timing=True, sm_ctas=None, hazards="warn", max_cycles=None,
-                 progress=None, timeline=None, occupancy=None, check="auto") -> dict:
+                 progress=None, timeline=None, occupancy=None, check="auto", gpu_method="sampled") -> dict:
     """What ``maxsim run sgemm_64|sgemm_128`` reports: the checked functional run of the whole grid,
     then (``timing``) the timing model of one SM running the first ``sm_ctas`` CTAs (default: one
     full wave of resident CTAs). Sizes default to 256.
@@ -197,7 +198,11 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
     ``check``: ``"all"`` runs the whole grid functionally and checks all of C; ``"sampled"`` runs
     only the timed SM's CTAs and the grid's last CTA (at the full K) and checks their C tiles; the
     whole-GPU prediction is then sampled (:mod:`maxsim.gpu.sampling`) with runs of its own.
-    ``"auto"``: "all" up to ``WHOLE_CHECK_WORK`` warp instructions, else "sampled"."""
+    ``"auto"``: "all" up to ``WHOLE_CHECK_WORK`` warp instructions, else "sampled".
+
+    ``gpu_method``: ``"sampled"`` (:mod:`maxsim.gpu.sampling`) or ``"full"``: every CTA on every
+    SM at the real K, timed as the functional run of the whole grid goes (the check is then of the
+    whole of C, whatever its cost: ``check`` "sampled" is refused)."""
     from maxsim.arch.config import load_config
     cfg = cfg if cfg is not None else load_config()
     m, n, k = (256 if x is None else x for x in (m, n, k))
@@ -208,8 +213,13 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
     if occupancy:
         from maxsim.timing.occupancy import registers_for
         regs = registers_for(_kernel(name, traversal, regmap, reuse, sass_path), geo.threads, cfg, **occupancy)
+    if gpu_method not in GPU_METHODS:
+        raise LaunchError(f"unknown GPU method {gpu_method!r}: expected one of {', '.join(GPU_METHODS)}")
+    if gpu_method == "full" and check == "sampled":
+        raise LaunchError("the full whole-GPU simulation runs the whole grid: it needs check 'all' or 'auto', "
+                          "not 'sampled'")
     work = functional_work(name, m, n, k)[0]
-    whole = check == "all" or (check == "auto" and work <= WHOLE_CHECK_WORK)
+    whole = check == "all" or (check == "auto" and (work <= WHOLE_CHECK_WORK or gpu_method == "full"))
     grid = (-(-m // geo.tile), -(-n // geo.tile))
     every = [(x, y) for y in range(grid[1]) for x in range(grid[0])]
     sampled = None
@@ -221,7 +231,7 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
     predict = timing and sass_path is None  # the whole problem on the config's GPU
     r, report = _run(name, m, n, k, None, None, None, 1.0, traversal, regmap, reuse, sass_path, 0, progress, regs,
                      sampled, cfg=cfg, timing=timing, predict=predict, sm_ctas=sm_ctas, hazards=hazards,
-                     max_cycles=max_cycles, timeline=timeline)
+                     max_cycles=max_cycles, timeline=timeline, full_gpu=gpu_method == "full")
     kernel = r.launch.kernel
     out = {"workload": name, "kernel": kernel.name, "config": cfg.name, "m": m, "n": n, "k": k,
            "grid": list(r.grid), "block": r.block, "verified": r.verified,
@@ -246,5 +256,7 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
         out.update(gpu=g.gpu, gpu_sms=g.sms, gpu_predicted_seconds=g.seconds,
                    gpu_predicted_gflops=gflops(n, g.seconds, m, k), gpu_waves=g.waves,
                    gpu_prediction_method=g.method)
+        if g.details.get("wave_alignment"):
+            out["gpu_wave_alignment"] = g.details["wave_alignment"]
     out.update(report.profiler_fields())
     return out
