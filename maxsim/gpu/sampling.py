@@ -35,9 +35,9 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   runs its CTAs back to back with its own duration, the next CTA id goes to the slot that frees
   first) gives which CTAs are resident on which SM in the middle of the launch and how far each has
   progressed. **The CTAs of a wave stay together** (``HERDED``): in full simulations of the SGEMMs
-  over many waves the CTAs that start together end together (GTX 980, sgemm_64 at N = 4096, 32
-  waves: CTA durations within 0.2% of one another, the SMs' waves 22,000 cycles apart after 30
-  waves of 1,070,000; a quarter GTX 980 at N = 1024-1536: within 0.1-0.4% per SM): every SM runs
+  over many waves the CTAs that start together end together (GTX 980, sgemm_64 at N = 4096-6144,
+  32-72 waves: CTA durations within 0.2% of one another, a wave's starts at most 11.7-13.8
+  iterations apart; a quarter GTX 980 at N = 1024-1536: within 0.1-0.4% per SM): every SM runs
   its loop at the same pace, the issue bound (a window with half the SMs 4 or 16 iterations ahead of
   the others measures 2,081-2,082 cycles per iteration on all of them). The first wave's slots, sampled at small K, differ by up to 0.8% per iteration
   (SMs still settling), and a dispatcher model that kept those differences let the slots drift
