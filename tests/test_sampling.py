@@ -118,7 +118,7 @@ QUARTER = override(CFG, {"gpu.sms": 4, "l2.size": 524288, "l2.slices": 2, "dram.
 
 
 def test_the_ctas_of_a_wave_stay_together_in_the_full_simulation():
-    """What the dispatcher model's HERDED rests on: over 8 waves of sgemm_64 (K = 512, 64 main-loop
+    """What the dispatcher model's keeping the waves together rests on: over 8 waves of sgemm_64 (K = 512, 64 main-loop
     iterations) the CTAs that start together end together, and the CTAs of a later wave start
     within 6 iterations of one another (a dispatcher that kept the first wave's per-slot costs,
     which differ by up to 0.8%, drifts without bound: 42 iterations of skew at N = 4096)."""

@@ -34,7 +34,7 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   next CTA when its own CTA ends. A CTA-level model of the dispatcher (:func:`dispatch`: every slot
   runs its CTAs back to back with its own duration, the next CTA id goes to the slot that frees
   first) gives which CTAs are resident on which SM in the middle of the launch and how far each has
-  progressed. **The CTAs of a wave stay together** (``HERDED``): in full simulations of the SGEMMs
+  progressed. **The CTAs of a wave stay together**: in full simulations of the SGEMMs
   over many waves the CTAs that start together end together (GTX 980, sgemm_64 at N = 4096-6144,
   32-72 waves: CTA durations within 0.2% of one another, a wave's starts at most 11.7-13.8
   iterations apart; a quarter GTX 980 at N = 1024-1536: within 0.1-0.4% per SM): every SM runs
@@ -103,8 +103,7 @@ TAIL_SETTLE = 0.002  # a tail drifting by d that is a share s of the launch is s
 STEADY_ITERATIONS = 12  # main-loop iterations each CTA runs in a steady-state window
 STEADY_SKIP = 4  # ... of which the first are left out (prologue and settling)
 HISTORY_FILL = 1.5  # history replayed into the L2 before a window, in multiples of its capacity
-WAVE_START_K = 128  # K to which the start of a later wave is simulated (HERDED)
-HERDED = True  # the CTAs of a wave stay together: every slot at the first wave's mean cost (module docstring)
+WAVE_START_K = 128  # K to which the start of a later wave is simulated (see _wave_start)
 
 
 @attrs.frozen
@@ -207,13 +206,10 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
 
     slots = wave
     # every slot at the first wave's mean cost: the CTAs of a wave that start together end together
-    # (see HERDED), so the steady-state windows sample a population that has kept the first wave's
-    # alignment
-    if HERDED:
-        fixed = [float(np.mean(first.fixed))] * slots  # cycles a CTA costs besides its main-loop iterations
-        per_iter = [float(np.mean(first.per_iter))] * slots  # cycles per main-loop iteration
-    else:
-        fixed, per_iter = first.fixed, first.per_iter  # per slot, as sampled
+    # (module docstring), so the steady-state windows sample a population that has kept the first
+    # wave's alignment
+    fixed = float(np.mean(first.fixed))  # cycles a CTA costs besides its main-loop iterations
+    per_iter = float(np.mean(first.per_iter))  # cycles per main-loop iteration
     skew = 0.0
     tail = None
     history = _History(kernel, grid, block, build, shift, cfg, k_step, iters, gx, wave)
@@ -221,26 +217,27 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     windows = []  # the steady-state windows: one, or one before and one after `switch` (below)
     switch = [n]  # two windows: the first CTA that starts after the L2 began writing results back
 
-    wave_fixed = [None]  # HERDED: a later CTA's cost besides its steady iterations (from a wave's start)
-    wave_start = None
+    wave_start = None  # the simulated start of a later wave (_wave_start), once there is one
 
     def steady(window, j):
         if j in window.durations:
             return window.durations[j]
-        f = fixed[j] if wave_fixed[0] is None or window is not windows[-1] else wave_fixed[0]
-        return f + iters * window.per_iter.get(j, per_iter[j])
+        f = wave_start.fixed if wave_start is not None and window is windows[-1] else fixed
+        return f + iters * window.per_iter.get(j, per_iter)
 
     def duration(j, i, t):
         if i >= full * wave:  # a tail CTA: from the tail's own simulation (its CTAs in dispatch order)
-            return tail.duration[i - full * wave] if tail is not None else fixed[j] + iters * per_iter[j]
+            return tail.duration[i - full * wave] if tail is not None else fixed + iters * per_iter
         if i < wave or not windows:
-            return fixed[j] + iters * per_iter[j]
+            return fixed + iters * per_iter
         if len(windows) == 1:
             return steady(windows[0], j)
         # the CTAs before the switch at the first window's pace, the others at the second's
         return steady(windows[0] if i < switch[0] else windows[1], j)
 
     hold = full * wave if left else None  # see the tail below
+    # the L2/DRAM work a wave leaves queued at its end (its posted stores), ahead of the next CTAs
+    backlog = _backlog(ms_first, first.phase.cycles[-1])
     schedule = dispatch(n, slots, duration, hold, timed=True)
     if full >= 2:
         found = []
@@ -252,14 +249,13 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
             found.append(window)
         windows.extend(found)
         skew = windows[-1].skew
-        live = resident_at(schedule, times[-1]) if HERDED else {}
+        live = resident_at(schedule, times[-1])
         if live:
             # the start of a later wave: the cost of its CTAs besides their steady iterations
-            rate = {i: windows[-1].per_iter.get(j, per_iter[j]) for j, (i, _, _) in live.items()}
+            rate = {i: windows[-1].per_iter.get(j, per_iter) for j, (i, _, _) in live.items()}
             wave_start = _wave_start(kernel, block, grid, k, k_step, build, cfg, schedule, live, rate, gx,
-                                     progress, history, _backlog(ms_first, first.phase.cycles[-1]))
+                                     progress, history, backlog)
             phases.append(wave_start.phase)
-            wave_fixed[0] = wave_start.fixed
         schedule = dispatch(n, slots, duration, hold, timed=True)
     if left:
         # the tail's CTAs in the order the dispatcher hands them out, each on the slot that takes it.
@@ -268,7 +264,6 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
         # ahead of the tail's first loads, which are simulated behind that backlog
         t0 = schedule[full * wave][1]
         tail_ids = [(i % gx, i // gx) for i in range(full * wave, n)]
-        backlog = _backlog(ms_first, first.phase.cycles[-1])
         tail, _ = _whole(kernel, block, grid, k, k_step, build, cfg, tail_ids, progress, "tail",
                          backlog=backlog, warm=lambda ms: history.warm(ms, schedule, t0), settle=t0)
         phases.append(tail.phase)
@@ -366,9 +361,8 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
             nxt = k if 4 * kk >= k else 2 * kk
             if nxt <= WAVE_SETTLE_MAX_K:
                 plan = [nxt]
+    phase = Phase(name, len(ids), tuple(ks), tuple(cyc), loop, memory_counters(ms, cyc[-1], used))
     if len(ks) == 1 and ks[-1] != k:  # one sample short of K: no line (the caller takes ``sampled``)
-        mem = memory_counters(ms, cyc[-1], used)
-        phase = Phase(name, len(ids), tuple(ks), tuple(cyc), loop, mem)
         return _Whole(phase, float(cyc[-1]), [], [], [], durations[-1]), ms
     if ks[-1] == k:
         # simulated at K itself: the split into fixed cost and iterations (for the dispatcher model
@@ -384,8 +378,6 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
         fixed = [a - p * it1 for a, p in zip(durations[-2], per_iter)]
         predicted = cyc[-2] + (cyc[-1] - cyc[-2]) * (k - ks[-2]) / (ks[-1] - ks[-2])
     dur = [f + p * k / k_step for f, p in zip(fixed, per_iter)]
-    mem = memory_counters(ms, cyc[-1], used)
-    phase = Phase(name, len(ids), tuple(ks), tuple(cyc), loop, mem)
     return _Whole(phase, float(predicted), fixed, per_iter, dur, durations[-1]), ms
 
 
@@ -487,11 +479,9 @@ def _window_times(schedule, wave, full, history):
 
 
 def _mid_life(schedule, t):
-    """The middle of the lives of the CTAs resident at cycle ``t`` (median of their midpoints), when
-    HERDED: the window then samples the steady part of their loop, away from the start of a wave
-    (where the previous wave's results leave the L2, sampled by the wave's own simulation)."""
-    if not HERDED:
-        return t
+    """The middle of the lives of the CTAs resident at cycle ``t`` (median of their midpoints): the
+    window then samples the steady part of their loop, away from the start of a wave (where the
+    previous wave's results leave the L2, sampled by the wave's own simulation)."""
     live = resident_at(schedule, t)
     if not live:
         return t
@@ -629,7 +619,7 @@ class _WaveStart:
 
 def _wave_start(kernel, block, grid, k, k_step, build, cfg, schedule, live, rate, gx, progress, history,
                 backlog):
-    """The start of a later wave, HERDED: the CTAs ``live`` (``{slot: (cta index, start, end)}``, the
+    """The start of a later wave: the CTAs ``live`` (``{slot: (cta index, start, end)}``, the
     wave a steady-state window sampled), simulated whole from their start to K = ``WAVE_START_K``
     (or K), behind the L2's history at that start (the previous wave's results in it, dirty, and
     its reads) and behind ``backlog``. A CTA's cycles there, less its steady iterations at
@@ -1137,7 +1127,7 @@ def samples_needed(grid, k, sms, resident):
     if n > wave and left:
         count += per_whole
     if full >= 2:
-        count += 2 if HERDED else 1  # a steady-state window (and the start of its wave)
+        count += 2  # a steady-state window and the start of its wave
     return count
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from ..gpu.gpu import simulate_gpu
+from ..timing.memory_system import MemorySystem
 from . import kernels as K
 from .rows import Row
 
@@ -216,7 +217,6 @@ def l2_bandwidth(cfg, ctas_per_sm=4, passes=8):
     ``passes`` times over in the same order: an LRU cache keeps none of it): bytes the SMs fetched
     over the kernel's cycles, per core cycle. Returns (bytes per cycle, share of the fetched
     sectors that hit in the L2, share that hit in the L1s)."""
-    from ..timing.memory_system import MemorySystem
     block = 128
     ctas = ctas_per_sm * cfg.gpu.sms
     fetches = max(1, cfg.l2.size // 2 // 16 // (ctas * block))  # float4 texels: 16 bytes each
