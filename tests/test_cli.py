@@ -135,6 +135,40 @@ def test_gpu_method(capsys, files):
     assert out["gpu_waves"] == 36 / 32 and out["gpu_wave_alignment"]["waves"] == 36 / 32
 
 
+QUARTER_25 = """\
+description = "a quarter of the GTX 980 with its DRAM at 25 GB/s"
+inherit = "gtx980_oc"
+[gpu]
+sms = 4
+dram_bus_bits = 64
+dram_bandwidth_gbs = 64.0
+[l2]
+size = 524288
+slices = 2
+[dram]
+channels = 2
+efficiency = 0.395
+"""
+
+
+def test_a_dram_bound_sampled_prediction_is_flagged(capsys, tmp_path):
+    """A sampled prediction of a launch that saturates DRAM (8 waves of sgemm_64 on a quarter GTX 980
+    at 25 GB/s) says so, in the text and the JSON; the same launch at the stock DRAM rate does not."""
+    toml = tmp_path / "quarter25.toml"
+    toml.write_text(QUARTER_25)
+    args = ["run", "sgemm_64", "--m", "1024", "--n", "1024", "--k", "1024", "--check", "sampled", "--gpu"]
+    assert cli(args + [str(toml)]) == 0
+    text = capsys.readouterr().out
+    assert "warning: DRAM busy 97% of the sampled first wave or steady state" in text
+    assert "--gpu-method full" in text
+    assert cli(args + [str(toml), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["gpu_dram_bound"] is True and 0.95 < out["gpu_dram_busy"] < 1.0
+    assert cli(args + ["gtx980_oc", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["gpu_dram_bound"] is False and out["gpu_dram_busy"] < 0.5
+
+
 def test_bad_config(capsys, files):
     one_line_error(capsys, ["run", "sgemm_64", "--gpu", "nosuch"], "no config named 'nosuch'", "gm204")
     one_line_error(capsys, ["run", files["tiny"], "--gpu", files["syntax"]], "syntax.toml", "TOML syntax")

@@ -219,3 +219,21 @@ def test_bad_residency_options_one_line_exit_2(args, fragments, capsys):
     assert "Traceback" not in err and len(err.splitlines()) == 1
     for f in fragments:
         assert f in err, (f, err)
+
+
+def test_dram_bound_points_are_marked():
+    """A point whose sampled prediction saturates DRAM (maxsim.gpu.sampling.DRAM_SATURATED) is
+    marked in the JSON and the table: sgemm_64 at N = 1024 (8 waves) on a quarter GTX 980 with
+    25 GB/s of DRAM; at N = 512 (two waves) DRAM is busy 74% of the first wave, and not marked."""
+    from maxsim.arch.config import load_config, override
+    from workloads.compare import compare, format_table
+    cfg = override(load_config("gtx980_oc"), {"gpu.sms": 4, "l2.size": 524288, "l2.slices": 2, "dram.channels": 2,
+                                              "gpu.dram_bus_bits": 64, "gpu.dram_bandwidth_gbs": 64.0,
+                                              "dram.efficiency": 0.395})
+    res = compare(cfg, ("sgemm_64",), sizes=[512, 1024])
+    points = {p["n"]: p for p in res["kernels"]["sgemm_64"]["points"]}
+    assert points[1024]["dram_bound"] and points[1024]["dram_busy"] > 0.9
+    assert not points[512]["dram_bound"] and points[512]["dram_busy"] < 0.9
+    table = format_table(res)
+    assert "sgemm_64: DRAM-bound at N = 1024: DRAM busy at least 90%" in table
+    assert [ln for ln in table.splitlines() if ln.rstrip().endswith("DRAM-bound")][0].split()[0] == "1024"

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from maxsim.arch.config import load_config, override
-from maxsim.gpu.sampling import WAVE_K_SAMPLES, dispatch, resident_at, samples_needed
+from maxsim.gpu.sampling import DRAM_SATURATED, WAVE_K_SAMPLES, dispatch, resident_at, samples_needed
 from workloads.sgemm.predict import predict_sgemm
 
 CFG = load_config("gtx980_oc")
@@ -135,6 +135,24 @@ def test_the_ctas_of_a_wave_stay_together_in_the_full_simulation():
         assert (max(starts) - min(starts)) / cycles_per_iteration < 6
     first = [e - s for s, e in log[:32]]
     assert max(first) / min(first) - 1 < 0.01
+
+
+def test_a_launch_that_saturates_dram_is_marked_dram_bound():
+    """Where DRAM is saturated the waves of the full simulation drift apart, which the sampled
+    prediction does not follow: such a launch is marked. The quarter GPU at 25 GB/s (8 waves of
+    sgemm_64 at N = 1024) keeps DRAM busy 97% of its first wave (off by -13% against its full
+    simulation); at 51 GB/s 54% (within 1.6%). The busy share is the channels' bytes over their
+    sustained rate, and a launch of one wave (no later wave to drift) is never marked."""
+    slow = override(QUARTER, {"dram.efficiency": 0.395})
+    for cfg, bound in ((slow, True), (QUARTER, False)):
+        p = predict_sgemm("sgemm_64", 1024, cfg)
+        assert p["dram_bound"] is bound and (p["dram_busy"] >= DRAM_SATURATED) is bound
+        first = p["phases"][0]["memory"]
+        by_bytes = (first["dram_bytes_read"] + first["dram_bytes_written"]) / (first["cycles"] * cfg.dram_bytes_per_clk)
+        assert p["dram_busy"] >= by_bytes * 0.99
+        assert p["dram_busy"] > (0.9 if bound else 0.4) and p["dram_busy"] < (1.1 if bound else 0.7)
+    one = predict_sgemm("sgemm_64", 256, slow)  # 16 CTAs: half a wave
+    assert not one["dram_bound"]
 
 
 def test_wave_alignment_of_a_cta_log():

@@ -12,6 +12,7 @@ import csv
 import os
 
 from maxsim.errors import MaxsimError
+from maxsim.gpu.sampling import DRAM_SATURATED
 from maxsim.report.metrics import profiler_metrics
 from maxsim.timing.occupancy import occupancy as occupancy_of
 from maxsim.timing.occupancy import registers_for, with_registers
@@ -144,6 +145,9 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
                            "error_percent": None if m is None else 100.0 * (p["gflops"] - m) / m,
                            "cycles": p["cycles"], "waves": p["waves"], "loop_cycles": p["loop_cycles"],
                            "profiler_metrics": metrics,
+                           # DRAM busy share of the sampled first wave / windows; dram_bound: the
+                           # sampled prediction's warning (maxsim.gpu.sampling.DRAM_SATURATED)
+                           "dram_busy": p.get("dram_busy"), "dram_bound": bool(p.get("dram_bound")),
                            # how the point was predicted: the pieces simulated (the K of each sample)
                            # and the wall seconds it took
                            "samples": [{"phase": ph["name"], "ctas": ph["ctas"], "k": ph["k_samples"]}
@@ -267,7 +271,15 @@ def format_table(result):
                 pm = p.get("profiler_metrics") or {}
                 hit, util = pm.get("l2_tex_read_hit_rate"), pm.get("dram_utilization_fraction")
                 row += f" {'-' if hit is None else f'{hit:.1f}':>9s} {'-' if util is None else f'{util:.2f}':>10s}"
+            if p.get("dram_bound"):
+                row += "  DRAM-bound"
             lines.append(row)
+        bound = [p["n"] for p in k["points"] if p.get("dram_bound")]
+        if bound:
+            lines.append(f"{name}: DRAM-bound at N = {', '.join(map(str, bound))}: DRAM busy at least "
+                         f"{100 * DRAM_SATURATED:.0f}% of a sampled first wave or steady state (at its sustained "
+                         f"rate), where waves can drift apart, which the sampled prediction does not follow "
+                         f"(see docs/memory-hierarchy.md)")
         if k["mape_percent"] is not None:
             lines.append(f"{name}: MAPE {k['mape_percent']:.1f}% over {k['measured_points']} measured sizes")
             parts = k.get("mape_by_source") or {}

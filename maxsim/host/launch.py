@@ -182,6 +182,8 @@ class LaunchReport:
                        gpu_prediction_method=p.method)
             if p.gflops is not None:
                 out["gpu_predicted_gflops"] = p.gflops
+            if "dram_bound" in p.details:
+                out.update(gpu_dram_busy=p.details["dram_busy"], gpu_dram_bound=p.details["dram_bound"])
         out.update(self.profiler_fields())
         return out
 
@@ -427,7 +429,7 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
                     shift=sampling.shift, progress=progress, traced=by_cta)
         steady = [ph for ph in p.phases if ph.name == "steady state"]
         details = {"loop_cycles": (steady or p.phases)[0].loop_cycles, "progress_skew_iterations": p.progress_skew,
-                   "sim_seconds": p.sim_seconds,
+                   "sim_seconds": p.sim_seconds, "dram_busy": p.dram_busy, "dram_bound": p.dram_bound,
                    "phases": [{"name": ph.name, "ctas": ph.ctas, "k_samples": list(ph.ks), "cycles": list(ph.cycles),
                                "loop_cycles": ph.loop_cycles, "memory": ph.memory} for ph in p.phases]}
         return Prediction(cfg.name, cfg.gpu.name, cfg.gpu.sms, p.seconds, p.cycles, p.waves, "sampled",

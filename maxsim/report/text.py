@@ -59,6 +59,12 @@ def _fmt(v):
 
 
 # What each stall reason means, in the words of the summary (maxsim.timing.stats.STALL_REASONS)
+# printed under a sampled prediction marked dram_bound (maxsim.gpu.sampling, DRAM_SATURATED)
+DRAM_BOUND_WARNING = ("warning: DRAM busy {busy:.0f}% of the sampled first wave or steady state: when DRAM is "
+                      "saturated, later waves can drift apart and lose the data they share, which the sampled "
+                      "prediction does not follow (-41% to +2% against full simulations there); "
+                      "--gpu-method full simulates every CTA")
+
 STALL_WORDS = {
     "stall_count": "waiting out the control codes' stall counts",
     "dependency": "waiting on a dependency barrier: a memory or other variable-latency result",
@@ -141,6 +147,8 @@ def summarise(out: dict, peak_gflops=None, sms=None, reference_loop_cycles=None,
                      f"resident CTAs)" if waves < 1
                      else f" ({waves:.3g} waves of resident CTAs)")
         lines.append(line)
+        if out.get("gpu_dram_bound"):
+            lines.append(DRAM_BOUND_WARNING.format(busy=100 * out["gpu_dram_busy"]))
     if out.get("cycles") is not None:
         s["cycles"], s["ipc"] = out["cycles"], out.get("ipc")
         if out.get("sm_ctas") is not None:

@@ -258,5 +258,7 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
                    gpu_prediction_method=g.method)
         if g.details.get("wave_alignment"):
             out["gpu_wave_alignment"] = g.details["wave_alignment"]
+        if "dram_bound" in g.details:
+            out.update(gpu_dram_busy=g.details["dram_busy"], gpu_dram_bound=g.details["dram_bound"])
     out.update(report.profiler_fields())
     return out

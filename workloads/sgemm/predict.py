@@ -43,7 +43,8 @@ def predict_sgemm(name, n, cfg, *, m=None, k=None, kernel=None, full=False, prog
     return {"kernel": name, "n": n, "seconds": p.seconds, "gflops": gflops(n, p.seconds, m, k),
             "cycles": p.cycles, "waves": p.waves, "method": "sampled", "loop_cycles": p.details["loop_cycles"],
             "progress_skew_iterations": p.details["progress_skew_iterations"], "memory": p.memory,
-            "phases": p.details["phases"], "sim_seconds": p.details["sim_seconds"]}
+            "phases": p.details["phases"], "sim_seconds": p.details["sim_seconds"],
+            "dram_busy": p.details["dram_busy"], "dram_bound": p.details["dram_bound"]}
 
 
 def sample_count(name, n, cfg, kernel=None):
