@@ -155,6 +155,11 @@ def _parser():
                         "wave, and of the tail) or 'full' (every CTA on every SM at the real K, as the "
                         "functional run of the whole grid goes: what the sampled prediction is held to; "
                         "minutes from N = 2048 on a GTX 980; needs --check all or auto)")
+    r.add_argument("--l2-start", choices=("empty", "previous"), default=None,
+                   help="what the L2 holds when the predicted launch starts: 'empty' (default, as after "
+                        "a flush) or 'previous' (what the same launch left there: back-to-back launches, "
+                        "the way benchmarks time a kernel; maxas's SGEMM figures were timed so). SGEMM "
+                        "workloads, and .sass files with --predict")
     r.add_argument("--sm-ctas", type=_size, default=None, metavar="N",
                    help="CTAs the timed SM runs (default: one full wave of resident CTAs)")
     _occupancy_options(r)
@@ -253,6 +258,10 @@ def _parser():
                          "sgemm_128 size, predicted only)")
     cm.add_argument("--gpu", "--config", dest="config", default="gtx980_oc",
                     help="architecture config (default gtx980_oc, the measured setup)")
+    cm.add_argument("--l2-start", choices=("empty", "previous"), default="empty",
+                    help="what the L2 holds when each predicted launch starts: 'empty' (default) or "
+                         "'previous' (what the same launch left there, as in the measured benchmark, "
+                         "which times back-to-back launches; see docs/validation.md)")
     _occupancy_options(cm, compare=True)
     cm.add_argument("-o", "--output", metavar="FILE", default=None,
                     help="also draw the comparison to this file (.png, .svg or .pdf): GFLOPS against N "
@@ -586,7 +595,7 @@ def cmd_compare(args):
     try:
         with engine:
             result = compare(cfg, names, sizes=args.sizes, extra_sizes=extra, occupancy=choice, variants=variants,
-                             engine=engine, cache=cache,
+                             engine=engine, cache=cache, l2_start=args.l2_start,
                              progress=lambda done, total: bar(done, total, "compare", "sizes"))
     except OccupancyError as e:
         if flag is None:
@@ -716,6 +725,9 @@ def cmd_run(args):
         what = "a .sass file" if is_file else f"the {args.target} workload"
         raise UsageError(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to {what} "
                          f"(see `maxsim run --help`)")
+    if args.l2_start is not None and (args.functional or (is_file and not args.predict)):
+        raise UsageError("--l2-start sets the L2 of the whole-GPU prediction: it needs "
+                         + ("--predict for a kernel file" if is_file and not args.functional else "the timing run (not --functional)"))
     timeline = _trace_writer(args)
     _check_report_path(args)
     cfg = load_config(args.config)
@@ -736,7 +748,8 @@ def cmd_run(args):
                                sass_path=args.sass, timing=not args.functional, sm_ctas=args.sm_ctas,
                                hazards="strict" if args.strict else "warn", max_cycles=args.max_cycles,
                                progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)),
-                               occupancy=choice, gpu_method=args.gpu_method or "sampled")
+                               occupancy=choice, gpu_method=args.gpu_method or "sampled",
+                               l2_start=args.l2_start or "empty")
         elif _is_kernel_file(args.target) or "/" in args.target:
             arguments = _launch_arguments(args)
             out, report = run_sass_file(args.target, cfg=cfg, grid=args.grid or (1, 1), block=args.block or 32,
@@ -744,7 +757,8 @@ def cmd_run(args):
                                         max_cycles=args.max_cycles, max_instructions=args.max_instructions,
                                         progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)),
                                         occupancy=choice, shared=args.shared or 0, report=True,
-                                        predict=args.predict, kernel=args.kernel, **arguments)
+                                        predict=args.predict, kernel=args.kernel,
+                                        l2_start=args.l2_start or "empty", **arguments)
         else:
             raise UsageError(f"unknown workload {args.target!r}: expected one of {', '.join(WORKLOADS)} or a .sass file")
     except OccupancyError as e:
@@ -861,14 +875,14 @@ def _trace_writer(args):
 def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn", max_cycles=None,
                   max_instructions=None, progress=None, timeline=None, occupancy=None, shared=0,
                   params=None, buffers=None, textures=None, constants=None, report=False, predict=False,
-                  kernel=None):
+                  kernel=None, l2_start="empty"):
     """Run a kernel file through the launch API (:func:`maxsim.host.launch`) and report what it
     executed: the fields of ``maxsim run --json`` (and the :class:`~maxsim.host.LaunchReport` with
     ``report``). ``progress``: a progress callback (:mod:`maxsim.report.progress`); ``timeline``:
     a callable that receives the timed SM, run with its issue log on; ``occupancy``:
     ``{"regs": N}``, ``{"warps_per_scheduler": W}`` or ``{"ctas_per_sm": C}``, the residency the
     kernel runs at (it declares the registers that give it); ``predict``: the whole-GPU prediction
-    too (with ``timing``)."""
+    too (with ``timing``), from an L2 that is ``l2_start`` (see :func:`maxsim.host.launch`)."""
     from .host import Kernel, launch
     kernel = Kernel.load(path, cfg=cfg, kernel=kernel)
     for note in kernel.notes:
@@ -882,7 +896,7 @@ def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn",
     r = launch(kernel, grid, block, shared=shared, params=params, buffers=buffers, textures=textures,
                constants=constants, config=cfg,
                timing=timing, predict=timing and predict, occupancy=occupancy, hazards=hazards, max_cycles=max_cycles,
-               max_instructions=max_instructions, progress=progress, timeline=timeline)
+               max_instructions=max_instructions, progress=progress, timeline=timeline, l2_start=l2_start)
     out = {"workload": path}
     out.update(r.fields())
     if out.get("sm_ctas") == r.grid[0] * r.grid[1]:

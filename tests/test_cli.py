@@ -169,6 +169,25 @@ def test_a_dram_bound_sampled_prediction_is_flagged(capsys, tmp_path):
     assert out["gpu_dram_bound"] is False and out["gpu_dram_busy"] < 0.5
 
 
+def test_l2_start(capsys, files):
+    """--l2-start previous: the predicted launch starts with the L2 the same launch left (sgemm_128
+    at N = 384: its 1.7 MB stay in the 2 MB L2, and the launch runs faster than from an empty L2)."""
+    one_line_error(capsys, ["run", "sgemm_64", "--functional", "--l2-start", "previous"],
+                   "--l2-start sets the L2 of the whole-GPU prediction", "not --functional")
+    one_line_error(capsys, ["run", files["tiny"], "--l2-start", "previous"], "needs --predict for a kernel file")
+    one_line_error(capsys, ["run", "sgemm_64", "--l2-start", "warm"], "argument --l2-start")
+    args = ["run", "sgemm_128", "--m", "384", "--n", "384", "--k", "384", "--gpu", "gtx980_oc", "--json"]
+    assert cli(args) == 0
+    empty = json.loads(capsys.readouterr().out)
+    assert cli(args + ["--l2-start", "previous"]) == 0
+    previous = json.loads(capsys.readouterr().out)
+    assert empty["gpu_l2_start"] == "empty" and previous["gpu_l2_start"] == "previous"
+    assert previous["gpu_predicted_seconds"] < empty["gpu_predicted_seconds"]
+    assert previous["gpu_l2_hit_rate"] > empty["gpu_l2_hit_rate"] + 0.15
+    assert cli(args[:-1] + ["--l2-start", "previous"]) == 0
+    assert ", starting with the L2 the same launch left" in capsys.readouterr().out
+
+
 def test_bad_config(capsys, files):
     one_line_error(capsys, ["run", "sgemm_64", "--gpu", "nosuch"], "no config named 'nosuch'", "gm204")
     one_line_error(capsys, ["run", files["tiny"], "--gpu", files["syntax"]], "syntax.toml", "TOML syntax")

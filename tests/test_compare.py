@@ -237,3 +237,20 @@ def test_dram_bound_points_are_marked():
     table = format_table(res)
     assert "sgemm_64: DRAM-bound at N = 1024: DRAM busy at least 90%" in table
     assert [ln for ln in table.splitlines() if ln.rstrip().endswith("DRAM-bound")][0].split()[0] == "1024"
+
+
+def test_compare_with_the_l2_the_previous_launch_left():
+    """maxsim compare --l2-start previous: each launch starts with the L2 the same launch left, as in
+    the measured benchmark's back-to-back launches (sgemm_128 at N = 384 keeps its 1.7 MB in the
+    L2 and runs faster; at N = 1024, 12 MB, the L2 holds the previous launch's last CTAs' data and
+    results, which the first wave does not read: within 2%)."""
+    from maxsim.arch.config import load_config
+    from workloads.compare import compare, format_table
+    cfg = load_config("gtx980_oc")
+    runs = {st: compare(cfg, ("sgemm_128",), sizes=[384, 1024], l2_start=st) for st in ("empty", "previous")}
+    assert runs["previous"]["l2_start"] == "previous" and runs["empty"]["l2_start"] == "empty"
+    g = {st: {p["n"]: p["simulated_gflops"] for p in r["kernels"]["sgemm_128"]["points"]} for st, r in runs.items()}
+    assert g["previous"][384] > 1.015 * g["empty"][384]
+    assert g["previous"][1024] == pytest.approx(g["empty"][1024], rel=0.02)
+    assert "every launch starts with the L2 the same launch left" in format_table(runs["previous"])
+    assert "every launch starts" not in format_table(runs["empty"])

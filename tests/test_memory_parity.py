@@ -315,3 +315,35 @@ def test_reads_served_in_the_core_grow_the_tables_through_python(monkeypatch):
     assert p_new == p_ref
     for a, b in zip(ms_ref, ms_new):
         assert_same_state(a, b)
+
+
+@pytest.mark.parametrize("core", ["python", "compiled"])
+def test_carried_over_l2_holds_the_same_lines_arrived(core):
+    """The L2 the next of two back-to-back launches finds (:func:`carried_over`): every line of every
+    set in the same least-recently-used order, the same valid sectors and dirty bits, every fill
+    arrived (ready at cycle 0), no work queued and no counts, whichever core."""
+    from maxsim.timing.memory_system import carried_over
+    cfg = override(CFG, {"l2.size": 65536})  # 64 KB: the traffic below evicts lines and writes back
+    ms = MemorySystem(cfg, core=core)
+    rng = np.random.default_rng(7)
+    t = 0
+    for step in range(400):
+        secs = sorted({int(x) * 32 for x in rng.integers(0, 6000, 8)})
+        t = (ms.write if step % 3 == 0 else ms.read)(t, secs)
+    before = ms.l2.sets
+    new = carried_over(ms, cfg)
+    after = new.l2.sets
+    assert new.core == core and new.reads == new.writes == new.dram_bytes_read == 0
+    lines = 0
+    for sl_a, sl_b in zip(before, after):
+        for st_a, st_b in zip(sl_a, sl_b):
+            assert list(st_a) == list(st_b)  # the same lines, least recently used first
+            for ln in st_a:
+                a, b = st_a[ln], st_b[ln]
+                assert [r is None for r in a[:-1]] == [r is None for r in b[:-1]] and a[-1] == b[-1]
+                assert all(r == 0.0 for r in b[:-1] if r is not None)
+                lines += 1
+    assert lines > 400 and any(st[ln][-1] for sl in after for st in sl for ln in st)
+    # nothing queued: a read of a held sector is an L2 hit at the hit latency
+    held = next(ln for sl in after for st in sl for ln in st if st[ln][0] is not None) * 128
+    assert new.read(1000, [held]) == 1000 + cfg.latency.l2_hit and new.l2_read_hits == 1

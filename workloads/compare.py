@@ -101,7 +101,7 @@ def _series(cfg, workload, occ_choice):
 
 
 def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progress=None, jobs=1,
-            occupancy=None, variants=(), engine=None, cache=None):
+            occupancy=None, variants=(), engine=None, cache=None, l2_start="empty"):
     """Predict every measured size (or ``sizes``) of each workload; returns a dict for --json.
 
     ``occupancy`` (``{"regs": N}``, ``{"warps_per_scheduler": W}`` or ``{"ctas_per_sm": C}``,
@@ -115,11 +115,13 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
     ``jobs`` > 1 predicts the sizes in that many worker processes of a local Dask cluster (the
     results do not depend on it: every prediction is deterministic). ``cache``: a
     :class:`maxsim.cache.ResultCache` (see :func:`workload_cache`) the predictions are read from
-    and written to."""
+    and written to. ``l2_start``: what the L2 holds when each predicted launch starts, ``"empty"``
+    or ``"previous"`` (what the same launch left there: the measured benchmark times back-to-back
+    launches; see :func:`maxsim.gpu.sampling.predict`)."""
     measured, sources = _load(MEASURED_FILES)
     result = {"config": cfg.name, "gpu": cfg.gpu.name, "core_clock_mhz": cfg.gpu.core_clock_mhz,
               "effective_clock_mhz": cfg.clock_hz / 1e6, "peak_gflops": cfg.peak_gflops, "kernels": {},
-              "reference": {}}
+              "reference": {}, "l2_start": l2_start}
     for ref in REFERENCE_COLUMNS:
         result["reference"][ref] = sorted(measured.get(ref, {}).items())
     plan = []
@@ -132,7 +134,7 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
         plan.append((label, name, regs, occ, ns, meas if same else {}, sources.get(name, {}) if same else {}))
     tasks = sorted({(name, regs, n) for _, name, regs, _, ns, _, _ in plan for n in ns},
                    key=lambda t: (t[2], t[0], -1 if t[1] is None else t[1]))
-    predictions = _predict_all(cfg, tasks, jobs, progress, engine, cache)
+    predictions = _predict_all(cfg, tasks, jobs, progress, engine, cache, l2_start)
     for label, name, regs, occ, ns, meas, source in plan:
         points = []
         for n in ns:
@@ -171,17 +173,17 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
 _KERNELS = {}  # per process: generated kernels by (name, registers)
 
 
-def _predict_point(cfg, name, regs, n):
+def _predict_point(cfg, name, regs, n, l2_start="empty"):
     kernel = _KERNELS.get((name, regs))
     if kernel is None:
         kernel = _KERNELS[name, regs] = generate_kernel(name, regs=regs)
-    return predict_sgemm(name, n, cfg, kernel=kernel)
+    return predict_sgemm(name, n, cfg, kernel=kernel, l2_start=l2_start)
 
 
-def _predict_group(cfg, tasks):
+def _predict_group(cfg, tasks, l2_start="empty"):
     """The predictions of ``tasks`` (one kernel at one size, several register counts), in order, in
     one process: they share the sectors traced for the launch's history (maxsim.gpu.sampling)."""
-    return [_predict_point(cfg, *task) for task in tasks]
+    return [_predict_point(cfg, *task, l2_start=l2_start) for task in tasks]
 
 
 def workload_cache(directory=None):
@@ -195,21 +197,22 @@ def workload_cache(directory=None):
     return ResultCache(directory, model_version(Path(maxsim.__file__).parent, Path(__file__).parent / "sgemm"))
 
 
-def point_key(cache, cfg, name, regs, n):
-    """The cache key of the sampled prediction of ``name`` (with ``regs`` registers) at size ``n``."""
+def point_key(cache, cfg, name, regs, n, l2_start="empty"):
+    """The cache key of the sampled prediction of ``name`` (with ``regs`` registers) at size ``n``
+    from an L2 that is ``l2_start``."""
     from maxsim.cache import config_values
     from .sgemm.generator import generate
     text = _TEXTS.get(name)
     if text is None:
         text = _TEXTS[name] = generate(name)
     return cache.key(what="sgemm sampled prediction", kernel=text, regs=regs, m=n, n=n, k=n,
-                     config=config_values(cfg))
+                     config=config_values(cfg), l2_start=l2_start)
 
 
 _TEXTS = {}  # the generated kernels' text by name
 
 
-def _predict_all(cfg, tasks, jobs, progress, engine=None, cache=None):
+def _predict_all(cfg, tasks, jobs, progress, engine=None, cache=None, l2_start="empty"):
     """{(name, regs, n): prediction} for every task; ``progress(done, total)``. The predictions not
     in ``cache`` run on ``engine`` (default: an :class:`~maxsim.engine.Engine` of ``jobs``)."""
     from maxsim.engine import Engine
@@ -218,7 +221,7 @@ def _predict_all(cfg, tasks, jobs, progress, engine=None, cache=None):
     keys = {}
     if cache is not None:
         for task in tasks:
-            keys[task] = point_key(cache, cfg, *task)
+            keys[task] = point_key(cache, cfg, *task, l2_start=l2_start)
             hit = cache.get(keys[task])
             if hit is not None:
                 out[task] = hit
@@ -235,7 +238,7 @@ def _predict_all(cfg, tasks, jobs, progress, engine=None, cache=None):
     own = engine is None
     engine = Engine(jobs=jobs) if own else engine
     try:
-        for i, predictions in engine.run(_predict_group, [(cfg, group) for group in order]):
+        for i, predictions in engine.run(_predict_group, [(cfg, group, l2_start) for group in order]):
             for task, prediction in zip(order[i], predictions):
                 out[task] = prediction
                 if cache is not None:
@@ -255,6 +258,8 @@ def format_table(result):
         clock += f" ({effective:.0f} effective: gpu.effective_clock_fraction)"
     lines = [f"simulated vs measured SGEMM GFLOPS on {result['gpu']} "
              f"(config {result['config']}, {clock}, FP32 peak {result['peak_gflops']:.0f})"]
+    if result.get("l2_start") == "previous":
+        lines.append("every launch starts with the L2 the same launch left (back-to-back launches)")
     for name, k in result["kernels"].items():
         mem = any(p.get("profiler_metrics") for p in k["points"])
         lines.append("")

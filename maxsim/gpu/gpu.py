@@ -21,7 +21,7 @@ import numpy as np
 from ..functional.launch import LaunchStream, launch
 from ..functional.trace import TraceRecorder
 from ..timing.clock import advance
-from ..timing.memory_system import MemorySystem
+from ..timing.memory_system import L2_STARTS, MemorySystem, carried_over
 from ..timing.sm import SM, flatten_queued, residency
 from ..timing.stats import Stats
 from ..timing.summaries import make_summariser
@@ -189,7 +189,7 @@ def merge_stats(sms, cfg):
 
 def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, cfg, ctas=None,
                  hazards="warn", max_instructions=None, progress=None, memory_system=None, traced=None,
-                 stream=None):
+                 stream=None, l2_start="empty"):
     """Run the kernel functionally and every CTA in time on ``cfg.gpu.sms`` SMs (sharing
     ``memory_system``, by default a new :class:`~maxsim.timing.memory_system.MemorySystem`).
 
@@ -202,7 +202,19 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
     from :func:`trace_ctas` to time instead.
     ``progress`` (``progress(done, total, what, unit)``, see :mod:`maxsim.report.progress`) is told
     the CTAs done by the functional run as it goes; with ``traced``, the warp instructions issued
-    by all SMs."""
+    by all SMs.
+    ``l2_start``: ``"empty"`` (the L2 as ``memory_system`` has it, by default empty) or
+    ``"previous"``: the launch is run twice, back to back (functionally too: the second run sees
+    the memory the first left), and the second is the result, starting with the L2 the first left
+    (:func:`~maxsim.timing.memory_system.carried_over`); not with ``stream``, which runs once."""
+    if l2_start not in L2_STARTS:
+        raise ValueError(f"l2_start {l2_start!r}: expected one of {', '.join(L2_STARTS)}")
+    if l2_start == "previous":
+        if stream is not None:
+            raise ValueError("l2_start 'previous' runs the launch twice: give its arguments or traces, not a stream")
+        before = simulate_gpu(kernel, grid, block, params, memory, textures, cfg=cfg, ctas=ctas, hazards=None,
+                              max_instructions=max_instructions, memory_system=memory_system, traced=traced)
+        memory_system = carried_over(before.memory, cfg)
     t0 = time.perf_counter()
     if traced is None:
         if stream is None:

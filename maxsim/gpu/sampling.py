@@ -97,7 +97,7 @@ import attrs
 import numpy as np
 
 from ..functional.trace import Segment, WarpTrace
-from ..timing.memory_system import MemorySystem
+from ..timing.memory_system import L2_STARTS, MemorySystem
 from ..timing.sm import residency
 from ..timing.summaries import SectorLists, make_summariser
 from .gpu import round_robin, run_sms, trace_ctas
@@ -181,7 +181,8 @@ def resident_at(schedule, t):
     return res
 
 
-def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progress=None, traced=None):
+def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progress=None, traced=None,
+            l2_start="empty"):
     """Predict the launch of ``kernel`` over ``grid`` with inner dimension ``k``.
 
     ``build(k_value) -> (params, memory, textures)`` makes the same problem with another K (the
@@ -192,7 +193,28 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     ``traced``: ``{cta id: warp traces}`` from a traced run of the whole launch at ``k`` (the run
     that checked its results): a launch of at most one wave is then timed from those traces at
     ``k`` itself, with no functional run of its own.
+    ``l2_start``: ``"empty"`` (the L2 holds nothing when the launch starts, as after a flush) or
+    ``"previous"`` (it holds what the same launch left there, as in back-to-back launches of one
+    kernel on the same buffers, the way benchmarks time it: the launch is first predicted from an
+    empty L2, and that prediction's schedule gives the reads and stores the L2 holds; needs
+    ``shift``, which places the data of every CTA's part of K).
     """
+    if l2_start not in L2_STARTS:
+        raise ValueError(f"l2_start {l2_start!r}: expected one of {', '.join(L2_STARTS)}")
+    if l2_start == "empty":
+        return _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced)[0]
+    if shift is None:
+        raise ValueError("l2_start 'previous' needs shift: where each CTA's data lies along K")
+    before, schedule = _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced)
+    period = before.cycles + cfg.gpu.launch_overhead_us * 1e-6 * cfg.clock_hz
+    return _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced,
+                    previous=(schedule, period))[0]
+
+
+def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced, previous=None):
+    """:func:`predict`; returns the prediction and its dispatcher schedule (CTA index -> (slot,
+    start, end)). ``previous``: the schedule of the launch before and its period in cycles, whose
+    reads and stores the L2 holds at the start."""
     t_wall = time.perf_counter()
     gx, gy = grid
     n = gx * gy
@@ -203,16 +225,23 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     iters = k / k_step
     phases = []
 
+    history = _History(kernel, grid, block, build, shift, cfg, k_step, iters, gx, wave) \
+        if n > wave or previous is not None else None
+    if previous is not None:
+        history.period = previous[1]  # every warming also sees the launch before
+
     # the first wave (or the whole launch when it is at most one wave)
     first_ids = [(i % gx, i // gx) for i in range(min(n, wave))]
     first, ms_first = _whole(kernel, block, grid, k, k_step, build, cfg, first_ids, progress,
                              "first wave" if full else "launch", traced=traced if n <= wave else None,
-                             settle=0.0 if n <= wave else None)
+                             settle=0.0 if n <= wave else None,
+                             warm=None if previous is None else lambda ms: history.warm(ms, previous[0], 0.0))
     phases.append(first.phase)
     if n <= wave:
         cycles = first.predicted
         memory = _scale(first.phase.memory, cycles / max(first.phase.memory["cycles"], 1))
-        return _done(cfg, cycles, phases, n / wave, resident, 0.0, memory, t_wall, waves_after_first=False)
+        schedule = [(j, 0.0, float(d)) for j, d in enumerate(first.duration or [cycles] * n)]
+        return _done(cfg, cycles, phases, n / wave, resident, 0.0, memory, t_wall, waves_after_first=False), schedule
 
     slots = wave
     # every slot at the first wave's mean cost: the CTAs of a wave that start together end together
@@ -222,7 +251,6 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     per_iter = float(np.mean(first.per_iter))  # cycles per main-loop iteration
     skew = 0.0
     tail = None
-    history = _History(kernel, grid, block, build, shift, cfg, k_step, iters, gx, wave)
 
     windows = []  # the steady-state windows: one, or one before and one after `switch` (below)
     switch = [n]  # two windows: the first CTA that starts after the L2 began writing results back
@@ -302,7 +330,7 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
             memory = _add(memory, _scale(src, span / max(src["cycles"], 1)))
     if tail is not None:
         memory = _add(memory, _scale(tail.phase.memory, t_tail / max(tail.phase.memory["cycles"], 1)))
-    return _done(cfg, cycles, phases, n / wave, resident, skew, memory, t_wall, waves_after_first=True)
+    return _done(cfg, cycles, phases, n / wave, resident, skew, memory, t_wall, waves_after_first=True), schedule
 
 
 def dram_busy(phase):
@@ -927,6 +955,7 @@ class _History:
         self.base = self._known["base"]  # CTA index -> its sectors for slice 0
         self.stores = self._known["stores"]  # CTA index -> the sectors its epilogue stores
         self._linear = None  # whether ``shift`` moves the data in proportion to K (see sectors)
+        self.period = None  # cycles between this launch and the same one before it (back-to-back), or None
 
     @property
     def textures(self):
@@ -1039,33 +1068,40 @@ class _History:
                 return t
 
     def warm(self, ms, schedule, t):
+        """Put into ``ms``'s L2 what it holds at cycle ``t`` of the launch ``schedule``. With a
+        ``period``: the launch follows the same launch, ``period`` cycles earlier (back-to-back
+        launches), whose reads and stores count as the history before the launch's own."""
         if self.shift is None:
             return
-        started = [i for i, (_, s, _) in enumerate(schedule) if s < t]
-        if not started:
-            return
+        offsets = (0.0,) if self.period is None else (0.0, float(self.period))
         capacity = HISTORY_FILL * self.cfg.l2.size // self.cfg.l2.sector
         iters = self.iters
-        heap = []
-        for i in started:
-            _, s, e = schedule[i]
-            if e <= t:  # ended: its stores are the most recent thing it did (slice -1)
-                heap.append((-e, i, -1))
-                continue
-            # the latest slice read before t
-            q = min(iters - 1, int((t - s) / (e - s) * iters - 0.5)) if e > s else iters - 1
-            if q >= 0:
-                heap.append((-(s + (q + 0.5) / iters * (e - s)), i, q))
+        heap = []  # (-time, CTA index, slice (-1: its stores), offset of its launch)
+        for off in offsets:
+            for i, (_, s, e) in enumerate(schedule):
+                s, e = s - off, e - off
+                if s >= t:
+                    continue
+                if e <= t:  # ended: its stores are the most recent thing it did (slice -1)
+                    heap.append((-e, i, -1, off))
+                    continue
+                # the latest slice read before t
+                q = min(iters - 1, int((t - s) / (e - s) * iters - 0.5)) if e > s else iters - 1
+                if q >= 0:
+                    heap.append((-(s + (q + 0.5) / iters * (e - s)), i, q, off))
+        if not heap:
+            return
         heapq.heapify(heap)
         picked = []
         seen = SectorSet(capacity)
         while heap and len(seen) < capacity:
-            negt, i, q = heapq.heappop(heap)
+            negt, i, q, off = heapq.heappop(heap)
             if i not in self.base:
                 # trace this CTA with the most recent others not yet traced (one functional launch)
-                batch = [x for _, x, _ in sorted(heap) if x not in self.base][:self.batch - 1]
-                self._trace(sorted(batch + [i]))
+                batch = list(dict.fromkeys(x for _, x, _, _ in sorted(heap) if x not in self.base and x != i))
+                self._trace(sorted(batch[:self.batch - 1] + [i]))
             _, s, e = schedule[i]
+            s, e = s - off, e - off
             if q < 0:
                 secs = self.stores[i]
                 q = iters
@@ -1074,7 +1110,7 @@ class _History:
             picked.append((secs, q == iters))
             seen.add(secs)
             if q > 0:
-                heapq.heappush(heap, (-(s + (q - 0.5) / iters * (e - s)), i, q - 1))
+                heapq.heappush(heap, (-(s + (q - 0.5) / iters * (e - s)), i, q - 1, off))
         # oldest first; a run of reads (or of stores) in one call (the memory system takes each
         # call's sectors in order)
         picked.reverse()

@@ -264,7 +264,7 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
            config=None,
            timing=True, predict=True, sampling=None, trace=False, sm_ctas=None, ctas=None, occupancy=None,
            hazards="warn", max_cycles=None, max_instructions=None, progress=None, timeline=None,
-           expected_instructions=None) -> LaunchReport:
+           expected_instructions=None, l2_start="empty") -> LaunchReport:
     """Launch ``kernel`` (a :class:`Kernel`, a decoded kernel, a file path or a kernel text) over
     ``grid`` CTAs of ``block`` threads.
 
@@ -281,8 +281,13 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     ``occupancy``: ``{"regs": N}``, ``{"warps_per_scheduler": W}`` or ``{"ctas_per_sm": C}``,
     the residency the kernel runs at. ``progress(done, total, what, unit)``: see
     :mod:`maxsim.report.progress`; ``timeline``: a callable given the timed SM (run with its issue
-    log). Returns a :class:`LaunchReport`."""
+    log). ``l2_start``: what the L2 holds when the predicted launch starts: ``"empty"`` or
+    ``"previous"``, what the same launch left there (back-to-back launches, the way benchmarks time
+    a kernel; the functional run is done once, the timing twice). Returns a :class:`LaunchReport`."""
     from ..functional.launch import launch as run_functional
+    from ..timing.memory_system import L2_STARTS
+    if l2_start not in L2_STARTS:
+        raise LaunchError(f"l2_start {l2_start!r}: expected one of {', '.join(L2_STARTS)}")
     cfg = _arch(config)
     k = as_kernel(kernel, cfg)
     (gx, gy), bx, dims = _geometry(grid, block)
@@ -306,7 +311,7 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         from ..functional.trace import TraceRecorder
         from ..timing.summaries import make_summariser
         recorder = TraceRecorder(make_summariser(cfg))
-    streamed = predict and sampling is None and ctas is None and gx * gy > 1 and not trace
+    streamed = predict and sampling is None and ctas is None and gx * gy > 1 and not trace and l2_start == "empty"
     gpu = None
     if streamed:
         # every CTA on every SM, timed as the functional run goes (see predict_gpu): the traces
@@ -340,11 +345,11 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         whole = len(res.ctas) == gx * gy
         if gpu is not None:
             report["prediction"] = gpu
-        elif whole and gx * gy == 1 and sm is not None and max_cycles is None:
+        elif whole and gx * gy == 1 and sm is not None and max_cycles is None and l2_start == "empty":
             report["prediction"] = _one_cta(cfg, code, bx, sm)
         elif sampling is not None or whole:
             report["prediction"] = predict_gpu(code, (gx, gy), bx, cfg, sampling=sampling, bound=bound,
-                                               traced=res if whole else None)
+                                               traced=res if whole else None, l2_start=l2_start)
     return LaunchReport(**report)
 
 
@@ -406,7 +411,7 @@ def _one_cta(cfg, code, block, sm) -> Prediction:
 
 
 def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=None, hazards=None,
-                max_instructions=None, progress=None, args=None, stream=None) -> Prediction:
+                max_instructions=None, progress=None, args=None, stream=None, l2_start="empty") -> Prediction:
     """The launch of ``code`` over ``grid`` on the whole GPU of ``cfg``.
 
     With ``sampling`` (:class:`Sampling`): sampled (:func:`maxsim.gpu.sampling.predict`);
@@ -416,7 +421,9 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
     (:class:`~maxsim.host.args.Bound`) or of ``args`` (``(constant bank or parameter list,
     GlobalMemory, {number: Texture1D})``), run a batch of CTAs at a time as the SMs take them
     (the memory held does not grow with the grid: see :func:`maxsim.gpu.simulate_gpu`); or
-    from ``stream``, ``(LaunchStream, its CTAs' (cta id, warp traces) in order)``."""
+    from ``stream``, ``(LaunchStream, its CTAs' (cta id, warp traces) in order)``.
+    ``l2_start``: what the L2 holds when the launch starts, ``"empty"`` or ``"previous"`` (what the
+    same launch left: back-to-back launches, as benchmarks time them)."""
     if isinstance(code, Kernel):
         code = code.code
     if sampling is not None:
@@ -426,7 +433,7 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
             wpc = (block + 31) // 32
             by_cta = {cid: [traced.trace[i * wpc + w] for w in range(wpc)] for i, cid in enumerate(traced.ctas)}
         p = predict(code, block, grid, sampling.k, sampling.build, cfg, k_step=sampling.k_step,
-                    shift=sampling.shift, progress=progress, traced=by_cta)
+                    shift=sampling.shift, progress=progress, traced=by_cta, l2_start=l2_start)
         steady = [ph for ph in p.phases if ph.name == "steady state"]
         details = {"loop_cycles": (steady or p.phases)[0].loop_cycles, "progress_skew_iterations": p.progress_skew,
                    "sim_seconds": p.sim_seconds, "dram_busy": p.dram_busy, "dram_bound": p.dram_bound,
@@ -443,7 +450,7 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
         args = (bound.launch_params, bound.memory, bound.textures)
     params, memory, textures = args if args is not None else ((), None, None)
     r = simulate_gpu(code, grid, block, params, memory, textures, cfg=cfg, hazards=hazards,
-                     max_instructions=max_instructions, traced=pair, stream=stream)
+                     max_instructions=max_instructions, traced=pair, stream=stream, l2_start=l2_start)
     mem = {key: float(v) for key, v in r.memory.stats().items() if isinstance(v, (int, float))
            and not key.endswith("rate")}
     from ..gpu.sampling import memory_counters  # every SM's L1/texture counters and resident warps

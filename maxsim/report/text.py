@@ -146,6 +146,8 @@ def summarise(out: dict, peak_gflops=None, sms=None, reference_loop_cycles=None,
             line += (f" (its {ctas} CTA{'s fill' if ctas != 1 else ' fills'} {waves:.3g} of one wave of "
                      f"resident CTAs)" if waves < 1
                      else f" ({waves:.3g} waves of resident CTAs)")
+        if out.get("gpu_l2_start") == "previous":
+            line += ", starting with the L2 the same launch left"
         lines.append(line)
         if out.get("gpu_dram_bound"):
             lines.append(DRAM_BOUND_WARNING.format(busy=100 * out["gpu_dram_busy"]))

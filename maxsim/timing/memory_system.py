@@ -539,3 +539,28 @@ class MemorySystem:
             d["tex_hit_rate"] = d["tex_sector_hits"] / looked if looked else 0.0
             d["tex_utilisation"] = sum(t["tex_utilisation"] for t in tex) / len(tex)
         return d
+
+
+L2_STARTS = ("empty", "previous")  # what the L2 holds when a launch starts: nothing, or what the same launch left
+
+
+def carried_over(ms, cfg):
+    """A new memory system of ``cfg`` whose L2 holds what ``ms``'s holds at the end of its launch:
+    the same lines in each set in the same least-recently-used order, the same valid sectors and
+    dirty bits, every fill arrived, nothing queued, the counters zero. It is the L2 the next of
+    two back-to-back launches finds (the caches of the L2 are not flushed between kernels; the
+    SMs' L1/texture caches start empty at every launch)."""
+    new = MemorySystem(cfg, core=ms.core)
+    line, sector = cfg.l2.line, cfg.l2.sector
+    for sl in ms.l2.sets:
+        for st in sl:
+            for ln, entry in st.items():  # least recently used first
+                ready, dirty = entry[:-1], entry[-1]
+                base = ln * line
+                clean = [base + i * sector for i, r in enumerate(ready) if r is not None and not dirty >> i & 1]
+                stored = [base + i * sector for i, r in enumerate(ready) if r is not None and dirty >> i & 1]
+                if clean:
+                    new.warm(clean)
+                if stored:
+                    new.warm(stored, dirty=True)
+    return new

@@ -95,7 +95,7 @@ def run_sgemm(kernel_name, m, n, k, lda=None, ldb=None, ldc=None, alpha=1.0, tra
 
 
 def _run(kernel_name, m, n, k, lda, ldb, ldc, alpha, traversal, regmap, reuse, sass_path, seed, progress, regs,
-         ctas, cfg=None, trace=False, timing=False, predict=False, full_gpu=False, **timed):
+         ctas, cfg=None, trace=False, timing=False, predict=False, full_gpu=False, l2_start="empty", **timed):
     """Launch one SGEMM (:func:`maxsim.host.launch`) and check it: ``(SgemmResult, LaunchReport)``.
     ``timing`` / ``predict``: the timed SM and the whole-GPU prediction (sampled along K) of the
     launch; ``timed``: the launch's options for them (sm_ctas, hazards, max_cycles, timeline)."""
@@ -114,7 +114,7 @@ def _run(kernel_name, m, n, k, lda, ldb, ldc, alpha, traversal, regmap, reuse, s
     report = launch(signature(kernel), p.grid, p.block, **p.arguments, config=cfg, trace=trace, timing=timing,
                     predict=predict, sampling=sampling, ctas=ctas, max_instructions=limit, progress=progress,
                     expected_instructions=None if progress is None else warps * _warp_instructions(kernel, k),
-                    **timed)
+                    l2_start=l2_start, **timed)
     res = report.result
     if ctas is not None:
         return _check_tiles(kernel_name, p, geo.tile, m, n, k, alpha, ctas, report), report
@@ -184,7 +184,8 @@ def functional_work(name, m, n, k):
 
 def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regmap="maxas", reuse=True,
                  sass_path=None, timing=True, sm_ctas=None, hazards="warn", max_cycles=None,
-                 progress=None, timeline=None, occupancy=None, check="auto", gpu_method="sampled") -> dict:
+                 progress=None, timeline=None, occupancy=None, check="auto", gpu_method="sampled",
+                 l2_start="empty") -> dict:
     """What ``maxsim run sgemm_64|sgemm_128`` reports: the checked functional run of the whole grid,
     then (``timing``) the timing model of one SM running the first ``sm_ctas`` CTAs (default: one
     full wave of resident CTAs). Sizes default to 256.
@@ -202,7 +203,9 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
 
     ``gpu_method``: ``"sampled"`` (:mod:`maxsim.gpu.sampling`) or ``"full"``: every CTA on every
     SM at the real K, timed as the functional run of the whole grid goes (the check is then of the
-    whole of C, whatever its cost: ``check`` "sampled" is refused)."""
+    whole of C, whatever its cost: ``check`` "sampled" is refused). ``l2_start``: the L2 at the
+    start of the predicted launch, ``"empty"`` or ``"previous"`` (as the same launch left it, as in
+    maxas's benchmark, which times back-to-back launches)."""
     from maxsim.arch.config import load_config
     cfg = cfg if cfg is not None else load_config()
     m, n, k = (256 if x is None else x for x in (m, n, k))
@@ -231,7 +234,7 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
     predict = timing and sass_path is None  # the whole problem on the config's GPU
     r, report = _run(name, m, n, k, None, None, None, 1.0, traversal, regmap, reuse, sass_path, 0, progress, regs,
                      sampled, cfg=cfg, timing=timing, predict=predict, sm_ctas=sm_ctas, hazards=hazards,
-                     max_cycles=max_cycles, timeline=timeline, full_gpu=gpu_method == "full")
+                     max_cycles=max_cycles, timeline=timeline, full_gpu=gpu_method == "full", l2_start=l2_start)
     kernel = r.launch.kernel
     out = {"workload": name, "kernel": kernel.name, "config": cfg.name, "m": m, "n": n, "k": k,
            "grid": list(r.grid), "block": r.block, "verified": r.verified,
@@ -255,7 +258,7 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
         g = report.prediction
         out.update(gpu=g.gpu, gpu_sms=g.sms, gpu_predicted_seconds=g.seconds,
                    gpu_predicted_gflops=gflops(n, g.seconds, m, k), gpu_waves=g.waves,
-                   gpu_prediction_method=g.method)
+                   gpu_prediction_method=g.method, gpu_l2_start=l2_start)
         if g.details.get("wave_alignment"):
             out["gpu_wave_alignment"] = g.details["wave_alignment"]
         if "dram_bound" in g.details:

@@ -17,13 +17,15 @@ from .problem import _builder, _shift, gflops  # noqa: F401  (gflops: part of th
 
 
 def predict_sgemm(name, n, cfg, *, m=None, k=None, kernel=None, full=False, progress=None, regs=None,
-                  traced=None):
+                  traced=None, l2_start="empty"):
     """Predicted seconds, GFLOPS and details of the SGEMM on the GPU of ``cfg``: square of size n
     unless ``m`` (rows) and ``k`` are given (K is rounded up to a multiple of 8). ``regs``: the
     kernel declares that many registers per thread (fewer resident CTAs; its code unchanged).
     ``traced``: ``{cta id: warp traces}`` of the harness's run of this very problem (same K,
     textures at :func:`~workloads.sgemm.harness.texture_addresses`): a launch of at most one wave
-    is timed from it (see :func:`maxsim.gpu.sampling.predict`)."""
+    is timed from it (see :func:`maxsim.gpu.sampling.predict`). ``l2_start``: ``"empty"`` or
+    ``"previous"``, the L2 as the same launch left it (back-to-back launches, as maxas's benchmark
+    times them)."""
     geo = KERNELS[name]
     kernel = kernel if kernel is not None else generate_kernel(name)
     if regs is not None:
@@ -34,12 +36,13 @@ def predict_sgemm(name, n, cfg, *, m=None, k=None, kernel=None, full=False, prog
     build = _builder(m, n, k)
     if full:
         warps = grid[0] * grid[1] * ((geo.threads + 31) // 32)  # the harness's bound on a correct run
-        p = predict_gpu(kernel, grid, geo.threads, cfg, args=build(k), max_instructions=warps * ((k // 8) * 600 + 2000))
+        p = predict_gpu(kernel, grid, geo.threads, cfg, args=build(k), max_instructions=warps * ((k // 8) * 600 + 2000),
+                        l2_start=l2_start)
         return {"kernel": name, "n": n, "seconds": p.seconds, "gflops": gflops(n, p.seconds, m, k),
                 "cycles": p.cycles, "waves": p.waves, "method": "full", "memory": p.memory,
                 "wave_alignment": p.details.get("wave_alignment")}
     p = predict_gpu(kernel, grid, geo.threads, cfg, sampling=Sampling(k, 8, build, _shift(m, n)), progress=progress,
-                    traced=traced)
+                    traced=traced, l2_start=l2_start)
     return {"kernel": name, "n": n, "seconds": p.seconds, "gflops": gflops(n, p.seconds, m, k),
             "cycles": p.cycles, "waves": p.waves, "method": "sampled", "loop_cycles": p.details["loop_cycles"],
             "progress_skew_iterations": p.details["progress_skew_iterations"], "memory": p.memory,
