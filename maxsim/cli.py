@@ -258,10 +258,10 @@ def _parser():
                          "sgemm_128 size, predicted only)")
     cm.add_argument("--gpu", "--config", dest="config", default="gtx980_oc",
                     help="architecture config (default gtx980_oc, the measured setup)")
-    cm.add_argument("--l2-start", choices=("empty", "previous"), default="empty",
-                    help="what the L2 holds when each predicted launch starts: 'empty' (default) or "
-                         "'previous' (what the same launch left there, as in the measured benchmark, "
-                         "which times back-to-back launches; see docs/validation.md)")
+    cm.add_argument("--l2-start", choices=("empty", "previous"), default="previous",
+                    help="what the L2 holds when each predicted launch starts: 'previous' (default: what "
+                         "the same launch left there, as in the measured benchmark, which times "
+                         "back-to-back launches) or 'empty' (see docs/validation.md)")
     _occupancy_options(cm, compare=True)
     cm.add_argument("-o", "--output", metavar="FILE", default=None,
                     help="also draw the comparison to this file (.png, .svg or .pdf): GFLOPS against N "

@@ -240,8 +240,8 @@ def test_dram_bound_points_are_marked():
 
 
 def test_compare_with_the_l2_the_previous_launch_left():
-    """maxsim compare --l2-start previous: each launch starts with the L2 the same launch left, as in
-    the measured benchmark's back-to-back launches (sgemm_128 at N = 384 keeps its 1.7 MB in the
+    """maxsim compare (--l2-start previous, the default): each launch starts with the L2 the same
+    launch left, as in the measured benchmark's back-to-back launches (sgemm_128 at N = 384 keeps its 1.7 MB in the
     L2 and runs faster; at N = 1024, 12 MB, the L2 holds the previous launch's last CTAs' data and
     results, which the first wave does not read: within 2%)."""
     from maxsim.arch.config import load_config
@@ -252,5 +252,6 @@ def test_compare_with_the_l2_the_previous_launch_left():
     g = {st: {p["n"]: p["simulated_gflops"] for p in r["kernels"]["sgemm_128"]["points"]} for st, r in runs.items()}
     assert g["previous"][384] > 1.015 * g["empty"][384]
     assert g["previous"][1024] == pytest.approx(g["empty"][1024], rel=0.02)
-    assert "every launch starts with the L2 the same launch left" in format_table(runs["previous"])
-    assert "every launch starts" not in format_table(runs["empty"])
+    assert "every launch starts with an empty L2" in format_table(runs["empty"])
+    assert "every launch starts" not in format_table(runs["previous"])
+    assert compare(cfg, ("sgemm_128",), sizes=[384])["l2_start"] == "previous"  # the measured benchmark's

@@ -101,7 +101,7 @@ def _series(cfg, workload, occ_choice):
 
 
 def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progress=None, jobs=1,
-            occupancy=None, variants=(), engine=None, cache=None, l2_start="empty"):
+            occupancy=None, variants=(), engine=None, cache=None, l2_start="previous"):
     """Predict every measured size (or ``sizes``) of each workload; returns a dict for --json.
 
     ``occupancy`` (``{"regs": N}``, ``{"warps_per_scheduler": W}`` or ``{"ctas_per_sm": C}``,
@@ -115,9 +115,10 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
     ``jobs`` > 1 predicts the sizes in that many worker processes of a local Dask cluster (the
     results do not depend on it: every prediction is deterministic). ``cache``: a
     :class:`maxsim.cache.ResultCache` (see :func:`workload_cache`) the predictions are read from
-    and written to. ``l2_start``: what the L2 holds when each predicted launch starts, ``"empty"``
-    or ``"previous"`` (what the same launch left there: the measured benchmark times back-to-back
-    launches; see :func:`maxsim.gpu.sampling.predict`)."""
+    and written to. ``l2_start``: what the L2 holds when each predicted launch starts:
+    ``"previous"`` (default: what the same launch left there, as the measured benchmark times
+    back-to-back launches of one kernel on the same buffers, maxas's ``sgemm.cpp``) or ``"empty"``
+    (see :func:`maxsim.gpu.sampling.predict`)."""
     measured, sources = _load(MEASURED_FILES)
     result = {"config": cfg.name, "gpu": cfg.gpu.name, "core_clock_mhz": cfg.gpu.core_clock_mhz,
               "effective_clock_mhz": cfg.clock_hz / 1e6, "peak_gflops": cfg.peak_gflops, "kernels": {},
@@ -258,8 +259,8 @@ def format_table(result):
         clock += f" ({effective:.0f} effective: gpu.effective_clock_fraction)"
     lines = [f"simulated vs measured SGEMM GFLOPS on {result['gpu']} "
              f"(config {result['config']}, {clock}, FP32 peak {result['peak_gflops']:.0f})"]
-    if result.get("l2_start") == "previous":
-        lines.append("every launch starts with the L2 the same launch left (back-to-back launches)")
+    if result.get("l2_start") == "empty":
+        lines.append("every launch starts with an empty L2 (the measured launches ran back to back)")
     for name, k in result["kernels"].items():
         mem = any(p.get("profiler_metrics") for p in k["points"])
         lines.append("")
