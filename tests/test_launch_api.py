@@ -121,6 +121,20 @@ def test_one_cta_is_predicted_by_the_timed_sm(vecadd):
     assert r.prediction.method == "timed SM" and r.prediction.cycles == r.timing["cycles"]
 
 
+def test_launch_after_the_same_launch_finds_its_data_in_the_l2(vecadd):
+    """l2_start="previous": the predicted launch is the second of two back to back. vecadd's 3 x 8 KB
+    stay in the L2, so its reads all hit there (from an empty L2 they all miss) and it is faster;
+    the outputs are those of one launch (the functional run is done once)."""
+    a, b, empty = _vecadd(vecadd, 2048, 128)
+    _, _, prev = _vecadd(vecadd, 2048, 128, l2_start="previous")
+    np.testing.assert_array_equal(prev.outputs["c"], a + b)
+    fe, fp = empty.fields(), prev.fields()
+    assert fe["gpu_l2_start"] == "empty" and fp["gpu_l2_start"] == "previous"
+    assert prev.prediction.method == empty.prediction.method == "full"
+    assert fe["gpu_l2_hit_rate"] == 0 and fp["gpu_l2_hit_rate"] == 1
+    assert prev.prediction.cycles < empty.prediction.cycles
+
+
 def test_parameters_by_offset_and_from_text(vecadd):
     text = VECADD.read_text()
     k = Kernel.load(text)  # a text, not a path
@@ -229,6 +243,7 @@ def test_texel_size_enters_the_trace():
     (dict(block=(32, 64)), "block of 2048 threads (32 x 64 x 1): at most 1024 threads per CTA"),
     (dict(grid=0), "every dimension must be at least 1"),
     (dict(block=2000), "block of 2000 threads: at most 1024 threads per CTA"),
+    (dict(l2_start="warm"), "l2_start 'warm': expected one of empty, previous"),
 ])
 def test_bad_arguments_are_one_line(vecadd, kw, message):
     args = dict(grid=1, block=32, params={"a": "a", "b": "b", "c": "c", "n": 8},

@@ -179,7 +179,7 @@ class LaunchReport:
         if self.prediction is not None:
             p = self.prediction
             out.update(gpu=p.gpu, gpu_sms=p.sms, gpu_predicted_seconds=p.seconds, gpu_waves=p.waves,
-                       gpu_prediction_method=p.method)
+                       gpu_prediction_method=p.method, gpu_l2_start=p.details.get("l2_start", "empty"))
             if p.gflops is not None:
                 out["gpu_predicted_gflops"] = p.gflops
             if "dram_bound" in p.details:
@@ -437,6 +437,7 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
         steady = [ph for ph in p.phases if ph.name == "steady state"]
         details = {"loop_cycles": (steady or p.phases)[0].loop_cycles, "progress_skew_iterations": p.progress_skew,
                    "sim_seconds": p.sim_seconds, "dram_busy": p.dram_busy, "dram_bound": p.dram_bound,
+                   "l2_start": l2_start,
                    "phases": [{"name": ph.name, "ctas": ph.ctas, "k_samples": list(ph.ks), "cycles": list(ph.cycles),
                                "loop_cycles": ph.loop_cycles, "memory": ph.memory} for ph in p.phases]}
         return Prediction(cfg.name, cfg.gpu.name, cfg.gpu.sms, p.seconds, p.cycles, p.waves, "sampled",
@@ -457,6 +458,8 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
     mem.update(memory_counters(r.memory, r.cycles, r.sms))
     from ..gpu.gpu import wave_alignment
     align = wave_alignment(r.sms, cfg.gpu.sms * r.resident_ctas)
+    details = {"l2_start": l2_start}
+    if align is not None:
+        details["wave_alignment"] = align
     return Prediction(cfg.name, cfg.gpu.name, cfg.gpu.sms, r.seconds, r.cycles, r.waves, "full",
-                      gflops=r.stats.flops / r.seconds / 1e9, memory=mem,
-                      details={"wave_alignment": align} if align is not None else {})
+                      gflops=r.stats.flops / r.seconds / 1e9, memory=mem, details=details)
