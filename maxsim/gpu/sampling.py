@@ -210,16 +210,20 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
         return _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced)[0]
     if shift is None:
         raise ValueError("l2_start 'previous' needs shift: where each CTA's data lies along K")
-    before, schedule = _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced)
+    before, schedule, backlog = _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced)
     period = before.cycles + cfg.gpu.launch_overhead_us * 1e-6 * cfg.clock_hz
     return _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced,
-                    previous=(schedule, period))[0]
+                    previous=(schedule, period, backlog))[0]
 
 
 def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced, previous=None):
-    """:func:`predict`; returns the prediction and its dispatcher schedule (CTA index -> (slot,
-    start, end)). ``previous``: the schedule of the launch before and its period in cycles, whose
-    reads and stores the L2 holds at the start."""
+    """:func:`predict`; returns the prediction, its dispatcher schedule (CTA index -> (slot,
+    start, end)) and the backlog a full wave leaves (None for a launch of at most one wave).
+    ``previous``: the schedule of the launch before, its period in cycles (its reads and stores are
+    what the L2 holds at the start) and the backlog of its waves: a later wave starts behind the
+    work its previous wave's stores left queued, which the first wave's short samples, busy with
+    the write-backs of the launch before, would overstate (they drain in the wave's first
+    iterations, long before its end at the real K)."""
     t_wall = time.perf_counter()
     gx, gy = grid
     n = gx * gy
@@ -246,7 +250,8 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
         cycles = first.predicted
         memory = _scale(first.phase.memory, cycles / max(first.phase.memory["cycles"], 1))
         schedule = [(j, 0.0, float(d)) for j, d in enumerate(first.duration or [cycles] * n)]
-        return _done(cfg, cycles, phases, n / wave, resident, 0.0, memory, t_wall, waves_after_first=False), schedule
+        return _done(cfg, cycles, phases, n / wave, resident, 0.0, memory, t_wall, waves_after_first=False), \
+            schedule, None
 
     slots = wave
     # every slot at the first wave's mean cost: the CTAs of a wave that start together end together
@@ -280,7 +285,7 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
 
     hold = full * wave if left else None  # see the tail below
     # the L2/DRAM work a wave leaves queued at its end (its posted stores), ahead of the next CTAs
-    backlog = _backlog(ms_first, first.phase.cycles[-1])
+    backlog = _backlog(ms_first, first.phase.cycles[-1]) if previous is None else previous[2]
     schedule = dispatch(n, slots, duration, hold, timed=True)
     if full >= 2:
         found = []
@@ -335,7 +340,8 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
             memory = _add(memory, _scale(src, span / max(src["cycles"], 1)))
     if tail is not None:
         memory = _add(memory, _scale(tail.phase.memory, t_tail / max(tail.phase.memory["cycles"], 1)))
-    return _done(cfg, cycles, phases, n / wave, resident, skew, memory, t_wall, waves_after_first=True), schedule
+    return _done(cfg, cycles, phases, n / wave, resident, skew, memory, t_wall, waves_after_first=True), \
+        schedule, backlog
 
 
 def dram_busy(phase):
