@@ -159,11 +159,11 @@ def test_a_dram_bound_sampled_prediction_is_flagged(capsys, tmp_path):
     args = ["run", "sgemm_64", "--m", "1024", "--n", "1024", "--k", "1024", "--check", "sampled", "--gpu"]
     assert cli(args + [str(toml)]) == 0
     text = capsys.readouterr().out
-    assert "warning: DRAM busy 97% of the sampled first wave or steady state" in text
+    assert "warning: DRAM busy 87% of the sampled steady state" in text
     assert "--gpu-method full" in text
     assert cli(args + [str(toml), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["gpu_dram_bound"] is True and 0.95 < out["gpu_dram_busy"] < 1.0
+    assert out["gpu_dram_bound"] is True and 0.85 < out["gpu_dram_busy"] < 0.9
     assert cli(args + ["gtx980_oc", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["gpu_dram_bound"] is False and out["gpu_dram_busy"] < 0.5

@@ -224,7 +224,7 @@ def test_bad_residency_options_one_line_exit_2(args, fragments, capsys):
 def test_dram_bound_points_are_marked():
     """A point whose sampled prediction saturates DRAM (maxsim.gpu.sampling.DRAM_SATURATED) is
     marked in the JSON and the table: sgemm_64 at N = 1024 (8 waves, from an empty L2) on a quarter GTX 980 with
-    25 GB/s of DRAM; at N = 512 (two waves) DRAM is busy 74% of the first wave, and not marked."""
+    25 GB/s of DRAM; at N = 512 (two waves) DRAM is busy 64% of the steady state, and not marked."""
     from maxsim.arch.config import load_config, override
     from workloads.compare import compare, format_table
     cfg = override(load_config("gtx980_oc"), {"gpu.sms": 4, "l2.size": 524288, "l2.slices": 2, "dram.channels": 2,
@@ -232,10 +232,10 @@ def test_dram_bound_points_are_marked():
                                               "dram.efficiency": 0.395})
     res = compare(cfg, ("sgemm_64",), sizes=[512, 1024], l2_start="empty")
     points = {p["n"]: p for p in res["kernels"]["sgemm_64"]["points"]}
-    assert points[1024]["dram_bound"] and points[1024]["dram_busy"] > 0.9
-    assert not points[512]["dram_bound"] and points[512]["dram_busy"] < 0.9
+    assert points[1024]["dram_bound"] and points[1024]["dram_busy"] > 0.8
+    assert not points[512]["dram_bound"] and points[512]["dram_busy"] < 0.8
     table = format_table(res)
-    assert "sgemm_64: DRAM-bound at N = 1024: DRAM busy at least 90%" in table
+    assert "sgemm_64: DRAM-bound at N = 1024: DRAM busy at least 80% of the sampled steady state" in table
     assert [ln for ln in table.splitlines() if ln.rstrip().endswith("DRAM-bound")][0].split()[0] == "1024"
 
 

@@ -148,7 +148,7 @@ def compare(cfg, workloads=KERNEL_COLUMNS, sizes=None, extra_sizes=None, progres
                            "error_percent": None if m is None else 100.0 * (p["gflops"] - m) / m,
                            "cycles": p["cycles"], "waves": p["waves"], "loop_cycles": p["loop_cycles"],
                            "profiler_metrics": metrics,
-                           # DRAM busy share of the sampled first wave / windows; dram_bound: the
+                           # DRAM busy share of the sampled steady state (else first wave); dram_bound: the
                            # sampled prediction's warning (maxsim.gpu.sampling.DRAM_SATURATED)
                            "dram_busy": p.get("dram_busy"), "dram_bound": bool(p.get("dram_bound")),
                            # how the point was predicted: the pieces simulated (the K of each sample)
@@ -283,8 +283,8 @@ def format_table(result):
         bound = [p["n"] for p in k["points"] if p.get("dram_bound")]
         if bound:
             lines.append(f"{name}: DRAM-bound at N = {', '.join(map(str, bound))}: DRAM busy at least "
-                         f"{100 * DRAM_SATURATED:.0f}% of a sampled first wave or steady state (at its sustained "
-                         f"rate), where waves can drift apart, which the sampled prediction does not follow "
+                         f"{100 * DRAM_SATURATED:.0f}% of the sampled steady state (at its sustained rate), "
+                         f"where waves can drift apart, which the sampled prediction does not follow "
                          f"(see docs/memory-hierarchy.md)")
         if k["mape_percent"] is not None:
             lines.append(f"{name}: MAPE {k['mape_percent']:.1f}% over {k['measured_points']} measured sizes")

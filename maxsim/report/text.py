@@ -60,9 +60,9 @@ def _fmt(v):
 
 # What each stall reason means, in the words of the summary (maxsim.timing.stats.STALL_REASONS)
 # printed under a sampled prediction marked dram_bound (maxsim.gpu.sampling, DRAM_SATURATED)
-DRAM_BOUND_WARNING = ("warning: DRAM busy {busy:.0f}% of the sampled first wave or steady state: when DRAM is "
-                      "saturated, later waves can drift apart and lose the data they share, which the sampled "
-                      "prediction does not follow (-41% to +2% against full simulations there); "
+DRAM_BOUND_WARNING = ("warning: DRAM busy {busy:.0f}% of the sampled steady state: when DRAM is saturated, "
+                      "later waves can drift apart and lose the data they share, which the sampled prediction "
+                      "does not follow (-41% to +2% against full simulations there); "
                       "--gpu-method full simulates every CTA")
 
 STALL_WORDS = {
