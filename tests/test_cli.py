@@ -186,6 +186,15 @@ def test_l2_start(capsys, files):
     assert previous["gpu_l2_hit_rate"] > empty["gpu_l2_hit_rate"] + 0.15
     assert cli(args[:-1] + ["--l2-start", "previous"]) == 0
     assert ", starting with the L2 the same launch left" in capsys.readouterr().out
+    # the full simulation streams the launch through the GPU twice (no trace of the grid held):
+    # the same time as predict_sgemm's full simulation run twice on its arguments
+    from maxsim.arch.config import load_config
+    from workloads.sgemm.predict import predict_sgemm
+    assert cli(args + ["--l2-start", "previous", "--gpu-method", "full"]) == 0
+    full = json.loads(capsys.readouterr().out)
+    ref = predict_sgemm("sgemm_128", 384, load_config("gtx980_oc"), full=True, l2_start="previous")
+    assert full["verified"] and full["gpu_prediction_method"] == "full" and full["gpu_l2_start"] == "previous"
+    assert full["gpu_predicted_seconds"] == pytest.approx(ref["seconds"], rel=1e-12)
 
 
 def test_bad_config(capsys, files):

@@ -124,7 +124,7 @@ def test_one_cta_is_predicted_by_the_timed_sm(vecadd):
 def test_launch_after_the_same_launch_finds_its_data_in_the_l2(vecadd):
     """l2_start="previous": the predicted launch is the second of two back to back. vecadd's 3 x 8 KB
     stay in the L2, so its reads all hit there (from an empty L2 they all miss) and it is faster;
-    the outputs are those of one launch (the functional run is done once)."""
+    the launch before runs too, and the outputs are those after both (vecadd's the same)."""
     a, b, empty = _vecadd(vecadd, 2048, 128)
     _, _, prev = _vecadd(vecadd, 2048, 128, l2_start="previous")
     np.testing.assert_array_equal(prev.outputs["c"], a + b)

@@ -283,7 +283,8 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     :mod:`maxsim.report.progress`; ``timeline``: a callable given the timed SM (run with its issue
     log). ``l2_start``: what the L2 holds when the predicted launch starts: ``"empty"`` or
     ``"previous"``, what the same launch left there (back-to-back launches, the way benchmarks time
-    a kernel; the functional run is done once, the timing twice). Returns a :class:`LaunchReport`."""
+    a kernel: the launch before is run too, functionally where the whole grid is simulated, and
+    the buffers read back are those after both). Returns a :class:`LaunchReport`."""
     from ..functional.launch import launch as run_functional
     from ..timing.memory_system import L2_STARTS
     if l2_start not in L2_STARTS:
@@ -311,14 +312,14 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         from ..functional.trace import TraceRecorder
         from ..timing.summaries import make_summariser
         recorder = TraceRecorder(make_summariser(cfg))
-    streamed = predict and sampling is None and ctas is None and gx * gy > 1 and not trace and l2_start == "empty"
+    streamed = predict and sampling is None and ctas is None and gx * gy > 1 and not trace
     gpu = None
     if streamed:
         # every CTA on every SM, timed as the functional run goes (see predict_gpu): the traces
         # of the CTAs the timed SM runs are kept, the others let go once timed
         res, gpu = _streamed_gpu(code, (gx, gy), bx, cfg, bound, recorder, timing and (sm_ctas or None),
                                  max_instructions=max_instructions, progress=progress,
-                                 expected_instructions=expected_instructions)
+                                 expected_instructions=expected_instructions, l2_start=l2_start)
     elif timing and not predict and not trace:
         # the timed SM needs the traces of the launch's first CTAs only: the others are let go
         res = _first_traces(code, (gx, gy), bx, cfg, bound, recorder, sm_ctas, ctas=ctas,
@@ -353,18 +354,27 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     return LaunchReport(**report)
 
 
-def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
+def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, l2_start="empty", **run):
     """The functional run of the whole grid streamed into the whole-GPU simulation (:func:`predict_gpu`
     with ``stream``): ``(launch result, prediction)``. The result's trace holds the warps of the
     CTAs the timed SM will run (``sm_ctas``, default one SM's resident CTAs; none when
-    ``sm_ctas`` is false), the first of the launch."""
+    ``sm_ctas`` is false), the first of the launch. ``l2_start="previous"``: the launch is first
+    streamed through the GPU once (functionally too, as a launch before it would run), and the
+    prediction starts from the L2 that one left; neither run holds the grid's traces."""
     import collections
     import itertools
 
     from ..functional.launch import LaunchStream
-    from ..functional.trace import narrowed
-    from ..gpu.gpu import stream_ctas
+    from ..functional.trace import TraceRecorder, narrowed
+    from ..gpu.gpu import simulate_gpu, stream_ctas
+    from ..timing.memory_system import carried_over
     from ..timing.sm import residency
+    from ..timing.summaries import make_summariser
+    memory_system = None
+    if l2_start == "previous":
+        before = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
+                              recorder=TraceRecorder(make_summariser(cfg)), max_instructions=run.get("max_instructions"))
+        memory_system = carried_over(simulate_gpu(code, grid, block, cfg=cfg, hazards=None, stream=before).memory, cfg)
     stream = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
                           recorder=recorder, **run)
     keep = 0 if sm_ctas is False else min(len(stream.ctas), sm_ctas or residency(code, block, cfg)[0])
@@ -377,7 +387,8 @@ def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
         while head:
             yield head.popleft()
         yield from items
-    prediction = predict_gpu(code, grid, block, cfg, stream=(stream, every()))
+    prediction = predict_gpu(code, grid, block, cfg, stream=(stream, every()), memory_system=memory_system,
+                             l2_start=l2_start)
     res = stream.finish(dict(enumerate(kept)))
     return res, prediction
 
@@ -411,7 +422,8 @@ def _one_cta(cfg, code, block, sm) -> Prediction:
 
 
 def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=None, hazards=None,
-                max_instructions=None, progress=None, args=None, stream=None, l2_start="empty") -> Prediction:
+                max_instructions=None, progress=None, args=None, stream=None, l2_start="empty",
+                memory_system=None) -> Prediction:
     """The launch of ``code`` over ``grid`` on the whole GPU of ``cfg``.
 
     With ``sampling`` (:class:`Sampling`): sampled (:func:`maxsim.gpu.sampling.predict`);
@@ -423,7 +435,10 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
     (the memory held does not grow with the grid: see :func:`maxsim.gpu.simulate_gpu`); or
     from ``stream``, ``(LaunchStream, its CTAs' (cta id, warp traces) in order)``.
     ``l2_start``: what the L2 holds when the launch starts, ``"empty"`` or ``"previous"`` (what the
-    same launch left: back-to-back launches, as benchmarks time them)."""
+    same launch left: back-to-back launches, as benchmarks time them). ``memory_system``: the full
+    simulation's (default a new one); given with ``l2_start="previous"``, it is taken as holding what
+    the launch before left (:func:`~maxsim.timing.memory_system.carried_over`), and the launch is
+    not run twice."""
     if isinstance(code, Kernel):
         code = code.code
     if sampling is not None:
@@ -451,7 +466,8 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
         args = (bound.launch_params, bound.memory, bound.textures)
     params, memory, textures = args if args is not None else ((), None, None)
     r = simulate_gpu(code, grid, block, params, memory, textures, cfg=cfg, hazards=hazards,
-                     max_instructions=max_instructions, traced=pair, stream=stream, l2_start=l2_start)
+                     max_instructions=max_instructions, traced=pair, stream=stream,
+                     l2_start="empty" if memory_system is not None else l2_start, memory_system=memory_system)
     mem = {key: float(v) for key, v in r.memory.stats().items() if isinstance(v, (int, float))
            and not key.endswith("rate")}
     from ..gpu.sampling import memory_counters  # every SM's L1/texture counters and resident warps
