@@ -85,10 +85,12 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   simulation within 3.0% (the busiest window, 70%). The first wave is not the measure: it
   includes the write-backs of what the launch before left in the L2 (``l2_start="previous"``).
 * **The L2 at the start.** Empty by default. With ``l2_start="previous"`` (back-to-back launches of
-  one kernel, as benchmarks time it) the launch is predicted twice: from an empty L2, then with
-  every warming of the L2 (the first wave's too) also seeing that first prediction's schedule one
-  period earlier (its cycles and the launch overhead): the previous launch's last reads and its
-  results (dirty) are what the L2 holds when the launch starts.
+  one kernel, as benchmarks time it) the launch before is laid out first: its first wave sampled
+  from an empty L2, every CTA at that wave's cost in the dispatcher model (a launch of at most one
+  wave: its whole prediction). Then the launch is predicted with every warming of the L2 (the first
+  wave's too) also seeing that schedule one period earlier (its makespan and the launch
+  overhead): the previous launch's last reads and its results (dirty) are what the L2 holds when
+  the launch starts, and a later wave starts behind the backlog that launch's first wave left.
 
 The tests check the prediction against the full simulation (every CTA of the grid on every SM at
 the real K) where both run, compute-bound and memory-bound.
@@ -202,9 +204,9 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
     ``k`` itself, with no functional run of its own.
     ``l2_start``: ``"empty"`` (the L2 holds nothing when the launch starts, as after a flush) or
     ``"previous"`` (it holds what the same launch left there, as in back-to-back launches of one
-    kernel on the same buffers, the way benchmarks time it: the launch is first predicted from an
-    empty L2, and that prediction's schedule gives the reads and stores the L2 holds; needs
-    ``shift``, which places the data of every CTA's part of K).
+    kernel on the same buffers, the way benchmarks time it: the launch before is laid out by the
+    dispatcher model at the cost of its first wave, sampled from an empty L2, and that schedule gives
+    the reads and stores the L2 holds; needs ``shift``, which places the data of every CTA's part of K).
     """
     if l2_start not in L2_STARTS:
         raise ValueError(f"l2_start {l2_start!r}: expected one of {', '.join(L2_STARTS)}")
@@ -212,20 +214,24 @@ def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progres
         return _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced)[0]
     if shift is None:
         raise ValueError("l2_start 'previous' needs shift: where each CTA's data lies along K")
-    before, schedule, backlog = _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced)
-    period = before.cycles + cfg.gpu.launch_overhead_us * 1e-6 * cfg.clock_hz
+    _, schedule, backlog = _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced,
+                                    first_only=True)
+    period = max(e for _, _, e in schedule) + cfg.gpu.launch_overhead_us * 1e-6 * cfg.clock_hz
     return _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced,
                     previous=(schedule, period, backlog))[0]
 
 
-def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced, previous=None):
+def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced, previous=None,
+             first_only=False):
     """:func:`predict`; returns the prediction, its dispatcher schedule (CTA index -> (slot,
     start, end)) and the backlog a full wave leaves (None for a launch of at most one wave).
     ``previous``: the schedule of the launch before, its period in cycles (its reads and stores are
     what the L2 holds at the start) and the backlog of its waves: a later wave starts behind the
     work its previous wave's stores left queued, which the first wave's short samples, busy with
     the write-backs of the launch before, would overstate (they drain in the wave's first
-    iterations, long before its end at the real K)."""
+    iterations, long before its end at the real K). ``first_only``: a launch of more than a wave
+    is laid out at its first wave's cost only (no window, wave start or tail simulated), and the
+    prediction returned is None: all the launch before needs."""
     t_wall = time.perf_counter()
     gx, gy = grid
     n = gx * gy
@@ -289,6 +295,8 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
     # the L2/DRAM work a wave leaves queued at its end (its posted stores), ahead of the next CTAs
     backlog = _backlog(ms_first, first.phase.cycles[-1]) if previous is None else previous[2]
     schedule = dispatch(n, slots, duration, hold, timed=True)
+    if first_only:
+        return None, schedule, backlog
     if full >= 2:
         found = []
         times, switch[0] = _window_times(schedule, wave, full, history)
