@@ -257,7 +257,7 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
     if n <= wave:
         cycles = first.predicted
         memory = _scale(first.phase.memory, cycles / max(first.phase.memory["cycles"], 1))
-        schedule = [(j, 0.0, float(d)) for j, d in enumerate(first.duration or [cycles] * n)]
+        schedule = [(j, 0.0, float(d)) for j, d in enumerate(first.duration)]
         return _done(cfg, cycles, phases, n / wave, resident, 0.0, memory, t_wall), \
             schedule, None
 
