@@ -129,14 +129,20 @@ class Geometry:
 KERNELS = {"sgemm_64": Geometry("sgemm_64", 64, 64), "sgemm_128": Geometry("sgemm_128", 256, 128)}
 
 # Where the loop's memory ops sit: (step, FFMA position it follows) -> load/store number.
-# From the instruction order of maxas's sgemm_final_64.sass and sgemm_final_128.sass.
+# From the instruction order of maxas's sgemm_final_64.sass and sgemm_final_128.sass, and the main
+# loops of its sources sgemm64.sass and sgemm128.sass as benchmarked on the GTX 980 (the same places).
 _TLD_AT = {"sgemm_64": {(0, 31): 0, (0, 33): 1, (1, 31): 2, (1, 33): 3},
            "sgemm_128": {(0, 31): 0, (0, 33): 1}}
 _STS_AT = {"sgemm_64": {(5, 30): 0, (5, 34): 1, (6, 30): 2, (6, 34): 3},
            "sgemm_128": {(6, 30): 0, (6, 34): 1}}
 _LDS_AFTER = (0, 2, 4, 6)  # the step's FFMAs that dual-issue its four LDS.U.128
 _BAR_AFTER = (6, 62)  # BAR.SYNC (and the buffer swap) in step 6, after FFMA 62
-_YIELD_AT = {"sgemm_64": 32, "sgemm_128": None}  # FFMA of each step carrying the yield hint
+# FFMA of each step carrying the yield hint: FFMA 32 in both main loops of maxas's GM204 sources
+# (sgemm64.sass, sgemm128.sass: "Scatter some yields in there to better balance the workload and
+# reduce sync stalls"; for the 256-thread kernel "this no longer offers extra performance on GM204 as
+# it did on GM107 ... Keeping since it doesn't hurt"). The earlier sgemm_final_128.sass (sm_50) has
+# none in its loop.
+_YIELD_AT = {"sgemm_64": 32, "sgemm_128": 32}
 
 # Dependency barriers (1-6) the design uses.
 BAR_FRAGMENT = 1  # LDS.U.128 of A/B fragments (and the epilogue's LDS)
