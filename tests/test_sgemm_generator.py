@@ -93,6 +93,20 @@ def test_loop_control_codes(kernel):
     assert ffma[0].operands[1].reuse  # FFMA R1, R66.reuse, R72.reuse, R1
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_yield_hint_on_ffma_32_of_every_step(kernel):
+    """Both main loops carry maxas's yield hint on FFMA 32 of each k step (sgemm64.sass and the GM204
+    sgemm128.sass); yields=False leaves those out and nothing else (the branch keeps its own)."""
+    body = loop(generate_kernel(kernel))
+    ffma = [i for i in body if i.opcode == "FFMA"]
+    assert [p for p, i in enumerate(ffma) if i.control.yield_] == [64 * s + 32 for s in range(8)]
+    plain = loop(generate_kernel(kernel, yields=False))
+    assert not any(i.control.yield_ for i in plain if i.opcode == "FFMA") and plain[-1].control.yield_
+    assert [(i.opcode, i.operands, i.control.stall, i.control.wait) for i in plain] == \
+        [(i.opcode, i.operands, i.control.stall, i.control.wait) for i in body]
+    assert generate(kernel, yields=False).startswith(f"# Kernel: {kernel}_swirl_maxas_noyield\n")
+
+
 def test_swirl_loop_is_maxas_s_ffma_stream():
     """The FFMAs of our swirl/maxas loop, flags included, are those of maxas's kernels."""
     for kernel, name in (("sgemm_64", "sgemm_final_64.sass"), ("sgemm_128", "sgemm_final_128.sass")):

@@ -159,6 +159,11 @@ def test_json_schema_and_every_row_kind(quick_run):
     tex = names["sgemm_64 tex_cache_hit_rate, mean over 1 size"]
     assert tex["published"] == 1.5 and tex["source"] == "[maxas-sgemm]" and tex["simulated"] == 0
     assert tex["tolerance"] == "±0.5" and tex["status"] == "deviation"
+    # maxas's note in its GM204 sgemm128.sass: the yield hint on FFMA 32 "no longer offers extra
+    # performance on GM204"; the model's greedy scheduler gains from it (docs/validation.md)
+    hint = names["sgemm_128: GFLOPS gained by the yield hint on FFMA 32, N = 4096"]
+    assert hint["published"] == 0 and hint["source"] == "[maxas-sgemm128]" and hint["tolerance"] == "±1"
+    assert 0 < hint["simulated"] < 3   # a gain the hardware did not show (a deviation today)
     # the cache-structure rows of the micro-benchmarks
     assert names["L1/texture capacity (P-chase footprint)"]["status"] == "pass"
     assert names["L1/texture fetch granularity (stride-16 B chase)"]["status"] == "pass"

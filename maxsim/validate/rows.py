@@ -42,6 +42,7 @@ KINDS = {k.name: k for k in (
     Kind("sgemm_loop", "SGEMM main-loop cycles (simulation)", "P", 0.02),
     Kind("sgemm_gflops", "SGEMM GFLOPS (whole-GPU prediction)", "x", 0.10),
     Kind("sgemm_memory", "SGEMM memory figures (whole-GPU prediction)", "h", 0.0, 0.5),
+    Kind("sgemm_control", "SGEMM control-code effects (whole-GPU prediction)", "<", 0.0, 1.0),
 )}
 
 
@@ -99,6 +100,8 @@ SOURCES = {
                    "benchmark charts (GTX 980 at 1607 MHz, 8 Gbps), read off in traces/maxas_gtx980_sgemm.csv and "
                    "traces/maxas_gtx980_sgemm64_large.csv",
     "maxas-grammar": "maxas lib/MaxAs/MaxAsGrammar.pm, its scheduler's per-class table",
+    "maxas-sgemm128": "maxas sgemm/sgemm128.sass (github.com/NervanaSystems/maxas), the hand-scheduled "
+                      "256-thread kernel as benchmarked on the GTX 980, with the author's notes",
     "nv-md": "NVIDIA's sm_52 SASS scheduling description (github.com/redplait/denvdis data/sm52_2.txt)",
     "jia18": "Jia, Maggioni, Staiger, Scarpazza: Dissecting the NVIDIA Volta GPU Architecture via "
              "Microbenchmarking, arXiv:1804.06826 (Tesla M60 = GM204 at 1177 MHz)",

@@ -212,7 +212,7 @@ def _param(name):
     return f"c[0x0][0x{PARAM_BASE + 4 * PARAMS.index(name):x}]"
 
 
-def _emit(g: Geometry, traversal: str, regmap: str) -> _Emitter:
+def _emit(g: Geometry, traversal: str, regmap: str, yields: bool = True) -> _Emitter:
     e = _Emitter()
     loads, tile = g.loads, g.tile
     order = ffma_order(traversal)
@@ -317,7 +317,7 @@ def _emit(g: Geometry, traversal: str, regmap: str) -> _Emitter:
             c = creg[i, j]
             wait = frag_wait if p == 0 and st < 7 else 0
             fixed(f"FFMA R{c}, R{abase + i}, R{bbase + j}, R{c}", wait=wait,
-                  yield_=p == _YIELD_AT[g.name], stall=0 if p in after else 1)
+                  yield_=yields and p == _YIELD_AT[g.name], stall=0 if p in after else 1)
             for x in after.get(p, ()):
                 fixed(**x)
     for q in range(loads):
@@ -400,25 +400,27 @@ def _off(x):
     return f"+0x{x:x}" if x else ""
 
 
-def kernel_name(kernel: str, traversal: str, regmap: str, reuse: bool) -> str:
-    return f"{kernel}_{traversal}_{regmap}" + ("" if reuse else "_noreuse")
+def kernel_name(kernel: str, traversal: str, regmap: str, reuse: bool, yields: bool = True) -> str:
+    return f"{kernel}_{traversal}_{regmap}" + ("" if reuse else "_noreuse") + ("" if yields else "_noyield")
 
 
 @functools.lru_cache(maxsize=32)
 def generate_kernel(kernel: str = "sgemm_64", traversal: str = "swirl", regmap: str = "maxas",
-                    reuse: bool = True, regs: int | None = None):
+                    reuse: bool = True, regs: int | None = None, yields: bool = True):
     """The generated kernel, decoded (a :class:`maxsim.isa.instruction.Kernel`).
 
     It declares the registers its code uses (``RegCnt``), or ``regs`` when given: more registers
-    per thread, same code, fewer resident CTAs (see :mod:`maxsim.timing.occupancy`)."""
+    per thread, same code, fewer resident CTAs (see :mod:`maxsim.timing.occupancy`). ``yields``:
+    False leaves out the yield hint maxas puts on FFMA 32 of every main-loop step (the loop's
+    branch keeps its own), to see what the hint does."""
     if regs is not None:
-        return with_registers(generate_kernel(kernel, traversal, regmap, reuse), regs)
+        return with_registers(generate_kernel(kernel, traversal, regmap, reuse, yields=yields), regs)
     g = KERNELS.get(kernel)
     if g is None:
         raise LaunchError(f"unknown SGEMM kernel {kernel!r}: expected one of {', '.join(KERNELS)}")
-    e = _emit(g, traversal, regmap)
+    e = _emit(g, traversal, regmap, yields)
     specs = e.specs
-    name = kernel_name(kernel, traversal, regmap, reuse)
+    name = kernel_name(kernel, traversal, regmap, reuse, yields)
     k = parse_text(e.text(_header(g, name, len(specs), ins.NUM_REGS)), filename=f"<{name}>")
     top = max(r for i in k.instructions for r in i.src_regs + i.dst_regs)
     k = assign_controls(attrs.evolve(k, reg_cnt=top + 1), specs)
@@ -426,6 +428,7 @@ def generate_kernel(kernel: str = "sgemm_64", traversal: str = "swirl", regmap: 
 
 
 def generate(kernel: str = "sgemm_64", traversal: str = "swirl", regmap: str = "maxas",
-             reuse: bool = True, regs: int | None = None) -> str:
-    """SASS text (maxas format) of the generated kernel (declaring ``regs`` registers if given)."""
-    return format_kernel(generate_kernel(kernel, traversal, regmap, reuse, regs))
+             reuse: bool = True, regs: int | None = None, yields: bool = True) -> str:
+    """SASS text (maxas format) of the generated kernel (declaring ``regs`` registers if given;
+    ``yields``: see :func:`generate_kernel`)."""
+    return format_kernel(generate_kernel(kernel, traversal, regmap, reuse, regs, yields))

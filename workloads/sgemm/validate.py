@@ -15,6 +15,7 @@ LOOP_PROBLEM = {"full": (256, 128), "quick": (256, 64)}   # (M = N, K) of the lo
 QUICK_SIZES = {"sgemm_64": (256,), "sgemm_128": (256,)}   # the GFLOPS points of --quick
 MAPE_LIMIT = 10.0                                          # % the MAPE row is held to
 TEX_HIT_PUBLISHED = 1.5                                    # % [maxas-sgemm] "1-2%": the middle (±0.5 passes)
+YIELD_CHECK = ("sgemm_128", 4096)                          # kernel and N of the yield-hint row
 
 
 def static_rows():
@@ -122,4 +123,24 @@ def gflops_rows(cfg, quick=False, progress=None, jobs=1, engine=None, cache=None
                             "sgemm_memory", sum(tex) / len(tex), TEX_HIT_PUBLISHED, "%", "[maxas-sgemm]",
                             "maxas: 1-2% (full lines consumed by each quad fetch; the L2 does the work); "
                             "in-flight lookups are not hits (l1tex.count_inflight_as_hit)"))
+    rows.append(yield_row(cfg, result))
     return rows, result
+
+
+def yield_row(cfg, result):
+    """What the yield hint on FFMA 32 of every main-loop step gains sgemm_128 on the whole GPU
+    (GFLOPS with it over without, in %), against maxas's note in its GM204 source sgemm128.sass:
+    the hint "no longer offers extra performance on GM204 as it did on GM107" (taken as a gain of
+    0 within the charts' reading error of about 1%)."""
+    from .generator import generate_kernel
+    from .predict import predict_sgemm
+
+    name, n = YIELD_CHECK
+    l2_start = result.get("l2_start", "previous")
+    with_hint = [p["simulated_gflops"] for p in result["kernels"][name]["points"] if p["n"] == n]
+    with_hint = with_hint[0] if with_hint else predict_sgemm(name, n, cfg, l2_start=l2_start)["gflops"]
+    without = predict_sgemm(name, n, cfg, kernel=generate_kernel(name, yields=False), l2_start=l2_start)["gflops"]
+    return Row(f"{name}: GFLOPS gained by the yield hint on FFMA 32, N = {n}", "sgemm_control",
+               100.0 * (with_hint / without - 1.0), 0.0, "% of GFLOPS", "[maxas-sgemm128]",
+               "maxas's sgemm128.sass: the hint 'no longer offers extra performance on GM204'; "
+               "the model's scheduler is greedy, switching warps on the hint")
