@@ -285,3 +285,27 @@ def test_constant_bank_texture_slot_and_divergent_ldc_kernel():
     got = bound.memory.read(addr, ho * wo).reshape(ho, wo)
     assert np.array_equal(got, conv_reference(img, taps, bias, wo, ho))
     assert sm.stats.tex_requests > 0
+
+
+def test_ctas_placed_with_a_start_delay():
+    # the sampled prediction starts an SM's later CTAs a few cycles apart (as the first wave's ends
+    # are): a placed CTA's warps become ready `delay` cycles after it is launched, in both cores
+    from maxsim.gpu.gpu import run_sms, trace_ctas
+    cfg = override(load_config("gtx980_oc"), {"gpu.sms": 2})
+    kernel, p = _problem("sgemm_128", 512, 256, 32)
+    ids = [(0, 0), (1, 0), (2, 0), (3, 0)]
+    _, traced = trace_ctas(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg, ids, timing_only=True)
+    out = {}
+    for name in ("python", "compiled"):
+        tr = dict(copy.deepcopy(traced))
+        placement = [[(ids[0], tr[ids[0]]), (ids[2], tr[ids[2]], 100)], [(ids[1], tr[ids[1]], 37), (ids[3], tr[ids[3]])]]
+        ms = MemorySystem(cfg)
+        with core(name):
+            used = run_sms(kernel, p.block, cfg, placement, ms, hazards=None)
+        out[name] = (used, ms)
+    (ref, ref_ms), (new, new_ms) = out["python"], out["compiled"]
+    assert ref_ms.stats() == new_ms.stats()
+    for a, b in zip(ref, new):
+        assert_same(a, b)
+    starts = {cid: s for sm in new for cid, s, _ in sm.cta_log}
+    assert starts == {(0, 0): 0, (2, 0): 100, (1, 0): 37, (3, 0): 0}

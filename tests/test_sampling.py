@@ -141,9 +141,9 @@ def test_a_launch_that_saturates_dram_is_marked_dram_bound():
     """Where DRAM is saturated the waves of the full simulation drift apart, which the sampled
     prediction does not follow: such a launch is marked. The quarter GPU at 25 GB/s (8 waves of
     sgemm_64 at N = 1024) keeps DRAM busy 87% of its steady-state window (off by -13% against its
-    full simulation); at 51 GB/s 49% (within 1.6%). The busy share is the channels' bytes over their
-    sustained rate, the same with the L2 the launch before left, and a launch without a steady-state
-    window (no later waves to drift) is never marked."""
+    full simulation; 83% from the L2 the launch before left); at 51 GB/s 49% (within 1.6%). The
+    busy share is the channels' bytes over their sustained rate, and a launch without a
+    steady-state window (no later waves to drift) is never marked."""
     slow = override(QUARTER, {"dram.efficiency": 0.395})
     for cfg, bound in ((slow, True), (QUARTER, False)):
         for start in ("empty", "previous"):
@@ -152,7 +152,7 @@ def test_a_launch_that_saturates_dram_is_marked_dram_bound():
             window, = [ph["memory"] for ph in p["phases"] if ph["name"] == "steady state"]
             by_bytes = (window["dram_bytes_read"] + window["dram_bytes_written"]) / (window["cycles"] * cfg.dram_bytes_per_clk)
             assert p["dram_busy"] == pytest.approx(by_bytes, rel=0.01)
-            assert (0.84 < p["dram_busy"] < 0.9) if bound else (0.4 < p["dram_busy"] < 0.6)
+            assert (0.82 < p["dram_busy"] < 0.9) if bound else (0.4 < p["dram_busy"] < 0.6)
     one = predict_sgemm("sgemm_64", 256, slow)  # 16 CTAs: half a wave
     assert not one["dram_bound"] and one["dram_busy"] > 0
 
@@ -364,3 +364,19 @@ def test_relocated_records_are_each_rows_own_moved_by_its_ranges():
             if unit == "stg" and not keep:
                 want = []
             assert summ[i].tolist() == want, (pos, unit, i)
+
+
+def test_texture_hits_of_later_waves_follow_the_full_simulation():
+    """The co-resident CTAs of a later wave start as the previous ones of their slots end, a few
+    hundred cycles apart, not in lockstep: sgemm_128's two CTAs on an SM, which read the same B
+    panel, then find one another's data in the L1 (nvprof's tex_cache_hit_rate counts those, not
+    lookups merged into a fill under way). The sampled windows start an SM's CTAs at the spacing
+    of the first wave's ends; started together they read the panel in lockstep, every shared lookup
+    merged (the quarter GPU at N = 1024: 9.5% against the full simulation's 20.7%)."""
+    from maxsim.report.metrics import profiler_metrics
+    rates = {}
+    for method in ("full", "sampled"):
+        p = predict_sgemm("sgemm_128", 1024, QUARTER, full=method == "full")
+        rates[method] = profiler_metrics(p["memory"], p["seconds"], QUARTER)["tex_cache_hit_rate"]
+    assert rates["full"] > 15
+    assert rates["sampled"] == pytest.approx(rates["full"], abs=3)

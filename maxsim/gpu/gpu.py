@@ -102,7 +102,8 @@ class CtaQueue:
 def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards="warn", progress=None,
             total_instructions=None, until=None, keep_branch_times=True, clock=None, flatten_together=False):
     """Run ``cfg.gpu.sms`` SMs sharing ``memory_system``: SM ``i`` starts with the CTAs
-    ``placement[i]`` (a list of ``(cta id, warp traces)``, oldest first; the SMs take them: the
+    ``placement[i]`` (a list of ``(cta id, warp traces)``, or ``(cta id, warp traces, delay)`` for a
+    CTA whose warps start ``delay`` cycles late, oldest first; the SMs take them: the
     lists are left empty); ``queue`` (a deque or a
     :class:`CtaQueue` of further CTAs) is the block dispatcher's. Runs until every CTA has
     finished, or until cycle ``until``. ``keep_branch_times`` false: the SMs' warps keep no
@@ -116,8 +117,8 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
     for sm in sms:
         sm.keep_branch_times = keep_branch_times
     for sm, ctas in zip(sms, placement):
-        for cid, traces in ctas:
-            sm.add_cta(cid, traces)
+        for cid, traces, *delay in ctas:
+            sm.add_cta(cid, traces, *delay)
         ctas.clear()  # the SM holds them now, and lets each go when it has loaded it
     traces = None  # (nor does this frame hold the last one)
     if flatten_together:

@@ -302,7 +302,7 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
         times, switch[0] = _window_times(schedule, wave, full, history)
         for at in times:
             window = _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, at, resident,
-                                   gx, progress, history)
+                                   gx, progress, history, first.stagger)
             phases.append(window.phase)
             found.append(window)
         windows.extend(found)
@@ -312,7 +312,7 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
             # the start of a later wave: the cost of its CTAs besides their steady iterations
             rate = {i: windows[-1].per_iter.get(j, per_iter) for j, (i, _, _) in live.items()}
             wave_start = _wave_start(kernel, block, grid, k, k_step, build, cfg, schedule, live, rate, gx,
-                                     progress, history, backlog)
+                                     progress, history, backlog, first.stagger)
             phases.append(wave_start.phase)
         schedule = dispatch(n, slots, duration, hold, timed=True)
     if left:
@@ -381,14 +381,17 @@ class _Whole:
     per_iter: list  # per slot: cycles per loop iteration
     duration: list  # per slot / CTA: cycles at the real K
     sampled: list = attrs.field(factory=list)  # per slot / CTA: cycles in the last sample (at phase.ks[-1])
+    stagger: list = attrs.field(factory=list)  # per SM: its CTAs' ends in the last sample, less its first's
 
 
 def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, backlog=(0.0, 0.0), warm=None,
-           traced=None, settle=None, at=None):
+           traced=None, settle=None, at=None, stagger=None):
     """Simulate the CTAs ``ids`` dealt round-robin over the SMs from cycle 0 at ``WAVE_K_SAMPLES`` (or
     at ``k``), behind ``backlog``, after ``warm(memory system)``; per slot (slot j = the j-th CTA of ``ids``) the duration is affine
     in K. ``traced``: the CTAs' traces at ``k`` (``{cta id: warp traces}``), timed at ``k`` instead of
-    functional runs. Returns the :class:`_Whole` and the memory system of the last sample."""
+    functional runs. ``stagger``: per SM, the cycles its CTAs (the q-th dealt to it at ``stagger[sm][q]``)
+    start after the first (see :func:`_staggered`). Returns the :class:`_Whole` and the memory system
+    of the last sample."""
     k1, k2 = WAVE_K_SAMPLES
     plan = [k] if k <= k2 or traced is not None else [k1, k2]
     if at is not None:  # one sample, at K = ``at``
@@ -412,7 +415,8 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
             warm(ms)
         _queue_backlog(ms, backlog)
         placement, queue = round_robin(ctas, sms, per_sm)
-        used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=None, flatten_together=True)
+        used = run_sms(kernel, block, cfg, _staggered(placement, stagger), ms, queue=queue, hazards=None,
+                       flatten_together=True)
         end = {cid: (s, e) for sm in used for cid, s, e in sm.cta_log}
         ks.append(kk)
         durations.append([end[cid][1] - end[cid][0] for cid in ids])
@@ -430,8 +434,12 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
             if nxt <= WAVE_SETTLE_MAX_K:
                 plan = [nxt]
     phase = Phase(name, len(ids), tuple(ks), tuple(cyc), loop, memory_counters(ms, cyc[-1], used))
+    ends = [[] for _ in range(sms)]
+    for sm in used:
+        ends[sm.sm_id] = sorted(e for _, _, e in sm.cta_log)
+    stagger_out = [[e - x[0] for e in x] for x in ends]
     if len(ks) == 1 and ks[-1] != k:  # one sample short of K: no line (the caller takes ``sampled``)
-        return _Whole(phase, float(cyc[-1]), [], [], [], durations[-1]), ms
+        return _Whole(phase, float(cyc[-1]), [], [], [], durations[-1], stagger_out), ms
     if ks[-1] == k:
         # simulated at K itself: the split into fixed cost and iterations (for the dispatcher model
         # of later waves) uses each CTA's measured cycles per iteration
@@ -446,7 +454,27 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
         fixed = [a - p * it1 for a, p in zip(durations[-2], per_iter)]
         predicted = cyc[-2] + (cyc[-1] - cyc[-2]) * (k - ks[-2]) / (ks[-1] - ks[-2])
     dur = [f + p * k / k_step for f, p in zip(fixed, per_iter)]
-    return _Whole(phase, float(predicted), fixed, per_iter, dur, durations[-1]), ms
+    return _Whole(phase, float(predicted), fixed, per_iter, dur, durations[-1], stagger_out), ms
+
+
+def _staggered(placement, stagger):
+    """``placement`` (per SM, its CTAs oldest first) with each CTA's start delay: the q-th of SM s
+    starts ``stagger[s][q]`` cycles after the SM's first. A later wave's CTAs on one SM start as the
+    previous CTAs of its slots end, which is not at one cycle: the first wave's simulation gives
+    the spread (its CTAs end in the order and at the spacing it shows; sgemm_128 at N = 4096 on
+    the GTX 980: 90-120 cycles between an SM's two CTAs). CTAs that start at the same cycle with
+    the same trace run in lockstep, which the full simulation's later waves do not: the co-resident
+    CTAs of sgemm_128 that share a B panel then read it together (every shared lookup merged into a
+    fill under way) instead of the second finding the first's data in the L1 (24% of the
+    lookups)."""
+    if not stagger:
+        return placement
+    out = []
+    for s, ctas in enumerate(placement):
+        offs = stagger[s] if s < len(stagger) else []
+        out.append([(c[0], c[1], int(round(offs[q]))) if q < len(offs) and offs[q] else c
+                    for q, c in enumerate(ctas)])
+    return out
 
 
 def _cta_loop_cycles(sms, skip):
@@ -590,7 +618,7 @@ def _clear_of_ends(schedule, t, lo, hi, iters, sms):
 
 
 def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, mid, resident, gx, progress,
-                  history):
+                  history, stagger=None):
     """Simulate the launch from cycle ``mid`` of the dispatcher model ``schedule`` on: the CTAs then
     resident, each at its own progress in K, run their next ``STEADY_ITERATIONS`` iterations (or to
     their real end, epilogue and stores included), and the dispatcher hands the freed slots the CTAs
@@ -647,7 +675,8 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
         placement[j % sms].append((cid, moved.get(cid, traced[cid])))
     ms = MemorySystem(cfg)
     history.warm(ms, schedule, mid)
-    used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=None, flatten_together=True)
+    used = run_sms(kernel, block, cfg, _staggered(placement, stagger), ms, queue=queue, hazards=None,
+                   flatten_together=True)
     if progress is not None:
         progress()
     ends = [e for sm in used for cid, _, e in sm.cta_log if cid in cut]
@@ -686,7 +715,7 @@ class _WaveStart:
 
 
 def _wave_start(kernel, block, grid, k, k_step, build, cfg, schedule, live, rate, gx, progress, history,
-                backlog):
+                backlog, stagger=None):
     """The start of a later wave: the CTAs ``live`` (``{slot: (cta index, start, end)}``, the
     wave a steady-state window sampled), simulated whole from their start to K = ``WAVE_START_K``
     (or K), behind the L2's history at that start (the previous wave's results in it, dirty, and
@@ -700,7 +729,8 @@ def _wave_start(kernel, block, grid, k, k_step, build, cfg, schedule, live, rate
     ids = [i for i, _, _ in sorted(live.values())]
     kb = min(k, WAVE_START_K)
     start, _ = _whole(kernel, block, grid, k, k_step, build, cfg, [(i % gx, i // gx) for i in ids], progress,
-                      "wave start", backlog=backlog, warm=lambda ms: history.warm(ms, schedule, t0), at=kb)
+                      "wave start", backlog=backlog, warm=lambda ms: history.warm(ms, schedule, t0), at=kb,
+                      stagger=stagger)
     extra = [d - rate[i] * kb / k_step for i, d in zip(ids, start.sampled)]
     return _WaveStart(start.phase, float(np.mean(extra)))
 

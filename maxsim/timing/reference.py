@@ -193,6 +193,7 @@ class ReferenceSM:
         self.wpc = (block + 31) // 32
         self._cta_slots = [None] * self.max_ctas  # the CTA in each CTA slot (its warp slots: cta_warp_slots)
         self.pending = []  # (cta id, [warp traces]) queued for this SM
+        self._delays = {}  # cta id -> cycles its warps wait after its launch (add_cta)
         self.dispatcher = None  # a GPU's shared queue of further CTAs (collections.deque)
         self.dispatched = []  # (cycle, cta id) taken from the dispatcher
         self.all_warps = []
@@ -250,9 +251,12 @@ class ReferenceSM:
             self._hazard_text(msg)
 
     # ---- CTAs ----------------------------------------------------------------------------
-    def add_cta(self, cid, warp_traces):
-        """Queue a CTA (its id and the traces of its warps, in warp order)."""
+    def add_cta(self, cid, warp_traces, delay=0):
+        """Queue a CTA (its id and the traces of its warps, in warp order); ``delay``: its warps
+        become ready that many cycles after it is launched."""
         self.pending.append((cid, warp_traces))
+        if delay:
+            self._delays[cid] = int(delay)
 
     def _launch_ready_ctas(self, t):
         while self.resident < self.max_ctas:
@@ -264,14 +268,15 @@ class ReferenceSM:
                 self.dispatched.append((t, cid))
             else:
                 break
-            cta = Cta(cid, t)
+            t0 = t + self._delays.pop(cid, 0) if self._delays else t
+            cta = Cta(cid, t0)
             cta.index = self._cta_slots.index(None)
             self._cta_slots[cta.index] = cta
             slots = cta_warp_slots(cid, cta.index, self.block, len(traces))
             nregs = self.kernel.reg_cnt
             for w, (slot, tr) in enumerate(zip(slots, traces)):
                 sched = self.scheds[slot % len(self.scheds)]
-                warp = Warp(slot, sched, cta, f"cta{cid[0]},{cid[1]}.w{w}", tr.parts, t, nregs)
+                warp = Warp(slot, sched, cta, f"cta{cid[0]},{cid[1]}.w{w}", tr.parts, t0, nregs)
                 cta.warps.append(warp)
                 sched.warps.append(warp)
                 self.all_warps.append(warp)

@@ -421,6 +421,7 @@ class SM:
         self.max_ctas, self.limited_by = residency(kernel, block, cfg)
         self.wpc = (block + 31) // 32
         self.pending = []  # (cta id, [warp traces]) queued for this SM
+        self._delays = {}  # cta id -> cycles its warps wait after its launch (add_cta)
         self._flat_of = {}  # cta id -> its warps' flattened traces, made ahead (flatten_queued)
         self.dispatcher = None  # a GPU's shared queue of further CTAs (collections.deque)
         self.dispatched = []  # (cycle, cta id) taken from the dispatcher
@@ -662,9 +663,12 @@ class SM:
         self._pack()
 
     # ---- CTAs ----------------------------------------------------------------------------
-    def add_cta(self, cid, warp_traces):
-        """Queue a CTA (its id and the traces of its warps, in warp order)."""
+    def add_cta(self, cid, warp_traces, delay=0):
+        """Queue a CTA (its id and the traces of its warps, in warp order); ``delay``: its warps
+        become ready that many cycles after it is launched."""
         self.pending.append((cid, warp_traces))
+        if delay:
+            self._delays[cid] = int(delay)
 
     def _launch_ready_ctas(self, t):
         W, S, SW, C = self._W, self._S, self._SW, self._C
@@ -678,8 +682,9 @@ class SM:
                 self.dispatched.append((t, cid))
             else:
                 break
+            t0 = t + self._delays.pop(cid, 0) if self._delays else t
             c = self._ctas.index(None)
-            cta = CtaView(cid, c, t)
+            cta = CtaView(cid, c, t0)
             self._ctas[c] = cta
             slots = cta_warp_slots(cid, c, self.block, len(traces))
             flats = self._flat_of.pop(cid, None)
@@ -699,8 +704,8 @@ class SM:
                 row[K.W_CTA] = c
                 row[K.W_PC] = pcs[0] if pcs.size else 0
                 row[K.W_LEN] = pcs.size
-                row[K.W_READY] = row[K.W_STALL_UNTIL] = row[K.W_DEP_UNTIL] = t
-                row[K.W_LAST_ISSUE] = t - 1
+                row[K.W_READY] = row[K.W_STALL_UNTIL] = row[K.W_DEP_UNTIL] = t0
+                row[K.W_LAST_ISSUE] = t0 - 1
                 row[K.W_BAR_SET:K.W_BAR_SET + 7] = -K.NEVER
                 self._REGS[slot] = 0
                 SW[s, S[s, K.S_NW]] = slot
