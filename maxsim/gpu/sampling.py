@@ -50,7 +50,10 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   (:class:`_History`: the most recent reads of the dispatcher model's schedule, as many as the L2
   can hold). A window that would start just before aligned CTAs end, with no SM whose CTAs all stay
   in their loop, moves (at most half a CTA) to where one has (:func:`_clear_of_ends`), and then to
-  the middle of its CTAs' lives (:func:`_mid_life`).
+  the middle of its CTAs' lives (:func:`_mid_life`). An SM's CTAs start at the spacing of its
+  CTAs' ends in the first wave, not at one cycle (:func:`_staggered`): started together, co-resident
+  CTAs with the same trace run in lockstep, which later waves of the full simulation do not (their
+  shared lookups would all merge into fills under way instead of hitting in the L1).
   The iterations after the first ``STEADY_SKIP`` give each slot's
   steady cost per iteration, from its SM's throughput (:func:`_sm_loop_cycles`); a slot's steady
   CTA duration is the fixed cost of a later wave's CTA (below) plus K iterations at that cost. A CTA cut short for
@@ -59,7 +62,7 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   sit in the L2 (dirty) and leave it as the new reads evict them: a burst of write-backs in the
   first iterations of every wave, which a window in mid-wave does not see. The wave the (last)
   window sampled is simulated whole from its start to K = ``WAVE_START_K`` behind the launch's
-  history (:func:`_wave_start`); its CTAs' cycles less their steady iterations at the window's pace
+  history (:func:`_wave_start`; staggered as the windows are); its CTAs' cycles less their steady iterations at the window's pace
   give a later CTA's cost besides them (in place of the first wave's, measured on an empty L2).
   The dispatcher model is run again with the steady durations (for the launch's length).
 * **The L2 filling up.** A launch whose first waves fit in the L2 leaves their results (dirty
