@@ -77,15 +77,17 @@ addresses the CTAs that really run side by side send, in the order the SMs send 
   slot's first free slot taking one), with the L2 warmed by the launch's history up to the tail's
   start and behind the L2/DRAM work the previous wave left queued (the posted stores of its
   epilogues); their durations enter the dispatcher model.
-* The launch takes the dispatcher model's makespan: the end of the last CTA.
+* The launch takes the dispatcher model's makespan: the end of the last CTA. A tail (the CTAs
+  after the last full wave) is simulated whole on the SMs whose slots free first, both slots of
+  an SM before the next SM's, in the order of the first wave's ends (:func:`_tail_sms`).
 * **Where waves need not stay together.** When DRAM is saturated the SMs no longer all run at the
   issue bound, and in full simulations the waves drift apart, share fewer panels and slow down
   further (GTX 980 at 32-64 GB/s, a quarter GTX 980 at 25 GB/s: the sampled prediction -41% ...
-  +2% of the full simulations). A launch whose steady-state window keeps the DRAM channels busy
+  +0.5% of the full simulations). A launch whose steady-state window keeps the DRAM channels busy
   ``DRAM_SATURATED`` of its cycles or more is marked ``dram_bound`` (:attr:`Prediction.dram_busy`
   says how busy: the window's share, else the first wave's); those checked against full
-  simulations ran their windows at 84-95% busy, and every launch below that agreed with its full
-  simulation within 3.0% (the busiest window, 70%). The first wave is not the measure: it
+  simulations ran their windows at 84-96% busy, and every launch below that agreed with its full
+  simulation within 1.6% (the busiest window, 70%). The first wave is not the measure: it
   includes the write-backs of what the launch before left in the L2 (``l2_start="previous"``).
 * **The L2 at the start.** Empty by default. With ``l2_start="previous"`` (back-to-back launches of
   one kernel, as benchmarks time it) the launch before is laid out first: its first wave sampled
@@ -326,7 +328,8 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
         t0 = schedule[full * wave][1]
         tail_ids = [(i % gx, i // gx) for i in range(full * wave, n)]
         tail, _ = _whole(kernel, block, grid, k, k_step, build, cfg, tail_ids, progress, "tail",
-                         backlog=backlog, warm=lambda ms: history.warm(ms, schedule, t0), settle=t0)
+                         backlog=backlog, warm=lambda ms: history.warm(ms, schedule, t0), settle=t0,
+                         stagger=first.stagger, on_sms=_tail_sms(first.sampled, len(tail_ids), sms))
         phases.append(tail.phase)
         schedule = dispatch(n, slots, duration, hold, timed=True)
     cycles = max(e for _, _, e in schedule)
@@ -388,13 +391,13 @@ class _Whole:
 
 
 def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, backlog=(0.0, 0.0), warm=None,
-           traced=None, settle=None, at=None, stagger=None):
+           traced=None, settle=None, at=None, stagger=None, on_sms=None):
     """Simulate the CTAs ``ids`` dealt round-robin over the SMs from cycle 0 at ``WAVE_K_SAMPLES`` (or
     at ``k``), behind ``backlog``, after ``warm(memory system)``; per slot (slot j = the j-th CTA of ``ids``) the duration is affine
     in K. ``traced``: the CTAs' traces at ``k`` (``{cta id: warp traces}``), timed at ``k`` instead of
     functional runs. ``stagger``: per SM, the cycles its CTAs (the q-th dealt to it at ``stagger[sm][q]``)
-    start after the first (see :func:`_staggered`). Returns the :class:`_Whole` and the memory system
-    of the last sample."""
+    start after the first (see :func:`_staggered`). ``on_sms``: the SM of each CTA of ``ids`` (default:
+    dealt round-robin). Returns the :class:`_Whole` and the memory system of the last sample."""
     k1, k2 = WAVE_K_SAMPLES
     plan = [k] if k <= k2 or traced is not None else [k1, k2]
     if at is not None:  # one sample, at K = ``at``
@@ -417,7 +420,12 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
         if warm is not None:
             warm(ms)
         _queue_backlog(ms, backlog)
-        placement, queue = round_robin(ctas, sms, per_sm)
+        if on_sms is None:
+            placement, queue = round_robin(ctas, sms, per_sm)
+        else:
+            placement, queue = [[] for _ in range(sms)], None
+            for sm, cta in zip(on_sms, ctas):
+                placement[sm].append(cta)
         used = run_sms(kernel, block, cfg, _staggered(placement, stagger), ms, queue=queue, hazards=None,
                        flatten_together=True)
         end = {cid: (s, e) for sm in used for cid, s, e in sm.cta_log}
@@ -458,6 +466,18 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
         predicted = cyc[-2] + (cyc[-1] - cyc[-2]) * (k - ks[-2]) / (ks[-1] - ks[-2])
     dur = [f + p * k / k_step for f, p in zip(fixed, per_iter)]
     return _Whole(phase, float(predicted), fixed, per_iter, dur, durations[-1], stagger_out), ms
+
+
+def _tail_sms(ends, n, sms):
+    """The SMs of a launch's ``n`` tail CTAs: the block dispatcher hands each to the slot that frees
+    first, and an SM's slots free close together (its CTAs end within ~60-400 cycles of one another,
+    the SMs within more), so the tail goes to both slots of the SMs that finish first rather than
+    one per SM. The order of the slots' ends is the first wave's (``ends``: per slot j, on SM
+    j mod ``sms``). sgemm_128 at N = 1536 on the GTX 980 (144 CTAs, a tail of 16 on 32 slots): the
+    full simulation runs 6 SMs with 2 tail CTAs and 4 with 1, the tail then taking a full CTA's
+    time (403,600 cycles) where one CTA per SM takes 205,000."""
+    order = sorted(range(len(ends)), key=lambda j: (ends[j], j))
+    return [order[q % len(order)] % sms for q in range(n)]
 
 
 def _staggered(placement, stagger):
