@@ -477,7 +477,7 @@ def _tail_sms(ends, n, sms):
     full simulation runs 6 SMs with 2 tail CTAs and 4 with 1, the tail then taking a full CTA's
     time (403,600 cycles) where one CTA per SM takes 205,000."""
     order = sorted(range(len(ends)), key=lambda j: (ends[j], j))
-    return [order[q % len(order)] % sms for q in range(n)]
+    return [j % sms for j in order[:n]]  # a tail is shorter than a wave: n < len(ends)
 
 
 def _staggered(placement, stagger):
