@@ -113,10 +113,13 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
     reference SM always: same order, same numbers). ``flatten_together``: the placed CTAs' traces
     are flattened in one pass for all SMs before they start (:func:`~maxsim.timing.sm.flatten_queued`:
     faster, but holds them all at once; for short runs). Returns the SMs that ran CTAs."""
-    sms = [SM(cfg, kernel, block, memory_system, hazards=hazards, sm_id=i) for i in range(cfg.gpu.sms)]
+    # an SM that starts with no CTA never runs (the dispatcher feeds only running SMs): not built
+    sms = [SM(cfg, kernel, block, memory_system, hazards=hazards, sm_id=i)
+           for i, ctas in zip(range(cfg.gpu.sms), placement) if ctas]
     for sm in sms:
         sm.keep_branch_times = keep_branch_times
-    for sm, ctas in zip(sms, placement):
+    for sm in sms:
+        ctas = placement[sm.sm_id]
         for cid, traces, *delay in ctas:
             sm.add_cta(cid, traces, *delay)
         ctas.clear()  # the SM holds them now, and lets each go when it has loaded it

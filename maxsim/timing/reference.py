@@ -67,17 +67,29 @@ def l2_read_counts(memory_system):
     return int(hits), int(misses)
 
 
+_TAKES_SM = {}  # (class, method name) -> whether the method takes ``sm=`` (signatures are slow to read)
+
+
+def _takes_sm(memory_system, name):
+    method = getattr(memory_system, name)
+    attrs = getattr(memory_system, "__dict__", None)
+    key = None if attrs is not None and name in attrs else (type(memory_system), name)
+    if key is not None and key in _TAKES_SM:
+        return _TAKES_SM[key]
+    try:
+        takes = "sm" in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        takes = False
+    if key is not None:
+        _TAKES_SM[key] = takes
+    return takes
+
+
 def memory_keywords(memory_system, sm_id):
     """Keyword arguments of ``memory_system.read`` and ``.write``: ``sm=sm_id`` where the method
-    takes it (a memory system may tell the SMs apart), none otherwise."""
-    out = []
-    for name in ("read", "write"):
-        try:
-            params = inspect.signature(getattr(memory_system, name)).parameters
-        except (TypeError, ValueError):
-            params = {}
-        out.append({"sm": sm_id} if "sm" in params else {})
-    return tuple(out)
+    takes it (a memory system may tell the SMs apart), none otherwise. A method set on the
+    instance itself is read each time; a class's is read once."""
+    return tuple({"sm": sm_id} if _takes_sm(memory_system, name) else {} for name in ("read", "write"))
 
 
 class Warp:
