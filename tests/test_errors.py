@@ -381,8 +381,6 @@ def test_unmodelled_features_are_errors_not_wrong_answers():
     assert_where(msg, k, 0, "(0,0)", 0, 0)
     k, msg = run_error(header("c", regs=8) + "--:-:-:-:1      MOV R0, c[0x0][0x8000];\n--:-:-:-:5      EXIT;\n")
     assert "outside constant bank 0" in msg
-    k, msg = run_error(header("r", regs=8) + "--:-:-:-:1      FFMA.RM R0, R1, R2, R3;\n--:-:-:-:5      EXIT;\n")
-    assert "rounding mode .RM is not modelled" in msg
 
 
 @pytest.mark.parametrize("kw,fragment", [

@@ -236,6 +236,13 @@ def _fwriter(dst, zrow):
 
 CONTROL = ("BRA", "CAL", "RET", "EXIT", "BAR", "SSY", "PBK", "PCNT", "SYNC", "BRK", "CONT")
 FLOAT_OPS = ("FFMA", "FMUL", "FADD", "FMUL32I", "FADD32I")
+DIRECTED = frozenset(("RZ", "RM", "RP"))
+
+
+def table_float(instr) -> bool:
+    """Whether ``instr`` runs in an fp32 table (:mod:`fp32`): FFMA / FMUL / FADD rounding to
+    nearest (the directed roundings run in :func:`floatops.directed`)."""
+    return instr.opcode in FLOAT_OPS and DIRECTED.isdisjoint(instr.mods)
 
 
 def compile_instruction(ctx, instr, values=True):
@@ -281,6 +288,10 @@ def _compile(ctx, instr, values):
         return shfl(ctx, instr, ops, mods, zrow, values)
     if op in ("TLD", "TEX", "TLDS", "TEXS"):
         return _texture(ctx, instr, ops, mods, zrow, values)
+    if op in FLOAT_OPS and not table_float(instr):
+        from .floatops import directed
+        fn = directed(ctx, instr, zrow)
+        return fn if values else None
     if op in FLOAT_OPS:
         row, consts = float_row(ctx, instr, zrow)
         if not values:

@@ -18,12 +18,14 @@ RRO.EX2 passes its operand through (MUFU.EX2 takes a plain fp32 value here).
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from ..errors import SimulationError
 from .alu import ftz as flush, saturate
 from .executor import U32, _pred_reader, _reader_f32, _reader_u32, _writer
 from .intops import write_pred
+from . import ieee
 
 F32 = np.float32
 
@@ -87,6 +89,19 @@ def _fsetp(ctx, instr, ops, mods, zrow):
 _TWO_PI = 2.0 * np.pi
 
 
+def mufu64h(hi, fn):
+    """MUFU.RCP64H / RSQ64H of the high word ``hi`` of an fp64 number (its low word taken as 0):
+    the high word of the fp64 reciprocal / reciprocal square root, correctly rounded to fp64 and
+    truncated to its high word (an approximation good to 2^-20, which ptxas's fp64 division and
+    square root sequences refine with DFMA Newton steps). Zero gives Inf, Inf 0, NaN NaN, RSQ64H
+    of a negative number NaN, with the operand's sign kept by RCP64H."""
+    hi = np.asarray(hi, dtype=np.uint32)
+    x = (hi.astype(np.uint64) << np.uint64(32)).view(np.float64)
+    with np.errstate(all="ignore"):
+        r = 1.0 / x if fn == "RCP64H" else 1.0 / np.sqrt(x)
+    return (np.asarray(r, dtype=np.float64).view(np.uint64) >> np.uint64(32)).astype(np.uint32)
+
+
 def mufu(x, fn):
     """MUFU.fn of fp32 x: the correctly rounded fp32 value (subnormal inputs and results are
     flushed to zero, as the .ftz forms of the PTX approximations are)."""
@@ -110,10 +125,77 @@ def mufu(x, fn):
 
 
 def _mufu(ctx, instr, ops, mods, zrow):
-    fn = next(x for x in mods)
+    """MUFU.fn[.SAT]: .SAT clamps the result to [0, 1] (NaN to 0); RCP64H / RSQ64H work on the
+    high word of an fp64 number (:func:`mufu64h`)."""
+    fn = next(x for x in mods if x != "SAT")
+    if fn in ("RCP64H", "RSQ64H"):
+        a = _reader_u32(ctx, instr, attrs.evolve(ops[1], neg=False, abs=False), zrow)
+        sign = U32((1 << 31) if ops[1].neg else 0)
+        clear = U32(0x7FFFFFFF if ops[1].abs else 0xFFFFFFFF)
+        write = _writer(ops[0].reg, zrow)
+        return lambda g, m: write(g, np.broadcast_to(mufu64h((a(g) & clear) ^ sign, fn), g.tid.shape).copy(), m)
     a = _reader_f32(ctx, instr, ops[1], zrow)
     write = _fwrite(ops[0].reg, zrow)
+    if "SAT" in mods:
+        return lambda g, m: write(g, saturate(mufu(a(g), fn)), m)
     return lambda g, m: write(g, mufu(a(g), fn), m)
+
+
+def _fset(ctx, instr, ops, mods, zrow):
+    """FSET[.BF].cmp[.FTZ].bool d, a, b, p: the comparison combined with p as a register: all ones
+    when true (1.0 with .BF), 0 when false [nvdisasm's FSET; ptxas's IEEE division negates the
+    all-ones value with IADD to count it as 1]."""
+    cmp = next(x for x in mods if x not in ("AND", "OR", "XOR", "FTZ", "BF"))
+    bop = {"AND": np.logical_and, "OR": np.logical_or, "XOR": np.logical_xor}[
+        next((x for x in mods if x in ("AND", "OR", "XOR")), "AND")]
+    ftz = "FTZ" in mods
+    a, b = (_fsrc(ctx, instr, o, zrow, ftz) for o in ops[1:3])
+    pc = _pred_reader(ops[3])
+    true = U32(0x3F800000) if "BF" in mods else U32(0xFFFFFFFF)
+    write = _writer(ops[0].reg, zrow)
+
+    def run(g, m):
+        r = bop(fcompare(a(g), b(g), cmp), pc(g))
+        write(g, np.broadcast_to(np.where(r, true, U32(0)).astype(np.uint32), g.tid.shape).copy(), m)
+    return run
+
+
+def _fchk(ctx, instr, ops, mods, zrow):
+    """FCHK.DIVIDE p, a, b: p := whether a / b needs the slow path (:func:`ieee.fchk_divide`)."""
+    a, b = (_reader_f32(ctx, instr, o, zrow) for o in ops[1:3])
+    pd = ops[0].reg
+
+    def run(g, m):
+        write_pred(g, pd, np.broadcast_to(ieee.fchk_divide(a(g), b(g)), g.tid.shape).copy(), m)
+    return run
+
+
+def directed(ctx, instr, zrow):
+    """FFMA / FMUL / FADD (and the 32-bit immediate forms) with .RZ, .RM or .RP: the fp32 tables
+    of :mod:`maxsim.functional.fp32` round to nearest only, so these run here (:mod:`ieee`)."""
+    mods = instr.mods
+    mode = next(x for x in mods if x in ("RZ", "RM", "RP"))
+    ftz = "FTZ" in mods
+    sat = "SAT" in mods
+    ops = instr.operands
+    srcs = [_fsrc(ctx, instr, o, zrow, ftz) for o in ops[1:]]
+    op = instr.opcode
+    write = _fwrite(ops[0].reg, zrow)
+
+    def run(g, m):
+        v = [s(g) for s in srcs]
+        if op == "FFMA":
+            r = ieee.ffma_r(v[0], v[1], v[2], mode)
+        elif op in ("FMUL", "FMUL32I"):
+            r = ieee.fmul_r(v[0], v[1], mode)
+        else:
+            r = ieee.fadd_r(v[0], v[1], mode)
+        if ftz:
+            r = flush(r)
+        if sat:
+            r = saturate(r)
+        write(g, r, m)
+    return run
 
 
 def _rro(ctx, instr, ops, mods, zrow):
@@ -206,4 +288,4 @@ def refuse(instr, what):
     raise SimulationError(f"{instr.where}: {instr.full_opcode}: {what} is not modelled")
 
 
-OPS = {"FMNMX": _fmnmx, "FSETP": _fsetp, "MUFU": _mufu, "RRO": _rro, "I2F": _i2f, "F2I": _f2i, "F2F": _f2f}
+OPS = {"FMNMX": _fmnmx, "FSETP": _fsetp, "FSET": _fset, "FCHK": _fchk, "MUFU": _mufu, "RRO": _rro, "I2F": _i2f, "F2I": _f2i, "F2F": _f2f}

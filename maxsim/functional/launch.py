@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import LaunchError, SimulationError
 from ..isa import instruction as ins
 from . import simt
-from .executor import CONTROL, FLOAT_OPS, Context, Group, compile_instruction, float_row, float_table, run_floats
+from .executor import CONTROL, Context, Group, compile_instruction, float_row, float_table, run_floats, table_float
 from .watchdog import Watchdog, instruction_limit
 
 PARAM_BASE = 0x140
@@ -353,7 +353,7 @@ class Program:
         for i in range(pc, end):
             instr = instrs[i]
             guard = None if instr.pred == ins.PT and not instr.pred_neg else (instr.pred, instr.pred_neg)
-            if instr.opcode in FLOAT_OPS and guard is None and not getattr(self.single[i], "fault", False):
+            if table_float(instr) and guard is None and not getattr(self.single[i], "fault", False):
                 if self.computed[i]:
                     row, consts = float_row(self.ctx, instr, zrow)
                     floats.append((i - pc, row, consts))
@@ -585,8 +585,8 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
                 waiting.append(g)
                 g = None
                 break
-            # BRA / CAL / RET: groups split when warps differ; a BRA whose active lanes disagree
-            # diverges (CAL / RET must be warp-uniform)
+            # BRA / CAL: groups split when warps differ; a BRA whose active lanes disagree
+            # diverges (CAL must be warp-uniform; RET waits at its call's token, see simt)
             if op == "BRA" and m is not None:
                 div = _divergent(g, m)
                 if div is not None:
@@ -611,18 +611,11 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
                         g = None
                         break
             taken = np.ones(nw, dtype=bool) if m is None else _warp_ok(instr, g, m, ctx)
-            if op == "RET":
-                if taken.any() and not g.stack:
-                    raise SimulationError(ctx.where(instr, g, int(np.flatnonzero(taken)[0]) * 32).format(
-                        "RET with an empty call stack"))
-                dest = g.stack[-1] if g.stack else pc + 1
-            else:
-                dest = instr.target
+            dest = instr.target
             if taken.all():
                 if op == "CAL":
                     g.stack.append(pc + 1)
-                elif op == "RET":
-                    g.stack.pop()
+                    simt.call(g, pc + 1)
                 g.pc = dest
                 if dest <= pc:
                     ctx.watchdog.back_edge(g, pc)
@@ -642,8 +635,7 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
             no = g.take(np.flatnonzero(~taken))
             if op == "CAL":
                 yes.stack.append(pc + 1)
-            elif op == "RET":
-                yes.stack.pop()
+                simt.call(yes, pc + 1)
             yes.pc = dest
             no.pc = pc + 1
             if recorder is not None:

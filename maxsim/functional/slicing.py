@@ -136,7 +136,9 @@ def successors(kernel):
         elif op in ("BRA", "CAL"):
             s = [i.target] + (nxt if _guarded(i) else [])
         elif op == "RET":
-            s = returns + (nxt if _guarded(i) else [])
+            # the lanes of a RET wait at their call's token: another path (a divergent branch's
+            # target) may run next, as after a SYNC (maxsim.functional.simt)
+            s = returns + bra_targets + (nxt if _guarded(i) else [])
         elif op in _WAITS_AT:
             s = tokens[_WAITS_AT[op]] + bra_targets + nxt
         else:  # EXIT

@@ -34,6 +34,7 @@ _SUBWORD = {"U8", "S8", "U16", "S16"}  # one register, 1 or 2 bytes of memory
 _FCMP = _CMP | {"LTU", "LEU", "GTU", "GEU", "EQU", "NEU", "NUM", "NAN"}
 _ATOM_OPS = {"ADD", "MIN", "MAX", "INC", "DEC", "AND", "OR", "XOR", "EXCH", "CAS"}
 _F2I_ROUND = {"TRUNC", "FLOOR", "CEIL", "ROUND"}
+_MUFU = {"RCP", "RSQ", "SQRT", "EX2", "LG2", "SIN", "COS", "RCP64H", "RSQ64H"}
 _TYPES = {"F32", "S32", "U32", "S16", "U16", "S8", "U8"}
 CONVERSIONS = ("I2F", "F2I", "F2F")
 
@@ -120,7 +121,13 @@ OPCODES = {s.name: s for s in (
     # float
     _spec("FMNMX", "alu_half", 1, "R R R|C|I|F P", {"FTZ"}),
     _spec("FSETP", "alu_half", 2, "P P R R|C|I|F P", _FCMP, _BOOL, {"FTZ"}),
-    _spec("MUFU", "xu", 1, "R R", {"RCP", "RSQ", "SQRT", "EX2", "LG2", "SIN", "COS"}),
+    _spec("MUFU", "xu", 1, "R R", _MUFU, {"SAT"}),
+    # FSET: FSETP's comparison as a register (all ones / 0, .BF 1.0 / 0); the compare class, as
+    # FSETP [maxas-grammar: FSET with FSETP in the cmp class]
+    _spec("FSET", "alu_half", 1, "R R R|C|I|F P", _FCMP, _BOOL, {"FTZ"}, {"BF"}),
+    # FCHK.DIVIDE p, a, b: whether an IEEE division a / b needs ptxas's slow path. choice: the
+    # compare class (it reads two floats and writes a predicate, as FSETP); no published figure
+    _spec("FCHK", "alu_half", 1, "P R R|C|I|F", {"DIVIDE"}),
     _spec("RRO", "alu_half", 1, "R R|C|I|F", {"SINCOS", "EX2"}),
     _spec("I2F", "xu", 1, "R R|C|I", {"F32"}, {"S32", "U32", "S16", "U16", "S8", "U8"}, {"RN", "RM", "RP", "RZ"}),
     _spec("F2I", "xu", 1, "R R|C|I|F", {"S32", "U32"}, {"F32"}, _F2I_ROUND, {"FTZ"}),
@@ -165,7 +172,7 @@ IMMEDIATE_FORMS = {"IADD32I": "IADD", "LOP32I": "LOP", "ISCADD32I": "ISCADD", "F
 
 # Modifiers an opcode cannot do without (one of the set must be present)
 REQUIRED_MODIFIERS = {"SHF": {"L", "R"}, "ISET": _CMP, "ICMP": _CMP, "ISETP": _CMP, "FSETP": _FCMP, "ATOM": _ATOM_OPS, "RED": _ATOM_OPS, "ATOMS": _ATOM_OPS,
-                      "MUFU": {"RCP", "RSQ", "SQRT", "EX2", "LG2", "SIN", "COS"},
+                      "MUFU": _MUFU, "FSET": _FCMP, "FCHK": {"DIVIDE"},
                       "SHFL": {"IDX", "UP", "DOWN", "BFLY"}, "VOTE": {"ALL", "ANY", "EQ"}, "RRO": {"SINCOS", "EX2"}}
 # keyword operands (W) each opcode accepts
 # the channel sets of TLDS / TEXS (envytools' GM107 table: the sets with and without a second

@@ -152,7 +152,13 @@ FORMS = [
     *alu("FSETP", 0x5BB0000000000000, ("p3", "p0", "r8 n43 a7", "{b} n6 a44", "p39 !42"),
          (_FCMP, flag(47, "FTZ"), _BOOL45), imm="f20"),
     Form("MUFU", 0x5080000000000000, ("r0", "r8 n48 a46"),  # |a|: bit 46 [nvdisasm]
-         (mods(20, 4, "COS=0 SIN=1 EX2=2 LG2=3 RCP=4 RSQ=5 RCP64H=6 RSQ64H=7", required=True),)),
+         (mods(20, 4, "COS=0 SIN=1 EX2=2 LG2=3 RCP=4 RSQ=5 RCP64H=6 RSQ64H=7 SQRT=8", required=True),
+          _SAT50)),  # SQRT (8) and .SAT (bit 50) [nvdisasm; values 9-15 are invalid there]
+    # FCHK.DIVIDE p, a, b [nvdisasm 12.8 on ptxas's 0x5c88000000470600]: the predicate in bits 3-5,
+    # -a / |a| bits 48 / 46, -b / |b| bits 45 / 49; the check mode in bits 39-44 (0: DIVIDE, the
+    # only valid one); immediate (0x38..) and constant (0x4c..) variants as the ALU opcodes
+    *alu("FCHK", 0x5C88000000000000, ("p3", "r8 n48 a46", "{b} n45 a49"),
+         (mods(39, 6, "DIVIDE=0", required=True),), imm="f20", source="nvdisasm"),
     *alu("RRO", 0x5C90000000000000, ("r0", "{b} n45 a49"), (mods(39, 1, "SINCOS=0 EX2=1", required=True),),
          imm="f20"),
     # double precision [grammar] + [nvdisasm]: register pairs, a 20-bit immediate holding the 19
@@ -371,7 +377,7 @@ FORMS = _f32_source_only(FORMS)
 
 # Opcodes without operand reuse [nvdisasm prints no .reuse for them; maxas's types s2r, qtr, mem,
 # vote have reuse 0 (maxas marks RRO so too, but nvdisasm shows RRO's reuse flag)]
-NO_REUSE = frozenset(("MUFU", "POPC", "FLO", "F2F", "F2I", "I2F", "I2I", "S2R", "CS2R", "VOTE", "SHFL", "LDS",
+NO_REUSE = frozenset(("MUFU", "FCHK", "POPC", "FLO", "F2F", "F2I", "I2F", "I2I", "S2R", "CS2R", "VOTE", "SHFL", "LDS",
                       "STS", "LDG", "STG", "LDL", "STL", "LD", "ST", "LDC", "ATOM", "RED", "ATOMS", "TLD", "TEX",
                       "DEPBAR", "MEMBAR", "BAR", "BRA", "CAL", "SSY", "PBK", "PCNT", "RET", "BRK", "CONT",
                       "SYNC", "EXIT", "NOP", "DMNMX", "DSETP", "DSET", "TLDS", "TEXS", "B2R"))
