@@ -476,6 +476,40 @@ def _lop(ctx, instr, ops, mods, zrow):
     return run
 
 
+def lop3(a, b, c, lut):
+    """LOP3.LUT's function of three 32-bit words: bit i of the result is bit (a_i << 2 | b_i << 1 |
+    c_i) of the 8-bit table ``lut`` (PTX lop3.b32: the table of F(0xF0, 0xCC, 0xAA))."""
+    a, b, c = (np.asarray(x, dtype=np.uint32) for x in (a, b, c))
+    r = np.zeros(np.broadcast(a, b, c).shape, dtype=np.uint32)
+    for k in range(8):
+        if lut >> k & 1:
+            r |= (a if k & 4 else ~a) & (b if k & 2 else ~b) & (c if k & 1 else ~c)
+    return r
+
+
+def _lop3(ctx, instr, ops, mods, zrow):
+    """LOP3.LUT [P,] d, a, b, c, lut; with a predicate result, .Z / .NZ set it when the result is
+    zero / non-zero and .T always (as LOP's)."""
+    pred = ops[0].reg if ops[0].kind == ins.PRED else None
+    if pred is not None:
+        ops = ops[1:]
+    a, b, c = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:4])
+    lut = ops[4].value & 0xFF
+    write = _writer(ops[0].reg, zrow)
+    if pred is None:
+        return lambda g, m: write(g, np.broadcast_to(lop3(a(g), b(g), c(g), lut), g.tid.shape).copy(), m)
+    test = next((x for x in mods if x in ("T", "Z", "NZ")), None)
+    if test is None:
+        raise SimulationError(f"{instr.where}: {instr.full_opcode} with a predicate needs .T, .Z or .NZ")
+
+    def run(g, m):
+        r = np.broadcast_to(lop3(a(g), b(g), c(g), lut), g.tid.shape).copy()
+        p = np.ones(r.shape, bool) if test == "T" else (r == 0) if test == "Z" else (r != 0)
+        write_pred(g, pred, p, m)
+        write(g, r, m)
+    return run
+
+
 def _shf(ctx, instr, ops, mods, zrow):
     a, b, c = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:])
     write = _writer(ops[0].reg, zrow)
@@ -589,7 +623,7 @@ def write_pred(g, dst, val, m):
 
 _ALU = {
     "IADD": _iadd, "IADD3": _iadd3, "ISCADD": _iscadd, "IADD32I": _iadd, "ISCADD32I": _iscadd,
-    "XMAD": _xmad, "LOP": _lop, "LOP32I": _lop, "MOV": _mov, "MOV32I": _mov, "SHL": _shift, "SHR": _shift,
+    "XMAD": _xmad, "LOP": _lop, "LOP32I": _lop, "LOP3": _lop3, "MOV": _mov, "MOV32I": _mov, "SHL": _shift, "SHR": _shift,
     "BFE": _bfe, "SEL": _sel, "ISETP": _isetp, "ISET": _iset, "ICMP": _icmp, "SHF": _shf,
 }
 

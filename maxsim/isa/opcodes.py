@@ -70,6 +70,9 @@ OPCODES = {s.name: s for s in (
     # FADD32I, ISCADD32I): the same operations as their register forms
     _spec("IADD32I", "alu", 1, "R R I", {"X"}, {"CC"}),
     _spec("LOP32I", "alu", 1, "R R I", {"AND", "OR", "XOR", "PASS_B"}),
+    # LOP3.LUT d, a, b, c, lut: any logic function of three sources, bit by bit; the 8-bit lut is
+    # the function's truth table indexed by (a << 2 | b << 1 | c) ([maxas-grammar] LOP3; PTX lop3.b32)
+    _spec("LOP3", "alu", 1, "R R R|C|I R I", {"LUT"}),
     _spec("ISCADD32I", "alu", 1, "R R I I"),
     _spec("FMUL32I", "alu", 1, "R R F|I", {"FTZ"}),
     _spec("FADD32I", "alu", 1, "R R F|I", {"FTZ"}),
@@ -165,13 +168,14 @@ SPECIAL_REGISTERS = ("SR_TID.X", "SR_TID.Y", "SR_TID.Z", "SR_CTAID.X", "SR_CTAID
 
 # An opcode's alternative form whose first operand is a predicate (LOP.AND.NZ P0, RZ, R9, 0x1f:
 # the result also sets P0 when it is non-zero / zero)
-PREDICATE_FORMS = {"LOP": _spec("LOP", "alu", 2, "P R R R|C|I", {"AND", "OR", "XOR", "PASS_B"}, {"Z", "NZ"})}
+PREDICATE_FORMS = {"LOP": _spec("LOP", "alu", 2, "P R R R|C|I", {"AND", "OR", "XOR", "PASS_B"}, {"Z", "NZ"}),
+                   "LOP3": _spec("LOP3", "alu", 2, "P R R R|C|I R I", {"LUT"}, {"T", "Z", "NZ"})}
 # the immediate forms, by the register form whose operation they perform
 IMMEDIATE_FORMS = {"IADD32I": "IADD", "LOP32I": "LOP", "ISCADD32I": "ISCADD", "FMUL32I": "FMUL",
                    "FADD32I": "FADD"}
 
 # Modifiers an opcode cannot do without (one of the set must be present)
-REQUIRED_MODIFIERS = {"SHF": {"L", "R"}, "ISET": _CMP, "ICMP": _CMP, "ISETP": _CMP, "FSETP": _FCMP, "ATOM": _ATOM_OPS, "RED": _ATOM_OPS, "ATOMS": _ATOM_OPS,
+REQUIRED_MODIFIERS = {"SHF": {"L", "R"}, "LOP3": {"LUT"}, "ISET": _CMP, "ICMP": _CMP, "ISETP": _CMP, "FSETP": _FCMP, "ATOM": _ATOM_OPS, "RED": _ATOM_OPS, "ATOMS": _ATOM_OPS,
                       "MUFU": _MUFU, "FSET": _FCMP, "FCHK": {"DIVIDE"},
                       "SHFL": {"IDX", "UP", "DOWN", "BFLY"}, "VOTE": {"ALL", "ANY", "EQ"}, "RRO": {"SINCOS", "EX2"}}
 # keyword operands (W) each opcode accepts

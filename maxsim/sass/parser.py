@@ -22,6 +22,8 @@ _HEADER_RANGE = {"InsCnt": (0, 1 << 31), "RegCnt": (1, ins.NUM_REGS), "SharedSiz
 # Immediates with a narrower range than 32 bits: (opcode, operand position) -> (lo, hi, what)
 _IMM_RANGE = {("BAR", 0): (0, 15, "barrier"), ("ISCADD", 3): (0, 31, "ISCADD shift"),
               ("ISCADD32I", 3): (0, 31, "ISCADD32I shift"),
+              # LOP3's 8-bit truth table (operand 5 in the form with a predicate result)
+              ("LOP3", 4): (0, 255, "LOP3 lookup table"), ("LOP3", 5): (0, 255, "LOP3 lookup table"),
               # the texture slot field ([maxas-grammar] TLDS: i36w20, 20 bits)
               **{(op, 3): (0, 0xFFFFF, "texture slot") for op in ("TLD", "TEX", "TLDS", "TEXS")}}
 
