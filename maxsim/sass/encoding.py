@@ -18,7 +18,8 @@ control word carries each instruction's scheduling control (``WW:R:W:Y:S``) and 
 The encodings are those of :mod:`maxsim.sass.encoding_table` (one table, with its sources). An
 instruction with no encoding (an immediate too wide for its field, a modifier the opcode cannot
 carry, an operand form the hardware lacks) raises :class:`~maxsim.errors.EncodingError` naming
-it; a word the table does not know raises it naming the word's byte offset. Nothing is dropped
+it; a word the table does not know raises it naming the word's byte offset, the opcode its bits
+name (:func:`encoding_table.opcode_of_word`) and what of it the table lacks, never the raw word. Nothing is dropped
 silently: every bit of a decoded word is accounted for by the form it matched.
 """
 
@@ -460,14 +461,46 @@ def _operand_text(f: _Field, w: int, reuse: bool) -> str:
     raise AssertionError(k)
 
 
+def _bit_list(bits: int) -> str:
+    """Bit positions as ``39-44, 50``."""
+    pos = [n for n in range(64) if bits >> n & 1]
+    runs = []
+    for n in pos:
+        if runs and runs[-1][1] == n - 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in runs)
+
+
+def _unknown_form(w: int) -> str:
+    """What a word the table cannot decode is: the opcode its bits name (the opcode field of
+    :data:`encoding_table.OPCODE_FIELD`), and what of it the table lacks: the whole opcode (with
+    what it is, when the simulator names it), or the form (the bits where the nearest form of that
+    opcode differs)."""
+    name = T.opcode_of_word(w)
+    if name is None:
+        return "the opcode bits (51-63) of this instruction name no Maxwell instruction"
+    forms = _BY_OPCODE.get(name, ())
+    if not forms:
+        from ..isa.opcodes import NOT_MODELLED
+        what = NOT_MODELLED.get(name)
+        return f"{name} is not in the Maxwell encoding table" + (f" ({what}; not modelled)" if what else
+                                                                 " (an opcode the model does not know)")
+    best = min(forms, key=lambda c: bin((w ^ c.code) & c.mask).count("1"))
+    diff = (w ^ best.code) & best.mask
+    what = (f"bits {_bit_list(diff)} differ from its nearest {name} form" if diff else
+            "a field holds a value the table does not know")
+    return f"{name} in a form the Maxwell encoding table does not know ({what})"
+
+
 def _decode_word(w: int, reuse: int, address: int):
     """(text without guard, guard, target address or None) of one instruction word."""
     for c in _DISPATCH[w >> 48]:
         if w & c.mask == c.code:
             break
     else:
-        raise EncodingError(f"code+0x{address:x}: instruction word 0x{w:016x} is not in the Maxwell "
-                            f"encoding table")
+        raise EncodingError(f"code+0x{address:x}: {_unknown_form(w)}")
     form = c.form
     parts = [c.name]
     for gmask, rev, default, show in c.groups:
@@ -476,8 +509,11 @@ def _decode_word(w: int, reuse: int, address: int):
             continue
         name = rev.get(v)
         if name is None:
-            raise EncodingError(f"code+0x{address:x}: {form.opcode} word 0x{w:016x} has modifier bits "
-                                f"0x{v:x} the table does not know")
+            lo = (gmask & -gmask).bit_length() - 1
+            hi = gmask.bit_length() - 1
+            known = ", ".join(n for n in rev.values())
+            raise EncodingError(f"code+0x{address:x}: {form.opcode} with a modifier the encoding table does not "
+                                f"know: value {v >> lo} in bits {lo}-{hi} (known: {known})")
         parts.append(name)
     if form.reuse_mods:
         for name, bits in form.reuse_mods:
