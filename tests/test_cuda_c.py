@@ -1,0 +1,99 @@
+"""CUDA C through the front door: compiler options and defines (Python API, result-cache key), and
+the features the model leaves out refused by name (printf, device malloc)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from maxsim.errors import MaxsimError
+
+SOURCE = r"""
+#ifndef SCALE
+#define SCALE 1
+#endif
+extern "C" __global__ void scaled_ratio(const float* a, const float* b, float* c, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = SCALE * (a[i] / b[i]);
+}
+"""
+
+OUT_OF_SCOPE = r"""
+extern "C" __global__ void hello(float* a) { printf("thread %d\n", threadIdx.x); a[threadIdx.x] = 1.0f; }
+extern "C" __global__ void heap(float* a)
+{
+    float* p = (float*)malloc(16);
+    p[0] = 2.0f;
+    a[threadIdx.x] = p[0];
+    free(p);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    try:
+        from maxsim.cuda import nvrtc_version
+        nvrtc_version()
+    except MaxsimError as e:
+        pytest.skip(f"NVRTC is not installed ({e})")
+    d = tmp_path_factory.mktemp("cudac")
+    (d / "ratio.cu").write_text(SOURCE)
+    (d / "scope.cu").write_text(OUT_OF_SCOPE)
+    return d
+
+
+def _run(k, a, b):
+    from maxsim.host import launch
+    n = len(a)
+    r = launch(k, 1, 64, params={"a": "a", "b": "b", "c": "c", "n": n},
+               buffers={"a": a, "b": b, "c": np.zeros(n, np.float32)}, timing=False, predict=False)
+    return r.outputs["c"].view(np.float32)
+
+
+def test_defines_and_options_reach_the_compiler(source):
+    from maxsim.host import Kernel
+    path = source / "ratio.cu"
+    a = np.linspace(1, 2, 64, dtype=np.float32)
+    b = np.linspace(3, 7, 64, dtype=np.float32)
+    plain = Kernel.load(path)
+    assert plain.compile_options == ()
+    assert np.array_equal(_run(plain, a, b), a / b)
+    k = Kernel.load(path, defines={"SCALE": 3})
+    assert k.compile_options == ("-DSCALE=3",)
+    assert np.array_equal(_run(k, a, b), np.float32(3) * (a / b))
+    # -use_fast_math: the division is a MUFU.RCP and one multiply (no FCHK, no slow path)
+    fast = Kernel.load(path, options=["-use_fast_math"])
+    ops = [i.opcode for i in fast.code.instructions]
+    assert "FCHK" not in ops and "MUFU" in ops and "FCHK" in [i.opcode for i in plain.code.instructions]
+    got = _run(fast, a, b)
+    assert np.max(np.abs(got - a / b) / (a / b)) < 2 ** -21  # __fdividef: 2 ulp
+
+
+def test_compile_options_are_refused_where_they_cannot_apply(source, tmp_path):
+    from maxsim.host import Kernel
+    sass = tmp_path / "k.sass"
+    sass.write_text("--:-:-:-:5      EXIT;\n")
+    with pytest.raises(MaxsimError, match="apply to a .cu or .ptx file, not to SASS text"):
+        Kernel.load(sass, options=["-use_fast_math"])
+    with pytest.raises(MaxsimError, match="not a C macro name"):
+        Kernel.load(source / "ratio.cu", defines={"2x": 1})
+
+
+def test_the_cache_key_holds_options_and_defines(source, tmp_path):
+    from maxsim.cache import ResultCache, kernel_source
+    c = ResultCache(tmp_path, version="v")
+    path = source / "ratio.cu"
+    keys = {c.key(kernel=kernel_source(path, *args)) for args in
+            [(), (["-use_fast_math"],), ((), {"SCALE": 2}), ((), {"SCALE": 3})]}
+    assert len(keys) == 4
+    assert c.key(kernel=kernel_source(path, (), {"SCALE": 2})) == c.key(kernel=kernel_source(path, [], {"SCALE": 2}))
+
+
+@pytest.mark.parametrize("name,what", [("hello", r"calls vprintf \(printf\)"), ("heap", r"calls malloc \(device malloc\)")])
+def test_out_of_scope_features_are_refused_by_name(source, name, what):
+    from maxsim.host import Kernel
+    with pytest.raises(MaxsimError, match=rf"scope.cu: kernel {name}: code\+0x[0-9a-f]+: {what}, which maxsim does "
+                                          r"not model$"):
+        Kernel.load(source / "scope.cu", kernel=name)
