@@ -52,7 +52,7 @@ needs_codec = pytest.mark.skipif(not _has_codec(), reason="this build has no ins
 @pytest.fixture(scope="module")
 def cubins():
     compile_file = _nvrtc()
-    return {name: compile_file(case.path) for name, case in CASES.items()}
+    return {name: compile_file(case.path, case.options) for name, case in CASES.items()}
 
 
 def test_plain_names_of_mangled_kernels():
@@ -183,7 +183,7 @@ def test_corpus_decoded_by_maxsim_runs_right(name, cubins):
     if name in KNOWN:
         pytest.xfail(KNOWN[name])
     try:
-        kernel = Kernel.load(CASES[name].path, kernel=CASES[name].kernel)
+        kernel = Kernel.load(CASES[name].path, kernel=CASES[name].kernel, options=CASES[name].options)
     except MaxsimError as e:
         _codec_gap(e)
     for size in CASES[name].sizes:
@@ -461,7 +461,7 @@ def test_compiled_kernels_time_the_same_in_both_timing_cores(name):
     from maxsim.host.args import bind
     from maxsim.host.launch import with_geometry
     case = CASES[name]
-    kernel = Kernel.load(case.path, kernel=case.kernel)
+    kernel = Kernel.load(case.path, kernel=case.kernel, options=case.options)
     size = case.sizes[1]
     grid, block, params, buffers, ref, *textures = case.setup(size, np.random.default_rng(3))
     bound = bind(kernel, params, buffers, (textures or [None])[0])

@@ -33,6 +33,11 @@ from .memory import GLOBAL_BASE, texture_index
 U32 = np.uint32
 
 
+# the condition code of a lane (Group.cc): the carry of IADD.CC and friends (bit 0); FSET.CC's
+# zero and sign flags (bits 1, 2) with bit 3 saying they are set (BRA CC.test reads them)
+CC_CARRY, CC_ZERO, CC_SIGN, CC_FLAGS = 1, 2, 4, 8
+
+
 class Group:
     """Warps executing in lockstep at one pc. Arrays are per lane, warp-major (32 lanes a warp)."""
 
@@ -110,6 +115,10 @@ class Context:
         self.grid = grid
         self.recorder = None
         self.watchdog = None  # maxsim.functional.watchdog.Watchdog: instruction limit, loops without effect
+        # BAR.RED reductions by CTA (batch-local number): (count, all, any, mode) being gathered
+        # until the barrier releases, then the result B2R.RESULT reads
+        self.bar_pending = {}
+        self.bar_result = {}
 
     def bank(self, bank):
         """The bytes given for constant bank ``bank`` (None: not given)."""
@@ -301,7 +310,7 @@ def _compile(ctx, instr, values):
     if fast is not None:
         fn = fast(ctx, instr, ops, mods, zrow)
         return fn if values else None
-    if op == "S2R":
+    if op in ("S2R", "CS2R"):
         fn = _s2r(ctx, instr, ops, zrow)
         return fn if values else None
     if op == "NOP":
@@ -386,7 +395,7 @@ def _iadd(ctx, instr, ops, mods, zrow):
     def run(g, m):
         x = np.asarray(a(g), dtype=np.uint64) + np.asarray(b(g), dtype=np.uint64)
         if use_x:
-            x = x + g.cc
+            x = x + (g.cc & U32(CC_CARRY))
         r = (x & 0xFFFFFFFF).astype(np.uint32)
         if set_cc:
             carry = (x >> np.uint64(32)).astype(np.uint32)

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import SimulationError
 from .alu import ftz as flush, saturate
-from .executor import U32, _pred_reader, _reader_f32, _reader_u32, _writer
+from .executor import CC_FLAGS, CC_SIGN, CC_ZERO, U32, _pred_reader, _reader_f32, _reader_u32, _writer
 from .intops import write_pred
 from . import ieee
 
@@ -59,6 +59,8 @@ def fcompare(a, b, cmp):
     a = np.asarray(a, dtype=F32)
     b = np.asarray(b, dtype=F32)
     nan = np.isnan(a) | np.isnan(b)
+    if cmp in ("F", "T"):  # FCMP's never / always
+        return np.full(np.broadcast(a, b).shape, cmp == "T")
     if cmp == "NUM":
         return ~nan
     if cmp == "NAN":
@@ -153,10 +155,31 @@ def _fset(ctx, instr, ops, mods, zrow):
     pc = _pred_reader(ops[3])
     true = U32(0x3F800000) if "BF" in mods else U32(0xFFFFFFFF)
     write = _writer(ops[0].reg, zrow)
+    set_cc = "CC" in mods
 
     def run(g, m):
         r = bop(fcompare(a(g), b(g), cmp), pc(g))
-        write(g, np.broadcast_to(np.where(r, true, U32(0)).astype(np.uint32), g.tid.shape).copy(), m)
+        v = np.broadcast_to(np.where(r, true, U32(0)).astype(np.uint32), g.tid.shape).copy()
+        if set_cc:
+            # FSET ... Rd.CC: the condition code's zero and sign flags of the result (ptxas's
+            # IEEE division tests them with BRA CC.EQ); carry and overflow cleared
+            cc = np.where(v == 0, U32(CC_ZERO), U32(0)) | np.where(v >> U32(31), U32(CC_SIGN), U32(0)) | U32(CC_FLAGS)
+            np.copyto(g.cc, cc, where=True if m is None else m)
+        write(g, v, m)
+    return run
+
+
+def _fcmp(ctx, instr, ops, mods, zrow):
+    """FCMP.cmp[.FTZ] d, a, b, c: d = a where (c cmp 0.0) holds, else b (the bits of a and b
+    unchanged; only c is compared, flushed with .FTZ) [nvdisasm's FCMP; as ICMP]."""
+    cmp = next((x for x in mods if x != "FTZ"), "GT")
+    a, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:3])
+    c = _fsrc(ctx, instr, ops[3], zrow, "FTZ" in mods)
+    write = _writer(ops[0].reg, zrow)
+
+    def run(g, m):
+        pick = fcompare(c(g), F32(0), cmp)
+        write(g, np.broadcast_to(np.where(pick, a(g), b(g)).astype(np.uint32), g.tid.shape).copy(), m)
     return run
 
 
@@ -288,4 +311,4 @@ def refuse(instr, what):
     raise SimulationError(f"{instr.where}: {instr.full_opcode}: {what} is not modelled")
 
 
-OPS = {"FMNMX": _fmnmx, "FSETP": _fsetp, "FSET": _fset, "FCHK": _fchk, "MUFU": _mufu, "RRO": _rro, "I2F": _i2f, "F2I": _f2i, "F2F": _f2f}
+OPS = {"FMNMX": _fmnmx, "FSETP": _fsetp, "FSET": _fset, "FCHK": _fchk, "FCMP": _fcmp, "MUFU": _mufu, "RRO": _rro, "I2F": _i2f, "F2I": _f2i, "F2F": _f2f}

@@ -105,6 +105,10 @@ def accesses(instr):
                 uses.append(CC)
             if "CC" in instr.mods:
                 defs.append(CC)
+        if op == "FSET" and "CC" in instr.mods:
+            defs.append(CC)
+    if op == "BRA" and len(ops) == 2:  # BRA CC.test: control flow reads the condition code
+        addr = [CC]
     return defs, uses, addr, data
 
 

@@ -36,7 +36,7 @@ _ATOM_OPS = {"ADD", "MIN", "MAX", "INC", "DEC", "AND", "OR", "XOR", "EXCH", "CAS
 _F2I_ROUND = {"TRUNC", "FLOOR", "CEIL", "ROUND"}
 _MUFU = {"RCP", "RSQ", "SQRT", "EX2", "LG2", "SIN", "COS", "RCP64H", "RSQ64H"}
 _TYPES = {"F32", "S32", "U32", "S16", "U16", "S8", "U8"}
-CONVERSIONS = ("I2F", "F2I", "F2F")
+CONVERSIONS = ("I2F", "F2I", "F2F", "I2I")
 
 
 @attrs.frozen
@@ -95,6 +95,9 @@ OPCODES = {s.name: s for s in (
     # ICMP d, a, b, c: d = a if (c cmp 0) else b (nvdisasm's ICMP; ptxas selects with it)
     _spec("ICMP", "alu_half", 1, "R R R|C|I R", _CMP, {"U32", "S32"}),
     _spec("S2R", "s2r", 1, "R S"),
+    # CS2R d, SR_CLOCKLO: the clock read (clock(), clock64()) of fixed latency: ptxas gives it a
+    # stall of 6 and no dependency barrier, the ALU's figure (latency.alu) [cuobjdump of NVRTC 12.9]
+    _spec("CS2R", "alu", 1, "R S"),
     _spec("LDS", "lds", 1, "V M", {"U"}, set(_WIDTH)),
     _spec("STS", "sts", 0, "M V", set(_WIDTH)),
     _spec("LDG", "ldg", 1, "V M", {"E"}, {"CG", "CI", "CS", "CV"}, set(_WIDTH) | _SUBWORD),
@@ -127,13 +130,22 @@ OPCODES = {s.name: s for s in (
     _spec("MUFU", "xu", 1, "R R", _MUFU, {"SAT"}),
     # FSET: FSETP's comparison as a register (all ones / 0, .BF 1.0 / 0); the compare class, as
     # FSETP [maxas-grammar: FSET with FSETP in the cmp class]
-    _spec("FSET", "alu_half", 1, "R R R|C|I|F P", _FCMP, _BOOL, {"FTZ"}, {"BF"}),
+    _spec("FSET", "alu_half", 1, "R R R|C|I|F P", _FCMP, _BOOL, {"FTZ"}, {"BF"}, {"CC"}),
     # FCHK.DIVIDE p, a, b: whether an IEEE division a / b needs ptxas's slow path. choice: the
     # compare class (it reads two floats and writes a predicate, as FSETP); no published figure
     _spec("FCHK", "alu_half", 1, "P R R|C|I|F", {"DIVIDE"}),
     _spec("RRO", "alu_half", 1, "R R|C|I|F", {"SINCOS", "EX2"}),
     _spec("I2F", "xu", 1, "R R|C|I", {"F32"}, {"S32", "U32", "S16", "U16", "S8", "U8"}, {"RN", "RM", "RP", "RZ"}),
     _spec("F2I", "xu", 1, "R R|C|I|F", {"S32", "U32"}, {"F32"}, _F2I_ROUND, {"FTZ"}),
+    # I2I.<dst>.<src>[.SAT] d, [-|]a[|]: integer to integer of 8, 16 or 32 bits (the conversions'
+    # quarter-rate class [maxas-grammar])
+    _spec("I2I", "xu", 1, "R R|C|I", {"S32", "U32", "S16", "U16", "S8", "U8"}, {"S32", "U32", "S16", "U16", "S8", "U8"},
+          {"SAT"}),
+    # PRMT[.F4E|.B4E|.RC8|.ECL|.ECR|.RC16] d, a, selector, b: a byte permute of {b, a} (PTX prmt)
+    _spec("PRMT", "alu", 1, "R R R|C|I R|C", {"F4E", "B4E", "RC8", "ECL", "ECR", "RC16"}),
+    # FCMP[.cmp] d, a, b, c: d = a if (c cmp 0.0) else b (GT when no test is written, as nvdisasm
+    # prints it); the compare class, as FSETP
+    _spec("FCMP", "alu_half", 1, "R R R|C|I|F R|C", _FCMP | {"F", "T"}, {"FTZ"}),
     _spec("F2F", "xu", 1, "R R|C|I|F", {"F32"}, {"F32"}, _F2I_ROUND | {"RN"}, {"FTZ"}, {"SAT"}),
     # TLD[.B].LZ.{T|P} d, coordinate, handle, slot, 1D, channel mask: with .B the texture is the
     # handle register's; without, the texture slot (the handle register is then RZ, and may be left out)
@@ -144,8 +156,13 @@ OPCODES = {s.name: s for s in (
     # the texture by its slot; the first two channels go to d0, d0+1, the others to d1, d1+1
     _spec("TLDS", "tex", 2, "R R R I W W", {"LZ"}, {"NODEP"}, {"P", "T"}),
     _spec("TEXS", "tex", 2, "R R R I W W", {"LZ"}, {"NODEP"}, {"P", "T"}),
-    _spec("BAR", "bar", 0, "I", {"SYNC"}),
-    _spec("BRA", "branch", 0, "L", {"U"}),
+    # BAR.SYNC n / BAR.RED.{POPC|AND|OR} n, p (__syncthreads_count / _and / _or): the barrier with a
+    # reduction of p over the CTA's threads; B2R.RESULT d, q reads its result. B2R: choice, the
+    # class of S2R (a value from outside the register file, waited for on a dependency barrier)
+    _spec("BAR", "bar", 0, "I P", {"SYNC", "RED"}, {"POPC", "AND", "OR"}, min_operands=1),
+    _spec("B2R", "s2r", 2, "R P", {"RESULT"}, min_operands=1),
+    # BRA [CC.test,] L: a branch, on the condition code when a test is given (FSET.CC sets it)
+    _spec("BRA", "branch", 0, "W|L L", {"U"}, min_operands=1),
     _spec("CAL", "branch", 0, "L"),
     _spec("RET", "branch", 0, ""),
     # the reconvergence stack (maxsim.functional.simt): push a token / wait at the nearest one
@@ -186,7 +203,11 @@ CHANNEL_SETS = {"R": (0,), "G": (1,), "B": (2,), "A": (3,), "RG": (0, 1), "RA": 
 TEXTURE_DIMS = ("1D", "2D", "3D", "ARRAY_1D", "ARRAY_2D", "CUBE", "ARRAY_CUBE")
 TEXTURE_OPS = ("TLD", "TEX", "TLDS", "TEXS")
 WORDS = {"TLD": TEXTURE_DIMS, "TEX": TEXTURE_DIMS, "TLDS": TEXTURE_DIMS + tuple(CHANNEL_SETS),
-         "TEXS": TEXTURE_DIMS + tuple(CHANNEL_SETS), "P2R": ("PR",), "R2P": ("PR",), "DEPBAR": tuple(f"SB{n}" for n in range(6))}
+         "TEXS": TEXTURE_DIMS + tuple(CHANNEL_SETS), "P2R": ("PR",),
+         "BRA": tuple("CC." + t for t in ("F", "LT", "EQ", "LE", "GT", "NE", "GE", "NUM", "NAN", "LTU", "EQU", "LEU",
+                                           "GTU", "NEU", "GEU", "OFF", "LO", "SFF", "LS", "HI", "SFT", "HS", "OFT",
+                                           "CSM_TA", "CSM_TR", "CSM_MX", "FCSM_TA", "FCSM_TR", "FCSM_MX", "RLE",
+                                           "RGT")), "R2P": ("PR",), "DEPBAR": tuple(f"SB{n}" for n in range(6))}
 
 
 def spec_of(instr) -> OpSpec:

@@ -176,7 +176,7 @@ class _Field:
             b = 0xFFFF << 20 | 0x1F << 36 | 0xFF << 8
         elif k in ("simm", "fimm", "uimm20", "dimm"):
             b = 0x7FFFF << 20 | 1 << 56
-        elif k in ("uimm", "dim", "sb", "sbset", "textype", "chan"):
+        elif k in ("uimm", "dim", "sb", "sbset", "textype", "chan", "cc"):
             b = ((1 << self.width) - 1) << self.pos
         elif k in ("imm32", "fimm32"):
             b = 0xFFFFFFFF << 20
@@ -237,6 +237,8 @@ def _field(spec: str, is_dst: bool) -> _Field:
         return _Field("sb", 26, 3)
     if head == "sbset":
         return _Field("sbset", 0, 6)
+    if head == "cc0":
+        return _Field("cc", 0, 5)
     if head.startswith("kw:"):
         return _Field("kw", word=head[3:])
     m = _SPEC_RE.match(head)
@@ -443,6 +445,8 @@ def _operand_text(f: _Field, w: int, reuse: bool) -> str:
         return name
     if k == "kw":
         return f.word
+    if k == "cc":
+        return "CC." + T.CC_TESTS[w & 0x1F]
     if k == "dim":
         n = w >> f.pos & 7
         if n not in _DIM_NAMES:
@@ -707,6 +711,7 @@ _KIND_ACCEPTS = {
     "imm32": (ins.IMM, ins.FIMM),
     "fimm32": (ins.FIMM, ins.IMM), "mem": (ins.MEM,), "sreg": (ins.SREG,), "target": (ins.LABEL,),
     "kw": (ins.WORD,), "dim": (ins.WORD,), "sb": (ins.WORD,), "sbset": (ins.WORD,), "zero": (ins.IMM,),
+    "cc": (ins.WORD,),
 }
 
 
@@ -796,6 +801,9 @@ def _encode_operand(f: _Field, op: ins.Operand, n: int, target_offset):
         return w | (target_offset & 0xFFFFFF) << 20
     if k == "kw":
         return w if op.name == f.word else f"operand {n} must be {f.word}"
+    if k == "cc":
+        test = T.CC_TESTS.index(op.name[3:]) if op.name[3:] in T.CC_TESTS else -1
+        return f"unknown condition-code test {op.name}" if test < 0 or test == 15 else w | test
     if k == "dim":
         d = T.TEXTURE_DIMENSIONS.get(op.name)
         return f"unknown texture dimension {op.name}" if d is None else w | d << f.pos

@@ -225,6 +225,14 @@ FORMS = [
          (flag(44, "BF"), _ICMP, _U32_48, _X43, _BOOL45, _CC47)),
     *alu("FSET", 0x5800000000000000, ("r0", "r8 n43 a54", "{b} n53 a44", "p39 !42"),
          (flag(52, "BF"), _FCMP, flag(55, "FTZ"), _BOOL45, _CC47), imm="f20", source="nvdisasm"),
+    # FCMP.cmp[.FTZ] d, a, b, c: d = a if (c cmp 0.0) else b [nvdisasm 12.8 on ptxas's
+    # 0x4bab01080007ff00 = FCMP.LEU R0, RZ, c[0x2][0x0], R2 and its neighbours: the comparison in
+    # bits 48-51 as FSETP's plus F (0) and T (15), GT (4) not printed; .FTZ bit 47; immediate,
+    # constant and third-source-constant forms]
+    *alu("FCMP", 0x5BA0000000000000, ("r0", "r8", "{b}", "r39"),
+         (mods(48, 4, "F=0 LT=1 EQ=2 LE=3 GT=4 NE=5 GE=6 NUM=7 NAN=8 LTU=9 EQU=10 LEU=11 GTU=12 NEU=13 GEU=14 "
+                      "T=15", default="GT"), flag(47, "FTZ")), imm="f20",
+         c39=("r0", "r8", "r39", "c20"), source="nvdisasm"),
     *alu("ISETP", 0x5B60000000000000, ("p3", "p0", "r8", "{b}", "p39 !42"), (_ICMP, _U32_48, _X43, _BOOL45)),
     *alu("ICMP", 0x5B40000000000000, ("r0", "r8", "{b}", "r39"), (_ICMP, _U32_48), c39=("r0", "r8", "r39", "c20")),
     *alu("POPC", 0x5C08000000000000, ("r0", "{b} ~40")),
@@ -345,8 +353,13 @@ FORMS = [
     # operation bits 35-36, the predicate bits 39-41 and 42]; B2R.RESULT reads the result
     Form("BAR", 0xF0A8000000000000 | (1 << 44) | (1 << 43) | (2 << 32), ("u8.4", "p39 !42"),
          (mods(35, 2, "POPC=0 AND=1 OR=2", required=True),), fixed_mods=("RED",)),
+    Form("B2R", 0xF0B800010000FF00 | (7 << 45), ("r0",), (), fixed_mods=("RESULT",)),  # no predicate (PT)
     Form("B2R", 0xF0B800010000FF00, ("r0", "p45"), (), fixed_mods=("RESULT",)),
     Form("BRA", 0xE24000000000000F, ("t20",), (flag(7, "U"),)),
+    # BRA CC.test, target: a branch on the condition code (bits 0-4; 15 is "always", the plain BRA
+    # above) [nvdisasm 12.8: BRA words with bits 0-4 set to each value; ptxas's IEEE division
+    # branches with BRA CC.EQ after FSET ... RZ.CC]
+    Form("BRA", 0xE240000000000000, ("cc0", "t20"), (flag(7, "U"),), "nvdisasm"),
     Form("CAL", 0xE260000000000040, ("t20",), (), guarded=False),
     Form("SSY", 0xE290000000000000, ("t20",), (), guarded=False),
     Form("PBK", 0xE2A0000000000000, ("t20",), (), guarded=False),
@@ -377,7 +390,7 @@ FORMS = _f32_source_only(FORMS)
 
 # Opcodes without operand reuse [nvdisasm prints no .reuse for them; maxas's types s2r, qtr, mem,
 # vote have reuse 0 (maxas marks RRO so too, but nvdisasm shows RRO's reuse flag)]
-NO_REUSE = frozenset(("MUFU", "FCHK", "POPC", "FLO", "F2F", "F2I", "I2F", "I2I", "S2R", "CS2R", "VOTE", "SHFL", "LDS",
+NO_REUSE = frozenset(("MUFU", "POPC", "FLO", "F2F", "F2I", "I2F", "I2I", "S2R", "CS2R", "VOTE", "SHFL", "LDS",
                       "STS", "LDG", "STG", "LDL", "STL", "LD", "ST", "LDC", "ATOM", "RED", "ATOMS", "TLD", "TEX",
                       "DEPBAR", "MEMBAR", "BAR", "BRA", "CAL", "SSY", "PBK", "PCNT", "RET", "BRK", "CONT",
                       "SYNC", "EXIT", "NOP", "DMNMX", "DSETP", "DSET", "TLDS", "TEXS", "B2R"))
@@ -386,6 +399,11 @@ FORMS = [attrs.evolve(f, reuse=False) if f.opcode in NO_REUSE else f for f in FO
 # its reuse flag is the third slot's (bit 2)
 FORMS = [attrs.evolve(f, reuse_slots=(-1, 0, 2)) if f.opcode in ("FADD", "DADD") and f.operands[2].startswith("r20")
          else f for f in FORMS]
+
+# the condition-code tests of BRA CC.test (bits 0-4) [nvdisasm 12.8]; 15 (T) is the plain BRA
+CC_TESTS = ("F", "LT", "EQ", "LE", "GT", "NE", "GE", "NUM", "NAN", "LTU", "EQU", "LEU", "GTU", "NEU", "GEU", "T",
+            "OFF", "LO", "SFF", "LS", "HI", "SFT", "HS", "OFT", "CSM_TA", "CSM_TR", "CSM_MX", "FCSM_TA",
+            "FCSM_TR", "FCSM_MX", "RLE", "RGT")
 
 # S2R / CS2R special registers [grammar] (numbers in bits 20-27; the names as nvdisasm prints them)
 SPECIAL_REGISTERS = {

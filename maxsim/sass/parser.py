@@ -40,7 +40,7 @@ _CONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\s*\[(0[xX][0-9a-fA-F]+|\d+
 _ICONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\[(R\d+|RZ)(?:\+?(-?(?:0[xX][0-9a-fA-F]+|\d+)))?\]$", re.ASCII)
 # maxas writes the carry-out of an add on its destination: IADD R72.CC, ... ([maxas-grammar] $r0cc)
 _DST_CC_RE = re.compile(r"([A-Z][A-Z0-9]*(?:\.[A-Z0-9_]+)*)(\s+)(R\d+|RZ)\.CC(?=\s*,)", re.ASCII)
-_CC_MODELLED = ("IADD", "IADD32I", "ISCADD", "LEA")  # opcodes whose carry-out maxsim models
+_CC_MODELLED = ("IADD", "IADD32I", "ISCADD", "LEA", "FSET")  # opcodes whose condition-code output maxsim models
 _HEADER_RE = re.compile(r"#\s*(Kernel|Arch|InsCnt|RegCnt|SharedSize|BarCnt)\s*:\s*(\S+)\s*$", re.ASCII)
 _PARAMS_RE = re.compile(r"#\s*Params\((\d+)\)\s*:\s*$", re.ASCII)
 _PARAM_RE = re.compile(r"#\s*(\d+):(0[xX][0-9a-fA-F]+|\d+):(\d+):(\d+)(?:\s+[A-Za-z_]\w*)?\s*$", re.ASCII)  # name: maxsim.host
@@ -217,8 +217,8 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
     if m:  # IADD R72.CC, ... is IADD.CC R72, ...: the same text length, so columns stay
         op0 = m.group(1)
         if op0.split(".")[0] not in _CC_MODELLED:
-            raise line.error(f"the carry-out of {op0.split('.')[0]} ({m.group(3)}.CC) is not modelled "
-                             f"(only IADD's, IADD32I's, ISCADD's and LEA's)", m.start(3))
+            raise line.error(f"the condition-code output of {op0.split('.')[0]} ({m.group(3)}.CC) is not modelled "
+                             f"(only IADD's, IADD32I's, ISCADD's, LEA's carry and FSET's flags)", m.start(3))
         cc = "" if "CC" in op0.split(".")[1:] else ".CC"
         src = src[:pos] + op0 + cc + m.group(2) + m.group(3) + src[m.end():] + " " * (3 - len(cc))
         line = _Line(src, line.number, line.filename)
@@ -463,7 +463,7 @@ def _parse_operand(tok: str, line: _Line, col: int, words=()) -> ins.Operand:
         return ins.Operand(ins.IMM, value=v, text=t, not_=True)
     if _FLOAT_RE.match(tok):
         return ins.Operand(ins.FIMM, fvalue=float(tok), text=tok)
-    if t in ("1D", "PR") or t in TEXTURE_DIMS or re.fullmatch(r"SB[0-5]", t):
+    if t in ("1D", "PR") or t in TEXTURE_DIMS or re.fullmatch(r"SB[0-5]", t) or re.fullmatch(r"CC\.[A-Z_]+", t):
         return ins.Operand(ins.WORD, name=t)
     if _IDENT_RE.match(t) and not neg:
         return ins.Operand(ins.LABEL, name=t)
@@ -517,7 +517,7 @@ def _decode(spec, opcode, mods, operands, control, pred, pred_neg, line, index, 
         dst_regs = [r for r, _ in texture_channels(operands) if r != ins.RZ]
     target, target_label = -1, ""
     if opcode in ("BRA", "CAL", "SSY", "PBK", "PCNT"):
-        target_label = operands[0].name
+        target_label = operands[-1].name  # (BRA CC.EQ, L: the label after the condition-code test)
         target = label_map[target_label]
     return ins.Instruction(
         index=index, opcode=opcode, mods=mods, operands=operands, control=control, pred=pred,

@@ -600,7 +600,7 @@ def _check_hazards(G, W, REGS, P, L, HLOG, w, pc, t, u):
             break
     if found and G[G_HAZARDS] == 2:
         return True
-    lat_w = t + (P[pc, P_LATENCY] if u <= ALU_HALF else 1)
+    lat_w = t + (P[pc, P_LATENCY] if u <= ALU_HALF or (u >= LDS and u <= STG) else 1)
     o = P[pc, P_DST]
     for k in range(P[pc, P_NDST]):
         r = L[o + k]

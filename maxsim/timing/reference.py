@@ -817,7 +817,7 @@ class ReferenceSM:
                 src = self._earlier(w, lambda q: p in st.pdsts[q])
                 self._hazard(w, pc, t, f"reads P{p} {w.pred_ready[p] - t} cycle(s) before the result of {src} is ready")
                 break
-        lat_w = t + (st.latency[pc] if u <= ALU_HALF else 1)
+        lat_w = t + (st.latency[pc] if u <= ALU_HALF or u in MEMORY else 1)
         for r in st.dsts[pc]:
             if w.reg_read[r] > lat_w:
                 src = self._earlier(w, lambda q: st.unit[q] in MEMORY and r in st.srcs[q])

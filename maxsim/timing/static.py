@@ -90,6 +90,12 @@ class StaticInfo:
                     self.interval[k] = lat.ldc_per_address
             elif u in MEMORY:
                 self.mem_reads[k] = tuple(sorted({r % banks for r in i.src_regs}))
+                # the earliest a load's result can be written (its memory path's least latency:
+                # a shared-memory access, an L1/texture hit): what the hazard check takes as the
+                # time a load overwrites its destination, which an earlier instruction may still
+                # have to read (ptxas reuses an address register as the next load's destination;
+                # the load's own timing comes from the memory model, not from this figure)
+                self.latency[k] = lat.lds if u in (LDS, STS) else min(lat.tex_l1_hit, lat.l2_hit)
             self.is_ffma[k] = i.opcode == "FFMA"
             self.flops[k] = 64 if i.opcode == "FFMA" else (
                 32 if i.opcode in ("FMUL", "FADD", "FMUL32I", "FADD32I") else 0)
