@@ -206,7 +206,8 @@ def _normal(line):
         mods.append("CC")
     if mods[0] in ("LDS", "STS", "LDG", "STG", "LD", "ST") and "32" in mods:
         mods.remove("32")  # the default width, which nvdisasm writes for LDS.U only
-    floats = mods[0] in ("FADD", "FMUL", "FFMA", "FADD32I", "FMUL32I", "FFMA32I", "FMNMX", "FSETP")
+    floats = mods[0] in ("FADD", "FMUL", "FFMA", "FADD32I", "FMUL32I", "FFMA32I", "FMNMX", "FSETP", "FSET", "FCMP",
+                         "FCHK", "DADD", "DMUL", "DFMA", "DMNMX", "DSETP")
     ops = [_float(o) if floats or not o.lstrip("-").isdigit() else o for o in ops]
     ops = [_word(o) for o in ops]
     return (ctrl, guard, mods[0], tuple(sorted(mods[1:])), tuple(ops))

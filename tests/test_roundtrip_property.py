@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from maxsim.errors import MaxsimError, SassParseError
 from maxsim.functional import GlobalMemory, Texture1D, launch
-from maxsim.isa.opcodes import (CHANNEL_SETS, OPCODES, REQUIRED_MODIFIERS, SPECIAL_REGISTERS, WORDS, match_modifiers,
+from maxsim.isa.opcodes import (CHANNEL_SETS, FP64, OPCODES, REQUIRED_MODIFIERS, SPECIAL_REGISTERS, WORDS, match_modifiers,
                                 vector_alignment)
 from maxsim.sass import format_instruction, format_kernel, parse_text
 
@@ -136,6 +136,8 @@ def instruction_text(draw, opcodes=None, hi_reg=254, runnable=False):
     if name in ("TLD", "TEX"):
         mask = draw(st.integers(1, 15))
         width = max(1, bin(mask).count("1"))
+    if name in FP64 or (name == "I2F" and "F64" in mods):  # register pairs
+        width = 2
     for n, allowed in enumerate(spec.signature):
         source = n >= spec.n_dst
         letter = draw(st.sampled_from(allowed.split("|")))

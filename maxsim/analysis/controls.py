@@ -94,11 +94,12 @@ from maxsim.isa.opcodes import spec_of
 ALU_UNITS = frozenset(("alu", "alu_half"))
 # results known only through a barrier: memory loads (LDS, ATOMS, TLD, LDG, ATOM), S2R, the
 # quarter-rate unit (MUFU, conversions, POPC, FLO) and LDC; SHFL and ATOMS are shared-memory work (lds)
-VARIABLE_WRITERS = frozenset(("lds", "tex", "ldg", "s2r", "xu", "fixed"))
+# fp64: the double-precision unit's results, waited for on a barrier as ptxas does
+VARIABLE_WRITERS = frozenset(("lds", "tex", "ldg", "s2r", "xu", "fixed", "fp64"))
 QUEUE = {"lds": "shared", "sts": "shared", "tex": "tex", "ldg": "global", "stg": "global", "s2r": "s2r",
-         "xu": "xu", "fixed": "fixed"}
+         "xu": "xu", "fixed": "fixed", "fp64": "fp64"}
 # queues whose ops read their registers at issue, like ALU instructions (no late operand reads)
-REGISTER_QUEUES = frozenset(("s2r", "xu", "fixed"))
+REGISTER_QUEUES = frozenset(("s2r", "xu", "fixed", "fp64"))
 # queues whose results may arrive out of issue order: S2R ([maxas-cc]: "It is not wise to share a
 # barrier between S2R instructions. These can be processed out of order."). Global loads complete in
 # issue order, and so do the quarter-rate unit's results of one latency (MUFU and conversions:

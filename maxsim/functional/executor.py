@@ -638,8 +638,8 @@ _ALU = {
 
 
 def _extra():
-    from . import floatops, intops
-    return {**intops.OPS, **floatops.OPS}
+    from . import floatops, fp64, intops
+    return {**intops.OPS, **floatops.OPS, **fp64.OPS}
 
 
 def _s2r(ctx, instr, ops, zrow):

@@ -255,6 +255,9 @@ def _i2f(ctx, instr, ops, mods, zrow):
     mode = next((x for x in mods if x in ("RN", "RM", "RP", "RZ")), "RN")
     bits = _INT_VIEW[src][1]
     a = _reader_u32(ctx, instr, ops[1], zrow)
+    if "F64" in mods:  # I2F.F64.<int>: exact in fp64 (every 32-bit integer is), into a register pair
+        from .fp64 import writer
+        write64 = writer(ops[0].reg, zrow)
     write = _fwrite(ops[0].reg, zrow)
 
     def run(g, m):
@@ -265,6 +268,9 @@ def _i2f(ctx, instr, ops, mods, zrow):
             x = v.view(np.int32).astype(np.int64) if src[0] == "S" else v.astype(np.int64)
         if bits < 32 and src[0] == "S":
             x = np.where(x >= 1 << (bits - 1), x - (1 << bits), x)
+        if "F64" in mods:
+            write64(g, np.asarray(x, dtype=np.float64), m)
+            return
         write(g, round_f32(np.asarray(x, dtype=np.float64), mode), m)
     return run
 

@@ -39,7 +39,8 @@ from . import instruction as ins
 # a pair: full rate (alu; nop: NOP is in maxas's x32 class), shift and compare (alu_half), s2r
 # (S2R here; POPC and FLO are in maxas's s2r class, in the model's quarter-rate unit xu). BAR,
 # branches and EXIT need their own stall count [maxas-cc], so they never start a pair.
-_FIRST_UNITS = frozenset(("alu", "alu_half", "s2r", "nop"))
+_FIRST_UNITS = frozenset(("alu", "alu_half", "s2r", "nop", "fp64"))
+# fp64: ptxas gives DADD a stall of 0 before a MUFU.RSQ64H [cuobjdump of NVRTC 12.9's sqrt(double)]
 # POPC and FLO: in the quarter-rate unit (xu) but in maxas's s2r class; their results take
 # latency.bitcount (the others of xu latency.xu) and they read their operands at issue
 BITCOUNT_OPCODES = frozenset(("POPC", "FLO"))
@@ -105,8 +106,8 @@ def operand_read_delay(instr_unit: str, opcode: str, lat) -> int:
     rlat 4 [maxas-grammar]); everything else, POPC and FLO too, at issue."""
     if opcode == "LDC":
         return lat.mem_operand_read_constant
-    if instr_unit == "xu" and opcode not in BITCOUNT_OPCODES:
-        return lat.xu_operand_read
+    if (instr_unit == "xu" and opcode not in BITCOUNT_OPCODES) or instr_unit == "fp64":
+        return lat.xu_operand_read  # fp64: choice, as the quarter-rate unit (ptxas sets read barriers on DFMA)
     return {"lds": lat.mem_operand_read_shared, "sts": lat.mem_operand_read_shared,
             "ldg": lat.mem_operand_read_global, "stg": lat.mem_operand_read_global,
             "tex": lat.mem_operand_read_tex}.get(instr_unit, 0)

@@ -22,7 +22,7 @@ from . import instruction as ins
 # Guide's 5.x throughput table. xu: the quarter-rate unit (MUFU, conversions, POPC, FLO); fixed: a
 # fixed-latency result outside the ALU pipes (LDC). SHFL and ATOMS are shared-memory work (lds), ATOM
 # a global load (ldg), RED a global store (stg).
-UNITS = ("alu", "alu_half", "xu", "lds", "sts", "tex", "ldg", "stg", "s2r", "fixed", "bar", "branch", "exit",
+UNITS = ("alu", "alu_half", "xu", "fp64", "lds", "sts", "tex", "ldg", "stg", "s2r", "fixed", "bar", "branch", "exit",
          "nop")
 MEMORY_UNITS = frozenset(("lds", "sts", "tex", "ldg", "stg"))
 
@@ -128,6 +128,13 @@ OPCODES = {s.name: s for s in (
     _spec("FMNMX", "alu_half", 1, "R R R|C|I|F P", {"FTZ"}),
     _spec("FSETP", "alu_half", 2, "P P R R|C|I|F P", _FCMP, _BOOL, {"FTZ"}),
     _spec("MUFU", "xu", 1, "R R", _MUFU, {"SAT"}),
+    # double precision on register pairs (V: the even register of a pair): the fp64 unit, 1/32 of
+    # the fp32 rate (config pipes.fp64, [cuda-pg])
+    _spec("DADD", "fp64", 1, "V V V|C|I|F", {"RN", "RM", "RP", "RZ"}),
+    _spec("DMUL", "fp64", 1, "V V V|C|I|F", {"RN", "RM", "RP", "RZ"}),
+    _spec("DFMA", "fp64", 1, "V V V|C|I|F V|C", {"RN", "RM", "RP", "RZ"}),
+    _spec("DMNMX", "fp64", 1, "V V V|C|I|F P"),
+    _spec("DSETP", "fp64", 2, "P P V V|C|I|F P", _FCMP, _BOOL),
     # FSET: FSETP's comparison as a register (all ones / 0, .BF 1.0 / 0); the compare class, as
     # FSETP [maxas-grammar: FSET with FSETP in the cmp class]
     _spec("FSET", "alu_half", 1, "R R R|C|I|F P", _FCMP, _BOOL, {"FTZ"}, {"BF"}, {"CC"}),
@@ -135,7 +142,8 @@ OPCODES = {s.name: s for s in (
     # compare class (it reads two floats and writes a predicate, as FSETP); no published figure
     _spec("FCHK", "alu_half", 1, "P R R|C|I|F", {"DIVIDE"}),
     _spec("RRO", "alu_half", 1, "R R|C|I|F", {"SINCOS", "EX2"}),
-    _spec("I2F", "xu", 1, "R R|C|I", {"F32"}, {"S32", "U32", "S16", "U16", "S8", "U8"}, {"RN", "RM", "RP", "RZ"}),
+    # I2F.F64: to a register pair (the destination's width 2: vector_width)
+    _spec("I2F", "xu", 1, "V R|C|I", {"F32", "F64"}, {"S32", "U32", "S16", "U16", "S8", "U8"}, {"RN", "RM", "RP", "RZ"}),
     _spec("F2I", "xu", 1, "R R|C|I|F", {"S32", "U32"}, {"F32"}, _F2I_ROUND, {"FTZ"}),
     # I2I.<dst>.<src>[.SAT] d, [-|]a[|]: integer to integer of 8, 16 or 32 bits (the conversions'
     # quarter-rate class [maxas-grammar])
@@ -193,7 +201,7 @@ IMMEDIATE_FORMS = {"IADD32I": "IADD", "LOP32I": "LOP", "ISCADD32I": "ISCADD", "F
 
 # Modifiers an opcode cannot do without (one of the set must be present)
 REQUIRED_MODIFIERS = {"SHF": {"L", "R"}, "LOP3": {"LUT"}, "ISET": _CMP, "ICMP": _CMP, "ISETP": _CMP, "FSETP": _FCMP, "ATOM": _ATOM_OPS, "RED": _ATOM_OPS, "ATOMS": _ATOM_OPS,
-                      "MUFU": _MUFU, "FSET": _FCMP, "FCHK": {"DIVIDE"},
+                      "MUFU": _MUFU, "FSET": _FCMP, "FCHK": {"DIVIDE"}, "DSETP": _FCMP,
                       "SHFL": {"IDX", "UP", "DOWN", "BFLY"}, "VOTE": {"ALL", "ANY", "EQ"}, "RRO": {"SINCOS", "EX2"}}
 # keyword operands (W) each opcode accepts
 # the channel sets of TLDS / TEXS (envytools' GM107 table: the sets with and without a second
@@ -280,8 +288,14 @@ def texture_channels(instr_ops) -> tuple:
     return tuple(out)
 
 
+FP64 = frozenset(("DADD", "DMUL", "DFMA", "DMNMX", "DSETP"))
+
+
 def vector_width(opcode: str, mods: tuple, operands: tuple) -> int:
-    """Number of consecutive registers named by the vector operand of a memory instruction."""
+    """Number of consecutive registers named by the vector operand of a memory instruction (or
+    the register pairs of an fp64 instruction)."""
+    if opcode in FP64 or (opcode == "I2F" and "F64" in mods):
+        return 2
     if opcode in ("TLD", "TEX"):
         mask = operands[5].value if len(operands) > 5 else 0xF
         return max(1, bin(mask & 0xF).count("1"))

@@ -368,10 +368,10 @@ def _operand_text(f: _Field, w: int, reuse: bool) -> str:
         s = _reg(w >> f.pos & 0xFF)
         if f.h1 >= 0 and w >> f.h1 & 1:
             s += ".H1"
-        if reuse:
-            s += ".reuse"
         if f.abs >= 0 and w >> f.abs & 1:
             s = f"|{s}|"
+        if reuse:
+            s += ".reuse"  # after |..|, as nvdisasm writes |R9|.reuse
         if f.neg >= 0 and w >> f.neg & 1:
             s = "-" + s
         if f.inv >= 0 and w >> f.inv & 1:

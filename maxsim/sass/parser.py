@@ -373,6 +373,9 @@ def _parse_operand(tok: str, line: _Line, col: int, words=()) -> ins.Operand:
     if len(t) >= 2 and t.startswith("|") and t.endswith("|"):
         absval = True
         t = t[1:-1]
+    elif t.startswith("|") and t.endswith("|.reuse"):  # nvdisasm writes |R9|.reuse for |R9.reuse|
+        absval = True
+        t = t[1:-len("|.reuse")] + ".reuse"
     if t.startswith("[") :
         if not t.endswith("]"):
             raise line.error(f"memory operand {tok!r} is missing ']'", col)

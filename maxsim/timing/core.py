@@ -120,8 +120,9 @@ W_SIZE = -(-(W_EXIT_SEQ + 1) // 8) * 8  # whole cache lines
 
 # ---- S: per scheduler ----
 S_LAST, S_BUSY, S_PIPE0, S_PIPE1, S_MEM_FREE, S_RC_WARP, S_NW, S_RCN = range(8)  # S_RCN: 3 counts
-S_SIZE = 12
+S_SIZE = 13
 S_PIPE2 = 11  # the quarter-rate (xu) pipe's free cycle
+S_PIPE3 = 12  # the fp64 pipe's free cycle
 
 # ---- C: per resident CTA ----
 C_LIVE, C_NARRIVED, C_SIZE = range(3)
@@ -210,7 +211,7 @@ def _unit_ok(G, W, Q, S, P, w, pc, t, s):
     u = P[pc, P_UNIT]
     if u <= ALU_HALF:
         pipe = P[pc, P_PIPE]
-        if S[s, S_PIPE0 + pipe if pipe < 2 else S_PIPE2] > t:
+        if S[s, S_PIPE0 + pipe if pipe < 2 else (S_PIPE2 if pipe == 2 else S_PIPE3)] > t:
             W[w, W_BLOCKED] = 4
             return False
     elif u >= LDS and u <= STG:
@@ -760,7 +761,7 @@ def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC,
         if P[pc, P_NREADS]:
             delay = _collect(G, W, S, RC, BANKS, P, L, RD, CNT, w, s, pc, t)
         pipe = P[pc, P_PIPE]
-        S[s, S_PIPE0 + pipe if pipe < 2 else S_PIPE2] = t + P[pc, P_INTERVAL]
+        S[s, S_PIPE0 + pipe if pipe < 2 else (S_PIPE2 if pipe == 2 else S_PIPE3)] = t + P[pc, P_INTERVAL]
         done_at = t + delay + P[pc, P_LATENCY]
         if delay:
             S[s, S_BUSY] = t + 1 + delay

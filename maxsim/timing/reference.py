@@ -131,7 +131,7 @@ class Scheduler:
         self.warps = []
         self.last = None
         self.busy_until = 0
-        self.pipe_free = [0, 0, 0]  # first cycle the ALU / half-rate / xu pipe takes an instruction
+        self.pipe_free = [0, 0, 0, 0]  # first cycle the ALU / half-rate / xu / fp64 pipe takes an instruction
         self.mem_free = 0
         self.rcs = _NO_REUSE  # reuse caches: one tuple of registers per operand slot
         self.rc_warp = None

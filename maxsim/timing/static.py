@@ -11,8 +11,8 @@ UNIT_CODE = {"alu": ALU, "alu_half": ALU_HALF, "lds": LDS, "sts": STS, "tex": TE
              "stg": STG, "s2r": S2R, "bar": BAR, "branch": BRANCH, "exit": EXIT, "nop": NOP,
              # the quarter-rate unit issues like the half-rate ALU class but on a pipe of its own;
              # a "fixed" result (LDC) is timed like S2R with its own latency
-             "xu": ALU_HALF, "fixed": S2R}
-PIPE = {"alu": 0, "alu_half": 1, "xu": 2}  # the scheduler's math pipes
+             "xu": ALU_HALF, "fixed": S2R, "fp64": ALU_HALF}
+PIPE = {"alu": 0, "alu_half": 1, "xu": 2, "fp64": 3}  # the scheduler's math pipes
 MEMORY = frozenset((LDS, STS, TEX, LDG, STG))
 # dual-issue roles of an instruction (bits of StaticInfo.dual; the rules: maxsim.isa.issue)
 DUAL_FIRST, DUAL_SECOND, DUAL_CONST = 1, 2, 4
@@ -48,7 +48,7 @@ class StaticInfo:
         self.pipe = [0] * n  # math pipe (0 ALU, 1 half-rate, 2 xu)
         self.interval = [0] * n  # cycles the pipe is busy per warp instruction
         intervals = (int(round(cfg.pipes.alu_interval)), int(round(cfg.pipes.alu_half_interval)),
-                     int(round(1.0 / cfg.pipes.xu)))
+                     int(round(1.0 / cfg.pipes.xu)), int(round(1.0 / cfg.pipes.fp64)))
         for i in kernel.instructions:
             k = i.index
             u = UNIT_CODE[i.unit]
@@ -82,6 +82,8 @@ class StaticInfo:
                 self.interval[k] = intervals[self.pipe[k]]
                 if i.unit == "xu":
                     self.latency[k] = lat.bitcount if i.opcode in BITCOUNT_OPCODES else lat.xu
+                elif i.unit == "fp64":
+                    self.latency[k] = lat.fp64
                 else:
                     self.latency[k] = lat.predicate if i.dst_preds else (lat.alu if u == ALU else lat.alu_half)
             elif u == S2R:

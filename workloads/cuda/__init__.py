@@ -391,6 +391,35 @@ def _heat(n, rng):
             {"v": (v, 1e-6, 1e-6)})
 
 
+_SPECIAL64 = np.array([0.0, -0.0, np.inf, -np.inf, 5e-324, -1e-310, 1.7976931348623157e308, 2.2250738585072014e-308,
+                       1.0, 3.0])
+
+
+def _dp_divide_sqrt(n, rng):
+    a = rng.standard_normal(n) * 10.0 ** rng.integers(-300, 300, n)
+    b = rng.standard_normal(n) * 10.0 ** rng.integers(-300, 300, n)
+    k = min(n, len(_SPECIAL64))
+    a[:k], b[:k] = _SPECIAL64[:k], _SPECIAL64[::-1][:k]
+    with np.errstate(all="ignore"):
+        q, r = a / b, np.sqrt(np.abs(b))  # IEEE: bit for bit
+    return (_blocks(n, 64), 64, {"a": "a", "b": "b", "q": "q", "r": "r", "n": n},
+            {"a": a, "b": b, "q": np.zeros(n), "r": np.zeros(n)}, {"q": (q, 0, 0), "r": (r, 0, 0)})
+
+
+def _dp_column_stddev(size, rng):
+    m, n = size
+    A = rng.standard_normal((m, n)) * 3 + 1
+    return (_blocks(n, 64), 64, {"A": "A", "sd": "sd", "m": m, "n": n}, {"A": A, "sd": np.zeros(n)},
+            {"sd": (A.std(axis=0, ddof=1), 1e-13, 1e-15)})
+
+
+def _dp_horner_clamp(n, rng):
+    x = rng.standard_normal(n) * 4
+    p = ((0.125 * x - 0.5) * x + 0.25) * x + 1.0  # the kernel's FMAs round once per step: 1e-15 apart
+    y = np.fmin(np.fmax(p, -2.0), 2.0) + np.where(x < 0, -1.0, 1.0)
+    return (_blocks(n, 64), 64, {"x": "x", "y": "y", "n": n}, {"x": x, "y": np.zeros(n)}, {"y": (y, 1e-14, 1e-14)})
+
+
 CASES = {
     "vecadd": Case("vecadd.cu", "vecadd", (1, 1000, 4099), _vecadd),
     "saxpy": Case("saxpy.cu", "saxpy", (7, 300, 1000), _saxpy),
@@ -431,4 +460,7 @@ CASES = {
     "blur_clamped": Case("features.cu", "blur_clamped", ((1, 1), (9, 20), (33, 17)), _blur),
     "lower_row_sums": Case("features.cu", "lower_row_sums", (1, 40, 100), _lower_row_sums),
     "heat_dirichlet": Case("features.cu", "heat_dirichlet", (2, 100, 700), _heat),
+    "dp_divide_sqrt": Case("fp64.cu", "dp_divide_sqrt", (10, 100, 400), _dp_divide_sqrt),
+    "dp_column_stddev": Case("fp64.cu", "dp_column_stddev", ((3, 5), (17, 40), (40, 70)), _dp_column_stddev),
+    "dp_horner_clamp": Case("fp64.cu", "dp_horner_clamp", (5, 100, 500), _dp_horner_clamp),
 }
