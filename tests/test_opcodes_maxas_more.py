@@ -89,3 +89,158 @@ def test_lop3_times_as_a_full_rate_alu_instruction_in_both_cores():
     latency.alu, as IADD's."""
     from maxsim.arch.config import load_config
     _chain_timing("LOP3.LUT R0, R0, R1, R0, 0x96", load_config().latency.alu)
+
+
+# ---- F2F: fp32 <-> IEEE half -----------------------------------------------------------------
+# every finite half, as exact fractions of its value, sorted: an independent reference for the
+# rounding of an fp32 to half precision (the nearest neighbours below and above)
+_HALF_BITS = np.array([b for b in range(0x10000) if (b >> 10 & 0x1F) != 0x1F], dtype=np.uint16)
+_HALF_VALUES = _HALF_BITS.view(np.float16).astype(np.float64)
+_ORDER = np.lexsort((_HALF_BITS >> 15, _HALF_VALUES))  # -0 before +0
+_HV, _HB = _HALF_VALUES[_ORDER], _HALF_BITS[_ORDER]
+_MAXH = 65504.0
+
+
+def _half_reference(x, mode):
+    """binary16 bits of fp32 x under rounding ``mode``, by search in the table of all halves."""
+    from fractions import Fraction
+    out = []
+    for v in np.asarray(x, np.float64):
+        if np.isnan(v):
+            out.append(0x7FFF)
+            continue
+        sign = 0x8000 if np.signbit(v) else 0
+        if np.isinf(v):
+            out.append(sign | 0x7C00)
+            continue
+        a = abs(v)
+        lo_i = np.searchsorted(_HV, a, side="right") - 1  # largest half <= |v| (non-negative part)
+        lo = _HV[lo_i]
+        if lo == a:
+            out.append(sign | int(_HB[lo_i]) & 0x7FFF)
+            continue
+        hi = _HV[lo_i + 1] if lo_i + 1 < len(_HV) else np.inf  # above 65504: infinity
+        toward_zero, away = (lo, hi)
+        if mode == "RN":
+            if a >= _MAXH + 16:  # halfway between 65504 and 2^16 rounds to infinity
+                pick = np.inf
+            elif a > _MAXH:
+                pick = lo
+            else:
+                d_lo, d_hi = Fraction(a) - Fraction(lo), Fraction(hi) - Fraction(a)
+                pick = lo if d_lo < d_hi else hi if d_hi < d_lo else (
+                    lo if int(_HB[lo_i]) & 1 == 0 else hi)
+        elif mode == "RZ":
+            pick = toward_zero
+        elif mode == "RP":
+            pick = away if not sign else toward_zero
+        else:
+            pick = toward_zero if not sign else away
+        out.append(sign | (0x7C00 if np.isinf(pick) else int(_HB[np.searchsorted(_HV, pick)]) & 0x7FFF))
+    return np.array(out, dtype=np.uint32)
+
+
+_F32_CASES = np.concatenate([
+    np.array([0.0, -0.0, 1.0, -1.0, 1 / 3, 65504, 65519.99, 65520, 70000, -70000, 1e-7, -1e-7, 2.0 ** -24,
+              2.0 ** -25, 3 * 2.0 ** -26, 2.0 ** -14, 2.0 ** -14 - 2.0 ** -25, 1e-40, np.inf, -np.inf, np.nan,
+              2049, 2051, 1.00048828125, 1.00146484375], np.float32),
+    (RNG.standard_normal(300) * np.exp2(RNG.integers(-30, 18, 300))).astype(np.float32)])
+
+
+@pytest.mark.parametrize("mode", ["RN", "RZ", "RM", "RP"])
+def test_f2f_f16_f32_rounds_as_ieee_half_with_subnormals(mode):
+    suffix = "" if mode == "RN" else f".{mode}"
+    got = run_lanes(f"F2F.F16.F32{suffix} R13, R10", _F32_CASES)
+    np.testing.assert_array_equal(got, _half_reference(_F32_CASES, mode))
+    if mode == "RN":  # and numpy's own conversion agrees
+        with np.errstate(over="ignore"):
+            want = _F32_CASES[~np.isnan(_F32_CASES)].astype(np.float16).view(np.uint16)
+        np.testing.assert_array_equal(got[~np.isnan(_F32_CASES)], want)
+
+
+def test_f2f_f32_f16_reads_either_half_exactly():
+    halves = RNG.integers(0, 0x10000, 400).astype(np.uint32)
+    halves[:6] = [0x0001, 0x8001, 0x03FF, 0x7BFF, 0x7C00, 0xFC00]  # subnormals, the largest, infinities
+    other = RNG.integers(0, 0x10000, 400).astype(np.uint32)
+    word = halves | other << 16
+    want = halves.astype(np.uint16).view(np.float16).astype(np.float32)
+    lo = run_lanes("F2F.F32.F16 R13, R10", word, dtype=np.float32)
+    hi = run_lanes("F2F.F32.F16 R13, R10.H1", other | halves << 16, dtype=np.float32)
+    h0 = run_lanes("F2F.F32.F16 R13, R10.H0", word, dtype=np.float32)
+    for got in (lo, hi, h0):
+        np.testing.assert_array_equal(got.view(np.uint32)[~np.isnan(want)], want.view(np.uint32)[~np.isnan(want)])
+        assert np.isnan(got[np.isnan(want)]).all()
+    # the FTZ form is the same (a half is never an fp32 subnormal); -|a| applies to the value
+    np.testing.assert_array_equal(run_lanes("F2F.FTZ.F32.F16 R13, -|R10|", word, dtype=np.float32)[:6],
+                                  -np.abs(want[:6]))
+
+
+def test_f2f_f16_result_is_zero_extended_and_round_trips():
+    x = _F32_CASES[np.isfinite(_F32_CASES) & (np.abs(_F32_CASES) < 60000)]
+    got = run_lanes(["MOV32I R13, 0xffffffff", "F2F.F16.F32 R13, R10"], x)
+    assert (got >> 16 == 0).all()
+    back = run_lanes(["F2F.F16.F32 R14, R10", "F2F.F32.F16 R13, R14"], x, dtype=np.float32)
+    np.testing.assert_array_equal(back, x.astype(np.float16).astype(np.float32))
+
+
+def test_f2f_f32_f32_integral_ftz_sat_and_pass_forms():
+    x = np.array([2.5, -2.5, 3.5, -0.4, 0.6, 1e-40, -1e-40, 1.7, np.nan, 7.0], np.float32)
+    ftz = lambda v: np.where(np.abs(v) < np.float32(2.0 ** -126), np.float32(0) * np.sign(v), v).astype(np.float32)
+    for mode, fn in (("ROUND", np.rint), ("FLOOR", np.floor), ("CEIL", np.ceil), ("TRUNC", np.trunc)):
+        np.testing.assert_array_equal(run_lanes(f"F2F.F32.F32.{mode} R13, R10", x, dtype=np.float32), fn(x))
+    # nvdisasm's spelling: F2F.FTZ.F32.F32.FLOOR.SAT
+    got = run_lanes("F2F.FTZ.F32.F32.FLOOR.SAT R13, R10", x, dtype=np.float32)
+    np.testing.assert_array_equal(got, np.where(np.isnan(x), 0, np.clip(np.floor(ftz(x)), 0, 1)))
+    got = run_lanes("F2F.F32.F32.PASS R13, R10", x, dtype=np.float32)
+    np.testing.assert_array_equal(got.view(np.uint32), x.view(np.uint32))
+    got = run_lanes("F2F.FTZ.F32.F32 R13, R10", x, dtype=np.float32)
+    np.testing.assert_array_equal(got, ftz(x))
+    got = run_lanes("F2F.F32.F32.SAT R13, R10", x, dtype=np.float32)
+    np.testing.assert_array_equal(got, np.where(np.isnan(x), 0, np.clip(x, 0, 1)))
+    # F16 -> F16 rounds the selected half to an integral half
+    h = np.array([0x4100, 0xC100, 0x3800], np.uint32)  # 2.5, -2.5, 0.5
+    got = run_lanes("F2F.F16.F16.ROUND R13, R10.H1", h << 16)
+    assert got.tolist() == [0x4000, 0xC000, 0x0000]
+
+
+def test_f2f_half_selection_needs_an_f16_source():
+    with pytest.raises(Exception, match=r"\.H1 of F2F selects the high half of an F16 source"):
+        kernel("F2F.F32.F32 R13, R10.H1", "EXIT")
+    with pytest.raises(Exception, match=r"modifier \.F64"):
+        kernel("F2F.F64.F32 R12, R10", "EXIT")
+    with pytest.raises(Exception, match=r"F2F\.FLOOR needs equal types"):
+        kernel("F2F.F32.F16.FLOOR R12, R10", "EXIT")
+
+
+@needs_nvdisasm
+def test_f2f_forms_agree_with_nvdisasm():
+    lines = ["F2F.F16.F32 R13, R10", "F2F.F16.F32.RZ R13, R10", "F2F.F16.F32.RM R1, -R2", "F2F.F16.F32.RP R1, R2",
+             "F2F.FTZ.F16.F32.SAT R1, |R2|", "F2F.F32.F16 R1, R2", "F2F.F32.F16 R1, R2.H1",
+             "F2F.F32.F16.RM R1, R2.H1", "F2F.F16.F16 R3, R4.H1", "F2F.F16.F16.FLOOR R3, R4", "F2F.F32.F32.TRUNC R11, R0",
+             "F2F.FTZ.F32.F32.FLOOR.SAT R12, R0", "F2F.F32.F32.PASS R1, R2", "F2F.FTZ.F32.F32 R1, R2",
+             "F2F.F32.F32.ROUND R1, 1.5", "F2F.F16.F32 R1, c[0x0][0x140]"]
+    bad, decoded = _agrees_with_nvdisasm(lines)
+    assert bad == []
+    # ptxas's words (NVRTC 12.9, sm_52) decode to these texts
+    for word, text in ((0x5CA8058000070A0B, "F2F.F32.F32.TRUNC R11, R0"),
+                       (0x5CAC148000070A0C, "F2F.FTZ.F32.F32.FLOOR.SAT R12, R0"),
+                       (0x5CA801800007090A, "F2F.F16.F32.RZ R10, R0"), (0x5CA8000000F7060F, "F2F.F32.F16 R15, R15")):
+        code = E._pack([(word, 0x7E0, 0), (E._BY_OPCODE["NOP"][0].code | 7 << 16, 0x7E0, 0)] * 1
+                       + [(E._BY_OPCODE["NOP"][0].code | 7 << 16, 0x7E0, 0)])
+        d = E.decode(code, stop_at_self_branch=False)[0]
+        assert N.equivalent(N.normalize_ours(d.text), N.normalize_nvdisasm(text)), (d.text, text)
+
+
+def test_f2f_times_on_the_quarter_rate_unit_in_both_cores():
+    """Conversions are maxas's quarter-rate class (xu, pipes.xu = 0.25 of a warp per clock): a
+    chain of F2F whose links wait on the write barrier of the one before issues one every 4 cycles,
+    identically in both cores, without hazard."""
+    from test_core_parity import twin_simulate
+    from maxsim.arch.config import load_config
+    from maxsim.validate import kernels as K
+    assert load_config().pipes.xu == 0.25
+    src = "\n".join(["01:-:1:-:1 F2F.F32.F16 R0, R0.H1;", "01:-:1:-:1 F2F.F16.F32.RZ R0, R0;"] * 3
+                    + [K.exit_line(K.EXIT_STALL)])
+    _, sm = twin_simulate(K.kernel(src), 1, 32, log=True)
+    assert [t for t, _ in K.issues(sm)][:6] == [0, 4, 8, 12, 16, 20]
+    assert sm.stats.to_dict()["hazards"] == 0

@@ -128,6 +128,9 @@ def instruction_text(draw, opcodes=None, hi_reg=254, runnable=False):
     mods = draw(modifiers(spec))
     if runnable:  # leave out what launch rejects up front (64-bit addresses, directed rounding)
         assume(not {"E", "RM", "RP", "RZ"} & set(mods))
+    if name == "F2F":  # rounding to an integral value, or none, between equal types only
+        types = [m for m in mods if m in ("F16", "F32")] + ["F32", "F32"]
+        assume(types[0] == types[1] or not {"ROUND", "FLOOR", "CEIL", "TRUNC", "PASS"} & set(mods))
     xmad = name == "XMAD"
     ops = [None] * len(spec.signature)
     width = 1
@@ -151,6 +154,7 @@ def instruction_text(draw, opcodes=None, hi_reg=254, runnable=False):
             ops[n] = draw(pred_text(source))
         elif letter == "I":
             ops[n] = draw(imm_text(0, 31) if name in ("ISCADD", "ISCADD32I") and n == 3 else imm_text(0, 15) if name == "BAR"
+                          else imm_text(0, 0xFF) if name == "LOP3" and n == 4
                           else imm_text(0, 0xFFFFF) if name in ("TLD", "TEX", "TLDS", "TEXS") else imm_text())
         elif letter == "F":
             ops[n] = draw(float_text)

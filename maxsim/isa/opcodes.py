@@ -34,7 +34,7 @@ _SUBWORD = {"U8", "S8", "U16", "S16"}  # one register, 1 or 2 bytes of memory
 _FCMP = _CMP | {"LTU", "LEU", "GTU", "GEU", "EQU", "NEU", "NUM", "NAN"}
 _ATOM_OPS = {"ADD", "MIN", "MAX", "INC", "DEC", "AND", "OR", "XOR", "EXCH", "CAS"}
 _F2I_ROUND = {"TRUNC", "FLOOR", "CEIL", "ROUND"}
-_TYPES = {"F32", "S32", "U32", "S16", "U16", "S8", "U8"}
+_TYPES = {"F32", "F16", "S32", "U32", "S16", "U16", "S8", "U8"}
 CONVERSIONS = ("I2F", "F2I", "F2F")
 
 
@@ -127,7 +127,11 @@ OPCODES = {s.name: s for s in (
     _spec("RRO", "alu_half", 1, "R R|C|I|F", {"SINCOS", "EX2"}),
     _spec("I2F", "xu", 1, "R R|C|I", {"F32"}, {"S32", "U32", "S16", "U16", "S8", "U8"}, {"RN", "RM", "RP", "RZ"}),
     _spec("F2I", "xu", 1, "R R|C|I|F", {"S32", "U32"}, {"F32"}, _F2I_ROUND, {"FTZ"}),
-    _spec("F2F", "xu", 1, "R R|C|I|F", {"F32"}, {"F32"}, _F2I_ROUND | {"RN"}, {"FTZ"}, {"SAT"}),
+    # F2F.<dst>.<src>: F32 <-> F16 (the half in the low 16 bits of a register, or the high ones with
+    # the source's .H1) and F32 -> F32 / F16 -> F16; rounding to a type (RN RM RP RZ), to an integral
+    # value (ROUND FLOOR CEIL TRUNC), or none between equal types (.PASS, as nvdisasm prints it)
+    _spec("F2F", "xu", 1, "R R|C|I|F", {"FTZ"}, {"F32", "F16"}, {"F32", "F16"},
+          _F2I_ROUND | {"RN", "RM", "RP", "RZ", "PASS"}, {"SAT"}),
     # TLD[.B].LZ.{T|P} d, coordinate, handle, slot, 1D, channel mask: with .B the texture is the
     # handle register's; without, the texture slot (the handle register is then RZ, and may be left out)
     _spec("TLD", "tex", 1, "V R R I W I", {"B"}, {"LZ"}, {"NODEP"}, {"P", "T"}),
@@ -212,6 +216,13 @@ def _assignable(mods, groups, used) -> bool:
         return True
     return any(i not in used and mods[0] in g and _assignable(mods[1:], groups, used | {i})
                for i, g in enumerate(groups))
+
+
+def conversion_types(opcode: str, mods: tuple) -> tuple:
+    """(destination, source) types of an F2F: the first and second type modifier written (F32 for
+    one not written)."""
+    types = [m for m in mods if m in ("F16", "F32", "F64")] + ["F32", "F32"]
+    return types[0], types[1]
 
 
 def vector_alignment(width: int) -> int:

@@ -244,9 +244,17 @@ FORMS = [
     # type in 10-11 and 13; rounding in 39-40, bit 42 rounding to an integer (F2F)
     *alu("F2F", 0x5CA8000000000000, ("r0", "{b} n45 a49"),
          (flag(44, "FTZ"), _x2x(True, "F16=1 F32=2 F64=3", "F32"), _x2x(False, "F16=1 F32=2 F64=3", "F32"),
-          Mods(0xB << 39, tuple((n, v << 39) for n, v in (("RN", 0), ("RM", 1), ("RP", 2), ("RZ", 3), ("ROUND", 8),
-                                                        ("FLOOR", 9), ("CEIL", 10), ("TRUNC", 11)))),
-          _SAT50), imm="f20"),
+          _RND39, _SAT50), imm="f20"),
+    # F2F between equal types [nvdisasm 12.8: words 0x5ca8...0a.. with bits 39-42 set in turn]: bit
+    # 42 rounds to an integral value (ROUND FLOOR CEIL TRUNC; between different types nvdisasm
+    # ignores it), a rounding mode without it (1-3) is printed .PASS (the value passes unrounded);
+    # maxsim writes .PASS as 1. The types are part of the form, so that these words print so.
+    *[f for t, v in (("F16", 1), ("F32", 2), ("F64", 3))
+      for f in alu("F2F", 0x5CA8000000000000 | v << 8 | v << 10, ("r0", "{b} n45 a49"),
+                   (flag(44, "FTZ"), Mods(0xB << 39, tuple((n, v << 39) for n, v in (
+                       ("PASS", 1), ("PASS", 2), ("PASS", 3), ("ROUND", 8), ("FLOOR", 9), ("CEIL", 10),
+                       ("TRUNC", 11)))), _SAT50), imm="f20" if t == "F32" else None, source="nvdisasm")
+      for f in [attrs.evolve(f, fixed_mods=(t, t))]],
     *alu("F2I", 0x5CB0000000000000, ("r0", "{b} n45 a49"),
          (flag(44, "FTZ"), _x2x(True, _F2I_TYPES, "S32"), _x2x(False, "F16=1 F32=2 F64=3", "F32"),
           mods(39, 2, "ROUND=0 FLOOR=1 CEIL=2 TRUNC=3", default="ROUND")), imm="f20"),
@@ -368,6 +376,11 @@ def _f32_source_only(forms):
 
 
 FORMS = _f32_source_only(FORMS)
+# F2F from F16 [nvdisasm]: bit 41 selects the source register's high half (R2.H1); nvdisasm
+# prints no .H1 for an F32 or F64 source
+FORMS = [attrs.evolve(f, operands=(f.operands[0], f.operands[1] + " h41"))
+         if f.opcode == "F2F" and f.operands[1].startswith("r20") and f.fixed_mods in ((), ("F16", "F16"))
+         else f for f in FORMS]
 
 # Opcodes without operand reuse [nvdisasm prints no .reuse for them; maxas's types s2r, qtr, mem,
 # vote have reuse 0 (maxas marks RRO so too, but nvdisasm shows RRO's reuse flag)]

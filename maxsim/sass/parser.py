@@ -11,7 +11,7 @@ import re
 
 from ..errors import SassParseError
 from ..isa import instruction as ins
-from ..isa.opcodes import (CHANNEL_SETS, KIND_LETTER, NOT_MODELLED, OPCODES, PREDICATE_FORMS, REQUIRED_MODIFIERS,
+from ..isa.opcodes import (CHANNEL_SETS, conversion_types, KIND_LETTER, NOT_MODELLED, OPCODES, PREDICATE_FORMS, REQUIRED_MODIFIERS,
                            SPECIAL_REGISTERS, TEXTURE_DIMS, TEXTURE_OPS, WORDS, match_modifiers, texture_channels,
                            vector_alignment, vector_width)
 
@@ -262,6 +262,12 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
     if need and not any(m in need for m in mods):
         raise line.error(f"{opcode} needs one of the modifiers {', '.join('.' + x for x in sorted(need))} "
                          f"(in {op_text!r})", pos)
+    if opcode == "F2F":
+        dst_type, src_type = conversion_types(opcode, mods)
+        bad = next((x for x in mods if x in ("ROUND", "FLOOR", "CEIL", "TRUNC", "PASS")), None)
+        if bad and dst_type != src_type:
+            raise line.error(f"F2F.{bad} needs equal types (F2F.F32.F32.{bad}): a conversion between "
+                             f"types rounds with .RN, .RM, .RP or .RZ (in {op_text!r})", pos)
     # operands
     operands = []
     columns = []
@@ -307,8 +313,12 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
                 raise line.error(f"vector register group R{op.reg} must be aligned to {align} registers", col)
         if op.kind == ins.PRED and op.not_ and n < spec.n_dst:
             raise line.error(f"destination predicate of {opcode} cannot be negated", col)
-        if op.kind in (ins.REG, ins.CONST) and op.h1 and (opcode != "XMAD" or n < spec.n_dst):
-            raise line.error(f"the half selector .H1 of {opcode} is not modelled (XMAD sources only)", col)
+        if op.kind in (ins.REG, ins.CONST) and op.h1 and opcode == "F2F":
+            if not (op.kind == ins.REG and n == 1 and conversion_types(opcode, mods)[1] == "F16"):
+                raise line.error(f"the half selector .H1 of F2F selects the high half of an F16 source register "
+                                 f"(F2F.<type>.F16 d, Ra.H1)", col)
+        elif op.kind in (ins.REG, ins.CONST) and op.h1 and (opcode != "XMAD" or n < spec.n_dst):
+            raise line.error(f"the half selector .H1 of {opcode} is not modelled (XMAD and F2F sources only)", col)
         if op.kind == ins.CONST and op.reg >= 0:
             if opcode != "LDC":
                 raise line.error(f"a register-indexed constant is read by LDC only, not by {opcode}", col)
