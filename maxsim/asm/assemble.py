@@ -175,6 +175,7 @@ def assemble_text(text: str, filename: str = "<string>", cfg=None) -> Assembly:
             block_end[code[k].line.block] = k
     specs = [_spec(code[k], block_end.get(code[k].line.block) == k) for k in order]
     header, notes = _header(src, instrs)
+    notes = [ln.note for ln in src.lines if ln.kind == "ins" and ln.note] + list(notes)
     kernel = ins.Kernel(name=header["Kernel"], arch=header["Arch"],
                         ins_cnt=sum(1 for i in instrs if i.opcode != "EXIT"), reg_cnt=header["RegCnt"],
                         shared_size=header["SharedSize"], bar_cnt=header["BarCnt"],

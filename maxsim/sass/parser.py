@@ -8,8 +8,9 @@ a :class:`~maxsim.errors.SassParseError` naming file, line and column.
 from __future__ import annotations
 
 import re
+import warnings
 
-from ..errors import SassParseError
+from ..errors import SassParseError, SourceWarning
 from ..isa import instruction as ins
 from ..isa.opcodes import (CHANNEL_SETS, conversion_types, KIND_LETTER, NOT_MODELLED, OPCODES, PREDICATE_FORMS, REQUIRED_MODIFIERS,
                            SPECIAL_REGISTERS, TEXTURE_DIMS, TEXTURE_OPS, WORDS, match_modifiers, texture_channels,
@@ -228,7 +229,11 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
         raise line.error("expected ';' at the end of the instruction", len(src.rstrip()))
     rest = src[semi + 1:].strip()
     if rest and not rest.startswith("#") and not rest.startswith("//"):
-        raise line.error(f"unexpected text after ';': {rest!r}", semi + 1 + (len(src[semi + 1:]) - len(src[semi + 1:].lstrip())))
+        # maxas reads everything after the ';' as a comment (MaxAs.pm, processAsmLine): accepted,
+        # with a warning
+        col = semi + 2 + (len(src[semi + 1:]) - len(src[semi + 1:].lstrip()))
+        warnings.warn(SourceWarning(f"{line.filename}:{line.number}:{col}: text after ';' ignored, as maxas "
+                                    f"ignores it: {rest!r}"), stacklevel=2)
     body = src[pos:semi]
     # opcode and modifiers
     k = pos
@@ -318,7 +323,7 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
                 raise line.error(f"the half selector .H1 of F2F selects the high half of an F16 source register "
                                  f"(F2F.<type>.F16 d, Ra.H1)", col)
         elif op.kind in (ins.REG, ins.CONST) and op.h1 and (opcode != "XMAD" or n < spec.n_dst):
-            raise line.error(f"the half selector .H1 of {opcode} is not modelled (XMAD and F2F sources only)", col)
+            raise line.error(f"the half selector .H1 of {opcode} is not modelled (XMAD sources only)", col)
         if op.kind == ins.CONST and op.reg >= 0:
             if opcode != "LDC":
                 raise line.error(f"a register-indexed constant is read by LDC only, not by {opcode}", col)
