@@ -72,3 +72,55 @@ EXIT;
     asm = assemble_text(src, "stray.sass")
     assert [i.opcode for i in asm.kernel.instructions][:3] == ["MOV", "ISETP", "BRA"]
     assert any(n.startswith("stray.sass:6:17: text after ';' ignored, as maxas ignores it: 'S'") for n in asm.notes)
+
+
+def test_p2r_and_r2p_take_pr_and_carry_their_mask_predicates():
+    """P2R reads, R2P writes the predicates of its mask: the assembler's names pass PR through, the
+    scheduler keeps a predicate's writer before P2R and R2P before the predicate's reader, and the
+    timing model sees R2P's predicates as results."""
+    import numpy as np
+    from maxsim.functional import GlobalMemory
+    from maxsim.timing.run import simulate
+    src = """\
+<REGISTER_MAPPING>
+    0-3 : tid, preds, out, addr
+</REGISTER_MAPPING>
+<SCHEDULE_BLOCK>
+S2R tid, SR_TID.X;
+ISETP.GE.AND P2, PT, tid, 0x10, PT;
+ISETP.GE.AND P3, PT, tid, 0x20, PT;
+P2R preds, PR, RZ, 0xc;
+ISETP.GE.AND P2, PT, RZ, 0x1, PT;
+ISETP.GE.AND P3, PT, RZ, 0x1, PT;
+R2P PR, preds, 0xc;
+MOV out, RZ;
+@P2 IADD out, out, 0x1;
+@P3 IADD out, out, 0x10;
+SHL addr, tid, 0x2;
+IADD addr, addr, c[0x0][0x140];
+</SCHEDULE_BLOCK>
+STG [addr], out;
+EXIT;
+"""
+    asm = assemble_text(src, "p2r.sass")
+    assert asm.hazards == ()
+    r2p = next(i for i in asm.kernel.instructions if i.opcode == "R2P")
+    assert r2p.dst_preds == (2, 3)
+    mem = GlobalMemory()
+    out = mem.alloc(4 * 64)
+    simulate(asm.kernel, 1, 64, [out], mem, hazards="strict")
+    t = np.arange(64)
+    assert mem.read(out, 64, np.uint32).tolist() == ((t >= 16) * 1 + (t >= 32) * 16).tolist()
+
+
+@pytest.mark.parametrize("stall,hazards", [(1, 1), (13, 0)])
+def test_a_predicate_read_too_soon_after_r2p_is_a_hazard_in_both_checks_and_cores(stall, hazards):
+    from maxsim.analysis import check_controls
+    from maxsim.arch.config import load_config
+    from sasskit import kernel
+    from test_core_parity import twin_simulate
+    assert load_config().latency.predicate == 13
+    k = kernel(f"--:-:-:-:{stall:x} R2P PR, RZ, 0x4", "--:-:-:-:1 @P2 IADD R1, R1, 0x1", "--:-:-:-:5 EXIT")
+    assert len(check_controls(k, load_config())) == hazards
+    _, sm = twin_simulate(k, 1, 32)
+    assert sm.stats.to_dict()["hazards"] == hazards

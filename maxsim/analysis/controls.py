@@ -88,7 +88,7 @@ from maxsim.arch.config import load_config
 from maxsim.isa import instruction as ins
 from maxsim.isa.issue import (BITCOUNT_OPCODES, can_dual_issue, depbar_of, dual_first, dual_second, min_stall,
                               operand_read_delay, taken_branch_stall, why_not_dual)
-from maxsim.isa.opcodes import spec_of
+from maxsim.isa.opcodes import mask_predicates, spec_of
 
 
 ALU_UNITS = frozenset(("alu", "alu_half"))
@@ -146,9 +146,12 @@ def read_delay(instr, lat) -> int:
 
 
 def pred_sources(instr):
-    """Predicates the instruction reads: its predicate source operands and its guard."""
+    """Predicates the instruction reads: its predicate source operands (P2R: those of its mask) and
+    its guard."""
     srcs = [op.reg for op in instr.operands[spec_of(instr).n_dst:]
             if op.kind == ins.PRED and op.reg != ins.PT]
+    if instr.opcode == "P2R":
+        srcs += list(mask_predicates(instr))
     if instr.pred != ins.PT:
         srcs.append(instr.pred)
     return srcs

@@ -55,8 +55,9 @@ from .schedule import Item, schedule_block
 from .source import Span, is_source, read_source
 
 _NAME_RE = re.compile(r"(?<![\w.$])([A-Za-z_]\w*)(\[\d+\])?", re.ASCII)
-# words that are not names: registers, predicates, special registers, TLDS/TEXS channel sets
-_BUILTIN_RE = re.compile(r"(R\d+|RZ|P[0-6T]|SR_\w+|INF|NAN|c|R|G|B|A|RG|RA|GA|BA|RGB|RGA|RBA|GBA|RGBA|ARRAY_\w+|CUBE)$",
+# words that are not names: registers, predicates (PR: all of them, P2R / R2P), special registers,
+# TLDS/TEXS channel sets
+_BUILTIN_RE = re.compile(r"(R\d+|RZ|P[0-6T]|PR|SR_\w+|INF|NAN|c|R|G|B|A|RG|RA|GA|BA|RGB|RGA|RBA|GBA|RGBA|ARRAY_\w+|CUBE)$",
                          re.ASCII)
 _GUARD_RE = re.compile(r"@!?P[0-6T]\s+", re.ASCII)
 _HEADER_RANGE = {"RegCnt": (1, ins.NUM_REGS), "SharedSize": (0, 48 * 1024), "BarCnt": (0, 16)}

@@ -225,6 +225,14 @@ def conversion_types(opcode: str, mods: tuple) -> tuple:
     return types[0], types[1]
 
 
+def mask_predicates(instr) -> tuple:
+    """The predicates P2R reads / R2P writes: P0-P6 where its mask (the last operand) has the bit."""
+    if instr.opcode not in ("P2R", "R2P") or not instr.operands or instr.operands[-1].kind != ins.IMM:
+        return ()
+    mask = instr.operands[-1].value
+    return tuple(n for n in range(7) if mask >> n & 1)
+
+
 def vector_alignment(width: int) -> int:
     """Register alignment of a vector group of ``width`` registers (a 3-channel fetch takes 4)."""
     return 4 if width > 2 else width

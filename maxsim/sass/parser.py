@@ -530,6 +530,8 @@ def _decode(spec, opcode, mods, operands, control, pred, pred_neg, line, index, 
             slot_no += 1
     if opcode in ("TLDS", "TEXS"):
         dst_regs = [r for r, _ in texture_channels(operands) if r != ins.RZ]
+    if opcode == "R2P":  # the predicates of its mask
+        dst_preds = [n for n in range(7) if operands[2].value >> n & 1]
     target, target_label = -1, ""
     if opcode in ("BRA", "CAL", "SSY", "PBK", "PCNT"):
         target_label = operands[0].name

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..errors import SimulationError
 from ..isa.issue import BITCOUNT_OPCODES, depbar_of, dual_first, dual_second, operand_read_delay, reads_constant_operand
+from ..isa.opcodes import mask_predicates
 
 ALU, ALU_HALF, LDS, STS, TEX, LDG, STG, S2R, BAR, BRANCH, EXIT, NOP = range(12)
 UNIT_CODE = {"alu": ALU, "alu_half": ALU_HALF, "lds": LDS, "sts": STS, "tex": TEX, "ldg": LDG,
@@ -65,6 +66,8 @@ class StaticInfo:
             self.srcs[k] = tuple(i.src_regs)
             self.dsts[k] = tuple(i.dst_regs)
             ps = [o.reg for o in i.operands[_n_dst(i):] if o.kind == "pred" and o.reg != 7]
+            if i.opcode == "P2R":  # the predicates of its mask
+                ps += list(mask_predicates(i))
             if i.pred != 7:
                 ps.append(i.pred)
             self.psrcs[k] = tuple(ps)
