@@ -244,3 +244,20 @@ def test_f2f_times_on_the_quarter_rate_unit_in_both_cores():
     _, sm = twin_simulate(K.kernel(src), 1, 32, log=True)
     assert [t for t, _ in K.issues(sm)][:6] == [0, 4, 8, 12, 16, 20]
     assert sm.stats.to_dict()["hazards"] == 0
+
+
+def test_sts_u_128_is_the_store_maxas_assembles():
+    """maxas reads .U on STS and encodes the same word as STS.128 (its grammar has the bit for LDS
+    only): STS.U.128 stores 16 bytes per lane, and encodes as STS.128."""
+    from maxsim.functional import GlobalMemory, launch
+    k = kernel("--:-:1:-:1 S2R R0, SR_TID.X", "01:-:-:-:6 SHL R20, R0, 0x4", "IADD R4, R0, 0x100",
+               "IADD R5, R0, 0x200", "IADD R6, R0, 0x300", "--:-:-:-:6 IADD R7, R0, 0x400",
+               "--:1:-:-:1 STS.U.128 [R20], R4", "01:-:2:-:1 LDS.U.32 R13, [R20+0x8]", "SHL R2, R0, 0x2",
+               "--:-:-:-:6 IADD R2, R2, c[0x0][0x140]", "02:-:-:-:1 STG [R2], R13", "--:-:-:-:5 EXIT",
+               shared=64 * 16, nparams=1)
+    mem = GlobalMemory()
+    out = mem.alloc(4 * 64)
+    launch(k, 1, 64, [out], mem)
+    np.testing.assert_array_equal(mem.read(out, 64, np.uint32), np.arange(64) + 0x300)
+    a, b = (E.encode(kernel(x, "EXIT"), tail=False) for x in ("STS.U.128 [R20+0x10], R4", "STS.128 [R20+0x10], R4"))
+    assert a == b

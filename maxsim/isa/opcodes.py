@@ -95,7 +95,9 @@ OPCODES = {s.name: s for s in (
     _spec("ICMP", "alu_half", 1, "R R R|C|I R", _CMP, {"U32", "S32"}),
     _spec("S2R", "s2r", 1, "R S"),
     _spec("LDS", "lds", 1, "V M", {"U"}, set(_WIDTH)),
-    _spec("STS", "sts", 0, "M V", set(_WIDTH)),
+    # STS.U: maxas's grammar reads .U on every shared-memory op but encodes it for LDS only (its
+    # STS word is STS's; nvdisasm 12.8 prints no modifier for bit 44 of STS): the same store
+    _spec("STS", "sts", 0, "M V", {"U"}, set(_WIDTH)),
     _spec("LDG", "ldg", 1, "V M", {"E"}, {"CG", "CI", "CS", "CV"}, set(_WIDTH) | _SUBWORD),
     _spec("STG", "stg", 0, "M V", {"E"}, {"CG", "CS", "WT"}, set(_WIDTH) | _SUBWORD),
     # generic loads / stores: modelled as global (no shared or local window in the generic space)

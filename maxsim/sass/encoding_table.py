@@ -283,7 +283,8 @@ FORMS = [
          (mods(30, 2, "IDX=0 UP=1 DOWN=2 BFLY=3", required=True),)),
     # ---- memory [grammar] + [nvdisasm] ---------------------------------------------------
     Form("LDS", 0xEF48000000000000, ("r0", "m8.20.24"), (flag(44, "U"), _MEMTYPE48)),
-    Form("STS", 0xEF58000000000000, ("m8.20.24", "r0"), (_MEMTYPE48,)),
+    # STS.U [grammar: .U captured, no bits for STS]: a name only, never printed back
+    Form("STS", 0xEF58000000000000, ("m8.20.24", "r0"), (Mods(0, (("U", 0),)), _MEMTYPE48)),
     Form("LDG", 0xEED0000000000000, ("r0", "m8.20.24"), (flag(45, "E"), mods(46, 2, "CG=1 CI=2 CV=3"), _MEMTYPE48)),
     Form("STG", 0xEED8000000000000, ("m8.20.24", "r0"), (flag(45, "E"), mods(46, 2, "CG=1 CS=2 WT=3"), _MEMTYPE48)),
     Form("LDL", 0xEF40000000000000, ("r0", "m8.20.24"), (mods(44, 2, "CI=2"), _MEMTYPE48)),
