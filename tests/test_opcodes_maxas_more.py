@@ -261,3 +261,97 @@ def test_sts_u_128_is_the_store_maxas_assembles():
     np.testing.assert_array_equal(mem.read(out, 64, np.uint32), np.arange(64) + 0x300)
     a, b = (E.encode(kernel(x, "EXIT"), tail=False) for x in ("STS.U.128 [R20+0x10], R4", "STS.128 [R20+0x10], R4"))
     assert a == b
+
+
+# ---- VMAD ------------------------------------------------------------------------------------
+
+def _vmad_reference(a, b, c, at, bt, ah, bh, nega, negc, shr, sat):
+    """PTX ISA's pseudo-code of vmad, lane by lane in Python integers (128-bit temporaries)."""
+    def sel(x, t, h):
+        bits = int(t[1:])
+        v = (int(x) >> (16 * h)) & ((1 << bits) - 1)
+        return v - (1 << bits) if t[0] == "S" and v >> (bits - 1) else v
+    out = []
+    for x, y, z in zip(a, b, c):
+        signed_final = at[0] == "S" or bt[0] == "S" or nega or negc
+        tmp = (sel(x, at, ah) * sel(y, bt, bh)) & ((1 << 128) - 1)
+        z = int(z)
+        lsb = 0
+        if nega:
+            tmp, lsb = ~tmp & ((1 << 128) - 1), 1
+        elif negc:
+            z, lsb = ~z & 0xFFFFFFFF, 1
+        c128 = (z - (1 << 32) if z >> 31 else z) if signed_final else z
+        tmp = (tmp + c128 + lsb) & ((1 << 128) - 1)
+        tmp = tmp - (1 << 128) if tmp >> 127 else tmp  # the signed value (|a*b| + |c| < 2^127)
+        r = tmp >> shr
+        if sat:
+            r = max(-(1 << 31), min((1 << 31) - 1, r)) if signed_final else max(0, min((1 << 32) - 1, r))
+        out.append(r & 0xFFFFFFFF)
+    return np.array(out, dtype=np.uint32)
+
+
+_VA, _VB, _VC = (RNG.integers(0, 1 << 32, 200, dtype=np.uint64).astype(np.uint32) for _ in range(3))
+_VA[:4], _VB[:4], _VC[:4] = [0xFFFF, 0x8000, 0x7FFF8000, 0], [0xFFFF, 0x8000, 0x80007FFF, 0], \
+    [0xFFFFFFFF, 0x80000000, 0x7FFFFFFF, 0]
+
+
+@pytest.mark.parametrize("types", ["U16.U16", "S16.U16", "U16.S16", "S16.S16", "U8.U8", "S8.S8", "U16.S8"])
+@pytest.mark.parametrize("form", ["{a}, {b}, R12", "-{a}, {b}, R12", "{a}, {b}, -R12"])
+def test_vmad_selections_and_sign_modes_against_the_ptx_definition(types, form):
+    at, bt = types.split(".")
+    for ah, bh in ((0, 0), (1, 0), (0, 1)):
+        if (ah and at[1:] != "16") or (bh and bt[1:] != "16"):
+            continue
+        text = form.format(a="R10.H1" if ah else "R10", b="R11.H1" if bh else "R11")
+        got = run_lanes(f"VMAD.{types} R13, {text}", _VA, _VB, _VC)
+        want = _vmad_reference(_VA, _VB, _VC, at, bt, ah, bh, text.startswith("-"), "-R12" in text, 0, False)
+        np.testing.assert_array_equal(got, want, err_msg=text)
+
+
+@pytest.mark.parametrize("mods,shr,sat", [(".SHR_7", 7, False), (".SHR_15", 15, False), (".SAT", 0, True),
+                                          (".SHR_7.SAT", 7, True)])
+def test_vmad_scale_and_saturation(mods, shr, sat):
+    for types, neg in (("U16.U16", False), ("S16.S16", False), ("U16.U16", True)):
+        at, bt = types.split(".")
+        got = run_lanes(f"VMAD.{types}{mods} R13, {'-' if neg else ''}R10.H1, R11, R12", _VA, _VB, _VC)
+        np.testing.assert_array_equal(got, _vmad_reference(_VA, _VB, _VC, at, bt, 1, 0, neg, False, shr, sat))
+
+
+def test_vmad_index_arithmetic_as_direct_convolutions_write_it():
+    """lutOffset = posCRST - channel * lutSize: VMAD.U16.U16 with the product negated."""
+    channel, lut_size, pos = np.arange(60) % 16, np.full(60, 9), np.arange(60) * 3 + 200
+    got = run_lanes("VMAD.U16.U16 R13, -R10, R11, R12", channel, lut_size, pos).view(np.int32)
+    np.testing.assert_array_equal(got, pos - channel * lut_size)
+
+
+def test_vmad_operands_it_cannot_take_are_named():
+    for text, what in (("VMAD.U8.U8 R1, R2.H1, R3, R4", r"\.H1 of VMAD selects the high half of a 16-bit"),
+                       ("VMAD.U16.U16 R1, R2, -R3, R4", "operand 3 takes no '-'"),
+                       ("VMAD.U16.U16 R1, -R2, R3, -R4", "not both"),
+                       ("VMAD R1, R2, R3, R4", r"VMAD needs one of the modifiers"),
+                       ("VMAD.U16.U16 R1, R2.B1, R3, R4", r"\.B1 in 'R2\.B1' is not modelled")):
+        with pytest.raises(Exception, match=what):
+            kernel(text, "EXIT")
+
+
+@needs_nvdisasm
+def test_vmad_forms_agree_with_nvdisasm():
+    lines = ["VMAD.U16.U16 R1, R2, R3, R4", "VMAD.S16.U16 R1, -R2.H1, R3, R4", "VMAD.U16.S16 R1, R2, R3.H1, -R4",
+             "VMAD.S16.S16.SHR_7 R1, R2, R3, R4", "VMAD.U16.U16.SHR_15.SAT R1, R2, R3, R4", "VMAD.U8.U8 R5, R6, R7, R8",
+             "VMAD.S8.U16 R5, R6, R7.H1, R8", "VMAD.U16.S8 R5, R6.H1, R7, R8"]
+    bad, decoded = _agrees_with_nvdisasm(lines)
+    assert bad == []
+
+
+def test_vmad_times_as_maxas_classes_it_in_both_cores():
+    """[maxas-grammar]: VMAD with 16-bit types is full rate (x32), with 8-bit ones the shift class;
+    both have the 6-cycle ALU latency: a dependent chain at latency.alu has no hazard, one cycle
+    less a hazard per link."""
+    from maxsim.arch.config import load_config
+    from maxsim.sass.parser import parse_instruction
+    assert parse_instruction("--:-:-:-:1 VMAD.U16.U16 R0, R0, R1, R0;").unit == "alu"
+    assert parse_instruction("--:-:-:-:1 VMAD.U8.S8 R0, R0, R1, R0;").unit == "alu_half"
+    lat = load_config().latency
+    _chain_timing("VMAD.U16.U16 R0, -R0, R1, R0", lat.alu)
+    _chain_timing("VMAD.U8.U8 R0, R0, R1, R0", lat.alu_half)

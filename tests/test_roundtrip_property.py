@@ -177,6 +177,9 @@ def instruction_text(draw, opcodes=None, hi_reg=254, runnable=False):
         ops[1] = f"R{draw(st.integers(0, hi_reg - 1))}"
         ops[0] = "RZ" if len(CHANNEL_SETS[ops[5]]) <= 2 else draw(st.sampled_from(
             ["RZ", f"R{draw(st.integers(0, hi_reg - 1))}"]))
+    if name == "VMAD":  # it negates the product (-a) or c, nothing else and not both
+        assume(not ops[2].startswith(("-", "|")) and "|" not in ops[1] + ops[3]
+               and not (ops[1].startswith("-") and ops[3].startswith("-")))
     op_text = ".".join([name] + mods)
     body = op_text + (" " + ", ".join(ops) if ops else "")
     sep = draw(st.sampled_from([" ", "  ", "\t", " \t "]))

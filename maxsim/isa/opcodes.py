@@ -116,6 +116,11 @@ OPCODES = {s.name: s for s in (
     _spec("FLO", "xu", 1, "R R|C|I", {"U32", "S32"}, {"SH"}),
     _spec("BFI", "alu_half", 1, "R R R|C|I R|C"),
     # LEA d, a, b, s / LEA.HI d, a, b, c, s (the high word of a 64-bit scaled index)
+    # VMAD.<a type>.<b type>[.SHR_7|.SHR_15][.SAT] d, [-]a[.H1], b[.H1], [-]c: (a * b) + c of a and b's
+    # 16-bit halves (or low bytes) ([maxas-grammar] VMAD; PTX vmad). 16-bit forms are maxas's
+    # full-rate class, 8-bit ones its half-rate class (VMAD_8BIT_UNIT)
+    _spec("VMAD", "alu", 1, "R R R R", {"U16", "S16", "U8", "S8"}, {"U16", "S16", "U8", "S8"},
+          {"SHR_7", "SHR_15"}, {"SAT"}),
     _spec("LEA", "alu_half", 1, "R R R|C|I R|I I", {"HI"}, {"X"}, {"CC"}, min_operands=4),
     _spec("PSETP", "alu", 2, "P P P P P", _BOOL, _BOOL),
     _spec("P2R", "alu", 1, "R W R I"),
@@ -174,7 +179,7 @@ IMMEDIATE_FORMS = {"IADD32I": "IADD", "LOP32I": "LOP", "ISCADD32I": "ISCADD", "F
                    "FADD32I": "FADD"}
 
 # Modifiers an opcode cannot do without (one of the set must be present)
-REQUIRED_MODIFIERS = {"SHF": {"L", "R"}, "LOP3": {"LUT"}, "ISET": _CMP, "ICMP": _CMP, "ISETP": _CMP, "FSETP": _FCMP, "ATOM": _ATOM_OPS, "RED": _ATOM_OPS, "ATOMS": _ATOM_OPS,
+REQUIRED_MODIFIERS = {"SHF": {"L", "R"}, "LOP3": {"LUT"}, "VMAD": {"U16", "S16", "U8", "S8"}, "ISET": _CMP, "ICMP": _CMP, "ISETP": _CMP, "FSETP": _FCMP, "ATOM": _ATOM_OPS, "RED": _ATOM_OPS, "ATOMS": _ATOM_OPS,
                       "MUFU": {"RCP", "RSQ", "SQRT", "EX2", "LG2", "SIN", "COS"},
                       "SHFL": {"IDX", "UP", "DOWN", "BFLY"}, "VOTE": {"ALL", "ANY", "EQ"}, "RRO": {"SINCOS", "EX2"}}
 # keyword operands (W) each opcode accepts
@@ -200,7 +205,7 @@ def match_modifiers(spec: OpSpec, mods: tuple):
     """Return None if ``mods`` is acceptable for ``spec``, else the first offending modifier."""
     groups = tuple(spec.mod_groups)
     for n, m in enumerate(mods):
-        if m in mods[:n] and not ((spec.name in CONVERSIONS or spec.name == "XMAD") and m in _TYPES) \
+        if m in mods[:n] and not ((spec.name in CONVERSIONS or spec.name in ("XMAD", "VMAD")) and m in _TYPES) \
                 and not (spec.name == "PSETP" and m in _BOOL):
             # a repeated modifier (XMAD.PSL.PSL) is never meaningful, but a conversion names its
             # destination and source types (F2F.F32.F32) and PSETP its two operations
@@ -224,6 +229,22 @@ def conversion_types(opcode: str, mods: tuple) -> tuple:
     """(destination, source) types of an F2F: the first and second type modifier written (F32 for
     one not written)."""
     types = [m for m in mods if m in ("F16", "F32", "F64")] + ["F32", "F32"]
+    return types[0], types[1]
+
+
+VMAD_8BIT_UNIT = "alu_half"  # [maxas-grammar]: VMAD with 8-bit types is in the shift class
+
+
+def unit_of(spec: OpSpec, mods: tuple) -> str:
+    """The timing class of an instruction: its opcode's, except VMAD with an 8-bit type."""
+    if spec.name == "VMAD" and any(m in ("U8", "S8") for m in mods):
+        return VMAD_8BIT_UNIT
+    return spec.unit
+
+
+def vmad_types(mods: tuple) -> tuple:
+    """(a type, b type) of a VMAD: the first and second type modifier written."""
+    types = [m for m in mods if m in ("U16", "S16", "U8", "S8")] + ["U16", "U16"]
     return types[0], types[1]
 
 

@@ -238,6 +238,16 @@ FORMS = [
     # LEA.HI with a constant [grammar code 0x0a07...; nvdisasm: 0x1807..., .X bit 57, -a bit 56]
     Form("LEA", 0x1807000000000000, ("r0", "r8 n56", "c20", "r39", "u51.5"), (flag(57, "X"), _CC47), "nvdisasm",
          fixed_mods=("HI",)),
+    # VMAD [grammar] + [nvdisasm 12.8: words 0x5f04... with each bit set in turn]: a's format and
+    # selection in bits 36-38 (0-3: 8-bit, byte 0-3; 4 / 5: 16-bit, half 0 / 1; 6: 32-bit), b's in
+    # 28-30; a signed bit 48, b signed 49; -a (the product negated) bit 54, -c bit 53 (both: .PO,
+    # not in the table), SHR_7 bit 51, SHR_15 bit 52, SAT bit 55. The 8- and 16-bit formats of a
+    # and b, bytes 0 and either half: one form per pair of widths
+    *[Form("VMAD", 0x5F04000000000000 | (1 << 38 if wa == 16 else 0) | (1 << 30 if wb == 16 else 0),
+           ("r0", "r8 n54" + (" h36" if wa == 16 else ""), "r20" + (" h28" if wb == 16 else ""), "r39 n53"),
+           (mods(48, 2, f"U{wa}.U{wb}=0 S{wa}.U{wb}=1 U{wa}.S{wb}=2 S{wa}.S{wb}=3", required=True),
+            mods(51, 2, "SHR_7=1 SHR_15=2"), flag(55, "SAT")))
+      for wa in (8, 16) for wb in (8, 16)],
     *alu("PRMT", 0x5BC0000000000000, ("r0", "r8", "{b}", "r39"),
          (mods(48, 3, "F4E=1 B4E=2 RC8=3 ECL=4 ECR=5 RC16=6"),), c39=("r0", "r8", "r39", "c20")),
     # ---- conversions [grammar]: destination type in bits 8-9 (width) and 12 (signed), source

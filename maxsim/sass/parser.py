@@ -12,7 +12,7 @@ import warnings
 
 from ..errors import SassParseError, SourceWarning
 from ..isa import instruction as ins
-from ..isa.opcodes import (CHANNEL_SETS, conversion_types, KIND_LETTER, NOT_MODELLED, OPCODES, PREDICATE_FORMS, REQUIRED_MODIFIERS,
+from ..isa.opcodes import (CHANNEL_SETS, conversion_types, unit_of, vmad_types, KIND_LETTER, NOT_MODELLED, OPCODES, PREDICATE_FORMS, REQUIRED_MODIFIERS,
                            SPECIAL_REGISTERS, TEXTURE_DIMS, TEXTURE_OPS, WORDS, match_modifiers, texture_channels,
                            vector_alignment, vector_width)
 
@@ -318,7 +318,20 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
                 raise line.error(f"vector register group R{op.reg} must be aligned to {align} registers", col)
         if op.kind == ins.PRED and op.not_ and n < spec.n_dst:
             raise line.error(f"destination predicate of {opcode} cannot be negated", col)
-        if op.kind in (ins.REG, ins.CONST) and op.h1 and opcode == "F2F":
+        if opcode == "VMAD" and n >= 1:
+            vt = vmad_types(mods)
+            if op.h1 and (n == 3 or vt[n - 1][1:] != "16"):
+                raise line.error(f"the half selector .H1 of VMAD selects the high half of a 16-bit a or b "
+                                 f"(VMAD.U16.U16 d, a.H1, b.H1, c)", col)
+            if op.abs or (op.neg and n == 2):
+                raise line.error(f"VMAD negates the product (-a) or c (-c): operand {n + 1} takes no '-' or '|..|'",
+                                 col)
+            if n == 3 and op.neg and operands[1].neg:
+                raise line.error("VMAD negates either the product (-a) or c, not both (PTX vmad; both bits "
+                                 "are the .PO mode, which is not modelled)", col)
+        if op.kind in (ins.REG, ins.CONST) and op.h1 and opcode == "VMAD":
+            pass
+        elif op.kind in (ins.REG, ins.CONST) and op.h1 and opcode == "F2F":
             if not (op.kind == ins.REG and n == 1 and conversion_types(opcode, mods)[1] == "F16"):
                 raise line.error(f"the half selector .H1 of F2F selects the high half of an F16 source register "
                                  f"(F2F.<type>.F16 d, Ra.H1)", col)
@@ -540,4 +553,4 @@ def _decode(spec, opcode, mods, operands, control, pred, pred_neg, line, index, 
         index=index, opcode=opcode, mods=mods, operands=operands, control=control, pred=pred,
         pred_neg=pred_neg, line=line.number, filename=line.filename, dst_regs=tuple(dst_regs),
         dst_preds=tuple(dst_preds), src_regs=tuple(dict.fromkeys(src_regs)), slot_regs=slots,
-        reuse_mask=reuse_mask, unit=spec.unit, target=target, target_label=target_label)
+        reuse_mask=reuse_mask, unit=unit_of(spec, mods), target=target, target_label=target_label)
