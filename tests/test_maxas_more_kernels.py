@@ -127,3 +127,20 @@ def test_both_timing_cores_agree(name):
         grid, block, params = 2, 128, [x, out, 200]
     _, sm = twin_simulate(k, grid, block, params, mem, hazards="strict")
     assert sm.stats.to_dict()["hazards"] == 0
+
+
+def test_hgemm_f16_relies_on_the_late_high_word_as_the_collection_does():
+    """Without the rule (the high word read with the rest, 4 cycles after issue) the one written
+    stall the kernel keeps, LEA.HI.X at 1 before the loop's first LDG.E, is the hazard both checks
+    and the timing model report; with it none."""
+    from maxsim.arch.config import load_config, override
+    cfg = override(load_config(), {"latency.mem_operand_read_address_high": 0})
+    asm = assemble_text(library.source("hgemm_f16"), "hgemm_f16.sass", cfg=cfg)
+    assert [(h.kind, h.distance, h.required) for h in asm.hazards] == [("raw-alu", 1, 2)]
+    assert "LDG.E.CI" in asm.hazards[0].message and "LEA.HI.X" in asm.hazards[0].message
+    from maxsim.functional import GlobalMemory
+    from maxsim.timing.run import simulate
+    mem = GlobalMemory()
+    a, b, c = mem.alloc(8), mem.alloc(4 * 256), mem.alloc(256)
+    _, sm = simulate(asm.kernel, (1, 1), 64, [a, b, c, 128, 4], mem, cfg=cfg)
+    assert len(sm.stats.hazards) == 2 and all("reads R7" in h for h in sm.stats.hazards)  # 2 warps
