@@ -212,7 +212,7 @@ def test_unknown_words_are_named_by_offset():
 @pytest.mark.parametrize("word,message", [
     # an opcode the table has no form of: named, with what it is
     (0x5A00000000070000, r"IMAD is not in the Maxwell encoding table \(an opcode the model does not know\)"),
-    (0x5F00000000070000, r"VMAD is not in the Maxwell encoding table \(a video instruction; not modelled\)"),
+    (0x2000000000070000, r"VADD is not in the Maxwell encoding table \(a video instruction; not modelled\)"),
     # a known opcode in an unknown form: the bits that differ from the nearest form
     (0x3700000000070000, r"XMAD in a form the Maxwell encoding table does not know \(bits 56 differ"),
     # a modifier value the table does not know: the field and the values it knows

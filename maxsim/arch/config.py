@@ -193,6 +193,7 @@ class LatencyConfig:
     exit: int = _pos_int()
     mem_operand_read_shared: int = _nonneg_int()
     mem_operand_read_global: int = _nonneg_int()
+    mem_operand_read_address_high: int = _nonneg_int()
     mem_operand_read_tex: int = _nonneg_int()
     mem_operand_read_constant: int = _nonneg_int()
     xu_operand_read: int = _nonneg_int()

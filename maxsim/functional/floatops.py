@@ -22,6 +22,7 @@ import attrs
 import numpy as np
 
 from ..errors import SimulationError
+from ..isa import instruction as ins
 from .alu import ftz as flush, saturate
 from .executor import CC_FLAGS, CC_SIGN, CC_ZERO, U32, _pred_reader, _reader_f32, _reader_u32, _writer
 from .intops import write_pred
@@ -293,23 +294,82 @@ def _f2i(ctx, instr, ops, mods, zrow):
     return lambda g, m: write(g, np.broadcast_to(f2i(a(g), signed, mode), g.tid.shape).copy(), m)
 
 
+F16 = np.float16
+# the NaN an F16 result gets (the canonical NaN of PTX's half-precision arithmetic; a choice: the
+# payload the hardware writes is not documented)
+F16_NAN = np.uint16(0x7FFF)
+
+
+def round_f16(x, mode):
+    """fp32 values to IEEE half precision (binary16 bits, as uint16) with rounding mode RN (nearest
+    even), RZ, RM or RP: subnormal halves are kept (PTX cvt: .ftz applies to f32 values only);
+    overflow gives infinity, or the largest finite half where the mode rounds toward zero."""
+    x64 = np.asarray(x, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        r = x64.astype(F16)  # numpy rounds double to half to nearest even, subnormals included
+    if mode != "RN":
+        back = r.astype(np.float64)
+        if mode == "RZ":
+            r = np.where(np.abs(back) > np.abs(x64), np.nextafter(r, F16(0)), r)
+        elif mode == "RM":
+            r = np.where(back > x64, np.nextafter(r, F16(-np.inf)), r)
+        else:
+            r = np.where(back < x64, np.nextafter(r, F16(np.inf)), r)
+    bits = np.asarray(r, dtype=F16).view(np.uint16)
+    return np.where(np.isnan(x64), F16_NAN, bits).astype(np.uint16)
+
+
+def half_to_f32(bits16):
+    """binary16 bits to fp32 (exact: every half is an fp32 value)."""
+    return np.asarray(bits16, dtype=np.uint16).view(F16).astype(F32)
+
+
+_INTEGRAL = {"TRUNC": np.trunc, "FLOOR": np.floor, "CEIL": np.ceil, "ROUND": np.rint}
+
+
 def _f2f(ctx, instr, ops, mods, zrow):
-    """F2F.F32.F32 with .TRUNC/.FLOOR/.CEIL/.ROUND: round to an integral fp32 value; .RN (or no
-    rounding modifier) copies; .FTZ flushes subnormals, .SAT clamps to [0, 1]."""
-    mode = next((x for x in mods if x in ("TRUNC", "FLOOR", "CEIL", "ROUND")), None)
-    a = _fsrc(ctx, instr, ops[1], zrow, "FTZ" in mods)
-    sat = "SAT" in mods
-    ftz = "FTZ" in mods
-    fn = {"TRUNC": np.trunc, "FLOOR": np.floor, "CEIL": np.ceil, "ROUND": np.rint, None: lambda v: v}[mode]
-    write = _fwrite(ops[0].reg, zrow)
+    """F2F.<dst>.<src>: fp32 and IEEE half conversions. An F16 source is the low half of the
+    register (the high half with .H1); an F16 result is written zero-extended to 32 bits. .RN (or
+    none), .RM, .RP, .RZ round an F32 to F16; .TRUNC/.FLOOR/.CEIL/.ROUND round to an integral value
+    (then to the destination type); .PASS, and any rounding between equal types that is not to an
+    integral value, copies. .FTZ flushes fp32 subnormal inputs and results (a half is never an fp32
+    subnormal, nor an fp32 subnormal a non-zero half except under RP/RM); .SAT clamps to [0, 1]
+    (NaN to 0, PTX cvt .sat)."""
+    from ..isa.opcodes import conversion_types
+    dst, src = conversion_types(instr.opcode, mods)
+    if "F64" in (dst, src):
+        refuse(instr, "an F64 conversion")
+    integral = next((x for x in mods if x in _INTEGRAL), None)
+    mode = next((x for x in mods if x in ("RN", "RM", "RP", "RZ")), "RN")
+    ftz, sat = "FTZ" in mods, "SAT" in mods
+    op = ops[1]
+    if src == "F16":
+        raw = _reader_u32(ctx, instr, attrs.evolve(op, h1=False, neg=False, abs=False) if op.kind == ins.REG else op, zrow)
+        shift = U32(16 if op.h1 else 0)
+        neg, absval = op.neg, op.abs
+
+        def a(g):
+            v = half_to_f32(((np.asarray(raw(g), dtype=np.uint32) >> shift) & U32(0xFFFF)).astype(np.uint16))
+            if absval:
+                v = np.abs(v)
+            return -v if neg else v
+    else:
+        a = _fsrc(ctx, instr, op, zrow, ftz)
+    fn = _INTEGRAL[integral] if integral else (lambda v: v)
+    if dst == "F32":
+        write = _fwrite(ops[0].reg, zrow)
+    else:
+        write = _writer(ops[0].reg, zrow)
 
     def run(g, m):
         r = np.asarray(fn(np.asarray(a(g), dtype=F32)), dtype=F32)
-        if ftz:
-            r = flush(r)
         if sat:
             r = saturate(r)
-        write(g, r, m)
+        if dst == "F32":
+            write(g, flush(r) if ftz else r, m)
+        else:
+            bits = round_f16(r, mode if src == "F32" and not integral else "RN")
+            write(g, np.broadcast_to(bits.astype(np.uint32), g.tid.shape).copy(), m)
     return run
 
 

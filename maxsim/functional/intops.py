@@ -1,5 +1,5 @@
 """Integer, predicate and warp-wide opcodes beyond the SGEMM set: IMNMX, POPC, FLO, BFI, LEA,
-PSETP, P2R/R2P, VOTE, SHFL, PRMT and I2I.
+PSETP, P2R/R2P, VOTE, SHFL, VMAD, PRMT and I2I.
 
 Each ``_name(ctx, instr, ops, mods, zrow)`` compiles one instruction into ``fn(g, m)`` like the
 ALU compilers of :mod:`maxsim.functional.executor`. Semantics: the PTX ISA's descriptions of the
@@ -248,6 +248,43 @@ def shfl(ctx, instr, ops, mods, zrow, values=True):
     return run
 
 
+def vmad(a, b, c, a_type, b_type, a_h1=False, b_h1=False, neg_product=False, neg_c=False, shift=0, sat=False):
+    """PTX vmad on 32-bit words: the selected 16-bit halves (``*_h1``: the high one) or low bytes
+    of a and b, sign- or zero-extended by their types, multiplied; the product (or c) negated;
+    c added as a signed word when the result is signed (a signed type or a negation), else as an
+    unsigned one; shifted right by ``shift`` (SHR_7, SHR_15); clamped to the 32-bit range of the
+    result's sign with ``sat``, else its low 32 bits."""
+    def part(x, t, h1):
+        bits = int(t[1:])
+        v = (np.asarray(x, dtype=np.uint32).astype(np.int64) >> (16 if h1 else 0)) & ((1 << bits) - 1)
+        return np.where(v >> (bits - 1), v - (1 << bits), v) if t[0] == "S" else v
+    signed = a_type[0] == "S" or b_type[0] == "S" or neg_product or neg_c
+    prod = part(a, a_type, a_h1) * part(b, b_type, b_h1)
+    cv = np.asarray(c, dtype=np.uint32)
+    cv = cv.view(np.int32).astype(np.int64) if signed else cv.astype(np.int64)
+    if neg_product:
+        prod = -prod
+    elif neg_c:
+        cv = -cv
+    r = (prod + cv) >> shift
+    if sat:
+        r = np.clip(r, -(1 << 31), (1 << 31) - 1) if signed else np.clip(r, 0, (1 << 32) - 1)
+    return (r & 0xFFFFFFFF).astype(np.uint32)
+
+
+def _vmad(ctx, instr, ops, mods, zrow):
+    """VMAD.<a type>.<b type>[.SHR_7|.SHR_15][.SAT] d, [-]a[.H1], b[.H1], [-]c (see :func:`vmad`)."""
+    from ..isa.opcodes import vmad_types
+    a_type, b_type = vmad_types(mods)
+    plain = [attrs.evolve(o, neg=False, h1=False) if o.kind == ins.REG else o for o in ops]
+    a, b, c = (_reader_u32(ctx, instr, o, zrow) for o in plain[1:4])
+    shift = 7 if "SHR_7" in mods else 15 if "SHR_15" in mods else 0
+    kw = dict(a_h1=ops[1].h1, b_h1=ops[2].h1, neg_product=ops[1].neg, neg_c=ops[3].neg, shift=shift,
+              sat="SAT" in mods)
+    write = _writer(ops[0].reg, zrow)
+    return lambda g, m: write(g, np.broadcast_to(vmad(a(g), b(g), c(g), a_type, b_type, **kw), g.tid.shape).copy(), m)
+
+
 def byte_permute(a, b, sel, mode=None):
     """PTX ``prmt.b32`` of {b, a} (a: bytes 0-3, b: bytes 4-7) by selector ``sel`` [ptx-isa]:
     by default each nibble n of sel picks result byte n (bits 0-2) and bit 3 replicates that byte's
@@ -340,5 +377,5 @@ def _b2r(ctx, instr, ops, mods, zrow):
     return run
 
 
-OPS = {"B2R": _b2r, "PRMT": _prmt, "I2I": _i2i, "IMNMX": _imnmx, "POPC": _popc, "FLO": _flo, "BFI": _bfi, "LEA": _lea, "PSETP": _psetp,
-       "P2R": _p2r, "R2P": _r2p, "VOTE": _vote}
+OPS = {"B2R": _b2r, "PRMT": _prmt, "I2I": _i2i, "IMNMX": _imnmx, "POPC": _popc, "FLO": _flo, "BFI": _bfi,
+       "LEA": _lea, "PSETP": _psetp, "P2R": _p2r, "R2P": _r2p, "VOTE": _vote, "VMAD": _vmad}

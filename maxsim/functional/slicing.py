@@ -27,6 +27,7 @@ from __future__ import annotations
 import attrs
 
 from ..isa import instruction as ins
+from ..isa.opcodes import mask_predicates
 
 PRED_BASE = 256  # location of predicate p: PRED_BASE + p; registers are their own number
 CC = PRED_BASE + 8  # the carry flag of IADD.CC / IADD.X
@@ -100,6 +101,8 @@ def accesses(instr):
                 uses.append(o.reg)
             elif o.kind == ins.PRED and o.reg != ins.PT:
                 uses.append(PRED_BASE + o.reg)
+        if op == "P2R":  # the predicates of its mask
+            uses += [PRED_BASE + p for p in mask_predicates(instr)]
         if op in ("IADD", "IADD32I"):
             if "X" in instr.mods:
                 uses.append(CC)

@@ -113,6 +113,27 @@ def operand_read_delay(instr_unit: str, opcode: str, lat) -> int:
             "tex": lat.mem_operand_read_tex}.get(instr_unit, 0)
 
 
+def late_address_word(instr, lat) -> tuple:
+    """``(register, extra cycles)`` of a global memory instruction with a 64-bit (.E) address
+    ``[Rn+imm]``: its high word R(n+1) is read ``mem_operand_read_address_high`` cycles after the
+    other sources (docs/hazard-rules.md); ``(-1, 0)`` for any other instruction, or when R(n+1) is
+    also one of its other sources (read at the usual time)."""
+    if instr.unit not in ("ldg", "stg") or "E" not in instr.mods or not lat.mem_operand_read_address_high:
+        return -1, 0
+    from .opcodes import spec_of, vector_width
+    mems = [op for op in instr.operands if op.kind == ins.MEM and op.reg != ins.RZ]
+    if not mems:
+        return -1, 0
+    high = mems[0].reg + 1
+    width = vector_width(instr.opcode, instr.mods, instr.operands)
+    sig = spec_of(instr).signature
+    others = {r for n, op in enumerate(instr.operands) if n >= spec_of(instr).n_dst and op.kind == ins.REG
+              and op.reg != ins.RZ for r in range(op.reg, op.reg + (width if "V" in sig[n] else 1))}
+    if high in others:
+        return -1, 0
+    return high, lat.mem_operand_read_address_high
+
+
 # ---- minimum stall counts --------------------------------------------------------------------
 
 # branch-class opcodes that never branch: they only push a token on the reconvergence stack

@@ -35,7 +35,7 @@ _FCMP = _CMP | {"LTU", "LEU", "GTU", "GEU", "EQU", "NEU", "NUM", "NAN"}
 _ATOM_OPS = {"ADD", "MIN", "MAX", "INC", "DEC", "AND", "OR", "XOR", "EXCH", "CAS"}
 _F2I_ROUND = {"TRUNC", "FLOOR", "CEIL", "ROUND"}
 _MUFU = {"RCP", "RSQ", "SQRT", "EX2", "LG2", "SIN", "COS", "RCP64H", "RSQ64H"}
-_TYPES = {"F32", "S32", "U32", "S16", "U16", "S8", "U8"}
+_TYPES = {"F32", "F16", "S32", "U32", "S16", "U16", "S8", "U8"}
 CONVERSIONS = ("I2F", "F2I", "F2F", "I2I")
 
 
@@ -99,7 +99,9 @@ OPCODES = {s.name: s for s in (
     # stall of 6 and no dependency barrier, the ALU's figure (latency.alu) [cuobjdump of NVRTC 12.9]
     _spec("CS2R", "alu", 1, "R S"),
     _spec("LDS", "lds", 1, "V M", {"U"}, set(_WIDTH)),
-    _spec("STS", "sts", 0, "M V", set(_WIDTH)),
+    # STS.U: maxas's grammar reads .U on every shared-memory op but encodes it for LDS only (its
+    # STS word is STS's; nvdisasm 12.8 prints no modifier for bit 44 of STS): the same store
+    _spec("STS", "sts", 0, "M V", {"U"}, set(_WIDTH)),
     _spec("LDG", "ldg", 1, "V M", {"E"}, {"CG", "CI", "CS", "CV"}, set(_WIDTH) | _SUBWORD),
     _spec("STG", "stg", 0, "M V", {"E"}, {"CG", "CS", "WT"}, set(_WIDTH) | _SUBWORD),
     # generic loads / stores: modelled as global (no shared or local window in the generic space)
@@ -118,6 +120,11 @@ OPCODES = {s.name: s for s in (
     _spec("FLO", "xu", 1, "R R|C|I", {"U32", "S32"}, {"SH"}),
     _spec("BFI", "alu_half", 1, "R R R|C|I R|C"),
     # LEA d, a, b, s / LEA.HI d, a, b, c, s (the high word of a 64-bit scaled index)
+    # VMAD.<a type>.<b type>[.SHR_7|.SHR_15][.SAT] d, [-]a[.H1], b[.H1], [-]c: (a * b) + c of a and b's
+    # 16-bit halves (or low bytes) ([maxas-grammar] VMAD; PTX vmad). 16-bit forms are maxas's
+    # full-rate class, 8-bit ones its half-rate class (VMAD_8BIT_UNIT)
+    _spec("VMAD", "alu", 1, "R R R R", {"U16", "S16", "U8", "S8"}, {"U16", "S16", "U8", "S8"},
+          {"SHR_7", "SHR_15"}, {"SAT"}),
     _spec("LEA", "alu_half", 1, "R R R|C|I R|I I", {"HI"}, {"X"}, {"CC"}, min_operands=4),
     _spec("PSETP", "alu", 2, "P P P P P", _BOOL, _BOOL),
     _spec("P2R", "alu", 1, "R W R I"),
@@ -154,7 +161,11 @@ OPCODES = {s.name: s for s in (
     # FCMP[.cmp] d, a, b, c: d = a if (c cmp 0.0) else b (GT when no test is written, as nvdisasm
     # prints it); the compare class, as FSETP
     _spec("FCMP", "alu_half", 1, "R R R|C|I|F R|C", _FCMP | {"F", "T"}, {"FTZ"}),
-    _spec("F2F", "xu", 1, "R R|C|I|F", {"F32"}, {"F32"}, _F2I_ROUND | {"RN"}, {"FTZ"}, {"SAT"}),
+    # F2F.<dst>.<src>: F32 <-> F16 (the half in the low 16 bits of a register, or the high ones with
+    # the source's .H1) and F32 -> F32 / F16 -> F16; rounding to a type (RN RM RP RZ), to an integral
+    # value (ROUND FLOOR CEIL TRUNC), or none between equal types (.PASS, as nvdisasm prints it)
+    _spec("F2F", "xu", 1, "R R|C|I|F", {"FTZ"}, {"F32", "F16"}, {"F32", "F16"},
+          _F2I_ROUND | {"RN", "RM", "RP", "RZ", "PASS"}, {"SAT"}),
     # TLD[.B].LZ.{T|P} d, coordinate, handle, slot, 1D, channel mask: with .B the texture is the
     # handle register's; without, the texture slot (the handle register is then RZ, and may be left out)
     _spec("TLD", "tex", 1, "V R R I W I", {"B"}, {"LZ"}, {"NODEP"}, {"P", "T"}),
@@ -200,7 +211,7 @@ IMMEDIATE_FORMS = {"IADD32I": "IADD", "LOP32I": "LOP", "ISCADD32I": "ISCADD", "F
                    "FADD32I": "FADD"}
 
 # Modifiers an opcode cannot do without (one of the set must be present)
-REQUIRED_MODIFIERS = {"SHF": {"L", "R"}, "LOP3": {"LUT"}, "ISET": _CMP, "ICMP": _CMP, "ISETP": _CMP, "FSETP": _FCMP, "ATOM": _ATOM_OPS, "RED": _ATOM_OPS, "ATOMS": _ATOM_OPS,
+REQUIRED_MODIFIERS = {"SHF": {"L", "R"}, "LOP3": {"LUT"}, "VMAD": {"U16", "S16", "U8", "S8"}, "ISET": _CMP, "ICMP": _CMP, "ISETP": _CMP, "FSETP": _FCMP, "ATOM": _ATOM_OPS, "RED": _ATOM_OPS, "ATOMS": _ATOM_OPS,
                       "MUFU": _MUFU, "FSET": _FCMP, "FCHK": {"DIVIDE"}, "DSETP": _FCMP,
                       "SHFL": {"IDX", "UP", "DOWN", "BFLY"}, "VOTE": {"ALL", "ANY", "EQ"}, "RRO": {"SINCOS", "EX2"}}
 # keyword operands (W) each opcode accepts
@@ -230,7 +241,7 @@ def match_modifiers(spec: OpSpec, mods: tuple):
     """Return None if ``mods`` is acceptable for ``spec``, else the first offending modifier."""
     groups = tuple(spec.mod_groups)
     for n, m in enumerate(mods):
-        if m in mods[:n] and not ((spec.name in CONVERSIONS or spec.name == "XMAD") and m in _TYPES) \
+        if m in mods[:n] and not ((spec.name in CONVERSIONS or spec.name in ("XMAD", "VMAD")) and m in _TYPES) \
                 and not (spec.name == "PSETP" and m in _BOOL):
             # a repeated modifier (XMAD.PSL.PSL) is never meaningful, but a conversion names its
             # destination and source types (F2F.F32.F32) and PSETP its two operations
@@ -248,6 +259,37 @@ def _assignable(mods, groups, used) -> bool:
         return True
     return any(i not in used and mods[0] in g and _assignable(mods[1:], groups, used | {i})
                for i, g in enumerate(groups))
+
+
+def conversion_types(opcode: str, mods: tuple) -> tuple:
+    """(destination, source) types of an F2F: the first and second type modifier written (F32 for
+    one not written)."""
+    types = [m for m in mods if m in ("F16", "F32", "F64")] + ["F32", "F32"]
+    return types[0], types[1]
+
+
+VMAD_8BIT_UNIT = "alu_half"  # [maxas-grammar]: VMAD with 8-bit types is in the shift class
+
+
+def unit_of(spec: OpSpec, mods: tuple) -> str:
+    """The timing class of an instruction: its opcode's, except VMAD with an 8-bit type."""
+    if spec.name == "VMAD" and any(m in ("U8", "S8") for m in mods):
+        return VMAD_8BIT_UNIT
+    return spec.unit
+
+
+def vmad_types(mods: tuple) -> tuple:
+    """(a type, b type) of a VMAD: the first and second type modifier written."""
+    types = [m for m in mods if m in ("U16", "S16", "U8", "S8")] + ["U16", "U16"]
+    return types[0], types[1]
+
+
+def mask_predicates(instr) -> tuple:
+    """The predicates P2R reads / R2P writes: P0-P6 where its mask (the last operand) has the bit."""
+    if instr.opcode not in ("P2R", "R2P") or not instr.operands or instr.operands[-1].kind != ins.IMM:
+        return ()
+    mask = instr.operands[-1].value
+    return tuple(n for n in range(7) if mask >> n & 1)
 
 
 def vector_alignment(width: int) -> int:

@@ -44,7 +44,7 @@ _DIM_NAMES = {v: k for k, v in T.TEXTURE_DIMENSIONS.items()}
 _DST_FIELDS = ("r0", "p3", "p0", "p48", "p45")
 _STORES = frozenset(("STS", "STG", "STL", "ST", "RED"))
 # [nvdisasm]: the two negation bits (48, 49) of IADD and ISCADD set together are the mode .PO
-_NEGATE_ONE = {"IADD": 3 << 48, "ISCADD": 3 << 48}
+_NEGATE_ONE = {"IADD": 3 << 48, "ISCADD": 3 << 48, "VMAD": 3 << 53}  # both negations: .PO
 
 
 # ---------------------------------------------------------------------------------------------

@@ -252,15 +252,33 @@ FORMS = [
     # LEA.HI with a constant [grammar code 0x0a07...; nvdisasm: 0x1807..., .X bit 57, -a bit 56]
     Form("LEA", 0x1807000000000000, ("r0", "r8 n56", "c20", "r39", "u51.5"), (flag(57, "X"), _CC47), "nvdisasm",
          fixed_mods=("HI",)),
+    # VMAD [grammar] + [nvdisasm 12.8: words 0x5f04... with each bit set in turn]: a's format and
+    # selection in bits 36-38 (0-3: 8-bit, byte 0-3; 4 / 5: 16-bit, half 0 / 1; 6: 32-bit), b's in
+    # 28-30; a signed bit 48, b signed 49; -a (the product negated) bit 54, -c bit 53 (both: .PO,
+    # not in the table), SHR_7 bit 51, SHR_15 bit 52, SAT bit 55. The 8- and 16-bit formats of a
+    # and b, bytes 0 and either half: one form per pair of widths
+    *[Form("VMAD", 0x5F04000000000000 | (1 << 38 if wa == 16 else 0) | (1 << 30 if wb == 16 else 0),
+           ("r0", "r8 n54" + (" h36" if wa == 16 else ""), "r20" + (" h28" if wb == 16 else ""), "r39 n53"),
+           (mods(48, 2, f"U{wa}.U{wb}=0 S{wa}.U{wb}=1 U{wa}.S{wb}=2 S{wa}.S{wb}=3", required=True),
+            mods(51, 2, "SHR_7=1 SHR_15=2"), flag(55, "SAT")))
+      for wa in (8, 16) for wb in (8, 16)],
     *alu("PRMT", 0x5BC0000000000000, ("r0", "r8", "{b}", "r39"),
          (mods(48, 3, "F4E=1 B4E=2 RC8=3 ECL=4 ECR=5 RC16=6"),), c39=("r0", "r8", "r39", "c20")),
     # ---- conversions [grammar]: destination type in bits 8-9 (width) and 12 (signed), source
     # type in 10-11 and 13; rounding in 39-40, bit 42 rounding to an integer (F2F)
     *alu("F2F", 0x5CA8000000000000, ("r0", "{b} n45 a49"),
          (flag(44, "FTZ"), _x2x(True, "F16=1 F32=2 F64=3", "F32"), _x2x(False, "F16=1 F32=2 F64=3", "F32"),
-          Mods(0xB << 39, tuple((n, v << 39) for n, v in (("RN", 0), ("RM", 1), ("RP", 2), ("RZ", 3), ("ROUND", 8),
-                                                        ("FLOOR", 9), ("CEIL", 10), ("TRUNC", 11)))),
-          _SAT50), imm="f20"),
+          _RND39, _SAT50), imm="f20"),
+    # F2F between equal types [nvdisasm 12.8: words 0x5ca8...0a.. with bits 39-42 set in turn]: bit
+    # 42 rounds to an integral value (ROUND FLOOR CEIL TRUNC; between different types nvdisasm
+    # ignores it), a rounding mode without it (1-3) is printed .PASS (the value passes unrounded);
+    # maxsim writes .PASS as 1. The types are part of the form, so that these words print so.
+    *[f for t, v in (("F16", 1), ("F32", 2), ("F64", 3))
+      for f in alu("F2F", 0x5CA8000000000000 | v << 8 | v << 10, ("r0", "{b} n45 a49"),
+                   (flag(44, "FTZ"), Mods(0xB << 39, tuple((n, v << 39) for n, v in (
+                       ("PASS", 1), ("PASS", 2), ("PASS", 3), ("ROUND", 8), ("FLOOR", 9), ("CEIL", 10),
+                       ("TRUNC", 11)))), _SAT50), imm="f20" if t == "F32" else None, source="nvdisasm")
+      for f in [attrs.evolve(f, fixed_mods=(t, t))]],
     *alu("F2I", 0x5CB0000000000000, ("r0", "{b} n45 a49"),
          (flag(44, "FTZ"), _x2x(True, _F2I_TYPES, "S32"), _x2x(False, "F16=1 F32=2 F64=3", "F32"),
           mods(39, 2, "ROUND=0 FLOOR=1 CEIL=2 TRUNC=3", default="ROUND")), imm="f20"),
@@ -289,7 +307,8 @@ FORMS = [
          (mods(30, 2, "IDX=0 UP=1 DOWN=2 BFLY=3", required=True),)),
     # ---- memory [grammar] + [nvdisasm] ---------------------------------------------------
     Form("LDS", 0xEF48000000000000, ("r0", "m8.20.24"), (flag(44, "U"), _MEMTYPE48)),
-    Form("STS", 0xEF58000000000000, ("m8.20.24", "r0"), (_MEMTYPE48,)),
+    # STS.U [grammar: .U captured, no bits for STS]: a name only, never printed back
+    Form("STS", 0xEF58000000000000, ("m8.20.24", "r0"), (Mods(0, (("U", 0),)), _MEMTYPE48)),
     Form("LDG", 0xEED0000000000000, ("r0", "m8.20.24"), (flag(45, "E"), mods(46, 2, "CG=1 CI=2 CV=3"), _MEMTYPE48)),
     Form("STG", 0xEED8000000000000, ("m8.20.24", "r0"), (flag(45, "E"), mods(46, 2, "CG=1 CS=2 WT=3"), _MEMTYPE48)),
     Form("LDL", 0xEF40000000000000, ("r0", "m8.20.24"), (mods(44, 2, "CI=2"), _MEMTYPE48)),
@@ -387,6 +406,11 @@ def _f32_source_only(forms):
 
 
 FORMS = _f32_source_only(FORMS)
+# F2F from F16 [nvdisasm]: bit 41 selects the source register's high half (R2.H1); nvdisasm
+# prints no .H1 for an F32 or F64 source
+FORMS = [attrs.evolve(f, operands=(f.operands[0], f.operands[1] + " h41"))
+         if f.opcode == "F2F" and f.operands[1].startswith("r20") and f.fixed_mods in ((), ("F16", "F16"))
+         else f for f in FORMS]
 
 # Opcodes without operand reuse [nvdisasm prints no .reuse for them; maxas's types s2r, qtr, mem,
 # vote have reuse 0 (maxas marks RRO so too, but nvdisasm shows RRO's reuse flag)]

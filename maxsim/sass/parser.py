@@ -8,10 +8,11 @@ a :class:`~maxsim.errors.SassParseError` naming file, line and column.
 from __future__ import annotations
 
 import re
+import warnings
 
-from ..errors import SassParseError
+from ..errors import SassParseError, SourceWarning
 from ..isa import instruction as ins
-from ..isa.opcodes import (CHANNEL_SETS, KIND_LETTER, NOT_MODELLED, OPCODES, PREDICATE_FORMS, REQUIRED_MODIFIERS,
+from ..isa.opcodes import (CHANNEL_SETS, conversion_types, unit_of, vmad_types, KIND_LETTER, NOT_MODELLED, OPCODES, PREDICATE_FORMS, REQUIRED_MODIFIERS,
                            SPECIAL_REGISTERS, TEXTURE_DIMS, TEXTURE_OPS, WORDS, match_modifiers, texture_channels,
                            vector_alignment, vector_width)
 
@@ -228,7 +229,11 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
         raise line.error("expected ';' at the end of the instruction", len(src.rstrip()))
     rest = src[semi + 1:].strip()
     if rest and not rest.startswith("#") and not rest.startswith("//"):
-        raise line.error(f"unexpected text after ';': {rest!r}", semi + 1 + (len(src[semi + 1:]) - len(src[semi + 1:].lstrip())))
+        # maxas reads everything after the ';' as a comment (MaxAs.pm, processAsmLine): accepted,
+        # with a warning
+        col = semi + 2 + (len(src[semi + 1:]) - len(src[semi + 1:].lstrip()))
+        warnings.warn(SourceWarning(f"{line.filename}:{line.number}:{col}: text after ';' ignored, as maxas "
+                                    f"ignores it: {rest!r}"), stacklevel=2)
     body = src[pos:semi]
     # opcode and modifiers
     k = pos
@@ -262,6 +267,12 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
     if need and not any(m in need for m in mods):
         raise line.error(f"{opcode} needs one of the modifiers {', '.join('.' + x for x in sorted(need))} "
                          f"(in {op_text!r})", pos)
+    if opcode == "F2F":
+        dst_type, src_type = conversion_types(opcode, mods)
+        bad = next((x for x in mods if x in ("ROUND", "FLOOR", "CEIL", "TRUNC", "PASS")), None)
+        if bad and dst_type != src_type:
+            raise line.error(f"F2F.{bad} needs equal types (F2F.F32.F32.{bad}): a conversion between "
+                             f"types rounds with .RN, .RM, .RP or .RZ (in {op_text!r})", pos)
     # operands
     operands = []
     columns = []
@@ -307,7 +318,24 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
                 raise line.error(f"vector register group R{op.reg} must be aligned to {align} registers", col)
         if op.kind == ins.PRED and op.not_ and n < spec.n_dst:
             raise line.error(f"destination predicate of {opcode} cannot be negated", col)
-        if op.kind in (ins.REG, ins.CONST) and op.h1 and (opcode != "XMAD" or n < spec.n_dst):
+        if opcode == "VMAD" and n >= 1:
+            vt = vmad_types(mods)
+            if op.h1 and (n == 3 or vt[n - 1][1:] != "16"):
+                raise line.error(f"the half selector .H1 of VMAD selects the high half of a 16-bit a or b "
+                                 f"(VMAD.U16.U16 d, a.H1, b.H1, c)", col)
+            if op.abs or (op.neg and n == 2):
+                raise line.error(f"VMAD negates the product (-a) or c (-c): operand {n + 1} takes no '-' or '|..|'",
+                                 col)
+            if n == 3 and op.neg and operands[1].neg:
+                raise line.error("VMAD negates either the product (-a) or c, not both (PTX vmad; both bits "
+                                 "are the .PO mode, which is not modelled)", col)
+        if op.kind in (ins.REG, ins.CONST) and op.h1 and opcode == "VMAD":
+            pass
+        elif op.kind in (ins.REG, ins.CONST) and op.h1 and opcode == "F2F":
+            if not (op.kind == ins.REG and n == 1 and conversion_types(opcode, mods)[1] == "F16"):
+                raise line.error(f"the half selector .H1 of F2F selects the high half of an F16 source register "
+                                 f"(F2F.<type>.F16 d, Ra.H1)", col)
+        elif op.kind in (ins.REG, ins.CONST) and op.h1 and (opcode != "XMAD" or n < spec.n_dst):
             raise line.error(f"the half selector .H1 of {opcode} is not modelled (XMAD sources only)", col)
         if op.kind == ins.CONST and op.reg >= 0:
             if opcode != "LDC":
@@ -518,6 +546,8 @@ def _decode(spec, opcode, mods, operands, control, pred, pred_neg, line, index, 
             slot_no += 1
     if opcode in ("TLDS", "TEXS"):
         dst_regs = [r for r, _ in texture_channels(operands) if r != ins.RZ]
+    if opcode == "R2P":  # the predicates of its mask
+        dst_preds = [n for n in range(7) if operands[2].value >> n & 1]
     target, target_label = -1, ""
     if opcode in ("BRA", "CAL", "SSY", "PBK", "PCNT"):
         target_label = operands[-1].name  # (BRA CC.EQ, L: the label after the condition-code test)
@@ -526,4 +556,4 @@ def _decode(spec, opcode, mods, operands, control, pred, pred_neg, line, index, 
         index=index, opcode=opcode, mods=mods, operands=operands, control=control, pred=pred,
         pred_neg=pred_neg, line=line.number, filename=line.filename, dst_regs=tuple(dst_regs),
         dst_preds=tuple(dst_preds), src_regs=tuple(dict.fromkeys(src_regs)), slot_regs=slots,
-        reuse_mask=reuse_mask, unit=spec.unit, target=target, target_label=target_label)
+        reuse_mask=reuse_mask, unit=unit_of(spec, mods), target=target, target_label=target_label)

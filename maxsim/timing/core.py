@@ -131,7 +131,7 @@ C_LIVE, C_NARRIVED, C_SIZE = range(3)
 # (int32; what every issue reads comes first: a row is two cache lines, the first 16 fields one)
 (P_UNIT, P_DUAL, P_STALL, P_YIELD, P_WAITS, P_DEPBAR, P_WBAR, P_LATENCY, P_DST, P_NDST, P_PDST, P_NPDST,
  P_READS, P_NREADS, P_PIPE, P_INTERVAL, P_RBAR, P_DEPBAR_N, P_BACK, P_SRC, P_NSRC, P_PSRC, P_NPSRC,
- P_MREADS, P_NMREADS, P_READ) = range(26)
+ P_MREADS, P_NMREADS, P_READ, P_LATE_REG, P_LATE_READ) = range(28)
 P_SIZE = 32
 
 PREFETCH_AHEAD = 32  # trace positions (int32) prefetched ahead of the next: two 64-byte cache lines
@@ -586,8 +586,9 @@ def _check_hazards(G, W, REGS, P, L, HLOG, w, pc, t, u):
     o = P[pc, P_SRC]
     for k in range(P[pc, P_NSRC]):
         r = L[o + k]
-        if REGS[w, 0, r] > read_t:
-            _hazard(G, W, HLOG, 0, w, pc, t, r, read_t, REGS[w, 0, r])
+        at = read_t + P[pc, P_LATE_READ] if r == P[pc, P_LATE_REG] else read_t  # a 64-bit address's high word
+        if REGS[w, 0, r] > at:
+            _hazard(G, W, HLOG, 0, w, pc, t, r, at, REGS[w, 0, r])
             found = True
             break
     if found and G[G_HAZARDS] == 2:

@@ -806,10 +806,12 @@ class ReferenceSM:
         st = self.static
         read_t = t + st.read_delay[pc]  # memory ops and LDC read their sources late (maxsim.isa.issue)
         rr = w.reg_ready
+        late_reg, late = st.late_reg[pc], st.late_read[pc]  # a 64-bit global address's high word: later
         for r in st.srcs[pc]:
-            if rr[r] > read_t:
+            at = read_t + late if r == late_reg else read_t
+            if rr[r] > at:
                 src = self._earlier(w, lambda q: r in st.dsts[q])
-                self._hazard(w, pc, t, f"reads R{r} at cycle {read_t}, {rr[r] - read_t} cycle(s) before the result of "
+                self._hazard(w, pc, t, f"reads R{r} at cycle {at}, {rr[r] - at} cycle(s) before the result of "
                                        f"{src} is ready")
                 break
         for p in st.psrcs[pc]:

@@ -4,7 +4,9 @@ tables and how many CTAs fit on one SM. Shared by the compiled core and the refe
 from __future__ import annotations
 
 from ..errors import SimulationError
-from ..isa.issue import BITCOUNT_OPCODES, depbar_of, dual_first, dual_second, operand_read_delay, reads_constant_operand
+from ..isa.issue import (BITCOUNT_OPCODES, depbar_of, dual_first, dual_second, late_address_word, operand_read_delay,
+                         reads_constant_operand)
+from ..isa.opcodes import mask_predicates
 
 ALU, ALU_HALF, LDS, STS, TEX, LDG, STG, S2R, BAR, BRANCH, EXIT, NOP = range(12)
 UNIT_CODE = {"alu": ALU, "alu_half": ALU_HALF, "lds": LDS, "sts": STS, "tex": TEX, "ldg": LDG,
@@ -29,6 +31,8 @@ class StaticInfo:
         self.unit = [0] * n
         self.dual = [0] * n  # DUAL_FIRST | DUAL_SECOND | DUAL_CONST bits
         self.read_delay = [0] * n  # cycles after issue at which the source registers are read
+        self.late_reg = [-1] * n  # a source read later than the others (a 64-bit address's high word)
+        self.late_read = [0] * n  # its extra cycles
         self.stall = [0] * n
         self.yld = [False] * n
         self.waits = [()] * n
@@ -56,6 +60,7 @@ class StaticInfo:
             self.dual[k] = (DUAL_FIRST if dual_first(i) else 0) | (DUAL_SECOND if dual_second(i) else 0) | \
                 (DUAL_CONST if reads_constant_operand(i) else 0)
             self.read_delay[k] = operand_read_delay(i.unit, i.opcode, lat)
+            self.late_reg[k], self.late_read[k] = late_address_word(i, lat)
             self.stall[k] = i.control.stall
             self.yld[k] = i.control.yield_
             self.waits[k] = tuple(b + 1 for b in range(6) if i.control.wait >> b & 1)
@@ -65,6 +70,8 @@ class StaticInfo:
             self.srcs[k] = tuple(i.src_regs)
             self.dsts[k] = tuple(i.dst_regs)
             ps = [o.reg for o in i.operands[_n_dst(i):] if o.kind == "pred" and o.reg != 7]
+            if i.opcode == "P2R":  # the predicates of its mask
+                ps += list(mask_predicates(i))
             if i.pred != 7:
                 ps.append(i.pred)
             self.psrcs[k] = tuple(ps)
