@@ -97,3 +97,27 @@ def test_out_of_scope_features_are_refused_by_name(source, name, what):
     with pytest.raises(MaxsimError, match=rf"scope.cu: kernel {name}: code\+0x[0-9a-f]+: {what}, which maxsim does "
                                           r"not model$"):
         Kernel.load(source / "scope.cu", kernel=name)
+
+
+def test_cli_run_takes_defines_and_compiler_options(source, tmp_path, capsys):
+    """maxsim run K.cu -D NAME=VALUE --nvrtc-option=OPT: the macros and options reach NVRTC (the
+    saved output is the defined kernel's; fast math turns the division into MUFU.RCP)."""
+    from maxsim.cli import main
+    p = tmp_path / "fill.cu"
+    p.write_text('extern "C" __global__ void fill(float* out)\n'
+                 '{ int i = threadIdx.x; if (i < N) out[i] = SCALE / (i + 1.0f); }\n')
+    out = tmp_path / "out"
+    common = ["run", str(p), "--block", "32", "--param", "out=out", "--buffer", "out=zeros:32", "--functional"]
+    assert main(common + ["-D", "N=16", "-DSCALE=3.0f", "--out", str(out)]) == 0
+    got = np.load(out / "out.npy")
+    want = np.zeros(32, np.float32)
+    want[:16] = np.float32(3.0) / (np.arange(16, dtype=np.float32) + np.float32(1))
+    assert np.array_equal(got, want)
+    capsys.readouterr()
+    assert main(common + ["-D", "N=16", "-DSCALE=3.0f", "--nvrtc-option=-use_fast_math"]) == 0
+    text = capsys.readouterr().out
+    assert "MUFU.RCP" in text and "FCHK" not in text
+    sass = tmp_path / "k.sass"
+    sass.write_text("--:-:-:-:5      EXIT;\n")
+    assert main(["run", str(sass), "-D", "N=1"]) == 2
+    assert "-D and --nvrtc-option apply to a .cu or .ptx file" in capsys.readouterr().err

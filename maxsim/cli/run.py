@@ -56,6 +56,11 @@ def add_parser(sub):
                    help="the data of constant bank BANK (1-17) of a .sass file: a .npy array as it lies "
                         "in memory or the raw bytes of a .bin file (nvcc puts __constant__ data in bank 3); "
                         "repeat for each bank")
+    r.add_argument("-D", dest="define", action="append", default=None, metavar="NAME[=VALUE]",
+                   help="for a .cu file: define a macro for NVRTC (-D N=512 or -DN=512); repeat for each")
+    r.add_argument("--nvrtc-option", dest="nvrtc_option", action="append", default=None, metavar="OPTION",
+                   help="for a .cu file (ptxas's for a .ptx file): a compiler option, e.g. "
+                        "--nvrtc-option=-use_fast_math; repeat for each")
     r.add_argument("--kernel", metavar="NAME", default=None,
                    help="for a .cubin, .cu or .ptx file: which kernel to run (its name; needed when the "
                         "file holds several)")
@@ -129,7 +134,8 @@ def command(args):
         ("--max-instructions", args.max_instructions, True), ("--check", args.check, False),
         ("--shared", args.shared, True), ("--param", args.param, True), ("--buffer", args.buffer, True),
         ("--texture", args.texture, True), ("--constant", args.constant, True), ("--out", args.out, True),
-        ("--predict", args.predict or None, True), ("--kernel", args.kernel, True))
+        ("--predict", args.predict or None, True), ("--kernel", args.kernel, True),
+        ("-D", args.define, True), ("--nvrtc-option", args.nvrtc_option, True))
         if val is not None and file_only != is_file]
     if wrong and (is_file or args.target in WORKLOADS):
         what = "a .sass file" if is_file else f"the {args.target} workload"
@@ -168,7 +174,8 @@ def command(args):
                                         progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)),
                                         occupancy=choice, shared=args.shared or 0, report=True,
                                         predict=args.predict, kernel=args.kernel,
-                                        l2_start=args.l2_start or "empty", **arguments)
+                                        l2_start=args.l2_start or "empty", options=_compile_options(args),
+                                        **arguments)
         else:
             raise UsageError(f"unknown workload {args.target!r}: expected one of {', '.join(WORKLOADS)} or a .sass file")
     except OccupancyError as e:
@@ -199,6 +206,20 @@ def command(args):
     else:
         print(format_run(out))
     return 0
+
+
+def _compile_options(args):
+    """NVRTC's options of -D and --nvrtc-option, for a .cu or .ptx file (``None``: none given)."""
+    if not (args.define or args.nvrtc_option):
+        return None
+    if not str(args.target).lower().endswith((".cu", ".ptx")):
+        raise UsageError(f"-D and --nvrtc-option apply to a .cu or .ptx file, not {args.target}")
+    defines = {}
+    for d in args.define or ():
+        name, eq, value = d.partition("=")
+        defines[name.strip()] = value if eq else None
+    from ..host.kernel import compile_options
+    return compile_options(args.nvrtc_option or (), defines)
 
 
 def _launch_arguments(args):
@@ -285,16 +306,17 @@ def _trace_writer(args):
 def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn", max_cycles=None,
                   max_instructions=None, progress=None, timeline=None, occupancy=None, shared=0,
                   params=None, buffers=None, textures=None, constants=None, report=False, predict=False,
-                  kernel=None, l2_start="empty"):
+                  kernel=None, l2_start="empty", options=None):
     """Run a kernel file through the launch API (:func:`maxsim.host.launch`) and report what it
     executed: the fields of ``maxsim run --json`` (and the :class:`~maxsim.host.LaunchReport` with
     ``report``). ``progress``: a progress callback (:mod:`maxsim.report.progress`); ``timeline``:
     a callable that receives the timed SM, run with its issue log on; ``occupancy``:
     ``{"regs": N}``, ``{"warps_per_scheduler": W}`` or ``{"ctas_per_sm": C}``, the residency the
     kernel runs at (it declares the registers that give it); ``predict``: the whole-GPU prediction
-    too (with ``timing``), from an L2 that is ``l2_start`` (see :func:`maxsim.host.launch`)."""
+    too (with ``timing``), from an L2 that is ``l2_start`` (see :func:`maxsim.host.launch`);
+    ``options``: the compiler options of a .cu / .ptx file (-D macros included)."""
     from ..host import Kernel, launch
-    kernel = Kernel.load(path, cfg=cfg, kernel=kernel)
+    kernel = Kernel.load(path, cfg=cfg, kernel=kernel, options=options or ())
     for note in kernel.notes:
         print(f"maxsim: note: {note}", file=sys.stderr)
     missing = [p.label for p in kernel.params
