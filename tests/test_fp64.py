@@ -95,3 +95,22 @@ def test_a_dependent_dfma_waits_for_its_barrier(core, monkeypatch):
     times = [t for t, _ in issues(sm)]
     assert times[1] - times[0] == LAT.fp64
     assert d["hazards"] == 0
+
+
+@pytest.mark.parametrize("mode", ["RZ", "RM", "RP"])
+def test_narrowing_an_fp64_to_fp32_rounds_by_the_mode(mode):
+    """F2F.F32.F64.<mode>: the fp32 neighbour of the fp64 value on the mode's side."""
+    from maxsim.functional.ieee import round_directed
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(400) * 2.0 ** rng.integers(-140, 140, 400)
+    got = round_directed(x, np.zeros_like(x), mode)
+    for v, r in zip(x, got):
+        fv, fr = Fraction(float(v)), Fraction(float(r)) if np.isfinite(r) else None
+        if fr is None or abs(v) > 3.4e38:
+            continue
+        up = Fraction(float(np.nextafter(r, np.float32(np.inf))))
+        down = Fraction(float(np.nextafter(r, np.float32(-np.inf))))
+        if mode == "RM" or (mode == "RZ" and v > 0):
+            assert fr <= fv < up
+        else:
+            assert down < fv <= fr

@@ -206,8 +206,8 @@ def test_f2f_f32_f32_integral_ftz_sat_and_pass_forms():
 def test_f2f_half_selection_needs_an_f16_source():
     with pytest.raises(Exception, match=r"\.H1 of F2F selects the high half of an F16 source"):
         kernel("F2F.F32.F32 R13, R10.H1", "EXIT")
-    with pytest.raises(Exception, match=r"modifier \.F64"):
-        kernel("F2F.F64.F32 R12, R10", "EXIT")
+    # an F64 side is a register pair (F2F.F64.F32 writes R12 and R13)
+    assert kernel("F2F.F64.F32 R12, R10", "EXIT").instructions[-2].dst_regs == (12, 13)
     with pytest.raises(Exception, match=r"F2F\.FLOOR needs equal types"):
         kernel("F2F.F32.F16.FLOOR R12, R10", "EXIT")
 

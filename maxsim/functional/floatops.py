@@ -289,7 +289,11 @@ def f2i(x, signed, mode):
 def _f2i(ctx, instr, ops, mods, zrow):
     signed = "U32" not in mods
     mode = next((x for x in mods if x in ("TRUNC", "FLOOR", "CEIL", "ROUND")), "ROUND")
-    a = _fsrc(ctx, instr, ops[1], zrow, "FTZ" in mods)
+    if "F64" in mods:  # F2I.<int>.F64: an fp64 register pair
+        from .fp64 import reader
+        a = reader(ctx, instr, ops[1], zrow)
+    else:
+        a = _fsrc(ctx, instr, ops[1], zrow, "FTZ" in mods)
     write = _writer(ops[0].reg, zrow)
     return lambda g, m: write(g, np.broadcast_to(f2i(a(g), signed, mode), g.tid.shape).copy(), m)
 
@@ -338,7 +342,7 @@ def _f2f(ctx, instr, ops, mods, zrow):
     from ..isa.opcodes import conversion_types
     dst, src = conversion_types(instr.opcode, mods)
     if "F64" in (dst, src):
-        refuse(instr, "an F64 conversion")
+        return _f2f64(ctx, instr, ops, mods, zrow, dst, src)
     integral = next((x for x in mods if x in _INTEGRAL), None)
     mode = next((x for x in mods if x in ("RN", "RM", "RP", "RZ")), "RN")
     ftz, sat = "FTZ" in mods, "SAT" in mods
@@ -370,6 +374,39 @@ def _f2f(ctx, instr, ops, mods, zrow):
         else:
             bits = round_f16(r, mode if src == "F32" and not integral else "RN")
             write(g, np.broadcast_to(bits.astype(np.uint32), g.tid.shape).copy(), m)
+    return run
+
+
+def _f2f64(ctx, instr, ops, mods, zrow, dst, src):
+    """F2F with an F64 side (register pairs): F64.F32 widens exactly (an fp32 subnormal flushed
+    with .FTZ); F32.F64 rounds by .RN (default) / .RZ / .RM / .RP (exact directed rounding,
+    :func:`ieee.round_directed`), flushing an fp32 subnormal result with .FTZ; F64.F64 rounds to
+    an integral value with .ROUND / .FLOOR / .CEIL / .TRUNC (else copies). An F16 side with F64 is
+    refused."""
+    from . import fp64
+    if "F16" in (dst, src):
+        refuse(instr, "a conversion between F16 and F64")
+    integral = next((x for x in mods if x in _INTEGRAL), None)
+    mode = next((x for x in mods if x in ("RN", "RM", "RP", "RZ")), "RN")
+    ftz, sat = "FTZ" in mods, "SAT" in mods
+    a = fp64.reader(ctx, instr, ops[1], zrow) if src == "F64" else _fsrc(ctx, instr, ops[1], zrow, ftz)
+    write = fp64.writer(ops[0].reg, zrow) if dst == "F64" else _fwrite(ops[0].reg, zrow)
+    fn = {"ROUND": np.rint, "FLOOR": np.floor, "CEIL": np.ceil, "TRUNC": np.trunc}.get(integral, lambda v: v)
+
+    def run(g, m):
+        x = fn(np.asarray(a(g), dtype=np.float64))
+        if dst == "F64":
+            r = x
+            if sat:
+                r = np.where(np.isnan(r), 0.0, np.clip(r, 0.0, 1.0))
+        else:
+            with np.errstate(over="ignore"):
+                r = x.astype(F32) if mode == "RN" else ieee.round_directed(x, np.zeros_like(x), mode)
+            if ftz:
+                r = flush(r)
+            if sat:
+                r = saturate(r)
+        write(g, r, m)
     return run
 
 

@@ -35,7 +35,7 @@ _FCMP = _CMP | {"LTU", "LEU", "GTU", "GEU", "EQU", "NEU", "NUM", "NAN"}
 _ATOM_OPS = {"ADD", "MIN", "MAX", "INC", "DEC", "AND", "OR", "XOR", "EXCH", "CAS"}
 _F2I_ROUND = {"TRUNC", "FLOOR", "CEIL", "ROUND"}
 _MUFU = {"RCP", "RSQ", "SQRT", "EX2", "LG2", "SIN", "COS", "RCP64H", "RSQ64H"}
-_TYPES = {"F32", "F16", "S32", "U32", "S16", "U16", "S8", "U8"}
+_TYPES = {"F32", "F16", "F64", "S32", "U32", "S16", "U16", "S8", "U8"}
 CONVERSIONS = ("I2F", "F2I", "F2F", "I2I")
 
 
@@ -151,7 +151,7 @@ OPCODES = {s.name: s for s in (
     _spec("RRO", "alu_half", 1, "R R|C|I|F", {"SINCOS", "EX2"}),
     # I2F.F64: to a register pair (the destination's width 2: vector_width)
     _spec("I2F", "xu", 1, "V R|C|I", {"F32", "F64"}, {"S32", "U32", "S16", "U16", "S8", "U8"}, {"RN", "RM", "RP", "RZ"}),
-    _spec("F2I", "xu", 1, "R R|C|I|F", {"S32", "U32"}, {"F32"}, _F2I_ROUND, {"FTZ"}),
+    _spec("F2I", "xu", 1, "R V|C|I|F", {"S32", "U32"}, {"F32", "F64"}, _F2I_ROUND, {"FTZ"}),
     # I2I.<dst>.<src>[.SAT] d, [-|]a[|]: integer to integer of 8, 16 or 32 bits (the conversions'
     # quarter-rate class [maxas-grammar])
     _spec("I2I", "xu", 1, "R R|C|I", {"S32", "U32", "S16", "U16", "S8", "U8"}, {"S32", "U32", "S16", "U16", "S8", "U8"},
@@ -164,7 +164,7 @@ OPCODES = {s.name: s for s in (
     # F2F.<dst>.<src>: F32 <-> F16 (the half in the low 16 bits of a register, or the high ones with
     # the source's .H1) and F32 -> F32 / F16 -> F16; rounding to a type (RN RM RP RZ), to an integral
     # value (ROUND FLOOR CEIL TRUNC), or none between equal types (.PASS, as nvdisasm prints it)
-    _spec("F2F", "xu", 1, "R R|C|I|F", {"FTZ"}, {"F32", "F16"}, {"F32", "F16"},
+    _spec("F2F", "xu", 1, "V V|C|I|F", {"FTZ"}, {"F32", "F16", "F64"}, {"F32", "F16", "F64"},
           _F2I_ROUND | {"RN", "RM", "RP", "RZ", "PASS"}, {"SAT"}),
     # TLD[.B].LZ.{T|P} d, coordinate, handle, slot, 1D, channel mask: with .B the texture is the
     # handle register's; without, the texture slot (the handle register is then RZ, and may be left out)
@@ -333,10 +333,22 @@ def texture_channels(instr_ops) -> tuple:
 FP64 = frozenset(("DADD", "DMUL", "DFMA", "DMNMX", "DSETP"))
 
 
+def operand_widths(opcode: str, mods: tuple, n: int, width: int) -> tuple:
+    """The registers each of ``n`` operands names: ``width`` (:func:`vector_width`) for every vector
+    operand, except a conversion with an F64 side, whose destination and source each take the
+    width of their own type (F2F.F64.F32: a pair and one register)."""
+    if opcode in ("F2F", "F2I", "I2F") and "F64" in mods:
+        types = [m for m in mods if m in ("F16", "F32", "F64") or m in _TYPES]
+        dst = types[0] if types else "F32"
+        src = types[1] if len(types) > 1 else ("S32" if opcode == "I2F" else "F32")
+        return tuple([2 if dst == "F64" else 1, 2 if src == "F64" else 1] + [1] * max(0, n - 2))[:n]
+    return (width,) * n
+
+
 def vector_width(opcode: str, mods: tuple, operands: tuple) -> int:
     """Number of consecutive registers named by the vector operand of a memory instruction (or
     the register pairs of an fp64 instruction)."""
-    if opcode in FP64 or (opcode == "I2F" and "F64" in mods):
+    if opcode in FP64:
         return 2
     if opcode in ("TLD", "TEX"):
         mask = operands[5].value if len(operands) > 5 else 0xF

@@ -14,7 +14,7 @@ from ..errors import SassParseError, SourceWarning
 from ..isa import instruction as ins
 from ..isa.opcodes import (CHANNEL_SETS, conversion_types, unit_of, vmad_types, KIND_LETTER, NOT_MODELLED, OPCODES, PREDICATE_FORMS, REQUIRED_MODIFIERS,
                            SPECIAL_REGISTERS, TEXTURE_DIMS, TEXTURE_OPS, WORDS, match_modifiers, texture_channels,
-                           vector_alignment, vector_width)
+                           operand_widths, vector_alignment, vector_width)
 
 # Header values that the hardware bounds (Maxwell: 48 KB static shared memory per CTA, 16 barriers)
 _HEADER_RANGE = {"InsCnt": (0, 1 << 31), "RegCnt": (1, ins.NUM_REGS), "SharedSize": (0, 48 * 1024),
@@ -299,7 +299,9 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
     if not need_min <= len(operands) <= len(sig):
         raise line.error(f"{opcode} takes {len(sig)} operand(s), got {len(operands)}", k)
     width = vector_width(opcode, mods, tuple(operands))
+    widths = operand_widths(opcode, mods, len(operands), width)
     for n, (op, allowed, col) in enumerate(zip(operands, sig, columns)):
+        width = widths[n]
         letters = allowed.split("|")
         letter = KIND_LETTER[op.kind]
         ok = letter in letters or (letter == "R" and "V" in letters)
@@ -356,7 +358,7 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
             raise line.error(f"{lim[2]} {op.text} is out of range {lim[0]}..{lim[1]}", col)
     if opcode in TEXTURE_OPS:
         _check_texture(opcode, mods, operands, columns, line, reg_cnt)
-    return _decode(spec, opcode, mods, tuple(operands), control, pred, pred_neg, line, index, label_map, width)
+    return _decode(spec, opcode, mods, tuple(operands), control, pred, pred_neg, line, index, label_map, widths)
 
 
 def _check_texture(opcode, mods, operands, columns, line, reg_cnt):
@@ -510,14 +512,14 @@ def _reg_number(m, line, col):
     return n
 
 
-def _decode(spec, opcode, mods, operands, control, pred, pred_neg, line, index, label_map, width):
+def _decode(spec, opcode, mods, operands, control, pred, pred_neg, line, index, label_map, widths):
     """Derive the register sets, operand slots and timing class of one instruction."""
     dst_regs, dst_preds, src_regs, slots = [], [], [], []
     n_dst = spec.n_dst
     sig = spec.signature
     for n, op in enumerate(operands):
         is_vec = "V" in sig[n].split("|")
-        w = width if is_vec else 1
+        w = widths[n] if is_vec else 1
         if n < n_dst:
             if op.kind == ins.REG and op.reg != ins.RZ:
                 dst_regs.extend(range(op.reg, op.reg + w))

@@ -420,6 +420,15 @@ def _dp_horner_clamp(n, rng):
     return (_blocks(n, 64), 64, {"x": "x", "y": "y", "n": n}, {"x": x, "y": np.zeros(n)}, {"y": (y, 1e-14, 1e-14)})
 
 
+def _dp_mixed(n, rng):
+    a = rng.standard_normal(n) * 1000
+    x = rng.standard_normal(n).astype(np.float32)
+    f = (a * x.astype(np.float64)).astype(np.float32)  # the product in fp64, rounded once to fp32
+    return (_blocks(n, 64), 64, {"a": "a", "x": "x", "f": "f", "k": "k", "fl": "fl", "n": n},
+            {"a": a, "x": x, "f": np.zeros(n, np.float32), "k": np.zeros(n, np.int32), "fl": np.zeros(n)},
+            {"f": (f, 0, 0), "k": (np.trunc(a).astype(np.int32), 0, 0), "fl": (np.floor(a) + np.arange(n), 0, 0)})
+
+
 CASES = {
     "vecadd": Case("vecadd.cu", "vecadd", (1, 1000, 4099), _vecadd),
     "saxpy": Case("saxpy.cu", "saxpy", (7, 300, 1000), _saxpy),
@@ -463,4 +472,5 @@ CASES = {
     "dp_divide_sqrt": Case("fp64.cu", "dp_divide_sqrt", (10, 100, 400), _dp_divide_sqrt),
     "dp_column_stddev": Case("fp64.cu", "dp_column_stddev", ((3, 5), (17, 40), (40, 70)), _dp_column_stddev),
     "dp_horner_clamp": Case("fp64.cu", "dp_horner_clamp", (5, 100, 500), _dp_horner_clamp),
+    "dp_mixed": Case("fp64.cu", "dp_mixed", (5, 100, 500), _dp_mixed),
 }

@@ -33,3 +33,14 @@ extern "C" __global__ void dp_horner_clamp(const double* x, double* y, int n)
     double p = ((0.125 * v - 0.5) * v + 0.25) * v + 1.0;
     y[i] = fmin(fmax(p, -2.0), 2.0) + (v < 0.0 ? -1.0 : 1.0);
 }
+
+// float and double together: widening, narrowing, truncation to int, floor in double
+extern "C" __global__ void dp_mixed(const double* a, const float* x, float* f, int* k, double* fl, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    double p = a[i] * (double)x[i];
+    f[i] = (float)p;
+    k[i] = (int)a[i];
+    fl[i] = floor(a[i]) + (double)i;
+}
