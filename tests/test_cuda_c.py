@@ -121,3 +121,29 @@ def test_cli_run_takes_defines_and_compiler_options(source, tmp_path, capsys):
     sass.write_text("--:-:-:-:5      EXIT;\n")
     assert main(["run", str(sass), "-D", "N=1"]) == 2
     assert "-D and --nvrtc-option apply to a .cu or .ptx file" in capsys.readouterr().err
+
+
+def test_a_pipeline_of_launches_standardizes_columns(source):
+    """Three launches, each reading what the one before wrote: column means, the columns
+    centred by them, the centred columns' standard deviations; against numpy."""
+    from maxsim.host import Kernel, launch
+    from workloads.cuda import HERE
+    import os
+    stats, precise = os.path.join(HERE, "stats.cu"), os.path.join(HERE, "precise.cu")
+    means = Kernel.load(stats, kernel="column_means")
+    center = Kernel.load(precise, kernel="center_columns")
+    stddev = Kernel.load(stats, kernel="column_stddev")
+    m, n = 37, 45
+    A = np.random.default_rng(8).standard_normal((m, n)).astype(np.float32) * 2 + 5
+    r1 = launch(means, 1, 64, params={"A": "A", "mean": "mean", "m": m, "n": n},
+                buffers={"A": A, "mean": np.zeros(n, np.float32)}, timing=False, predict=False)
+    mean = r1.outputs["mean"].view(np.float32)
+    r2 = launch(center, (1, m), 64, params={"A": "A", "mean": "mean", "m": m, "n": n},
+                buffers={"A": A.copy(), "mean": mean}, timing=False, predict=False)
+    centred = r2.outputs["A"].view(np.float32).reshape(m, n)
+    r3 = launch(stddev, 1, 64, params={"A": "A", "sd": "sd", "m": m, "n": n},
+                buffers={"A": centred, "sd": np.zeros(n, np.float32)}, timing=False, predict=False)
+    A64 = A.astype(np.float64)
+    np.testing.assert_allclose(centred, A64 - A64.mean(axis=0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(r3.outputs["sd"].view(np.float32), A64.std(axis=0, ddof=1), rtol=1e-5)
+    assert np.abs(centred.astype(np.float64).mean(axis=0)).max() < 1e-5

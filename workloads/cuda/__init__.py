@@ -429,6 +429,14 @@ def _dp_mixed(n, rng):
             {"f": (f, 0, 0), "k": (np.trunc(a).astype(np.int32), 0, 0), "fl": (np.floor(a) + np.arange(n), 0, 0)})
 
 
+def _precise(n, rng, fn, dtype, rtol):
+    x = (rng.uniform(-4, 4, n)).astype(dtype)
+    x64 = x.astype(np.float64)
+    ref = fn(x64).astype(dtype)  # in fp64, then rounded: CUDA's functions are within 1-4 ulp of it
+    return (_blocks(n, 64), 64, {"x": "x", "y": "y", "n": n}, {"x": x, "y": np.zeros(n, dtype)},
+            {"y": (ref, rtol, rtol)})
+
+
 CASES = {
     "vecadd": Case("vecadd.cu", "vecadd", (1, 1000, 4099), _vecadd),
     "saxpy": Case("saxpy.cu", "saxpy", (7, 300, 1000), _saxpy),
@@ -473,4 +481,12 @@ CASES = {
     "dp_column_stddev": Case("fp64.cu", "dp_column_stddev", ((3, 5), (17, 40), (40, 70)), _dp_column_stddev),
     "dp_horner_clamp": Case("fp64.cu", "dp_horner_clamp", (5, 100, 500), _dp_horner_clamp),
     "dp_mixed": Case("fp64.cu", "dp_mixed", (5, 100, 500), _dp_mixed),
+    # CUDA's maximum errors (Programming Guide, "Mathematical Functions"): expf 2 ulp, logf 1,
+    # powf 4, tanhf 2; exp and log 1 ulp
+    "precise_exp_log": Case("precise.cu", "precise_exp_log", (5, 100, 500),
+                            lambda n, rng: _precise(n, rng, lambda v: np.exp(v) + np.log1p(v * v), np.float32, 1e-6)),
+    "precise_pow_tanh": Case("precise.cu", "precise_pow_tanh", (5, 100, 500),
+                             lambda n, rng: _precise(n, rng, lambda v: np.abs(v) ** 1.5 + np.tanh(v), np.float32, 2e-6)),
+    "precise_dexp_log": Case("precise.cu", "precise_dexp_log", (5, 100, 500),
+                             lambda n, rng: _precise(n, rng, lambda v: np.exp(v) + np.log1p(v * v), np.float64, 1e-15)),
 }
