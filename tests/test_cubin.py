@@ -208,7 +208,7 @@ def _normal(line):
         mods.remove("32")  # the default width, which nvdisasm writes for LDS.U only
     floats = mods[0] in ("FADD", "FMUL", "FFMA", "FADD32I", "FMUL32I", "FFMA32I", "FMNMX", "FSETP", "FSET", "FCMP",
                          "FCHK", "DADD", "DMUL", "DFMA", "DMNMX", "DSETP")
-    ops = [_float(o) if floats or not o.lstrip("-").isdigit() else o for o in ops]
+    ops = [_float(o, floats) if floats or not o.lstrip("-").isdigit() else o for o in ops]
     ops = [_word(o) for o in ops]
     return (ctrl, guard, mods[0], tuple(sorted(mods[1:])), tuple(ops))
 
@@ -223,8 +223,19 @@ def _word(o):
     return o
 
 
-def _float(o):
-    """A float immediate as its fp32 value (nvdisasm prints 20 digits, maxas's form fewer)."""
+def _float(o, floats=True):
+    """A float immediate as its fp32 value (nvdisasm prints 20 digits, maxas's form fewer); a NaN
+    as its sign (nvdisasm writes -QNAN, maxsim the bit pattern 0xfff00000 that keeps its bits)."""
+    if o.lstrip("+-") == "QNAN":
+        return "-NAN" if o.startswith("-") else "NAN"
+    if o.lower().startswith("0x") and floats:
+        try:
+            v = int(o, 16)
+        except ValueError:
+            return o
+        if v >> 23 & 0xFF == 0xFF and v & 0x7FFFFF and v < 1 << 32:
+            return "-NAN" if v >> 31 else "NAN"
+        return o
     try:
         return float(np.float32(float(o))) if not o.lower().lstrip("-").startswith(("0x", "r", "p", "c[", "[")) else o
     except ValueError:

@@ -35,7 +35,7 @@ _REG_RE = re.compile(r"R(\d+|Z)$", re.ASCII)
 _PRED_RE = re.compile(r"P([0-6]|T)$", re.ASCII)
 _INT_RE = re.compile(r"-?(0[xX][0-9a-fA-F]+|\d+)$", re.ASCII)
 # ([maxas-grammar] $f20 / $f20w32 also take a leading '+')
-_FLOAT_RE = re.compile(r"[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$|[-+]?INF$|-?NAN$", re.ASCII)
+_FLOAT_RE = re.compile(r"[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$|[-+]?INF$|-?NAN$|[-+]?QNAN$", re.ASCII)
 _CONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\s*\[(0[xX][0-9a-fA-F]+|\d+)\]$", re.ASCII)
 # a register-indexed constant, c[bank][Ra], c[bank][Ra+imm], c[bank][Ra-imm] ([maxas-grammar] $ldc)
 _ICONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\[(R\d+|RZ)(?:\+?(-?(?:0[xX][0-9a-fA-F]+|\d+)))?\]$", re.ASCII)
@@ -494,8 +494,8 @@ def _parse_operand(tok: str, line: _Line, col: int, words=()) -> ins.Operand:
         if not -(1 << 31) <= v < (1 << 32):
             raise line.error(f"immediate {t} does not fit in 32 bits", col)
         return ins.Operand(ins.IMM, value=v, text=t, not_=True)
-    if _FLOAT_RE.match(tok):
-        return ins.Operand(ins.FIMM, fvalue=float(tok), text=tok)
+    if _FLOAT_RE.match(tok):  # (nvdisasm writes a quiet NaN immediate as QNAN / -QNAN)
+        return ins.Operand(ins.FIMM, fvalue=float(tok.replace("QNAN", "NAN")), text=tok)
     if t in ("1D", "PR") or t in TEXTURE_DIMS or re.fullmatch(r"SB[0-5]", t) or re.fullmatch(r"CC\.[A-Z_]+", t):
         return ins.Operand(ins.WORD, name=t)
     if _IDENT_RE.match(t) and not neg:
