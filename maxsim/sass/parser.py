@@ -287,6 +287,11 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
             operands.append(_parse_operand(tok, line, col, WORDS.get(opcode, ())))
             columns.append(col)
             start += len(piece) + 1
+    if opcode == "B2R" and len(operands) == 2 and operands[1].kind == ins.PRED and operands[1].reg == ins.PT \
+            and not operands[1].not_:
+        # B2R.RESULT R, PT is B2R.RESULT R (no predicate result), as nvdisasm writes it
+        operands.pop()
+        columns.pop()
     if opcode in ("TLD", "TEX") and len(operands) == 5 and "B" not in mods:
         # the texture by its slot: no handle register (RZ in its field)
         operands.insert(2, ins.Operand(ins.REG, reg=ins.RZ))
