@@ -1,6 +1,7 @@
 """A cache of predictions on disk: a point computed once is read back the next time.
 
-A result is keyed by everything it depends on: the kernel's text, the resolved architecture config
+A result is keyed by everything it depends on: the kernel's text (a compiled kernel's source with
+its compiler options and defines, :func:`kernel_source`), the resolved architecture config
 (every value, whatever file or override set it), the launch (sizes, arguments, residency, the data
 of its buffers) and the version of the model, the hash of the source files of the simulator (and
 of the workload code that builds the launch) — any change of the model's code or shipped configs
@@ -79,6 +80,26 @@ def _canonical(value):
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     raise TypeError(f"cannot key a result on a {type(value).__name__}")
+
+
+def kernel_source(path, options=(), defines=None) -> dict:
+    """The key part of a kernel compiled from a file (.cu, .ptx): the file's text, the compiler
+    options with the defines (as :meth:`maxsim.Kernel.load` passes them) and the compiler's
+    version, so a result computed with ``-DN=512`` or ``-use_fast_math`` is not read back for
+    another build of the same file. A .cubin or SASS file: its bytes."""
+    from .host.kernel import compile_options
+    p = Path(path)
+    part = {"file": p.name, "options": list(compile_options(options, defines))}
+    if p.suffix.lower() in (".cu", ".ptx"):
+        part["source"] = p.read_text(encoding="utf-8")
+        try:
+            from .cuda.compile import nvrtc_version
+            part["compiler"] = "NVRTC %d.%d" % nvrtc_version()
+        except Exception:  # no compiler: nothing can be computed, the key only has to differ
+            part["compiler"] = None
+    else:
+        part["bytes"] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return part
 
 
 class ResultCache:

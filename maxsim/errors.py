@@ -40,3 +40,8 @@ class HazardError(SimulationError):
 class EncodingError(MaxsimError):
     """An instruction with no Maxwell encoding, or an instruction word the encoding table does not
     know: names the instruction (file:line) or the word's byte offset in the code."""
+
+
+class SourceWarning(UserWarning):
+    """Text maxsim reads as maxas does but that is probably a slip (e.g. a character after an
+    instruction's ';', which maxas takes as a comment): names file, line and column."""

@@ -64,6 +64,10 @@ def random_word(c, rnd) -> int:
         same = (w >> 8 & 3) == (w >> 10 & 3)
         w &= ~(0xB << 39)
         w |= pick([0, 8, 9, 10, 11] if same else [0, 1, 2, 3]) << 39
+        if same and rnd(2):  # a rounding mode between equal types: .PASS
+            w = (w & ~(0xB << 39)) | 1 << 39
+        if w >> 10 & 3 != 1:  # the high-half selection of an F16 source (nvdisasm prints none for others)
+            w &= ~(1 << 41)
     return w
 
 

@@ -148,8 +148,6 @@ def normalize_nvdisasm(text: str, float_ops=()):
         ops = ["{}"]
     if opcode in ("LOP", "LOP3") and ops and ops[0] == "PT":  # no predicate result: nvdisasm leaves it out
         ops = ops[1:]
-    if opcode == "B2R" and len(ops) == 1:  # no predicate result
-        ops = ops + ["PT"]
     if opcode == "VOTE" and len(ops) == 2:  # no register result: nvdisasm leaves out RZ
         ops = ["RZ"] + ops
     if opcode == "LEA" and len(ops) == (4 if "HI" in mods else 3):  # a shift of 0 is left out

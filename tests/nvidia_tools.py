@@ -66,7 +66,7 @@ def sass_listing(path) -> dict:
     return kernels
 
 
-_BRANCH = re.compile(r"^(@!?P[0-6T] )?(BRA|SSY|PBK|PCNT|CAL|JCAL)(\.\w+)* (0x[0-9a-f]+)$")
+_BRANCH = re.compile(r"^(@!?P[0-6T] )?(BRA|SSY|PBK|PCNT|CAL|JCAL)(\.\w+)* (?:CC\.\w+, )?(0x[0-9a-f]+)$")
 
 
 def maxas_lines(listing) -> list:

@@ -202,10 +202,31 @@ def test_instructions_without_an_encoding_are_named(line, message):
 def test_unknown_words_are_named_by_offset():
     cw = 0x7E0 | 0x7E0 << 21 | 0x7E0 << 42
     code = struct.pack("<4Q", cw, 0x50B0000000070F00, 0xFFFFFFFFFFFFFFFF, 0x50B0000000070F00)
-    with pytest.raises(EncodingError, match=r"code\+0x10: instruction word 0xffffffffffffffff"):
+    with pytest.raises(EncodingError, match=r"code\+0x10: the opcode bits \(51-63\) of this instruction name no "
+                       r"Maxwell instruction$"):
         E.decode(code)
     with pytest.raises(EncodingError, match="whole number of 32-byte groups"):
         E.decode(code[:24])
+
+
+@pytest.mark.parametrize("word,message", [
+    # an opcode the table has no form of: named, with what it is
+    (0x5A00000000070000, r"IMAD is not in the Maxwell encoding table \(an opcode the model does not know\)"),
+    (0x2000000000070000, r"VADD is not in the Maxwell encoding table \(a video instruction; not modelled\)"),
+    # a known opcode in an unknown form: the bits that differ from the nearest form
+    (0x3700000000070000, r"XMAD in a form the Maxwell encoding table does not know \(bits 56 differ"),
+    # a modifier value the table does not know: the field and the values it knows
+    (0x5080000000970900, r"MUFU with a modifier the encoding table does not know: value 9 in bits 20-23 "
+                         r"\(known: COS, SIN, EX2, LG2, RCP, RSQ, RCP64H, RSQ64H, SQRT\)"),
+])
+def test_unknown_forms_are_named_by_their_opcode(word, message):
+    """No raw word in the message: the opcode the bits name [nvdisasm's opcode field] and what
+    of it is missing."""
+    cw = 0x7E0 | 0x7E0 << 21 | 0x7E0 << 42
+    code = struct.pack("<4Q", cw, 0x50B0000000070F00, word, 0x50B0000000070F00)
+    with pytest.raises(EncodingError, match=r"code\+0x10: " + message) as e:
+        E.decode(code)
+    assert f"{word:x}" not in str(e.value)
 
 
 def test_a_branch_to_itself_with_code_after_it_is_kept():

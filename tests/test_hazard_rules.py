@@ -261,6 +261,58 @@ def test_quarter_rate_ops_read_their_operands_late(op, late, core):
     assert len(hz) == 1 and "reads R1" in hz[0] and "1 cycle(s) before the result of IADD" in hz[0]
 
 
+# ---- a 64-bit global address: its high word is read one cycle after the low word -----------------
+
+def _address_pair(last, stall, op="LDG.E.CI.128 R4, [R10]"):
+    """A 64-bit address {R11:R10} made by LEA / LEA.HI.X, the word ``last`` written ``stall``
+    cycles before the load after the next label (as the maxas kernel of the rule ends a schedule
+    block), then the load's result read."""
+    lo, hi = "LEA R10.CC, R1, R10, 0x2;", "LEA.HI.X R11, R1, R11, RZ, 0x2;"
+    a, b = (lo, hi) if last == "high" else (hi, lo)
+    return (f"--:-:-:-:1 MOV R1, RZ;\n--:-:-:-:1 MOV R10, c[0x0][0x140];\n--:-:-:-:6 MOV R11, RZ;\n"
+            f"--:-:-:-:6 {a}\n--:-:-:-:{stall} {b}\nNEXT:\n--:-:1:-:2 {op};\n01:-:-:-:1 MOV R8, R4;\n"
+            f"--:-:-:-:5 EXIT;")
+
+
+def _dynamic_pair(body):
+    from maxsim.functional import GlobalMemory
+    mem = GlobalMemory()
+    buf = mem.alloc(64)
+    _, sm = simulate(kernel(body, shared=128), 1, 32, [buf], mem, log=True)
+    return sm.stats.hazards
+
+
+@pytest.mark.parametrize("op", ["LDG.E.CI.128 R4, [R10]", "LDG.E R4, [R10+0x4]", "STG.E.64 [R10], R4"])
+def test_the_high_word_of_a_64_bit_address_may_come_one_cycle_later(op, core):
+    """LEA.HI.X at stall 1 before the load: legal (the high word is read at
+    mem_operand_read_global + mem_operand_read_address_high = 5 cycles); at stall 0 (dual issue,
+    read at 5 < 6) a hazard; the low word at stall 1 a hazard as before (read at 4)."""
+    assert LAT.mem_operand_read_global + LAT.mem_operand_read_address_high == LAT.alu - 1
+    legal = _address_pair("high", 1, op)
+    assert static(legal) == [] and _dynamic_pair(legal) == []
+    for last, stall in (("low", 1), ("high", 0), ("low", 0)):
+        body = _address_pair(last, stall, op)
+        (h,) = static(body)
+        reg = "R10" if last == "low" else "R11"
+        assert h.kind == "raw-alu" and f"reads {reg} too early" in h.message, (last, stall, h.message)
+        hz = _dynamic_pair(body)
+        assert len(hz) == 1 and f"reads {reg}" in hz[0], (last, stall, hz)
+    # at the low word's distance both are in time
+    assert static(_address_pair("low", 2, op)) == [] and _dynamic_pair(_address_pair("low", 2, op)) == []
+
+
+def test_the_high_word_read_late_needs_the_e_form_and_a_pair():
+    """A 32-bit address, or a high word that is also the data of the store, is read at 4."""
+    body = ("--:-:-:-:1 MOV R10, c[0x0][0x140];\n--:-:-:-:6 MOV R11, RZ;\n--:-:-:-:1 IADD R11, R11, 0x1;\n"
+            "--:-:-:-:1 STG.E [R10], R11;\n--:-:-:-:5 EXIT;")
+    (h,) = static(body)
+    assert "reads R11 too early" in h.message
+    body32 = "--:-:-:-:6 MOV R10, c[0x0][0x140];\n--:-:-:-:1 IADD R11, R10, 0x4;\n--:-:1:-:2 LDG R4, [R11];\n" \
+             "01:-:-:-:5 EXIT;"
+    (h,) = static(body32)
+    assert "reads R11 too early" in h.message
+
+
 # ---- S2R results may arrive out of order ---------------------------------------------------------
 
 def test_s2r_results_each_need_their_own_barrier():
@@ -294,7 +346,7 @@ def test_the_page_quotes_colsum_as_it_is_and_analyze_finds_no_hazard(capsys):
     cmd = re.search(r"```sh\n(maxsim analyze \S+)\s+# (.*)\n```", page)
     assert main(cmd.group(1).split()[1:] + ["--rows", "none"]) == 0
     assert cmd.group(2) in capsys.readouterr().out
-    for key in ("branch_taken", "mem_operand_read_constant"):  # the config keys the page names
+    for key in ("branch_taken", "mem_operand_read_constant", "mem_operand_read_address_high"):  # the config keys the page names
         assert f"`latency.{key}`" in page or f"`{key}`" in page
         assert hasattr(LAT, key)
 

@@ -1,6 +1,6 @@
 """The package layering holds: imports run downward only.
 
-The command line (``maxsim/cli.py``) is the top layer and the one module under ``maxsim/`` that may
+The command line (the package ``maxsim/cli/``) is the top layer and the one part of ``maxsim/`` that may
 import ``workloads`` (it hands the SGEMM's pieces to ``maxsim validate`` and ``maxsim plot``); no
 other module of the simulator does, and the workload modules import each other without a circle.
 Imports inside functions count as much as those at the top of a module.
@@ -48,14 +48,14 @@ def _graph(package):
 
 def test_no_module_of_the_simulator_imports_a_workload():
     offenders = {mod: sorted(i for i in imps if i == "workloads" or i.startswith("workloads."))
-                 for mod, imps in _graph("maxsim").items() if mod != TOP}
+                 for mod, imps in _graph("maxsim").items() if mod != TOP and not mod.startswith(TOP + ".")}
     assert {m: i for m, i in offenders.items() if i} == {}
 
 
 def test_the_checker_sees_imports_inside_functions():
     """The command line's function-level imports of the SGEMM workload are found (so a stray one
     elsewhere would be too)."""
-    imps = _graph("maxsim")[TOP]
+    imps = set().union(*(i for m, i in _graph("maxsim").items() if m == TOP or m.startswith(TOP + ".")))
     assert "workloads.sgemm.harness" in imps and "workloads.sgemm.validate" in imps
 
 

@@ -453,7 +453,7 @@ from maxsim.timing.run import simulate
 from workloads import kernels as library
 
 LIBRARY = ("transpose", "conv3x3", "stencil5_tex", "pointer_chase", "scan_tile", "gcd_divergent",
-           "reduce_shfl", "histogram_atoms", "colsum", "conv1d8")
+           "reduce_shfl", "histogram_atoms", "colsum", "conv1d8", "hgemm_f16", "conv_direct_lut", "nbr8_p2r")
 
 
 def assemble_library(name, **constants):

@@ -301,7 +301,7 @@ def test_maxas_spellings_mean_what_maxas_means():
 
 
 @pytest.mark.parametrize("line,col,fragment", [
-    ("--:-:-:-:1      XMAD R72.CC, R1, R2, R3;", 22, "the carry-out of XMAD (R72.CC) is not modelled"),
+    ("--:-:-:-:1      XMAD R72.CC, R1, R2, R3;", 22, "the condition-code output of XMAD (R72.CC) is not modelled"),
     ("--:-:1:-:1      TLD4S R0, R1, R2, 0x1, 2D, R;", 17, "opcode TLD4S is not modelled: a four-texel gather"),
     ("--:-:1:-:1      TLDS.LZ.T RZ, R4, R2, R3, 0x62, 2D, R;", 39, "TLDS with two coordinate registers (a 2D "
                                                                      "texture) is not modelled"),
@@ -310,7 +310,7 @@ def test_maxas_spellings_mean_what_maxas_means():
     ("--:-:1:-:1      TEX.LZ.T R4, R2, RZ, 0x62, ARRAY_2D, 0xf;", 44, "TEX of a ARRAY_2D texture is not modelled"),
     ("--:-:-:-:1      MOV R1, c[0x3][R4];", 25, "a register-indexed constant is read by LDC only"),
     ("--:-:-:-:1      I2F.F32.S8 R1, R2.B1;", 32, "the register part selector .B1 in 'R2.B1' is not modelled"),
-    ("--:-:-:-:1      PRMT R1, R2, 0x4, R3;", 17, "opcode PRMT is not modelled: a byte permute"),
+    ("--:-:-:-:1      HADD2 R1, R2, R3;", 17, "opcode HADD2 is not modelled: fp16 arithmetic"),
 ])
 def test_remaining_refusals_name_file_line_column_and_what(line, col, fragment):
     text = header("bad", regs=16) + line + "\n--:-:-:-:5      EXIT;\n"

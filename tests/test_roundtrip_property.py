@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from maxsim.errors import MaxsimError, SassParseError
 from maxsim.functional import GlobalMemory, Texture1D, launch
-from maxsim.isa.opcodes import (CHANNEL_SETS, OPCODES, REQUIRED_MODIFIERS, SPECIAL_REGISTERS, WORDS, match_modifiers,
+from maxsim.isa.opcodes import (CHANNEL_SETS, FP64, OPCODES, REQUIRED_MODIFIERS, SPECIAL_REGISTERS, WORDS, match_modifiers,
                                 vector_alignment)
 from maxsim.sass import format_instruction, format_kernel, parse_text
 
@@ -128,6 +128,9 @@ def instruction_text(draw, opcodes=None, hi_reg=254, runnable=False):
     mods = draw(modifiers(spec))
     if runnable:  # leave out what launch rejects up front (64-bit addresses, directed rounding)
         assume(not {"E", "RM", "RP", "RZ"} & set(mods))
+    if name == "F2F":  # rounding to an integral value, or none, between equal types only
+        types = [m for m in mods if m in ("F16", "F32")] + ["F32", "F32"]
+        assume(types[0] == types[1] or not {"ROUND", "FLOOR", "CEIL", "TRUNC", "PASS"} & set(mods))
     xmad = name == "XMAD"
     ops = [None] * len(spec.signature)
     width = 1
@@ -136,6 +139,8 @@ def instruction_text(draw, opcodes=None, hi_reg=254, runnable=False):
     if name in ("TLD", "TEX"):
         mask = draw(st.integers(1, 15))
         width = max(1, bin(mask).count("1"))
+    if name in FP64 or (name == "I2F" and "F64" in mods):  # register pairs
+        width = 2
     for n, allowed in enumerate(spec.signature):
         source = n >= spec.n_dst
         letter = draw(st.sampled_from(allowed.split("|")))
@@ -151,6 +156,7 @@ def instruction_text(draw, opcodes=None, hi_reg=254, runnable=False):
             ops[n] = draw(pred_text(source))
         elif letter == "I":
             ops[n] = draw(imm_text(0, 31) if name in ("ISCADD", "ISCADD32I") and n == 3 else imm_text(0, 15) if name == "BAR"
+                          else imm_text(0, 0xFF) if name == "LOP3" and n == 4
                           else imm_text(0, 0xFFFFF) if name in ("TLD", "TEX", "TLDS", "TEXS") else imm_text())
         elif letter == "F":
             ops[n] = draw(float_text)
@@ -173,6 +179,9 @@ def instruction_text(draw, opcodes=None, hi_reg=254, runnable=False):
         ops[1] = f"R{draw(st.integers(0, hi_reg - 1))}"
         ops[0] = "RZ" if len(CHANNEL_SETS[ops[5]]) <= 2 else draw(st.sampled_from(
             ["RZ", f"R{draw(st.integers(0, hi_reg - 1))}"]))
+    if name == "VMAD":  # it negates the product (-a) or c, nothing else and not both
+        assume(not ops[2].startswith(("-", "|")) and "|" not in ops[1] + ops[3]
+               and not (ops[1].startswith("-") and ops[3].startswith("-")))
     op_text = ".".join([name] + mods)
     body = op_text + (" " + ", ".join(ops) if ops else "")
     sep = draw(st.sampled_from([" ", "  ", "\t", " \t "]))
@@ -305,7 +314,7 @@ def test_mutated_valid_lines_parse_or_raise_sass_parse_error(line):
 def test_garbage_line_in_a_kernel_is_reported_on_its_line(lines, data):
     bad = data.draw(st.integers(0, len(lines) - 1))
     lines[bad] = data.draw(st.sampled_from(["--:-:-:-:1 IADD R1, R2", "--:-:-:-:1 FOO;", "bogus",
-                                            "--:-:-:-:1 @P9 EXIT;", "--:-:-:-:1 MOV R1, R2;;"]))
+                                            "--:-:-:-:1 @P9 EXIT;", "--:-:-:-:1 MOV R1 R2;"]))
     text = kernel_text(lines)
     with __import__("pytest").raises(SassParseError) as e:
         parse_text(text)

@@ -87,18 +87,19 @@ import attrs
 from maxsim.arch.config import load_config
 from maxsim.isa import instruction as ins
 from maxsim.isa.issue import (BITCOUNT_OPCODES, can_dual_issue, depbar_of, dual_first, dual_second, min_stall,
-                              operand_read_delay, taken_branch_stall, why_not_dual)
-from maxsim.isa.opcodes import spec_of
+                              operand_read_delay, taken_branch_stall, why_not_dual, late_address_word)
+from maxsim.isa.opcodes import mask_predicates, spec_of
 
 
 ALU_UNITS = frozenset(("alu", "alu_half"))
 # results known only through a barrier: memory loads (LDS, ATOMS, TLD, LDG, ATOM), S2R, the
 # quarter-rate unit (MUFU, conversions, POPC, FLO) and LDC; SHFL and ATOMS are shared-memory work (lds)
-VARIABLE_WRITERS = frozenset(("lds", "tex", "ldg", "s2r", "xu", "fixed"))
+# fp64: the double-precision unit's results, waited for on a barrier as ptxas does
+VARIABLE_WRITERS = frozenset(("lds", "tex", "ldg", "s2r", "xu", "fixed", "fp64"))
 QUEUE = {"lds": "shared", "sts": "shared", "tex": "tex", "ldg": "global", "stg": "global", "s2r": "s2r",
-         "xu": "xu", "fixed": "fixed"}
+         "xu": "xu", "fixed": "fixed", "fp64": "fp64"}
 # queues whose ops read their registers at issue, like ALU instructions (no late operand reads)
-REGISTER_QUEUES = frozenset(("s2r", "xu", "fixed"))
+REGISTER_QUEUES = frozenset(("s2r", "xu", "fixed", "fp64"))
 # queues whose results may arrive out of issue order: S2R ([maxas-cc]: "It is not wise to share a
 # barrier between S2R instructions. These can be processed out of order."). Global loads complete in
 # issue order, and so do the quarter-rate unit's results of one latency (MUFU and conversions:
@@ -146,9 +147,12 @@ def read_delay(instr, lat) -> int:
 
 
 def pred_sources(instr):
-    """Predicates the instruction reads: its predicate source operands and its guard."""
+    """Predicates the instruction reads: its predicate source operands (P2R: those of its mask) and
+    its guard."""
     srcs = [op.reg for op in instr.operands[spec_of(instr).n_dst:]
             if op.kind == ins.PRED and op.reg != ins.PT]
+    if instr.opcode == "P2R":
+        srcs += list(mask_predicates(instr))
     if instr.pred != ins.PT:
         srcs.append(instr.pred)
     return srcs
@@ -288,10 +292,11 @@ class ControlState:
                 t, who = self.bar_set[b]
                 out.append(Timing(t + 1 + self.lat.barrier_set_delay, "wait-too-soon", b, who, t))
         delay = read_delay(instr, self.lat)
+        late_reg, late = late_address_word(instr, self.lat)  # the high word of a 64-bit global address
         for r in instr.src_regs:
             if r in self.alu_ready:
                 ready, who, t = self.alu_ready[r]
-                out.append(Timing(ready - delay, "raw-alu", r, who, t))
+                out.append(Timing(ready - delay - (late if r == late_reg else 0), "raw-alu", r, who, t))
         for p in pred_sources(instr):
             if p in self.pred_ready:
                 t, who = self.pred_ready[p]

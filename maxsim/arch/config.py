@@ -152,6 +152,7 @@ class PipesConfig:
     alu: float = _pos_float()  # warp instructions per cycle per scheduler
     alu_half: float = _pos_float()
     xu: float = _pos_float()  # quarter-rate unit (MUFU, conversions, POPC, FLO, SHFL)
+    fp64: float = _pos_float()  # double-precision unit (DADD, DMUL, DFMA, DSETP, DMNMX)
     dual_issue: bool = _bool()
     mem_issue_interval: int = _pos_int()  # cycles between warp memory instructions, per scheduler
     shared_queue_depth: int = _pos_int()  # per warp
@@ -177,6 +178,7 @@ class LatencyConfig:
     barrier_set_delay: int = _nonneg_int()
     s2r: int = _pos_int()
     xu: int = _pos_int()
+    fp64: int = _pos_int()
     bitcount: int = _pos_int()
     ldc: int = _pos_int()
     ldc_per_address: int = _nonneg_int()
@@ -191,6 +193,7 @@ class LatencyConfig:
     exit: int = _pos_int()
     mem_operand_read_shared: int = _nonneg_int()
     mem_operand_read_global: int = _nonneg_int()
+    mem_operand_read_address_high: int = _nonneg_int()
     mem_operand_read_tex: int = _nonneg_int()
     mem_operand_read_constant: int = _nonneg_int()
     xu_operand_read: int = _nonneg_int()

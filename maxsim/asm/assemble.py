@@ -55,8 +55,9 @@ from .schedule import Item, schedule_block
 from .source import Span, is_source, read_source
 
 _NAME_RE = re.compile(r"(?<![\w.$])([A-Za-z_]\w*)(\[\d+\])?", re.ASCII)
-# words that are not names: registers, predicates, special registers, TLDS/TEXS channel sets
-_BUILTIN_RE = re.compile(r"(R\d+|RZ|P[0-6T]|SR_\w+|INF|NAN|c|R|G|B|A|RG|RA|GA|BA|RGB|RGA|RBA|GBA|RGBA|ARRAY_\w+|CUBE)$",
+# words that are not names: registers, predicates (PR: all of them, P2R / R2P), special registers,
+# TLDS/TEXS channel sets
+_BUILTIN_RE = re.compile(r"(R\d+|RZ|P[0-6T]|PR|SR_\w+|INF|NAN|c|R|G|B|A|RG|RA|GA|BA|RGB|RGA|RBA|GBA|RGBA|ARRAY_\w+|CUBE)$",
                          re.ASCII)
 _GUARD_RE = re.compile(r"@!?P[0-6T]\s+", re.ASCII)
 _HEADER_RANGE = {"RegCnt": (1, ins.NUM_REGS), "SharedSize": (0, 48 * 1024), "BarCnt": (0, 16)}
@@ -175,6 +176,7 @@ def assemble_text(text: str, filename: str = "<string>", cfg=None) -> Assembly:
             block_end[code[k].line.block] = k
     specs = [_spec(code[k], block_end.get(code[k].line.block) == k) for k in order]
     header, notes = _header(src, instrs)
+    notes = [ln.note for ln in src.lines if ln.kind == "ins" and ln.note] + list(notes)
     kernel = ins.Kernel(name=header["Kernel"], arch=header["Arch"],
                         ins_cnt=sum(1 for i in instrs if i.opcode != "EXIT"), reg_cnt=header["RegCnt"],
                         shared_size=header["SharedSize"], bar_cnt=header["BarCnt"],

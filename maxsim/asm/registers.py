@@ -1,7 +1,8 @@
 """Register names of the maxas source language and the bank-aware allocation of ``~`` registers.
 
-A ``<REGISTER_MAPPING>`` line is ``NUMBERS : NAMES`` (fixed) or ``NUMBERS ~ NAMES`` (allocated by
-the assembler). NUMBERS is a comma list of register numbers and ranges (``0-63``, ``3, 2, 11``);
+A ``<REGISTER_MAPPING>`` line is ``NUMBERS : NAMES`` (fixed), ``NUMBERS ~ NAMES`` (allocated by
+the assembler) or ``NUMBER = NAMES`` (every name is the one register: names that share it, e.g.
+``83 = blkC, blkK`` for values whose live ranges do not overlap). NUMBERS is a comma list of register numbers and ranges (``0-63``, ``3, 2, 11``);
 NAMES a comma list of names, where ``x<00-03|32-35>y`` stands for ``x00y ... x03y, x32y ... x35y``
 (a range written with a leading zero keeps its width, as Perl's string ranges do). Registers are
 R0-R254 (255 registers; RZ is not a name's register). (Grammar: maxas ``MaxAs.pm``,
@@ -128,10 +129,11 @@ def read_register_map(lines, taken=None) -> RegisterMap:
     defined (constant names), name -> (line, column), for the duplicate check."""
     fixed, where, autos, groups = {}, dict(taken or {}), [], []
     for span in lines:
-        m = re.search(r"[:~]", span.text)
+        m = re.search(r"[:~=]", span.text)
         if not m:
-            raise span.error("expected 'NUMBERS : NAMES' or 'NUMBERS ~ NAMES' in REGISTER_MAPPING")
+            raise span.error("expected 'NUMBERS : NAMES', 'NUMBERS ~ NAMES' or 'NUMBER = NAMES' in REGISTER_MAPPING")
         auto = m.group(0) == "~"
+        share = m.group(0) == "="
         nums_span, names_span = span.slice(0, m.start()), span.slice(m.end()).strip()
         numbers = _numbers(nums_span)
         names, banks = [], []
@@ -155,12 +157,18 @@ def read_register_map(lines, taken=None) -> RegisterMap:
                 where[n] = (span.line, names_span.col(at))
                 names.append(n)
                 banks.append(bank)
-            if group and not auto and consecutive:
+            if group and not auto and not share and consecutive:
                 first = len(names) - len(got)
                 if first < len(numbers) and numbers[first] % 2 == 0:
                     groups.append((group, first, len(fixed), names[first]))
         if not numbers:
             raise span.error("no register numbers")
+        if share:
+            if len(numbers) > 1:
+                raise nums_span.error(f"'=' gives its names one register to share, not {len(numbers)}", 0)
+            for n in names:
+                fixed[n] = numbers[0]
+            continue
         if auto:
             if len(names) > len(numbers):
                 raise names_span.error(f"{len(names)} allocated names do not fit in the {len(numbers)} "

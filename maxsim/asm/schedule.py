@@ -60,7 +60,8 @@ def result_latency(unit: str, lat, opcode: str = "") -> int:
     if opcode in BITCOUNT_OPCODES:
         return lat.bitcount
     return {"alu": lat.alu, "alu_half": lat.alu_half, "s2r": lat.s2r, "lds": lat.lds,
-            "tex": lat.tex_l1_hit, "ldg": lat.l2_hit, "xu": lat.xu, "fixed": lat.ldc}.get(unit, 1)
+            "tex": lat.tex_l1_hit, "ldg": lat.l2_hit, "xu": lat.xu, "fixed": lat.ldc,
+            "fp64": lat.fp64}.get(unit, 1)
 
 
 CC_KEY = PRED_KEY + 8  # the carry flag: .CC writes it, .X reads it ([maxas] Scheduler: CC and X are

@@ -91,6 +91,7 @@ class Line:
     label: str = ""
     block: int = 0  # SCHEDULE_BLOCK number (1, 2 ...), 0 outside
     ordered: int = 0  # <ORDERED> run number within the file, 0 outside
+    note: str = ""  # a warning about the line (file:line:col: what), "" for none
 
 
 @attrs.frozen
@@ -328,9 +329,14 @@ def _instruction(span: Span, block: int, ordered: int) -> Line:
     if semi == -1:
         raise body.error("expected ';' at the end of the instruction", len(body.text.rstrip()))
     rest = body.text[semi + 1:].strip()
+    note = ""
     if rest and not rest.startswith("#") and not rest.startswith("//"):
-        raise body.error(f"unexpected text after ';': {rest!r}", semi + 1 + body.text[semi + 1:].find(rest[0]))
+        # maxas reads everything after the ';' as a comment (MaxAs.pm, processAsmLine): accepted,
+        # with a note, as a slip of the pen ('@P6 BRA.U SKIP4;S')
+        at = semi + 1 + body.text[semi + 1:].find(rest[0])
+        note = (f"{body.filename}:{body.line}:{body.col(at)}: text after ';' ignored, as maxas ignores it: "
+                f"{rest!r}")
     body = body.slice(0, semi).strip()
     if not body.text:
         raise span.error("expected an instruction before ';'", semi)
-    return Line("ins", span.line, body=body, ctrl=ctrl, block=block, ordered=ordered)
+    return Line("ins", span.line, body=body, ctrl=ctrl, block=block, ordered=ordered, note=note)

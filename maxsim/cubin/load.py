@@ -57,12 +57,49 @@ def load(path, kernel=None, options=()) -> Loaded:
     pnames = names.get(k.name) or names.get(plain_name(k.name)) or ()
     if pnames and len(pnames) != len(k.params):
         pnames = ()  # the signature was not read right (a macro, a template): positions only
+    _refuse_out_of_scope(k)
     code, text = decode_kernel(k, pnames)
     _refuse_relocated(k, code)
     banks = constant_banks(k)
     if banks:
         code = attrs.evolve(code, banks=tuple(sorted(banks.items())))
     return Loaded(code, text, tuple(pnames), banks, k)
+
+
+# Device-runtime functions a kernel calls through a constant-bank word the driver patches with
+# the function's address (ptxas's PRET + JMX call sequence; cuobjdump -elf lists the relocations
+# of .nv.constant4 against these symbols): features the model leaves out, by name
+OUT_OF_SCOPE = {
+    "vprintf": "printf", "malloc": "device malloc", "free": "device free (with malloc)",
+    "__assertfail": "assert", "cudaLaunchDevice": "dynamic parallelism (a kernel launch from the device)",
+    "cudaLaunchDeviceV2": "dynamic parallelism (a kernel launch from the device)",
+    "cudaGetParameterBuffer": "dynamic parallelism (a kernel launch from the device)",
+    "cudaGetParameterBufferV2": "dynamic parallelism (a kernel launch from the device)",
+    "cudaDeviceSynchronize": "dynamic parallelism (cudaDeviceSynchronize on the device)",
+}
+
+
+def _refuse_out_of_scope(k: CubinKernel):
+    """A kernel that calls a device-runtime function (printf, malloc, assert, a device-side launch)
+    is refused by the feature's name and the byte offset of the instruction that reads the
+    function's address: the model runs no device runtime."""
+    calls = {(b, off): sym for b, off, _, sym in k.bank_relocations if sym in OUT_OF_SCOPE}
+    if not calls:
+        return
+    code = k.code
+    words = [(at, int.from_bytes(code[at:at + 8], "little")) for at in range(8, len(code) - 7, 8) if at % 32]
+    ldc_banks = {w >> 36 & 0x1F for _, w in words if w >> 51 == 0xEF90 >> 3}  # LDC c[bank][R + o] [nvdisasm]
+    for at, w in words:
+        key = None
+        if w >> 56 in (0x4C, 0x4B, 0x49, 0x48):  # a constant operand c[bank][offset] (MOV R, c[4][0x18])
+            key = (w >> 34 & 0x1F, (w >> 20 & 0x3FFF) * 4)
+        elif w >> 52 == 0x010:  # MOV32I R, offset, then LDC R, c[bank][R] (ptxas's call sequence)
+            imm = w >> 20 & 0xFFFFFFFF
+            key = next(((b, o) for b, o in calls if o == imm and b in ldc_banks), None)
+        if key in calls:
+            sym = calls[key]
+            raise CubinError(f"{k.filename}: kernel {k.name}: code+0x{at:x}: calls {sym} ({OUT_OF_SCOPE[sym]}), "
+                             f"which maxsim does not model")
 
 
 def _refuse_relocated(k: CubinKernel, code):

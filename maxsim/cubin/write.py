@@ -69,12 +69,16 @@ def write_bytes(kernels, arch: str = "sm_52") -> bytes:
     for k in kernels:
         if len(k.code) % 8:
             raise ValueError(f"kernel {k.name}: code of {len(k.code)} bytes is not whole 64-bit words")
-    shared_banks = {}
-    for k in kernels:
-        for bank, data in k.constants.items():
-            if bank in shared_banks and shared_banks[bank] != data:
-                raise ValueError(f"kernel {k.name}: constant bank {bank} differs from another kernel's")
-            shared_banks[bank] = data
+    # a constant bank every kernel that has it holds alike is one .nv.constantN section; one that
+    # differs between kernels (ptxas's per-kernel constants of bank 2) is .nv.constantN.NAME each
+    # (a shared section gives its bank to every kernel, so a bank some kernel lacks is per kernel too)
+    shared_banks, own_banks = {}, set()
+    for bank in sorted({b for k in kernels for b in k.constants}):
+        datas = [k.constants.get(bank) for k in kernels]
+        if all(d == datas[0] for d in datas):
+            shared_banks[bank] = datas[0]
+        else:
+            own_banks.add(bank)
 
     # sections (indices fixed first, so the symbols and links can name them)
     secs = [_Section("", 0)]
@@ -88,6 +92,10 @@ def write_bytes(kernels, arch: str = "sm_52") -> bytes:
     banks = {b: _Section(f".nv.constant{b}", SHT_PROGBITS, SHF_ALLOC, shared_banks[b], align=4)
              for b in sorted(shared_banks) if shared_banks[b]}
     secs += list(banks.values())
+    own = {(k.name, b): _Section(f".nv.constant{b}.{k.name}", SHT_PROGBITS, SHF_ALLOC | SHF_INFO_LINK,
+                                 k.constants[b], align=4)
+           for k in kernels for b in sorted(own_banks) if k.constants.get(b)}
+    secs += list(own.values())
     const0 = {}
     for k in kernels:
         size = max(k.constant0_size, PARAM_BASE + k.param_size)
@@ -147,6 +155,9 @@ def write_bytes(kernels, arch: str = "sm_52") -> bytes:
         s.data = ea.pack(recs)
         s.size, s.link, s.info = len(s.data), symtab.index, texts[k.name].index
         const0[k.name].info = texts[k.name].index
+        for b in own_banks:
+            if (k.name, b) in own:
+                own[(k.name, b)].info = texts[k.name].index
         t = texts[k.name]
         t.link, t.info = symtab.index, (k.reg_cnt << 24) | sym_of_kernel[k.name]
         if k.name in shared:

@@ -33,6 +33,11 @@ from .memory import GLOBAL_BASE, texture_index
 U32 = np.uint32
 
 
+# the condition code of a lane (Group.cc): the carry of IADD.CC and friends (bit 0); FSET.CC's
+# zero and sign flags (bits 1, 2) with bit 3 saying they are set (BRA CC.test reads them)
+CC_CARRY, CC_ZERO, CC_SIGN, CC_FLAGS = 1, 2, 4, 8
+
+
 class Group:
     """Warps executing in lockstep at one pc. Arrays are per lane, warp-major (32 lanes a warp)."""
 
@@ -110,6 +115,10 @@ class Context:
         self.grid = grid
         self.recorder = None
         self.watchdog = None  # maxsim.functional.watchdog.Watchdog: instruction limit, loops without effect
+        # BAR.RED reductions by CTA (batch-local number): (count, all, any, mode) being gathered
+        # until the barrier releases, then the result B2R.RESULT reads
+        self.bar_pending = {}
+        self.bar_result = {}
 
     def bank(self, bank):
         """The bytes given for constant bank ``bank`` (None: not given)."""
@@ -236,6 +245,13 @@ def _fwriter(dst, zrow):
 
 CONTROL = ("BRA", "CAL", "RET", "EXIT", "BAR", "SSY", "PBK", "PCNT", "SYNC", "BRK", "CONT")
 FLOAT_OPS = ("FFMA", "FMUL", "FADD", "FMUL32I", "FADD32I")
+DIRECTED = frozenset(("RZ", "RM", "RP"))
+
+
+def table_float(instr) -> bool:
+    """Whether ``instr`` runs in an fp32 table (:mod:`fp32`): FFMA / FMUL / FADD rounding to
+    nearest (the directed roundings run in :func:`floatops.directed`)."""
+    return instr.opcode in FLOAT_OPS and DIRECTED.isdisjoint(instr.mods)
 
 
 def compile_instruction(ctx, instr, values=True):
@@ -281,6 +297,10 @@ def _compile(ctx, instr, values):
         return shfl(ctx, instr, ops, mods, zrow, values)
     if op in ("TLD", "TEX", "TLDS", "TEXS"):
         return _texture(ctx, instr, ops, mods, zrow, values)
+    if op in FLOAT_OPS and not table_float(instr):
+        from .floatops import directed
+        fn = directed(ctx, instr, zrow)
+        return fn if values else None
     if op in FLOAT_OPS:
         row, consts = float_row(ctx, instr, zrow)
         if not values:
@@ -290,7 +310,7 @@ def _compile(ctx, instr, values):
     if fast is not None:
         fn = fast(ctx, instr, ops, mods, zrow)
         return fn if values else None
-    if op == "S2R":
+    if op in ("S2R", "CS2R"):
         fn = _s2r(ctx, instr, ops, zrow)
         return fn if values else None
     if op == "NOP":
@@ -375,7 +395,7 @@ def _iadd(ctx, instr, ops, mods, zrow):
     def run(g, m):
         x = np.asarray(a(g), dtype=np.uint64) + np.asarray(b(g), dtype=np.uint64)
         if use_x:
-            x = x + g.cc
+            x = x + (g.cc & U32(CC_CARRY))
         r = (x & 0xFFFFFFFF).astype(np.uint32)
         if set_cc:
             carry = (x >> np.uint64(32)).astype(np.uint32)
@@ -461,6 +481,40 @@ def _lop(ctx, instr, ops, mods, zrow):
         r = np.asarray(f(a(g), b(g)), dtype=np.uint32)
         p = (r == 0) if zero else (r != 0)
         write_pred(g, pred, np.broadcast_to(p, g.preds[0].shape).copy(), m)
+        write(g, r, m)
+    return run
+
+
+def lop3(a, b, c, lut):
+    """LOP3.LUT's function of three 32-bit words: bit i of the result is bit (a_i << 2 | b_i << 1 |
+    c_i) of the 8-bit table ``lut`` (PTX lop3.b32: the table of F(0xF0, 0xCC, 0xAA))."""
+    a, b, c = (np.asarray(x, dtype=np.uint32) for x in (a, b, c))
+    r = np.zeros(np.broadcast(a, b, c).shape, dtype=np.uint32)
+    for k in range(8):
+        if lut >> k & 1:
+            r |= (a if k & 4 else ~a) & (b if k & 2 else ~b) & (c if k & 1 else ~c)
+    return r
+
+
+def _lop3(ctx, instr, ops, mods, zrow):
+    """LOP3.LUT [P,] d, a, b, c, lut; with a predicate result, .Z / .NZ set it when the result is
+    zero / non-zero and .T always (as LOP's)."""
+    pred = ops[0].reg if ops[0].kind == ins.PRED else None
+    if pred is not None:
+        ops = ops[1:]
+    a, b, c = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:4])
+    lut = ops[4].value & 0xFF
+    write = _writer(ops[0].reg, zrow)
+    if pred is None:
+        return lambda g, m: write(g, np.broadcast_to(lop3(a(g), b(g), c(g), lut), g.tid.shape).copy(), m)
+    test = next((x for x in mods if x in ("T", "Z", "NZ")), None)
+    if test is None:
+        raise SimulationError(f"{instr.where}: {instr.full_opcode} with a predicate needs .T, .Z or .NZ")
+
+    def run(g, m):
+        r = np.broadcast_to(lop3(a(g), b(g), c(g), lut), g.tid.shape).copy()
+        p = np.ones(r.shape, bool) if test == "T" else (r == 0) if test == "Z" else (r != 0)
+        write_pred(g, pred, p, m)
         write(g, r, m)
     return run
 
@@ -578,14 +632,14 @@ def write_pred(g, dst, val, m):
 
 _ALU = {
     "IADD": _iadd, "IADD3": _iadd3, "ISCADD": _iscadd, "IADD32I": _iadd, "ISCADD32I": _iscadd,
-    "XMAD": _xmad, "LOP": _lop, "LOP32I": _lop, "MOV": _mov, "MOV32I": _mov, "SHL": _shift, "SHR": _shift,
+    "XMAD": _xmad, "LOP": _lop, "LOP32I": _lop, "LOP3": _lop3, "MOV": _mov, "MOV32I": _mov, "SHL": _shift, "SHR": _shift,
     "BFE": _bfe, "SEL": _sel, "ISETP": _isetp, "ISET": _iset, "ICMP": _icmp, "SHF": _shf,
 }
 
 
 def _extra():
-    from . import floatops, intops
-    return {**intops.OPS, **floatops.OPS}
+    from . import floatops, fp64, intops
+    return {**intops.OPS, **floatops.OPS, **fp64.OPS}
 
 
 def _s2r(ctx, instr, ops, zrow):

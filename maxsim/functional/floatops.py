@@ -18,12 +18,15 @@ RRO.EX2 passes its operand through (MUFU.EX2 takes a plain fp32 value here).
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from ..errors import SimulationError
+from ..isa import instruction as ins
 from .alu import ftz as flush, saturate
-from .executor import U32, _pred_reader, _reader_f32, _reader_u32, _writer
+from .executor import CC_FLAGS, CC_SIGN, CC_ZERO, U32, _pred_reader, _reader_f32, _reader_u32, _writer
 from .intops import write_pred
+from . import ieee
 
 F32 = np.float32
 
@@ -57,6 +60,8 @@ def fcompare(a, b, cmp):
     a = np.asarray(a, dtype=F32)
     b = np.asarray(b, dtype=F32)
     nan = np.isnan(a) | np.isnan(b)
+    if cmp in ("F", "T"):  # FCMP's never / always
+        return np.full(np.broadcast(a, b).shape, cmp == "T")
     if cmp == "NUM":
         return ~nan
     if cmp == "NAN":
@@ -87,6 +92,19 @@ def _fsetp(ctx, instr, ops, mods, zrow):
 _TWO_PI = 2.0 * np.pi
 
 
+def mufu64h(hi, fn):
+    """MUFU.RCP64H / RSQ64H of the high word ``hi`` of an fp64 number (its low word taken as 0):
+    the high word of the fp64 reciprocal / reciprocal square root, correctly rounded to fp64 and
+    truncated to its high word (an approximation good to 2^-20, which ptxas's fp64 division and
+    square root sequences refine with DFMA Newton steps). Zero gives Inf, Inf 0, NaN NaN, RSQ64H
+    of a negative number NaN, with the operand's sign kept by RCP64H."""
+    hi = np.asarray(hi, dtype=np.uint32)
+    x = (hi.astype(np.uint64) << np.uint64(32)).view(np.float64)
+    with np.errstate(all="ignore"):
+        r = 1.0 / x if fn == "RCP64H" else 1.0 / np.sqrt(x)
+    return (np.asarray(r, dtype=np.float64).view(np.uint64) >> np.uint64(32)).astype(np.uint32)
+
+
 def mufu(x, fn):
     """MUFU.fn of fp32 x: the correctly rounded fp32 value (subnormal inputs and results are
     flushed to zero, as the .ftz forms of the PTX approximations are)."""
@@ -110,10 +128,98 @@ def mufu(x, fn):
 
 
 def _mufu(ctx, instr, ops, mods, zrow):
-    fn = next(x for x in mods)
+    """MUFU.fn[.SAT]: .SAT clamps the result to [0, 1] (NaN to 0); RCP64H / RSQ64H work on the
+    high word of an fp64 number (:func:`mufu64h`)."""
+    fn = next(x for x in mods if x != "SAT")
+    if fn in ("RCP64H", "RSQ64H"):
+        a = _reader_u32(ctx, instr, attrs.evolve(ops[1], neg=False, abs=False), zrow)
+        sign = U32((1 << 31) if ops[1].neg else 0)
+        clear = U32(0x7FFFFFFF if ops[1].abs else 0xFFFFFFFF)
+        write = _writer(ops[0].reg, zrow)
+        return lambda g, m: write(g, np.broadcast_to(mufu64h((a(g) & clear) ^ sign, fn), g.tid.shape).copy(), m)
     a = _reader_f32(ctx, instr, ops[1], zrow)
     write = _fwrite(ops[0].reg, zrow)
+    if "SAT" in mods:
+        return lambda g, m: write(g, saturate(mufu(a(g), fn)), m)
     return lambda g, m: write(g, mufu(a(g), fn), m)
+
+
+def _fset(ctx, instr, ops, mods, zrow):
+    """FSET[.BF].cmp[.FTZ].bool d, a, b, p: the comparison combined with p as a register: all ones
+    when true (1.0 with .BF), 0 when false [nvdisasm's FSET; ptxas's IEEE division negates the
+    all-ones value with IADD to count it as 1]."""
+    cmp = next(x for x in mods if x not in ("AND", "OR", "XOR", "FTZ", "BF"))
+    bop = {"AND": np.logical_and, "OR": np.logical_or, "XOR": np.logical_xor}[
+        next((x for x in mods if x in ("AND", "OR", "XOR")), "AND")]
+    ftz = "FTZ" in mods
+    a, b = (_fsrc(ctx, instr, o, zrow, ftz) for o in ops[1:3])
+    pc = _pred_reader(ops[3])
+    true = U32(0x3F800000) if "BF" in mods else U32(0xFFFFFFFF)
+    write = _writer(ops[0].reg, zrow)
+    set_cc = "CC" in mods
+
+    def run(g, m):
+        r = bop(fcompare(a(g), b(g), cmp), pc(g))
+        v = np.broadcast_to(np.where(r, true, U32(0)).astype(np.uint32), g.tid.shape).copy()
+        if set_cc:
+            # FSET ... Rd.CC: the condition code's zero and sign flags of the result (ptxas's
+            # IEEE division tests them with BRA CC.EQ); carry and overflow cleared
+            cc = np.where(v == 0, U32(CC_ZERO), U32(0)) | np.where(v >> U32(31), U32(CC_SIGN), U32(0)) | U32(CC_FLAGS)
+            np.copyto(g.cc, cc, where=True if m is None else m)
+        write(g, v, m)
+    return run
+
+
+def _fcmp(ctx, instr, ops, mods, zrow):
+    """FCMP.cmp[.FTZ] d, a, b, c: d = a where (c cmp 0.0) holds, else b (the bits of a and b
+    unchanged; only c is compared, flushed with .FTZ) [nvdisasm's FCMP; as ICMP]."""
+    cmp = next((x for x in mods if x != "FTZ"), "GT")
+    a, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:3])
+    c = _fsrc(ctx, instr, ops[3], zrow, "FTZ" in mods)
+    write = _writer(ops[0].reg, zrow)
+
+    def run(g, m):
+        pick = fcompare(c(g), F32(0), cmp)
+        write(g, np.broadcast_to(np.where(pick, a(g), b(g)).astype(np.uint32), g.tid.shape).copy(), m)
+    return run
+
+
+def _fchk(ctx, instr, ops, mods, zrow):
+    """FCHK.DIVIDE p, a, b: p := whether a / b needs the slow path (:func:`ieee.fchk_divide`)."""
+    a, b = (_reader_f32(ctx, instr, o, zrow) for o in ops[1:3])
+    pd = ops[0].reg
+
+    def run(g, m):
+        write_pred(g, pd, np.broadcast_to(ieee.fchk_divide(a(g), b(g)), g.tid.shape).copy(), m)
+    return run
+
+
+def directed(ctx, instr, zrow):
+    """FFMA / FMUL / FADD (and the 32-bit immediate forms) with .RZ, .RM or .RP: the fp32 tables
+    of :mod:`maxsim.functional.fp32` round to nearest only, so these run here (:mod:`ieee`)."""
+    mods = instr.mods
+    mode = next(x for x in mods if x in ("RZ", "RM", "RP"))
+    ftz = "FTZ" in mods
+    sat = "SAT" in mods
+    ops = instr.operands
+    srcs = [_fsrc(ctx, instr, o, zrow, ftz) for o in ops[1:]]
+    op = instr.opcode
+    write = _fwrite(ops[0].reg, zrow)
+
+    def run(g, m):
+        v = [s(g) for s in srcs]
+        if op == "FFMA":
+            r = ieee.ffma_r(v[0], v[1], v[2], mode)
+        elif op in ("FMUL", "FMUL32I"):
+            r = ieee.fmul_r(v[0], v[1], mode)
+        else:
+            r = ieee.fadd_r(v[0], v[1], mode)
+        if ftz:
+            r = flush(r)
+        if sat:
+            r = saturate(r)
+        write(g, r, m)
+    return run
 
 
 def _rro(ctx, instr, ops, mods, zrow):
@@ -150,6 +256,9 @@ def _i2f(ctx, instr, ops, mods, zrow):
     mode = next((x for x in mods if x in ("RN", "RM", "RP", "RZ")), "RN")
     bits = _INT_VIEW[src][1]
     a = _reader_u32(ctx, instr, ops[1], zrow)
+    if "F64" in mods:  # I2F.F64.<int>: exact in fp64 (every 32-bit integer is), into a register pair
+        from .fp64 import writer
+        write64 = writer(ops[0].reg, zrow)
     write = _fwrite(ops[0].reg, zrow)
 
     def run(g, m):
@@ -160,6 +269,9 @@ def _i2f(ctx, instr, ops, mods, zrow):
             x = v.view(np.int32).astype(np.int64) if src[0] == "S" else v.astype(np.int64)
         if bits < 32 and src[0] == "S":
             x = np.where(x >= 1 << (bits - 1), x - (1 << bits), x)
+        if "F64" in mods:
+            write64(g, np.asarray(x, dtype=np.float64), m)
+            return
         write(g, round_f32(np.asarray(x, dtype=np.float64), mode), m)
     return run
 
@@ -177,27 +289,123 @@ def f2i(x, signed, mode):
 def _f2i(ctx, instr, ops, mods, zrow):
     signed = "U32" not in mods
     mode = next((x for x in mods if x in ("TRUNC", "FLOOR", "CEIL", "ROUND")), "ROUND")
-    a = _fsrc(ctx, instr, ops[1], zrow, "FTZ" in mods)
+    if "F64" in mods:  # F2I.<int>.F64: an fp64 register pair
+        from .fp64 import reader
+        a = reader(ctx, instr, ops[1], zrow)
+    else:
+        a = _fsrc(ctx, instr, ops[1], zrow, "FTZ" in mods)
     write = _writer(ops[0].reg, zrow)
     return lambda g, m: write(g, np.broadcast_to(f2i(a(g), signed, mode), g.tid.shape).copy(), m)
 
 
+F16 = np.float16
+# the NaN an F16 result gets (the canonical NaN of PTX's half-precision arithmetic; a choice: the
+# payload the hardware writes is not documented)
+F16_NAN = np.uint16(0x7FFF)
+
+
+def round_f16(x, mode):
+    """fp32 values to IEEE half precision (binary16 bits, as uint16) with rounding mode RN (nearest
+    even), RZ, RM or RP: subnormal halves are kept (PTX cvt: .ftz applies to f32 values only);
+    overflow gives infinity, or the largest finite half where the mode rounds toward zero."""
+    x64 = np.asarray(x, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        r = x64.astype(F16)  # numpy rounds double to half to nearest even, subnormals included
+    if mode != "RN":
+        back = r.astype(np.float64)
+        if mode == "RZ":
+            r = np.where(np.abs(back) > np.abs(x64), np.nextafter(r, F16(0)), r)
+        elif mode == "RM":
+            r = np.where(back > x64, np.nextafter(r, F16(-np.inf)), r)
+        else:
+            r = np.where(back < x64, np.nextafter(r, F16(np.inf)), r)
+    bits = np.asarray(r, dtype=F16).view(np.uint16)
+    return np.where(np.isnan(x64), F16_NAN, bits).astype(np.uint16)
+
+
+def half_to_f32(bits16):
+    """binary16 bits to fp32 (exact: every half is an fp32 value)."""
+    return np.asarray(bits16, dtype=np.uint16).view(F16).astype(F32)
+
+
+_INTEGRAL = {"TRUNC": np.trunc, "FLOOR": np.floor, "CEIL": np.ceil, "ROUND": np.rint}
+
+
 def _f2f(ctx, instr, ops, mods, zrow):
-    """F2F.F32.F32 with .TRUNC/.FLOOR/.CEIL/.ROUND: round to an integral fp32 value; .RN (or no
-    rounding modifier) copies; .FTZ flushes subnormals, .SAT clamps to [0, 1]."""
-    mode = next((x for x in mods if x in ("TRUNC", "FLOOR", "CEIL", "ROUND")), None)
-    a = _fsrc(ctx, instr, ops[1], zrow, "FTZ" in mods)
-    sat = "SAT" in mods
-    ftz = "FTZ" in mods
-    fn = {"TRUNC": np.trunc, "FLOOR": np.floor, "CEIL": np.ceil, "ROUND": np.rint, None: lambda v: v}[mode]
-    write = _fwrite(ops[0].reg, zrow)
+    """F2F.<dst>.<src>: fp32 and IEEE half conversions. An F16 source is the low half of the
+    register (the high half with .H1); an F16 result is written zero-extended to 32 bits. .RN (or
+    none), .RM, .RP, .RZ round an F32 to F16; .TRUNC/.FLOOR/.CEIL/.ROUND round to an integral value
+    (then to the destination type); .PASS, and any rounding between equal types that is not to an
+    integral value, copies. .FTZ flushes fp32 subnormal inputs and results (a half is never an fp32
+    subnormal, nor an fp32 subnormal a non-zero half except under RP/RM); .SAT clamps to [0, 1]
+    (NaN to 0, PTX cvt .sat)."""
+    from ..isa.opcodes import conversion_types
+    dst, src = conversion_types(instr.opcode, mods)
+    if "F64" in (dst, src):
+        return _f2f64(ctx, instr, ops, mods, zrow, dst, src)
+    integral = next((x for x in mods if x in _INTEGRAL), None)
+    mode = next((x for x in mods if x in ("RN", "RM", "RP", "RZ")), "RN")
+    ftz, sat = "FTZ" in mods, "SAT" in mods
+    op = ops[1]
+    if src == "F16":
+        raw = _reader_u32(ctx, instr, attrs.evolve(op, h1=False, neg=False, abs=False) if op.kind == ins.REG else op, zrow)
+        shift = U32(16 if op.h1 else 0)
+        neg, absval = op.neg, op.abs
+
+        def a(g):
+            v = half_to_f32(((np.asarray(raw(g), dtype=np.uint32) >> shift) & U32(0xFFFF)).astype(np.uint16))
+            if absval:
+                v = np.abs(v)
+            return -v if neg else v
+    else:
+        a = _fsrc(ctx, instr, op, zrow, ftz)
+    fn = _INTEGRAL[integral] if integral else (lambda v: v)
+    if dst == "F32":
+        write = _fwrite(ops[0].reg, zrow)
+    else:
+        write = _writer(ops[0].reg, zrow)
 
     def run(g, m):
         r = np.asarray(fn(np.asarray(a(g), dtype=F32)), dtype=F32)
-        if ftz:
-            r = flush(r)
         if sat:
             r = saturate(r)
+        if dst == "F32":
+            write(g, flush(r) if ftz else r, m)
+        else:
+            bits = round_f16(r, mode if src == "F32" and not integral else "RN")
+            write(g, np.broadcast_to(bits.astype(np.uint32), g.tid.shape).copy(), m)
+    return run
+
+
+def _f2f64(ctx, instr, ops, mods, zrow, dst, src):
+    """F2F with an F64 side (register pairs): F64.F32 widens exactly (an fp32 subnormal flushed
+    with .FTZ); F32.F64 rounds by .RN (default) / .RZ / .RM / .RP (exact directed rounding,
+    :func:`ieee.round_directed`), flushing an fp32 subnormal result with .FTZ; F64.F64 rounds to
+    an integral value with .ROUND / .FLOOR / .CEIL / .TRUNC (else copies). An F16 side with F64 is
+    refused."""
+    from . import fp64
+    if "F16" in (dst, src):
+        refuse(instr, "a conversion between F16 and F64")
+    integral = next((x for x in mods if x in _INTEGRAL), None)
+    mode = next((x for x in mods if x in ("RN", "RM", "RP", "RZ")), "RN")
+    ftz, sat = "FTZ" in mods, "SAT" in mods
+    a = fp64.reader(ctx, instr, ops[1], zrow) if src == "F64" else _fsrc(ctx, instr, ops[1], zrow, ftz)
+    write = fp64.writer(ops[0].reg, zrow) if dst == "F64" else _fwrite(ops[0].reg, zrow)
+    fn = {"ROUND": np.rint, "FLOOR": np.floor, "CEIL": np.ceil, "TRUNC": np.trunc}.get(integral, lambda v: v)
+
+    def run(g, m):
+        x = fn(np.asarray(a(g), dtype=np.float64))
+        if dst == "F64":
+            r = x
+            if sat:
+                r = np.where(np.isnan(r), 0.0, np.clip(r, 0.0, 1.0))
+        else:
+            with np.errstate(over="ignore"):
+                r = x.astype(F32) if mode == "RN" else ieee.round_directed(x, np.zeros_like(x), mode)
+            if ftz:
+                r = flush(r)
+            if sat:
+                r = saturate(r)
         write(g, r, m)
     return run
 
@@ -206,4 +414,4 @@ def refuse(instr, what):
     raise SimulationError(f"{instr.where}: {instr.full_opcode}: {what} is not modelled")
 
 
-OPS = {"FMNMX": _fmnmx, "FSETP": _fsetp, "MUFU": _mufu, "RRO": _rro, "I2F": _i2f, "F2I": _f2i, "F2F": _f2f}
+OPS = {"FMNMX": _fmnmx, "FSETP": _fsetp, "FSET": _fset, "FCHK": _fchk, "FCMP": _fcmp, "MUFU": _mufu, "RRO": _rro, "I2F": _i2f, "F2I": _f2i, "F2F": _f2f}

@@ -1,5 +1,5 @@
 """Integer, predicate and warp-wide opcodes beyond the SGEMM set: IMNMX, POPC, FLO, BFI, LEA,
-PSETP, P2R/R2P, VOTE and SHFL.
+PSETP, P2R/R2P, VOTE, SHFL, VMAD, PRMT and I2I.
 
 Each ``_name(ctx, instr, ops, mods, zrow)`` compiles one instruction into ``fn(g, m)`` like the
 ALU compilers of :mod:`maxsim.functional.executor`. Semantics: the PTX ISA's descriptions of the
@@ -9,6 +9,7 @@ the SASS operand order of nvdisasm / maxas.
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from ..errors import SimulationError
@@ -111,7 +112,7 @@ def _lea(ctx, instr, ops, mods, zrow):
             part = (av << np.uint64(s)) & np.uint64(0xFFFFFFFF)
         x = part + np.asarray(b(g), dtype=np.uint64)
         if use_x:
-            x = x + g.cc
+            x = x + (g.cc & U32(1))  # the carry bit of the condition code
         x = np.broadcast_to(x, g.tid.shape)
         if set_cc:
             carry = (x >> np.uint64(32)).astype(np.uint32)
@@ -247,5 +248,134 @@ def shfl(ctx, instr, ops, mods, zrow, values=True):
     return run
 
 
-OPS = {"IMNMX": _imnmx, "POPC": _popc, "FLO": _flo, "BFI": _bfi, "LEA": _lea, "PSETP": _psetp,
-       "P2R": _p2r, "R2P": _r2p, "VOTE": _vote}
+def vmad(a, b, c, a_type, b_type, a_h1=False, b_h1=False, neg_product=False, neg_c=False, shift=0, sat=False):
+    """PTX vmad on 32-bit words: the selected 16-bit halves (``*_h1``: the high one) or low bytes
+    of a and b, sign- or zero-extended by their types, multiplied; the product (or c) negated;
+    c added as a signed word when the result is signed (a signed type or a negation), else as an
+    unsigned one; shifted right by ``shift`` (SHR_7, SHR_15); clamped to the 32-bit range of the
+    result's sign with ``sat``, else its low 32 bits."""
+    def part(x, t, h1):
+        bits = int(t[1:])
+        v = (np.asarray(x, dtype=np.uint32).astype(np.int64) >> (16 if h1 else 0)) & ((1 << bits) - 1)
+        return np.where(v >> (bits - 1), v - (1 << bits), v) if t[0] == "S" else v
+    signed = a_type[0] == "S" or b_type[0] == "S" or neg_product or neg_c
+    prod = part(a, a_type, a_h1) * part(b, b_type, b_h1)
+    cv = np.asarray(c, dtype=np.uint32)
+    cv = cv.view(np.int32).astype(np.int64) if signed else cv.astype(np.int64)
+    if neg_product:
+        prod = -prod
+    elif neg_c:
+        cv = -cv
+    r = (prod + cv) >> shift
+    if sat:
+        r = np.clip(r, -(1 << 31), (1 << 31) - 1) if signed else np.clip(r, 0, (1 << 32) - 1)
+    return (r & 0xFFFFFFFF).astype(np.uint32)
+
+
+def _vmad(ctx, instr, ops, mods, zrow):
+    """VMAD.<a type>.<b type>[.SHR_7|.SHR_15][.SAT] d, [-]a[.H1], b[.H1], [-]c (see :func:`vmad`)."""
+    from ..isa.opcodes import vmad_types
+    a_type, b_type = vmad_types(mods)
+    plain = [attrs.evolve(o, neg=False, h1=False) if o.kind == ins.REG else o for o in ops]
+    a, b, c = (_reader_u32(ctx, instr, o, zrow) for o in plain[1:4])
+    shift = 7 if "SHR_7" in mods else 15 if "SHR_15" in mods else 0
+    kw = dict(a_h1=ops[1].h1, b_h1=ops[2].h1, neg_product=ops[1].neg, neg_c=ops[3].neg, shift=shift,
+              sat="SAT" in mods)
+    write = _writer(ops[0].reg, zrow)
+    return lambda g, m: write(g, np.broadcast_to(vmad(a(g), b(g), c(g), a_type, b_type, **kw), g.tid.shape).copy(), m)
+
+
+def byte_permute(a, b, sel, mode=None):
+    """PTX ``prmt.b32`` of {b, a} (a: bytes 0-3, b: bytes 4-7) by selector ``sel`` [ptx-isa]:
+    by default each nibble n of sel picks result byte n (bits 0-2) and bit 3 replicates that byte's
+    sign; the modes take sel's low bits n: F4E byte i = (n + i) mod 8, B4E (n - i) mod 8, RC8 all
+    n (of a), ECL max(i, n), ECR min(i, n), RC16 2 (n & 1) + (i & 1)."""
+    a, b, sel = (np.asarray(x, dtype=np.uint64) for x in (a, b, sel))
+    src = a | (b << np.uint64(32))
+    out = np.zeros(np.broadcast(a, b, sel).shape, dtype=np.uint64)
+    n = (sel & np.uint64(7)).astype(np.int64)
+    for i in range(4):
+        if mode is None:
+            nib = (sel >> np.uint64(4 * i)) & np.uint64(0xF)
+            byte = (src >> ((nib & np.uint64(7)) * np.uint64(8))) & np.uint64(0xFF)
+            byte = np.where(nib & np.uint64(8), np.where(byte & np.uint64(0x80), np.uint64(0xFF), np.uint64(0)), byte)
+        else:
+            k = {"F4E": (n + i) & 7, "B4E": (n - i) & 7, "RC8": n & 3, "ECL": np.maximum(i, n & 3),
+                 "ECR": np.minimum(i, n & 3), "RC16": 2 * (n & 1) + (i & 1)}[mode]
+            byte = (src >> (np.asarray(k, dtype=np.uint64) * np.uint64(8))) & np.uint64(0xFF)
+        out |= byte << np.uint64(8 * i)
+    return out.astype(np.uint32)
+
+
+def _prmt(ctx, instr, ops, mods, zrow):
+    a, sel, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:4])
+    mode = next((x for x in mods if x in ("F4E", "B4E", "RC8", "ECL", "ECR", "RC16")), None)
+    write = _writer(ops[0].reg, zrow)
+    return lambda g, m: write(g, np.broadcast_to(byte_permute(a(g), b(g), sel(g), mode), g.tid.shape).copy(), m)
+
+
+_INT_RANGE = {"S32": (32, True), "U32": (32, False), "S16": (16, True), "U16": (16, False), "S8": (8, True),
+              "U8": (8, False)}
+
+
+def int_convert(x, dst, src, sat, neg=False, absval=False):
+    """I2I: the source type's value of the low bits of x (sign- or zero-extended), |.| and - applied,
+    then the destination type's: clamped to its range with .SAT, else its low bits; the result is
+    extended to 32 bits by the destination's sign (PTX cvt with .sat [ptx-isa]; choice: the
+    extension of a narrow result, which PTX leaves to the register's type)."""
+    bits, signed = _INT_RANGE[src]
+    v = np.asarray(x, dtype=np.uint32).astype(np.int64) & ((1 << bits) - 1)
+    if signed:
+        v = np.where(v >= 1 << (bits - 1), v - (1 << bits), v)
+    if absval:
+        v = np.abs(v)
+    if neg:
+        v = -v
+    dbits, dsigned = _INT_RANGE[dst]
+    lo, hi = (-(1 << (dbits - 1)), (1 << (dbits - 1)) - 1) if dsigned else (0, (1 << dbits) - 1)
+    if sat:
+        v = np.clip(v, lo, hi)
+    v = v & ((1 << dbits) - 1)
+    if dsigned:
+        v = np.where(v >= 1 << (dbits - 1), v - (1 << dbits), v)
+    return (v & 0xFFFFFFFF).astype(np.uint32)
+
+
+def _i2i(ctx, instr, ops, mods, zrow):
+    types = [x for x in mods if x in _INT_RANGE] + ["S32", "S32"]
+    dst, src = types[0], types[1]
+    src_op = ops[1]
+    a = _reader_u32(ctx, instr, attrs.evolve(src_op, neg=False, abs=False), zrow)
+    write = _writer(ops[0].reg, zrow)
+    sat = "SAT" in mods
+    return lambda g, m: write(g, np.broadcast_to(int_convert(a(g), dst, src, sat, src_op.neg, src_op.abs),
+                                                 g.tid.shape).copy(), m)
+
+
+def _b2r(ctx, instr, ops, mods, zrow):
+    """B2R.RESULT d[, q]: the result of the CTA's last BAR.RED: d the number of threads whose
+    predicate held (choice for .AND / .OR: 1 or 0, the value __syncthreads_and / _or return), q
+    whether the reduction holds (.POPC: the count is not 0). ptxas reads d after BAR.RED.POPC and q
+    after .AND / .OR [cuobjdump of NVRTC 12.9's __syncthreads_count / _and / _or]."""
+    write = _writer(ops[0].reg, zrow)
+    q = ops[1].reg if len(ops) > 1 else ins.PT
+
+    def run(g, m):
+        results = ctx.bar_result
+        count = np.zeros(g.tid.shape, dtype=np.uint32)
+        holds = np.zeros(g.tid.shape, dtype=bool)
+        for c in np.unique(g.cta):
+            if int(c) not in results:
+                raise SimulationError(ctx.where(instr, g, int(np.flatnonzero(g.cta == c)[0])).format(
+                    "B2R.RESULT before any BAR.RED of this CTA"))
+            n, al, an, mode = results[int(c)]
+            sel = g.cta == c
+            count[sel] = n if mode == "POPC" else int(al if mode == "AND" else an)
+            holds[sel] = n != 0 if mode == "POPC" else (al if mode == "AND" else an)
+        write(g, count, m)
+        write_pred(g, q, holds, m)
+    return run
+
+
+OPS = {"B2R": _b2r, "PRMT": _prmt, "I2I": _i2i, "IMNMX": _imnmx, "POPC": _popc, "FLO": _flo, "BFI": _bfi,
+       "LEA": _lea, "PSETP": _psetp, "P2R": _p2r, "R2P": _r2p, "VOTE": _vote, "VMAD": _vmad}

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import LaunchError, SimulationError
 from ..isa import instruction as ins
 from . import simt
-from .executor import CONTROL, FLOAT_OPS, Context, Group, compile_instruction, float_row, float_table, run_floats
+from .executor import CONTROL, Context, Group, compile_instruction, float_row, float_table, run_floats, table_float
 from .watchdog import Watchdog, instruction_limit
 
 PARAM_BASE = 0x140
@@ -353,7 +353,7 @@ class Program:
         for i in range(pc, end):
             instr = instrs[i]
             guard = None if instr.pred == ins.PT and not instr.pred_neg else (instr.pred, instr.pred_neg)
-            if instr.opcode in FLOAT_OPS and guard is None and not getattr(self.single[i], "fault", False):
+            if table_float(instr) and guard is None and not getattr(self.single[i], "fault", False):
                 if self.computed[i]:
                     row, consts = float_row(self.ctx, instr, zrow)
                     floats.append((i - pc, row, consts))
@@ -560,6 +560,8 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
                 if not 0 <= bar <= 15:
                     raise SimulationError(ctx.where(instr, g, 0).format(f"barrier {bar} is out of range 0..15"))
                 _flush_threads(g, warp_threads)
+                if "RED" in instr.mods:
+                    _reduce_at_barrier(ctx, instr, g, m)
                 if m is not None:
                     # a guarded BAR: a warp arrives when any of its active lanes executes it (the
                     # pre-Volta per-warp barrier rule); warps whose guard is false go on
@@ -585,8 +587,10 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
                 waiting.append(g)
                 g = None
                 break
-            # BRA / CAL / RET: groups split when warps differ; a BRA whose active lanes disagree
-            # diverges (CAL / RET must be warp-uniform)
+            # BRA / CAL: groups split when warps differ; a BRA whose active lanes disagree
+            # diverges (CAL must be warp-uniform; RET waits at its call's token, see simt)
+            if op == "BRA" and len(instr.operands) == 2:
+                m = _cc_test(ctx, instr, g, m)
             if op == "BRA" and m is not None:
                 div = _divergent(g, m)
                 if div is not None:
@@ -611,18 +615,11 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
                         g = None
                         break
             taken = np.ones(nw, dtype=bool) if m is None else _warp_ok(instr, g, m, ctx)
-            if op == "RET":
-                if taken.any() and not g.stack:
-                    raise SimulationError(ctx.where(instr, g, int(np.flatnonzero(taken)[0]) * 32).format(
-                        "RET with an empty call stack"))
-                dest = g.stack[-1] if g.stack else pc + 1
-            else:
-                dest = instr.target
+            dest = instr.target
             if taken.all():
                 if op == "CAL":
                     g.stack.append(pc + 1)
-                elif op == "RET":
-                    g.stack.pop()
+                    simt.call(g, pc + 1)
                 g.pc = dest
                 if dest <= pc:
                     ctx.watchdog.back_edge(g, pc)
@@ -642,8 +639,7 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
             no = g.take(np.flatnonzero(~taken))
             if op == "CAL":
                 yes.stack.append(pc + 1)
-            elif op == "RET":
-                yes.stack.pop()
+                simt.call(yes, pc + 1)
             yes.pc = dest
             no.pc = pc + 1
             if recorder is not None:
@@ -675,6 +671,46 @@ def _next_group(runnable):
     return Group.merge(same)
 
 
+# the condition-code tests the model evaluates: on FSET.CC's zero (Z) and sign (S) flags, with
+# carry and overflow clear (a signed comparison of the result with 0) [the flag tests of the CC
+# register as envytools documents them for Fermi-Maxwell: LT = S xor O, EQ = Z, LE = Z or (S xor O)]
+_CC_TESTS = {"F": lambda z, s: np.zeros_like(z), "LT": lambda z, s: s, "EQ": lambda z, s: z,
+             "LE": lambda z, s: z | s, "GT": lambda z, s: ~z & ~s, "NE": lambda z, s: ~z, "GE": lambda z, s: ~s}
+
+
+def _cc_test(ctx, instr, g, m):
+    """The lanes of a BRA CC.test (among ``m``, None: all active) whose condition code passes."""
+    from .executor import CC_FLAGS, CC_SIGN, CC_ZERO
+    test = instr.operands[0].name[3:]
+    lanes = g.active if m is None else (m & g.active)
+    fn = _CC_TESTS.get(test)
+    if fn is None:
+        raise SimulationError(ctx.where(instr, g, int(np.flatnonzero(lanes)[0]) if lanes.any() else 0).format(
+            f"BRA CC.{test}: this condition-code test is not modelled (CC.{', CC.'.join(_CC_TESTS)} are)"))
+    unset = lanes & (g.cc & CC_FLAGS == 0)
+    if unset.any():
+        raise SimulationError(ctx.where(instr, g, int(np.flatnonzero(unset)[0])).format(
+            f"BRA CC.{test} reads a condition code that no FSET.CC set (the model keeps the zero and sign "
+            f"flags of FSET.CC only)"))
+    return lanes & fn((g.cc & CC_ZERO) != 0, (g.cc & CC_SIGN) != 0)
+
+
+def _reduce_at_barrier(ctx, instr, g, m):
+    """BAR.RED.{POPC|AND|OR} n, p: the arriving lanes' p added to their CTA's pending reduction
+    (how many hold p, whether all do, whether any does); :func:`_release_barriers` makes it the
+    CTA's result, which B2R.RESULT reads (:func:`maxsim.functional.intops.barrier_result`)."""
+    op = instr.operands[1] if len(instr.operands) > 1 else None
+    lanes = g.active if m is None else (m & g.active)
+    val = np.ones_like(lanes) if op is None else (~g.preds[op.reg] if op.not_ else g.preds[op.reg])
+    val = val & lanes
+    mode = next(x for x in instr.mods if x in ("POPC", "AND", "OR"))
+    pending = ctx.bar_pending
+    for c in np.unique(g.cta[lanes]) if lanes.any() else ():
+        sel = (g.cta == c) & lanes
+        n, al, an, _ = pending.get(int(c), (0, True, False, mode))
+        pending[int(c)] = (n + int(val[sel].sum()), al and bool(val[sel].all()), an or bool(val[sel].any()), mode)
+
+
 def _release_barriers(ctx, waiting, live):
     """All runnable warps are blocked: release the CTA barriers that every live warp has reached."""
     arrived = {}
@@ -693,6 +729,13 @@ def _release_barriers(ctx, waiting, live):
                    else f"its warps wait on different barriers {sorted(bars[c])}")
             raise SimulationError(ctx.where(instr, g, pos).format(
                 f"BAR.SYNC can never complete: {why}"))
+    # the reductions of BAR.RED become their CTAs' results (B2R.RESULT reads them)
+    pending = ctx.bar_pending
+    if pending:
+        results = ctx.bar_result
+        for c in arrived:
+            if c in pending:
+                results[c] = pending.pop(c)
     # merge released groups that continue at the same pc
     # (groups at the same pc but with different call stacks, e.g. a BAR inside a subroutine
     # called from two places, must stay apart: a merged group keeps only one stack)

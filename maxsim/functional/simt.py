@@ -20,6 +20,12 @@ pages SYNC, BRK/PBK, CONT/PCNT) and the post-dominator stack of Fung et al. (MIC
   the active mask ... in the PBK" [nv-sass BRK]).
 * ``EXIT`` removes its lanes from the warp and from every token; the warp ends when the stack is
   empty and no lane is active.
+* ``CAL`` (warp-uniform) pushes a CAL token holding the active mask and the return address;
+  ``RET`` makes the lanes that execute it wait at the nearest CAL token, as SYNC at an SSY token
+  (ptxas returns from a subroutine with a guarded ``@!P0 RET`` whose lanes may disagree: the
+  slow paths of IEEE division and square root). When no lane is left active the token is popped:
+  the lanes of the call (less those that exited) go on at the return address. The CRS stack
+  holds call entries with the SSY/PBK ones [nv-sass: CAL, RET "Call/Return/Sync stack"].
 
 A group of warps (:class:`maxsim.functional.executor.Group`) shares one stack structure: the token
 kinds and targets are the same for every warp of the group, the masks are per lane. Warps whose
@@ -33,7 +39,7 @@ import numpy as np
 from ..errors import SimulationError
 
 PUSH = ("SSY", "PBK", "PCNT")
-WAIT = {"SYNC": "SSY", "BRK": "PBK", "CONT": "PCNT"}
+WAIT = {"SYNC": "SSY", "BRK": "PBK", "CONT": "PCNT", "RET": "CAL"}
 OPS = PUSH + tuple(WAIT)
 DIV = "DIV"
 
@@ -48,6 +54,11 @@ def push(g, instr):
     g.simt.append((instr.opcode, instr.target, g.active.copy()))
 
 
+def call(g, ret_pc):
+    """CAL: a token with the active lanes and the return address."""
+    g.simt.append(("CAL", ret_pc, g.active.copy()))
+
+
 def wait(ctx, instr, g, lanes):
     """SYNC / BRK / CONT executed by ``lanes``: they leave the active mask and every token above
     the nearest token of the matching kind (they now wait at that token)."""
@@ -56,6 +67,7 @@ def wait(ctx, instr, g, lanes):
     if at < 0:
         pos = int(np.flatnonzero(lanes)[0])
         raise SimulationError(ctx.where(instr, g, pos).format(
+            "RET with an empty call stack" if kind == "CAL" else
             f"{instr.opcode} without a matching {kind} on the warp's reconvergence stack"))
     keep = ~lanes
     g.active = g.active & keep
@@ -99,7 +111,9 @@ def settle(g):
         if not x.simt:
             gone.append(x.warps)
             continue
-        _, pc, mask = x.simt.pop()
+        kind, pc, mask = x.simt.pop()
+        if kind == "CAL":
+            x.stack.pop()
         x.active = mask
         x.full = bool(mask.all())
         x.pc = pc

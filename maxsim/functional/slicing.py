@@ -27,6 +27,7 @@ from __future__ import annotations
 import attrs
 
 from ..isa import instruction as ins
+from ..isa.opcodes import mask_predicates
 
 PRED_BASE = 256  # location of predicate p: PRED_BASE + p; registers are their own number
 CC = PRED_BASE + 8  # the carry flag of IADD.CC / IADD.X
@@ -100,11 +101,17 @@ def accesses(instr):
                 uses.append(o.reg)
             elif o.kind == ins.PRED and o.reg != ins.PT:
                 uses.append(PRED_BASE + o.reg)
+        if op == "P2R":  # the predicates of its mask
+            uses += [PRED_BASE + p for p in mask_predicates(instr)]
         if op in ("IADD", "IADD32I"):
             if "X" in instr.mods:
                 uses.append(CC)
             if "CC" in instr.mods:
                 defs.append(CC)
+        if op == "FSET" and "CC" in instr.mods:
+            defs.append(CC)
+    if op == "BRA" and len(ops) == 2:  # BRA CC.test: control flow reads the condition code
+        addr = [CC]
     return defs, uses, addr, data
 
 
@@ -136,7 +143,9 @@ def successors(kernel):
         elif op in ("BRA", "CAL"):
             s = [i.target] + (nxt if _guarded(i) else [])
         elif op == "RET":
-            s = returns + (nxt if _guarded(i) else [])
+            # the lanes of a RET wait at their call's token: another path (a divergent branch's
+            # target) may run next, as after a SYNC (maxsim.functional.simt)
+            s = returns + bra_targets + (nxt if _guarded(i) else [])
         elif op in _WAITS_AT:
             s = tokens[_WAITS_AT[op]] + bra_targets + nxt
         else:  # EXIT

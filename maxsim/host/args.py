@@ -102,7 +102,8 @@ def bind(kernel, params=None, buffers=None, textures=None, constants=None) -> Bo
     """Bind ``params`` ({name or offset: value}), ``buffers`` ({name: array or Buffer}) and
     ``textures`` ({texture number or name: array or Texture}) to ``kernel`` (a
     :class:`maxsim.host.Kernel`). A parameter value is an int, a float (an fp32 parameter; fp64
-    when the parameter has 8 bytes) or the name of a buffer (its device address)."""
+    when the parameter has 8 bytes), the name of a buffer (its device address), or bytes / a numpy
+    record of the parameter's size (a struct passed by value)."""
     memory = GlobalMemory()
     bound_buffers = {}
     for name, value in (buffers or {}).items():
@@ -181,8 +182,15 @@ def _pack(kernel, params, buffers) -> bytes:
 
 def _encode(kernel, key, p, value, buffers) -> bytes:
     what = f"parameter {key!r} of kernel {kernel.name}"
+    if isinstance(value, (bytes, bytearray, np.void)):
+        # a struct passed by value: its bytes as the kernel lays it out (e.g. a numpy record)
+        raw = bytes(value)
+        if len(raw) != p.size:
+            raise LaunchError(f"{what} has {p.size} bytes; {len(raw)} bytes given")
+        return raw
     if p.size not in (4, 8):
-        raise LaunchError(f"{what} has {p.size} bytes; parameters of 4 or 8 bytes are supported")
+        raise LaunchError(f"{what} has {p.size} bytes; give a struct parameter as bytes or a numpy record "
+                          f"of that size (numbers are parameters of 4 or 8 bytes)")
     if isinstance(value, str):
         if value not in buffers:
             known = ", ".join(buffers) or "none"

@@ -26,6 +26,19 @@ _PARAM_LINE = re.compile(r"#\s*(\d+)\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*:\s*(\d+)\s*:\
 _CONST_WORD = re.compile(r"^c\[0x0\]\[(0x[0-9a-fA-F]+|\d+)\]$")
 
 
+def compile_options(options=(), defines=None) -> tuple:
+    """The compiler's option list: ``options`` as given (one string or a sequence), then each
+    define as ``-DNAME=value`` (``-DNAME`` for None), in the order given."""
+    if isinstance(options, str):
+        options = (options,)
+    out = [str(o) for o in (options or ())]
+    for name, value in (defines or {}).items():
+        if not re.fullmatch(r"[A-Za-z_]\w*", str(name)):
+            raise LaunchError(f"define {name!r}: not a C macro name")
+        out.append(f"-D{name}" if value is None else f"-D{name}={value}")
+    return tuple(out)
+
+
 @attrs.frozen
 class KernelParam:
     """One parameter of the kernel's table: its names (possibly none), position, offset in
@@ -52,25 +65,37 @@ class Kernel:
     notes: tuple = ()  # header values the assembler set from the code, one line each
     banks: dict = attrs.field(factory=dict)  # {bank: bytes}: constant banks besides 0 (a cubin's 2 and 3)
     max_threads: int = 0  # threads per CTA a cubin's kernel was compiled for (__launch_bounds__), 0: any
+    compile_options: tuple = ()  # the NVRTC / ptxas options a .cu / .ptx kernel was compiled with (-D included)
 
     @property
     def name(self) -> str:
         return self.code.name
 
     @classmethod
-    def load(cls, path_or_text, cfg=None, kernel=None) -> "Kernel":
+    def load(cls, path_or_text, cfg=None, kernel=None, options=(), defines=None) -> "Kernel":
         """A kernel from a file path or a kernel text (a string with a line break is text), in
         either form; or from a .cubin (decoded), a .cu or a .ptx file (compiled for sm_52 with
         NVIDIA's compilers, the extra ``maxsim[cuda]``), ``kernel`` naming which of its kernels
-        (needed when it holds several). Parameters are named as in the CUDA C signature or the PTX
-        ``.entry``; every parameter is also reachable by position (``"#0"``) and offset. Errors
-        are one line naming the file and line."""
+        (needed when it holds several). ``options``: compiler options (NVRTC's for .cu, e.g.
+        ``["-use_fast_math"]``; ptxas's for .ptx); ``defines``: {macro: value or None} given to
+        NVRTC as ``-Dmacro=value`` (a .cu only). Parameters are named as in the CUDA C signature
+        or the PTX ``.entry``; every parameter is also reachable by position (``"#0"``) and
+        offset. Errors are one line naming the file and line."""
         from ..cubin import is_binary_path, load
+        opts = compile_options(options, defines)
         if not (isinstance(path_or_text, str) and "\n" in path_or_text) and is_binary_path(path_or_text):
-            loaded = load(path_or_text, kernel)
+            path = os.fspath(path_or_text)
+            if opts and path.lower().endswith(".cubin"):
+                raise LaunchError(f"{path}: a .cubin is already compiled: compiler options "
+                                  f"({' '.join(opts)}) apply to a .cu or .ptx file")
+            if defines and path.lower().endswith(".ptx"):
+                raise LaunchError(f"{path}: defines (-D) apply to CUDA C (.cu); ptxas takes no macros")
+            loaded = load(path_or_text, kernel, opts)
             names = {i: n for i, n in enumerate(loaded.names) if n}
             k = cls.of(loaded.code, names)
-            return attrs.evolve(k, banks=dict(loaded.banks), max_threads=loaded.max_threads)
+            return attrs.evolve(k, banks=dict(loaded.banks), max_threads=loaded.max_threads, compile_options=opts)
+        if opts:
+            raise LaunchError("compiler options and defines apply to a .cu or .ptx file, not to SASS text")
         from ..asm import assemble_text, is_source
         from ..sass import parse_text
         text, filename = _text_of(path_or_text)

@@ -39,7 +39,8 @@ from . import instruction as ins
 # a pair: full rate (alu; nop: NOP is in maxas's x32 class), shift and compare (alu_half), s2r
 # (S2R here; POPC and FLO are in maxas's s2r class, in the model's quarter-rate unit xu). BAR,
 # branches and EXIT need their own stall count [maxas-cc], so they never start a pair.
-_FIRST_UNITS = frozenset(("alu", "alu_half", "s2r", "nop"))
+_FIRST_UNITS = frozenset(("alu", "alu_half", "s2r", "nop", "fp64"))
+# fp64: ptxas gives DADD a stall of 0 before a MUFU.RSQ64H [cuobjdump of NVRTC 12.9's sqrt(double)]
 # POPC and FLO: in the quarter-rate unit (xu) but in maxas's s2r class; their results take
 # latency.bitcount (the others of xu latency.xu) and they read their operands at issue
 BITCOUNT_OPCODES = frozenset(("POPC", "FLO"))
@@ -105,11 +106,32 @@ def operand_read_delay(instr_unit: str, opcode: str, lat) -> int:
     rlat 4 [maxas-grammar]); everything else, POPC and FLO too, at issue."""
     if opcode == "LDC":
         return lat.mem_operand_read_constant
-    if instr_unit == "xu" and opcode not in BITCOUNT_OPCODES:
-        return lat.xu_operand_read
+    if (instr_unit == "xu" and opcode not in BITCOUNT_OPCODES) or instr_unit == "fp64":
+        return lat.xu_operand_read  # fp64: choice, as the quarter-rate unit (ptxas sets read barriers on DFMA)
     return {"lds": lat.mem_operand_read_shared, "sts": lat.mem_operand_read_shared,
             "ldg": lat.mem_operand_read_global, "stg": lat.mem_operand_read_global,
             "tex": lat.mem_operand_read_tex}.get(instr_unit, 0)
+
+
+def late_address_word(instr, lat) -> tuple:
+    """``(register, extra cycles)`` of a global memory instruction with a 64-bit (.E) address
+    ``[Rn+imm]``: its high word R(n+1) is read ``mem_operand_read_address_high`` cycles after the
+    other sources (docs/hazard-rules.md); ``(-1, 0)`` for any other instruction, or when R(n+1) is
+    also one of its other sources (read at the usual time)."""
+    if instr.unit not in ("ldg", "stg") or "E" not in instr.mods or not lat.mem_operand_read_address_high:
+        return -1, 0
+    from .opcodes import spec_of, vector_width
+    mems = [op for op in instr.operands if op.kind == ins.MEM and op.reg != ins.RZ]
+    if not mems:
+        return -1, 0
+    high = mems[0].reg + 1
+    width = vector_width(instr.opcode, instr.mods, instr.operands)
+    sig = spec_of(instr).signature
+    others = {r for n, op in enumerate(instr.operands) if n >= spec_of(instr).n_dst and op.kind == ins.REG
+              and op.reg != ins.RZ for r in range(op.reg, op.reg + (width if "V" in sig[n] else 1))}
+    if high in others:
+        return -1, 0
+    return high, lat.mem_operand_read_address_high
 
 
 # ---- minimum stall counts --------------------------------------------------------------------

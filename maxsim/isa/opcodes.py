@@ -22,7 +22,7 @@ from . import instruction as ins
 # Guide's 5.x throughput table. xu: the quarter-rate unit (MUFU, conversions, POPC, FLO); fixed: a
 # fixed-latency result outside the ALU pipes (LDC). SHFL and ATOMS are shared-memory work (lds), ATOM
 # a global load (ldg), RED a global store (stg).
-UNITS = ("alu", "alu_half", "xu", "lds", "sts", "tex", "ldg", "stg", "s2r", "fixed", "bar", "branch", "exit",
+UNITS = ("alu", "alu_half", "xu", "fp64", "lds", "sts", "tex", "ldg", "stg", "s2r", "fixed", "bar", "branch", "exit",
          "nop")
 MEMORY_UNITS = frozenset(("lds", "sts", "tex", "ldg", "stg"))
 
@@ -34,8 +34,9 @@ _SUBWORD = {"U8", "S8", "U16", "S16"}  # one register, 1 or 2 bytes of memory
 _FCMP = _CMP | {"LTU", "LEU", "GTU", "GEU", "EQU", "NEU", "NUM", "NAN"}
 _ATOM_OPS = {"ADD", "MIN", "MAX", "INC", "DEC", "AND", "OR", "XOR", "EXCH", "CAS"}
 _F2I_ROUND = {"TRUNC", "FLOOR", "CEIL", "ROUND"}
-_TYPES = {"F32", "S32", "U32", "S16", "U16", "S8", "U8"}
-CONVERSIONS = ("I2F", "F2I", "F2F")
+_MUFU = {"RCP", "RSQ", "SQRT", "EX2", "LG2", "SIN", "COS", "RCP64H", "RSQ64H"}
+_TYPES = {"F32", "F16", "F64", "S32", "U32", "S16", "U16", "S8", "U8"}
+CONVERSIONS = ("I2F", "F2I", "F2F", "I2I")
 
 
 @attrs.frozen
@@ -69,6 +70,9 @@ OPCODES = {s.name: s for s in (
     # FADD32I, ISCADD32I): the same operations as their register forms
     _spec("IADD32I", "alu", 1, "R R I", {"X"}, {"CC"}),
     _spec("LOP32I", "alu", 1, "R R I", {"AND", "OR", "XOR", "PASS_B"}),
+    # LOP3.LUT d, a, b, c, lut: any logic function of three sources, bit by bit; the 8-bit lut is
+    # the function's truth table indexed by (a << 2 | b << 1 | c) ([maxas-grammar] LOP3; PTX lop3.b32)
+    _spec("LOP3", "alu", 1, "R R R|C|I R I", {"LUT"}),
     _spec("ISCADD32I", "alu", 1, "R R I I"),
     _spec("FMUL32I", "alu", 1, "R R F|I", {"FTZ"}),
     _spec("FADD32I", "alu", 1, "R R F|I", {"FTZ"}),
@@ -91,8 +95,13 @@ OPCODES = {s.name: s for s in (
     # ICMP d, a, b, c: d = a if (c cmp 0) else b (nvdisasm's ICMP; ptxas selects with it)
     _spec("ICMP", "alu_half", 1, "R R R|C|I R", _CMP, {"U32", "S32"}),
     _spec("S2R", "s2r", 1, "R S"),
+    # CS2R d, SR_CLOCKLO: the clock read (clock(), clock64()) of fixed latency: ptxas gives it a
+    # stall of 6 and no dependency barrier, the ALU's figure (latency.alu) [cuobjdump of NVRTC 12.9]
+    _spec("CS2R", "alu", 1, "R S"),
     _spec("LDS", "lds", 1, "V M", {"U"}, set(_WIDTH)),
-    _spec("STS", "sts", 0, "M V", set(_WIDTH)),
+    # STS.U: maxas's grammar reads .U on every shared-memory op but encodes it for LDS only (its
+    # STS word is STS's; nvdisasm 12.8 prints no modifier for bit 44 of STS): the same store
+    _spec("STS", "sts", 0, "M V", {"U"}, set(_WIDTH)),
     _spec("LDG", "ldg", 1, "V M", {"E"}, {"CG", "CI", "CS", "CV"}, set(_WIDTH) | _SUBWORD),
     _spec("STG", "stg", 0, "M V", {"E"}, {"CG", "CS", "WT"}, set(_WIDTH) | _SUBWORD),
     # generic loads / stores: modelled as global (no shared or local window in the generic space)
@@ -111,6 +120,11 @@ OPCODES = {s.name: s for s in (
     _spec("FLO", "xu", 1, "R R|C|I", {"U32", "S32"}, {"SH"}),
     _spec("BFI", "alu_half", 1, "R R R|C|I R|C"),
     # LEA d, a, b, s / LEA.HI d, a, b, c, s (the high word of a 64-bit scaled index)
+    # VMAD.<a type>.<b type>[.SHR_7|.SHR_15][.SAT] d, [-]a[.H1], b[.H1], [-]c: (a * b) + c of a and b's
+    # 16-bit halves (or low bytes) ([maxas-grammar] VMAD; PTX vmad). 16-bit forms are maxas's
+    # full-rate class, 8-bit ones its half-rate class (VMAD_8BIT_UNIT)
+    _spec("VMAD", "alu", 1, "R R R R", {"U16", "S16", "U8", "S8"}, {"U16", "S16", "U8", "S8"},
+          {"SHR_7", "SHR_15"}, {"SAT"}),
     _spec("LEA", "alu_half", 1, "R R R|C|I R|I I", {"HI"}, {"X"}, {"CC"}, min_operands=4),
     _spec("PSETP", "alu", 2, "P P P P P", _BOOL, _BOOL),
     _spec("P2R", "alu", 1, "R W R I"),
@@ -120,11 +134,38 @@ OPCODES = {s.name: s for s in (
     # float
     _spec("FMNMX", "alu_half", 1, "R R R|C|I|F P", {"FTZ"}),
     _spec("FSETP", "alu_half", 2, "P P R R|C|I|F P", _FCMP, _BOOL, {"FTZ"}),
-    _spec("MUFU", "xu", 1, "R R", {"RCP", "RSQ", "SQRT", "EX2", "LG2", "SIN", "COS"}),
+    _spec("MUFU", "xu", 1, "R R", _MUFU, {"SAT"}),
+    # double precision on register pairs (V: the even register of a pair): the fp64 unit, 1/32 of
+    # the fp32 rate (config pipes.fp64, [cuda-pg])
+    _spec("DADD", "fp64", 1, "V V V|C|I|F", {"RN", "RM", "RP", "RZ"}),
+    _spec("DMUL", "fp64", 1, "V V V|C|I|F", {"RN", "RM", "RP", "RZ"}),
+    _spec("DFMA", "fp64", 1, "V V V|C|I|F V|C", {"RN", "RM", "RP", "RZ"}),
+    _spec("DMNMX", "fp64", 1, "V V V|C|I|F P"),
+    _spec("DSETP", "fp64", 2, "P P V V|C|I|F P", _FCMP, _BOOL),
+    # FSET: FSETP's comparison as a register (all ones / 0, .BF 1.0 / 0); the compare class, as
+    # FSETP [maxas-grammar: FSET with FSETP in the cmp class]
+    _spec("FSET", "alu_half", 1, "R R R|C|I|F P", _FCMP, _BOOL, {"FTZ"}, {"BF"}, {"CC"}),
+    # FCHK.DIVIDE p, a, b: whether an IEEE division a / b needs ptxas's slow path. choice: the
+    # compare class (it reads two floats and writes a predicate, as FSETP); no published figure
+    _spec("FCHK", "alu_half", 1, "P R R|C|I|F", {"DIVIDE"}),
     _spec("RRO", "alu_half", 1, "R R|C|I|F", {"SINCOS", "EX2"}),
-    _spec("I2F", "xu", 1, "R R|C|I", {"F32"}, {"S32", "U32", "S16", "U16", "S8", "U8"}, {"RN", "RM", "RP", "RZ"}),
-    _spec("F2I", "xu", 1, "R R|C|I|F", {"S32", "U32"}, {"F32"}, _F2I_ROUND, {"FTZ"}),
-    _spec("F2F", "xu", 1, "R R|C|I|F", {"F32"}, {"F32"}, _F2I_ROUND | {"RN"}, {"FTZ"}, {"SAT"}),
+    # I2F.F64: to a register pair (the destination's width 2: vector_width)
+    _spec("I2F", "xu", 1, "V R|C|I", {"F32", "F64"}, {"S32", "U32", "S16", "U16", "S8", "U8"}, {"RN", "RM", "RP", "RZ"}),
+    _spec("F2I", "xu", 1, "R V|C|I|F", {"S32", "U32"}, {"F32", "F64"}, _F2I_ROUND, {"FTZ"}),
+    # I2I.<dst>.<src>[.SAT] d, [-|]a[|]: integer to integer of 8, 16 or 32 bits (the conversions'
+    # quarter-rate class [maxas-grammar])
+    _spec("I2I", "xu", 1, "R R|C|I", {"S32", "U32", "S16", "U16", "S8", "U8"}, {"S32", "U32", "S16", "U16", "S8", "U8"},
+          {"SAT"}),
+    # PRMT[.F4E|.B4E|.RC8|.ECL|.ECR|.RC16] d, a, selector, b: a byte permute of {b, a} (PTX prmt)
+    _spec("PRMT", "alu", 1, "R R R|C|I R|C", {"F4E", "B4E", "RC8", "ECL", "ECR", "RC16"}),
+    # FCMP[.cmp] d, a, b, c: d = a if (c cmp 0.0) else b (GT when no test is written, as nvdisasm
+    # prints it); the compare class, as FSETP
+    _spec("FCMP", "alu_half", 1, "R R R|C|I|F R|C", _FCMP | {"F", "T"}, {"FTZ"}),
+    # F2F.<dst>.<src>: F32 <-> F16 (the half in the low 16 bits of a register, or the high ones with
+    # the source's .H1) and F32 -> F32 / F16 -> F16; rounding to a type (RN RM RP RZ), to an integral
+    # value (ROUND FLOOR CEIL TRUNC), or none between equal types (.PASS, as nvdisasm prints it)
+    _spec("F2F", "xu", 1, "V V|C|I|F", {"FTZ"}, {"F32", "F16", "F64"}, {"F32", "F16", "F64"},
+          _F2I_ROUND | {"RN", "RM", "RP", "RZ", "PASS"}, {"SAT"}),
     # TLD[.B].LZ.{T|P} d, coordinate, handle, slot, 1D, channel mask: with .B the texture is the
     # handle register's; without, the texture slot (the handle register is then RZ, and may be left out)
     _spec("TLD", "tex", 1, "V R R I W I", {"B"}, {"LZ"}, {"NODEP"}, {"P", "T"}),
@@ -134,8 +175,13 @@ OPCODES = {s.name: s for s in (
     # the texture by its slot; the first two channels go to d0, d0+1, the others to d1, d1+1
     _spec("TLDS", "tex", 2, "R R R I W W", {"LZ"}, {"NODEP"}, {"P", "T"}),
     _spec("TEXS", "tex", 2, "R R R I W W", {"LZ"}, {"NODEP"}, {"P", "T"}),
-    _spec("BAR", "bar", 0, "I", {"SYNC"}),
-    _spec("BRA", "branch", 0, "L", {"U"}),
+    # BAR.SYNC n / BAR.RED.{POPC|AND|OR} n, p (__syncthreads_count / _and / _or): the barrier with a
+    # reduction of p over the CTA's threads; B2R.RESULT d, q reads its result. B2R: choice, the
+    # class of S2R (a value from outside the register file, waited for on a dependency barrier)
+    _spec("BAR", "bar", 0, "I P", {"SYNC", "RED"}, {"POPC", "AND", "OR"}, min_operands=1),
+    _spec("B2R", "s2r", 2, "R P", {"RESULT"}, min_operands=1),
+    # BRA [CC.test,] L: a branch, on the condition code when a test is given (FSET.CC sets it)
+    _spec("BRA", "branch", 0, "W|L L", {"U"}, min_operands=1),
     _spec("CAL", "branch", 0, "L"),
     _spec("RET", "branch", 0, ""),
     # the reconvergence stack (maxsim.functional.simt): push a token / wait at the nearest one
@@ -158,14 +204,15 @@ SPECIAL_REGISTERS = ("SR_TID.X", "SR_TID.Y", "SR_TID.Z", "SR_CTAID.X", "SR_CTAID
 
 # An opcode's alternative form whose first operand is a predicate (LOP.AND.NZ P0, RZ, R9, 0x1f:
 # the result also sets P0 when it is non-zero / zero)
-PREDICATE_FORMS = {"LOP": _spec("LOP", "alu", 2, "P R R R|C|I", {"AND", "OR", "XOR", "PASS_B"}, {"Z", "NZ"})}
+PREDICATE_FORMS = {"LOP": _spec("LOP", "alu", 2, "P R R R|C|I", {"AND", "OR", "XOR", "PASS_B"}, {"Z", "NZ"}),
+                   "LOP3": _spec("LOP3", "alu", 2, "P R R R|C|I R I", {"LUT"}, {"T", "Z", "NZ"})}
 # the immediate forms, by the register form whose operation they perform
 IMMEDIATE_FORMS = {"IADD32I": "IADD", "LOP32I": "LOP", "ISCADD32I": "ISCADD", "FMUL32I": "FMUL",
                    "FADD32I": "FADD"}
 
 # Modifiers an opcode cannot do without (one of the set must be present)
-REQUIRED_MODIFIERS = {"SHF": {"L", "R"}, "ISET": _CMP, "ICMP": _CMP, "ISETP": _CMP, "FSETP": _FCMP, "ATOM": _ATOM_OPS, "RED": _ATOM_OPS, "ATOMS": _ATOM_OPS,
-                      "MUFU": {"RCP", "RSQ", "SQRT", "EX2", "LG2", "SIN", "COS"},
+REQUIRED_MODIFIERS = {"SHF": {"L", "R"}, "LOP3": {"LUT"}, "VMAD": {"U16", "S16", "U8", "S8"}, "ISET": _CMP, "ICMP": _CMP, "ISETP": _CMP, "FSETP": _FCMP, "ATOM": _ATOM_OPS, "RED": _ATOM_OPS, "ATOMS": _ATOM_OPS,
+                      "MUFU": _MUFU, "FSET": _FCMP, "FCHK": {"DIVIDE"}, "DSETP": _FCMP,
                       "SHFL": {"IDX", "UP", "DOWN", "BFLY"}, "VOTE": {"ALL", "ANY", "EQ"}, "RRO": {"SINCOS", "EX2"}}
 # keyword operands (W) each opcode accepts
 # the channel sets of TLDS / TEXS (envytools' GM107 table: the sets with and without a second
@@ -175,7 +222,11 @@ CHANNEL_SETS = {"R": (0,), "G": (1,), "B": (2,), "A": (3,), "RG": (0, 1), "RA": 
 TEXTURE_DIMS = ("1D", "2D", "3D", "ARRAY_1D", "ARRAY_2D", "CUBE", "ARRAY_CUBE")
 TEXTURE_OPS = ("TLD", "TEX", "TLDS", "TEXS")
 WORDS = {"TLD": TEXTURE_DIMS, "TEX": TEXTURE_DIMS, "TLDS": TEXTURE_DIMS + tuple(CHANNEL_SETS),
-         "TEXS": TEXTURE_DIMS + tuple(CHANNEL_SETS), "P2R": ("PR",), "R2P": ("PR",), "DEPBAR": tuple(f"SB{n}" for n in range(6))}
+         "TEXS": TEXTURE_DIMS + tuple(CHANNEL_SETS), "P2R": ("PR",),
+         "BRA": tuple("CC." + t for t in ("F", "LT", "EQ", "LE", "GT", "NE", "GE", "NUM", "NAN", "LTU", "EQU", "LEU",
+                                           "GTU", "NEU", "GEU", "OFF", "LO", "SFF", "LS", "HI", "SFT", "HS", "OFT",
+                                           "CSM_TA", "CSM_TR", "CSM_MX", "FCSM_TA", "FCSM_TR", "FCSM_MX", "RLE",
+                                           "RGT")), "R2P": ("PR",), "DEPBAR": tuple(f"SB{n}" for n in range(6))}
 
 
 def spec_of(instr) -> OpSpec:
@@ -190,7 +241,7 @@ def match_modifiers(spec: OpSpec, mods: tuple):
     """Return None if ``mods`` is acceptable for ``spec``, else the first offending modifier."""
     groups = tuple(spec.mod_groups)
     for n, m in enumerate(mods):
-        if m in mods[:n] and not ((spec.name in CONVERSIONS or spec.name == "XMAD") and m in _TYPES) \
+        if m in mods[:n] and not ((spec.name in CONVERSIONS or spec.name in ("XMAD", "VMAD")) and m in _TYPES) \
                 and not (spec.name == "PSETP" and m in _BOOL):
             # a repeated modifier (XMAD.PSL.PSL) is never meaningful, but a conversion names its
             # destination and source types (F2F.F32.F32) and PSETP its two operations
@@ -208,6 +259,37 @@ def _assignable(mods, groups, used) -> bool:
         return True
     return any(i not in used and mods[0] in g and _assignable(mods[1:], groups, used | {i})
                for i, g in enumerate(groups))
+
+
+def conversion_types(opcode: str, mods: tuple) -> tuple:
+    """(destination, source) types of an F2F: the first and second type modifier written (F32 for
+    one not written)."""
+    types = [m for m in mods if m in ("F16", "F32", "F64")] + ["F32", "F32"]
+    return types[0], types[1]
+
+
+VMAD_8BIT_UNIT = "alu_half"  # [maxas-grammar]: VMAD with 8-bit types is in the shift class
+
+
+def unit_of(spec: OpSpec, mods: tuple) -> str:
+    """The timing class of an instruction: its opcode's, except VMAD with an 8-bit type."""
+    if spec.name == "VMAD" and any(m in ("U8", "S8") for m in mods):
+        return VMAD_8BIT_UNIT
+    return spec.unit
+
+
+def vmad_types(mods: tuple) -> tuple:
+    """(a type, b type) of a VMAD: the first and second type modifier written."""
+    types = [m for m in mods if m in ("U16", "S16", "U8", "S8")] + ["U16", "U16"]
+    return types[0], types[1]
+
+
+def mask_predicates(instr) -> tuple:
+    """The predicates P2R reads / R2P writes: P0-P6 where its mask (the last operand) has the bit."""
+    if instr.opcode not in ("P2R", "R2P") or not instr.operands or instr.operands[-1].kind != ins.IMM:
+        return ()
+    mask = instr.operands[-1].value
+    return tuple(n for n in range(7) if mask >> n & 1)
 
 
 def vector_alignment(width: int) -> int:
@@ -248,8 +330,26 @@ def texture_channels(instr_ops) -> tuple:
     return tuple(out)
 
 
+FP64 = frozenset(("DADD", "DMUL", "DFMA", "DMNMX", "DSETP"))
+
+
+def operand_widths(opcode: str, mods: tuple, n: int, width: int) -> tuple:
+    """The registers each of ``n`` operands names: ``width`` (:func:`vector_width`) for every vector
+    operand, except a conversion with an F64 side, whose destination and source each take the
+    width of their own type (F2F.F64.F32: a pair and one register)."""
+    if opcode in ("F2F", "F2I", "I2F") and "F64" in mods:
+        types = [m for m in mods if m in ("F16", "F32", "F64") or m in _TYPES]
+        dst = types[0] if types else "F32"
+        src = types[1] if len(types) > 1 else ("S32" if opcode == "I2F" else "F32")
+        return tuple([2 if dst == "F64" else 1, 2 if src == "F64" else 1] + [1] * max(0, n - 2))[:n]
+    return (width,) * n
+
+
 def vector_width(opcode: str, mods: tuple, operands: tuple) -> int:
-    """Number of consecutive registers named by the vector operand of a memory instruction."""
+    """Number of consecutive registers named by the vector operand of a memory instruction (or
+    the register pairs of an fp64 instruction)."""
+    if opcode in FP64:
+        return 2
     if opcode in ("TLD", "TEX"):
         mask = operands[5].value if len(operands) > 5 else 0xF
         return max(1, bin(mask & 0xF).count("1"))

@@ -18,7 +18,8 @@ control word carries each instruction's scheduling control (``WW:R:W:Y:S``) and 
 The encodings are those of :mod:`maxsim.sass.encoding_table` (one table, with its sources). An
 instruction with no encoding (an immediate too wide for its field, a modifier the opcode cannot
 carry, an operand form the hardware lacks) raises :class:`~maxsim.errors.EncodingError` naming
-it; a word the table does not know raises it naming the word's byte offset. Nothing is dropped
+it; a word the table does not know raises it naming the word's byte offset, the opcode its bits
+name (:func:`encoding_table.opcode_of_word`) and what of it the table lacks, never the raw word. Nothing is dropped
 silently: every bit of a decoded word is accounted for by the form it matched.
 """
 
@@ -43,7 +44,7 @@ _DIM_NAMES = {v: k for k, v in T.TEXTURE_DIMENSIONS.items()}
 _DST_FIELDS = ("r0", "p3", "p0", "p48", "p45")
 _STORES = frozenset(("STS", "STG", "STL", "ST", "RED"))
 # [nvdisasm]: the two negation bits (48, 49) of IADD and ISCADD set together are the mode .PO
-_NEGATE_ONE = {"IADD": 3 << 48, "ISCADD": 3 << 48}
+_NEGATE_ONE = {"IADD": 3 << 48, "ISCADD": 3 << 48, "VMAD": 3 << 53}  # both negations: .PO
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,7 +176,7 @@ class _Field:
             b = 0xFFFF << 20 | 0x1F << 36 | 0xFF << 8
         elif k in ("simm", "fimm", "uimm20", "dimm"):
             b = 0x7FFFF << 20 | 1 << 56
-        elif k in ("uimm", "dim", "sb", "sbset", "textype", "chan"):
+        elif k in ("uimm", "dim", "sb", "sbset", "textype", "chan", "cc"):
             b = ((1 << self.width) - 1) << self.pos
         elif k in ("imm32", "fimm32"):
             b = 0xFFFFFFFF << 20
@@ -236,6 +237,8 @@ def _field(spec: str, is_dst: bool) -> _Field:
         return _Field("sb", 26, 3)
     if head == "sbset":
         return _Field("sbset", 0, 6)
+    if head == "cc0":
+        return _Field("cc", 0, 5)
     if head.startswith("kw:"):
         return _Field("kw", word=head[3:])
     m = _SPEC_RE.match(head)
@@ -365,10 +368,10 @@ def _operand_text(f: _Field, w: int, reuse: bool) -> str:
         s = _reg(w >> f.pos & 0xFF)
         if f.h1 >= 0 and w >> f.h1 & 1:
             s += ".H1"
-        if reuse:
-            s += ".reuse"
         if f.abs >= 0 and w >> f.abs & 1:
             s = f"|{s}|"
+        if reuse:
+            s += ".reuse"  # after |..|, as nvdisasm writes |R9|.reuse
         if f.neg >= 0 and w >> f.neg & 1:
             s = "-" + s
         if f.inv >= 0 and w >> f.inv & 1:
@@ -442,6 +445,8 @@ def _operand_text(f: _Field, w: int, reuse: bool) -> str:
         return name
     if k == "kw":
         return f.word
+    if k == "cc":
+        return "CC." + T.CC_TESTS[w & 0x1F]
     if k == "dim":
         n = w >> f.pos & 7
         if n not in _DIM_NAMES:
@@ -460,14 +465,46 @@ def _operand_text(f: _Field, w: int, reuse: bool) -> str:
     raise AssertionError(k)
 
 
+def _bit_list(bits: int) -> str:
+    """Bit positions as ``39-44, 50``."""
+    pos = [n for n in range(64) if bits >> n & 1]
+    runs = []
+    for n in pos:
+        if runs and runs[-1][1] == n - 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in runs)
+
+
+def _unknown_form(w: int) -> str:
+    """What a word the table cannot decode is: the opcode its bits name (the opcode field of
+    :data:`encoding_table.OPCODE_FIELD`), and what of it the table lacks: the whole opcode (with
+    what it is, when the simulator names it), or the form (the bits where the nearest form of that
+    opcode differs)."""
+    name = T.opcode_of_word(w)
+    if name is None:
+        return "the opcode bits (51-63) of this instruction name no Maxwell instruction"
+    forms = _BY_OPCODE.get(name, ())
+    if not forms:
+        from ..isa.opcodes import NOT_MODELLED
+        what = NOT_MODELLED.get(name)
+        return f"{name} is not in the Maxwell encoding table" + (f" ({what}; not modelled)" if what else
+                                                                 " (an opcode the model does not know)")
+    best = min(forms, key=lambda c: bin((w ^ c.code) & c.mask).count("1"))
+    diff = (w ^ best.code) & best.mask
+    what = (f"bits {_bit_list(diff)} differ from its nearest {name} form" if diff else
+            "a field holds a value the table does not know")
+    return f"{name} in a form the Maxwell encoding table does not know ({what})"
+
+
 def _decode_word(w: int, reuse: int, address: int):
     """(text without guard, guard, target address or None) of one instruction word."""
     for c in _DISPATCH[w >> 48]:
         if w & c.mask == c.code:
             break
     else:
-        raise EncodingError(f"code+0x{address:x}: instruction word 0x{w:016x} is not in the Maxwell "
-                            f"encoding table")
+        raise EncodingError(f"code+0x{address:x}: {_unknown_form(w)}")
     form = c.form
     parts = [c.name]
     for gmask, rev, default, show in c.groups:
@@ -476,8 +513,11 @@ def _decode_word(w: int, reuse: int, address: int):
             continue
         name = rev.get(v)
         if name is None:
-            raise EncodingError(f"code+0x{address:x}: {form.opcode} word 0x{w:016x} has modifier bits "
-                                f"0x{v:x} the table does not know")
+            lo = (gmask & -gmask).bit_length() - 1
+            hi = gmask.bit_length() - 1
+            known = ", ".join(n for n in rev.values())
+            raise EncodingError(f"code+0x{address:x}: {form.opcode} with a modifier the encoding table does not "
+                                f"know: value {v >> lo} in bits {lo}-{hi} (known: {known})")
         parts.append(name)
     if form.reuse_mods:
         for name, bits in form.reuse_mods:
@@ -671,6 +711,7 @@ _KIND_ACCEPTS = {
     "imm32": (ins.IMM, ins.FIMM),
     "fimm32": (ins.FIMM, ins.IMM), "mem": (ins.MEM,), "sreg": (ins.SREG,), "target": (ins.LABEL,),
     "kw": (ins.WORD,), "dim": (ins.WORD,), "sb": (ins.WORD,), "sbset": (ins.WORD,), "zero": (ins.IMM,),
+    "cc": (ins.WORD,),
 }
 
 
@@ -760,6 +801,9 @@ def _encode_operand(f: _Field, op: ins.Operand, n: int, target_offset):
         return w | (target_offset & 0xFFFFFF) << 20
     if k == "kw":
         return w if op.name == f.word else f"operand {n} must be {f.word}"
+    if k == "cc":
+        test = T.CC_TESTS.index(op.name[3:]) if op.name[3:] in T.CC_TESTS else -1
+        return f"unknown condition-code test {op.name}" if test < 0 or test == 15 else w | test
     if k == "dim":
         d = T.TEXTURE_DIMENSIONS.get(op.name)
         return f"unknown texture dimension {op.name}" if d is None else w | d << f.pos

@@ -152,7 +152,13 @@ FORMS = [
     *alu("FSETP", 0x5BB0000000000000, ("p3", "p0", "r8 n43 a7", "{b} n6 a44", "p39 !42"),
          (_FCMP, flag(47, "FTZ"), _BOOL45), imm="f20"),
     Form("MUFU", 0x5080000000000000, ("r0", "r8 n48 a46"),  # |a|: bit 46 [nvdisasm]
-         (mods(20, 4, "COS=0 SIN=1 EX2=2 LG2=3 RCP=4 RSQ=5 RCP64H=6 RSQ64H=7", required=True),)),
+         (mods(20, 4, "COS=0 SIN=1 EX2=2 LG2=3 RCP=4 RSQ=5 RCP64H=6 RSQ64H=7 SQRT=8", required=True),
+          _SAT50)),  # SQRT (8) and .SAT (bit 50) [nvdisasm; values 9-15 are invalid there]
+    # FCHK.DIVIDE p, a, b [nvdisasm 12.8 on ptxas's 0x5c88000000470600]: the predicate in bits 3-5,
+    # -a / |a| bits 48 / 46, -b / |b| bits 45 / 49; the check mode in bits 39-44 (0: DIVIDE, the
+    # only valid one); immediate (0x38..) and constant (0x4c..) variants as the ALU opcodes
+    *alu("FCHK", 0x5C88000000000000, ("p3", "r8 n48 a46", "{b} n45 a49"),
+         (mods(39, 6, "DIVIDE=0", required=True),), imm="f20", source="nvdisasm"),
     *alu("RRO", 0x5C90000000000000, ("r0", "{b} n45 a49"), (mods(39, 1, "SINCOS=0 EX2=1", required=True),),
          imm="f20"),
     # double precision [grammar] + [nvdisasm]: register pairs, a 20-bit immediate holding the 19
@@ -219,6 +225,14 @@ FORMS = [
          (flag(44, "BF"), _ICMP, _U32_48, _X43, _BOOL45, _CC47)),
     *alu("FSET", 0x5800000000000000, ("r0", "r8 n43 a54", "{b} n53 a44", "p39 !42"),
          (flag(52, "BF"), _FCMP, flag(55, "FTZ"), _BOOL45, _CC47), imm="f20", source="nvdisasm"),
+    # FCMP.cmp[.FTZ] d, a, b, c: d = a if (c cmp 0.0) else b [nvdisasm 12.8 on ptxas's
+    # 0x4bab01080007ff00 = FCMP.LEU R0, RZ, c[0x2][0x0], R2 and its neighbours: the comparison in
+    # bits 48-51 as FSETP's plus F (0) and T (15), GT (4) not printed; .FTZ bit 47; immediate,
+    # constant and third-source-constant forms]
+    *alu("FCMP", 0x5BA0000000000000, ("r0", "r8", "{b}", "r39"),
+         (mods(48, 4, "F=0 LT=1 EQ=2 LE=3 GT=4 NE=5 GE=6 NUM=7 NAN=8 LTU=9 EQU=10 LEU=11 GTU=12 NEU=13 GEU=14 "
+                      "T=15", default="GT"), flag(47, "FTZ")), imm="f20",
+         c39=("r0", "r8", "r39", "c20"), source="nvdisasm"),
     *alu("ISETP", 0x5B60000000000000, ("p3", "p0", "r8", "{b}", "p39 !42"), (_ICMP, _U32_48, _X43, _BOOL45)),
     *alu("ICMP", 0x5B40000000000000, ("r0", "r8", "{b}", "r39"), (_ICMP, _U32_48), c39=("r0", "r8", "r39", "c20")),
     *alu("POPC", 0x5C08000000000000, ("r0", "{b} ~40")),
@@ -238,15 +252,33 @@ FORMS = [
     # LEA.HI with a constant [grammar code 0x0a07...; nvdisasm: 0x1807..., .X bit 57, -a bit 56]
     Form("LEA", 0x1807000000000000, ("r0", "r8 n56", "c20", "r39", "u51.5"), (flag(57, "X"), _CC47), "nvdisasm",
          fixed_mods=("HI",)),
+    # VMAD [grammar] + [nvdisasm 12.8: words 0x5f04... with each bit set in turn]: a's format and
+    # selection in bits 36-38 (0-3: 8-bit, byte 0-3; 4 / 5: 16-bit, half 0 / 1; 6: 32-bit), b's in
+    # 28-30; a signed bit 48, b signed 49; -a (the product negated) bit 54, -c bit 53 (both: .PO,
+    # not in the table), SHR_7 bit 51, SHR_15 bit 52, SAT bit 55. The 8- and 16-bit formats of a
+    # and b, bytes 0 and either half: one form per pair of widths
+    *[Form("VMAD", 0x5F04000000000000 | (1 << 38 if wa == 16 else 0) | (1 << 30 if wb == 16 else 0),
+           ("r0", "r8 n54" + (" h36" if wa == 16 else ""), "r20" + (" h28" if wb == 16 else ""), "r39 n53"),
+           (mods(48, 2, f"U{wa}.U{wb}=0 S{wa}.U{wb}=1 U{wa}.S{wb}=2 S{wa}.S{wb}=3", required=True),
+            mods(51, 2, "SHR_7=1 SHR_15=2"), flag(55, "SAT")))
+      for wa in (8, 16) for wb in (8, 16)],
     *alu("PRMT", 0x5BC0000000000000, ("r0", "r8", "{b}", "r39"),
          (mods(48, 3, "F4E=1 B4E=2 RC8=3 ECL=4 ECR=5 RC16=6"),), c39=("r0", "r8", "r39", "c20")),
     # ---- conversions [grammar]: destination type in bits 8-9 (width) and 12 (signed), source
     # type in 10-11 and 13; rounding in 39-40, bit 42 rounding to an integer (F2F)
     *alu("F2F", 0x5CA8000000000000, ("r0", "{b} n45 a49"),
          (flag(44, "FTZ"), _x2x(True, "F16=1 F32=2 F64=3", "F32"), _x2x(False, "F16=1 F32=2 F64=3", "F32"),
-          Mods(0xB << 39, tuple((n, v << 39) for n, v in (("RN", 0), ("RM", 1), ("RP", 2), ("RZ", 3), ("ROUND", 8),
-                                                        ("FLOOR", 9), ("CEIL", 10), ("TRUNC", 11)))),
-          _SAT50), imm="f20"),
+          _RND39, _SAT50), imm="f20"),
+    # F2F between equal types [nvdisasm 12.8: words 0x5ca8...0a.. with bits 39-42 set in turn]: bit
+    # 42 rounds to an integral value (ROUND FLOOR CEIL TRUNC; between different types nvdisasm
+    # ignores it), a rounding mode without it (1-3) is printed .PASS (the value passes unrounded);
+    # maxsim writes .PASS as 1. The types are part of the form, so that these words print so.
+    *[f for t, v in (("F16", 1), ("F32", 2), ("F64", 3))
+      for f in alu("F2F", 0x5CA8000000000000 | v << 8 | v << 10, ("r0", "{b} n45 a49"),
+                   (flag(44, "FTZ"), Mods(0xB << 39, tuple((n, v << 39) for n, v in (
+                       ("PASS", 1), ("PASS", 2), ("PASS", 3), ("ROUND", 8), ("FLOOR", 9), ("CEIL", 10),
+                       ("TRUNC", 11)))), _SAT50), imm="f20" if t == "F32" else None, source="nvdisasm")
+      for f in [attrs.evolve(f, fixed_mods=(t, t))]],
     *alu("F2I", 0x5CB0000000000000, ("r0", "{b} n45 a49"),
          (flag(44, "FTZ"), _x2x(True, _F2I_TYPES, "S32"), _x2x(False, "F16=1 F32=2 F64=3", "F32"),
           mods(39, 2, "ROUND=0 FLOOR=1 CEIL=2 TRUNC=3", default="ROUND")), imm="f20"),
@@ -275,7 +307,8 @@ FORMS = [
          (mods(30, 2, "IDX=0 UP=1 DOWN=2 BFLY=3", required=True),)),
     # ---- memory [grammar] + [nvdisasm] ---------------------------------------------------
     Form("LDS", 0xEF48000000000000, ("r0", "m8.20.24"), (flag(44, "U"), _MEMTYPE48)),
-    Form("STS", 0xEF58000000000000, ("m8.20.24", "r0"), (_MEMTYPE48,)),
+    # STS.U [grammar: .U captured, no bits for STS]: a name only, never printed back
+    Form("STS", 0xEF58000000000000, ("m8.20.24", "r0"), (Mods(0, (("U", 0),)), _MEMTYPE48)),
     Form("LDG", 0xEED0000000000000, ("r0", "m8.20.24"), (flag(45, "E"), mods(46, 2, "CG=1 CI=2 CV=3"), _MEMTYPE48)),
     Form("STG", 0xEED8000000000000, ("m8.20.24", "r0"), (flag(45, "E"), mods(46, 2, "CG=1 CS=2 WT=3"), _MEMTYPE48)),
     Form("LDL", 0xEF40000000000000, ("r0", "m8.20.24"), (mods(44, 2, "CI=2"), _MEMTYPE48)),
@@ -339,8 +372,13 @@ FORMS = [
     # operation bits 35-36, the predicate bits 39-41 and 42]; B2R.RESULT reads the result
     Form("BAR", 0xF0A8000000000000 | (1 << 44) | (1 << 43) | (2 << 32), ("u8.4", "p39 !42"),
          (mods(35, 2, "POPC=0 AND=1 OR=2", required=True),), fixed_mods=("RED",)),
+    Form("B2R", 0xF0B800010000FF00 | (7 << 45), ("r0",), (), fixed_mods=("RESULT",)),  # no predicate (PT)
     Form("B2R", 0xF0B800010000FF00, ("r0", "p45"), (), fixed_mods=("RESULT",)),
     Form("BRA", 0xE24000000000000F, ("t20",), (flag(7, "U"),)),
+    # BRA CC.test, target: a branch on the condition code (bits 0-4; 15 is "always", the plain BRA
+    # above) [nvdisasm 12.8: BRA words with bits 0-4 set to each value; ptxas's IEEE division
+    # branches with BRA CC.EQ after FSET ... RZ.CC]
+    Form("BRA", 0xE240000000000000, ("cc0", "t20"), (flag(7, "U"),), "nvdisasm"),
     Form("CAL", 0xE260000000000040, ("t20",), (), guarded=False),
     Form("SSY", 0xE290000000000000, ("t20",), (), guarded=False),
     Form("PBK", 0xE2A0000000000000, ("t20",), (), guarded=False),
@@ -368,6 +406,11 @@ def _f32_source_only(forms):
 
 
 FORMS = _f32_source_only(FORMS)
+# F2F from F16 [nvdisasm]: bit 41 selects the source register's high half (R2.H1); nvdisasm
+# prints no .H1 for an F32 or F64 source
+FORMS = [attrs.evolve(f, operands=(f.operands[0], f.operands[1] + " h41"))
+         if f.opcode == "F2F" and f.operands[1].startswith("r20") and f.fixed_mods in ((), ("F16", "F16"))
+         else f for f in FORMS]
 
 # Opcodes without operand reuse [nvdisasm prints no .reuse for them; maxas's types s2r, qtr, mem,
 # vote have reuse 0 (maxas marks RRO so too, but nvdisasm shows RRO's reuse flag)]
@@ -380,6 +423,11 @@ FORMS = [attrs.evolve(f, reuse=False) if f.opcode in NO_REUSE else f for f in FO
 # its reuse flag is the third slot's (bit 2)
 FORMS = [attrs.evolve(f, reuse_slots=(-1, 0, 2)) if f.opcode in ("FADD", "DADD") and f.operands[2].startswith("r20")
          else f for f in FORMS]
+
+# the condition-code tests of BRA CC.test (bits 0-4) [nvdisasm 12.8]; 15 (T) is the plain BRA
+CC_TESTS = ("F", "LT", "EQ", "LE", "GT", "NE", "GE", "NUM", "NAN", "LTU", "EQU", "LEU", "GTU", "NEU", "GEU", "T",
+            "OFF", "LO", "SFF", "LS", "HI", "SFT", "HS", "OFT", "CSM_TA", "CSM_TR", "CSM_MX", "FCSM_TA",
+            "FCSM_TR", "FCSM_MX", "RLE", "RGT")
 
 # S2R / CS2R special registers [grammar] (numbers in bits 20-27; the names as nvdisasm prints them)
 SPECIAL_REGISTERS = {
@@ -420,3 +468,65 @@ REUSE_SHIFT = 17
 # then NOPs (control 0x7e0) until the code is a whole number of 64-byte (8-word) lines.
 TAIL_BRA_CONTROL = 0x7FF
 TAIL_NOP_CONTROL = 0x7E0
+
+
+# The opcode field [nvdisasm 12.8, -b SM52, run on the 8,192 words whose top 13 bits take every
+# value and whose other bits are 0 (guard PT)]: the opcode nvdisasm names for each value of bits
+# 51-63, as runs "first value (hex): opcode" ("-": nvdisasm reads no instruction there). It names
+# the opcode of a word whose form the table above does not know (an error message says which
+# opcode it is, never the raw word); it decodes nothing.
+_OPCODE_FIELD = """
+0:- 20:MOV32I 22:- 40:LOP3 80:LOP32I 100:FADD32I 180:FFMA32I 200:IMAD32I 280:ISCADD32I 300:LEA
+380:IADD32I 390:- 3a0:IADD32I 3c0:FMUL32I 3e0:IMUL32I 400:VADD 480:- 500:HFMA2_32I 540:HMUL2_32I
+580:HADD2_32I 5c0:- 600:FSET 640:DSET 650:FFMA 660:DSET 670:FFMA 680:IMAD 690:IMADSP 693:-
+694:IMADSP 697:- 698:IMADSP 69b:- 69c:IMADSP 69f:- 6a0:IMAD 6b0:IMADSP 6b3:- 6b4:IMADSP 6b7:-
+6b8:IMADSP 6bb:- 6bc:IMADSP 6bf:- 6c0:XMAD 6c8:ICMP 6ca:ISET 6cc:ISETP 6ce:DFMA 6d0:DSETP 6d2:-
+6d4:FCMP 6d6:FSETP 6d8:PRMT 6da:LEA 6db:- 6de:BFI 6df:SHF 6e0:XMAD 6e8:ICMP 6ea:ISET 6ec:ISETP
+6ee:DFMA 6f0:DSETP 6f2:- 6f4:FCMP 6f6:FSETP 6f8:PRMT 6fa:LEA 6fb:- 6fe:BFI 6ff:SHF 700:BFE
+701:POPC 702:IADD 703:ISCADD 704:IMNMX 705:SHR 706:FLO 707:IMUL 708:LOP 709:SHL 70a:DMNMX
+70b:FADD 70c:FMNMX 70d:FMUL 70e:DADD 70f:- 710:DMUL 711:FCHK 712:RRO 713:MOV 714:SEL 715:F2F
+716:F2I 717:I2F 718:IADD3 71a:- 71c:I2I 71d:P2R 71e:R2P 71f:SHF 720:BFE 721:POPC 722:IADD
+723:ISCADD 724:IMNMX 725:SHR 726:FLO 727:IMUL 728:LOP 729:SHL 72a:DMNMX 72b:FADD 72c:FMNMX
+72d:FMUL 72e:DADD 72f:- 730:DMUL 731:FCHK 732:RRO 733:MOV 734:SEL 735:F2F 736:F2I 737:I2F
+738:IADD3 73a:- 73c:I2I 73d:P2R 73e:R2P 73f:SHF 740:VMNMX 780:LOP3 800:VSET 840:- 900:FSET
+920:DSET 930:FFMA 940:IMAD 950:IMADSP 953:- 954:IMADSP 957:- 958:IMADSP 95b:- 95c:IMADSP 95f:-
+968:ICMP 96a:ISET 96c:ISETP 96e:DFMA 970:DSETP 972:- 974:FCMP 976:FSETP 978:PRMT 97a:LEA 97b:-
+97e:BFI 97f:- 980:BFE 981:POPC 982:IADD 983:ISCADD 984:IMNMX 985:SHR 986:FLO 987:IMUL 988:LOP
+989:SHL 98a:DMNMX 98b:FADD 98c:FMNMX 98d:FMUL 98e:DADD 98f:- 990:DMUL 991:FCHK 992:RRO 993:MOV
+994:SEL 995:F2F 996:F2I 997:I2F 998:IADD3 99a:- 99c:I2I 99d:P2R 99e:R2P 99f:- 9c0:XMAD
+a00:VABSDIFF4 a10:MUFU a11:PSET a12:PSETP a13:CSET a14:CSETP a15:- a16:NOP a17:- a19:CS2R
+a1a:LEPC a1b:VOTE a1d:- a1e:VSETP a1f:FSWZADD a20:XMAD a30:FFMA a40:IMAD a50:IMADSP a53:-
+a54:IMADSP a57:- a58:IMADSP a5b:- a5c:IMADSP a5f:- a68:ICMP a6a:- a6e:DFMA a70:- a74:FCMP a76:-
+a78:PRMT a7a:- a7e:BFI a7f:- a80:VABSDIFF aa0:- ac0:VSHR ae0:VSHL b00:FSET b20:DSET b30:FFMA
+b40:IMAD b50:IMADSP b53:- b54:IMADSP b57:- b58:IMADSP b5b:- b5c:IMADSP b5f:- b60:XMAD b68:ICMP
+b6a:ISET b6c:ISETP b6e:DFMA b70:DSETP b72:- b74:FCMP b76:FSETP b78:PRMT b7a:LEA b7c:LOP3 b7d:-
+b7e:BFI b7f:SHF b80:BFE b81:POPC b82:IADD b83:ISCADD b84:IMNMX b85:SHR b86:FLO b87:IMUL b88:LOP
+b89:SHL b8a:DMNMX b8b:FADD b8c:FMNMX b8d:FMUL b8e:DADD b8f:- b90:DMUL b91:FCHK b92:RRO b93:MOV
+b94:SEL b95:F2F b96:F2I b97:I2F b98:IADD3 b9a:- b9c:I2I b9d:P2R b9e:R2P b9f:SHF ba0:HFMA2
+ba1:HMUL2 ba2:HADD2 ba3:HSET2 ba4:HSETP2 ba5:- be0:VMAD c00:- c10:HFMA2 c20:- c30:HFMA2 c40:-
+c50:HFMA2 c60:- c70:HFMA2 c80:- c90:HFMA2 ca0:- cb0:HFMA2 cc0:- cd0:HFMA2 ce0:- cf0:HFMA2 d00:-
+e00:HFMA2 f00:HMUL2 f40:HADD2 f80:HSET2 fc0:HSETP2 1000:LD 1400:ST 1800:TEX 1900:TLD4 1980:-
+1a00:TEXS 1a38:- 1a40:TLDS 1a4c:- 1a50:TLDS 1a64:- 1a70:TLDS 1a74:- 1b00:TEXS 1b38:- 1b40:TLDS
+1b4c:- 1b50:TLDS 1b64:- 1b70:TLDS 1b74:- 1b80:TLD 1bc0:TXD 1bd0:TEX 1bd8:TLD4 1be0:TLD4S
+1be8:TXA 1be9:- 1beb:TMML 1bed:- 1bf0:TLD4S 1bf8:- 1c40:JMX 1c42:JMP 1c44:JCAL 1c46:PEXIT
+1c48:BRA 1c4a:BRX 1c4c:CAL 1c4e:PRET 1c50:PLONGJMP 1c52:SSY 1c54:PBK 1c56:PCNT 1c58:GETCRSPTR
+1c5a:GETLMEMBASE 1c5c:SETCRSPTR 1c5e:SETLMEMBASE 1c60:EXIT 1c62:LONGJMP 1c64:RET 1c66:KIL
+1c68:BRK 1c6a:CONT 1c6c:RTT 1c6e:SAM 1c70:RAM 1c72:IDE 1c74:BPT 1c76:- 1d40:SUATOM 1d48:-
+1d4c:SUATOM 1d4f:- 1d50:SUATOM 1d5b:- 1d60:SULD 1d64:SUST 1d68:SURED 1d6c:- 1d70:SUATOM 1d78:-
+1d7c:OUT 1d7d:- 1d7e:CCTLT 1d7f:RED 1d80:ATOMS 1da0:ATOM 1dc0:ATOMS 1dcc:ATOM 1dd0:- 1dd4:STP
+1dd5:- 1dd9:LDG 1ddb:STG 1ddc:- 1dde:ATOM 1de0:- 1de2:SHFL 1de3:- 1de8:LDL 1de9:LDS 1dea:STL
+1deb:STS 1dec:CCTL 1df0:- 1df2:LDC 1df3:MEMBAR 1df4:AL2P 1df5:- 1dfa:ISBERD 1dfb:ALD 1dfc:-
+1dfd:PIXLD 1dfe:AST 1dff:- 1e17:B2R 1e18:R2B 1e19:S2R 1e1a:- 1e1e:DEPBAR 1e1f:SYNC 1e20:-
+1edc:OUT 1edd:- 1efc:OUT 1efd:- 1f7c:OUT 1f7d:-
+"""
+OPCODE_FIELD = tuple((int(v, 16), None if n == "-" else n)
+                     for v, n in (item.split(":") for item in _OPCODE_FIELD.split()))
+
+
+_FIELD_STARTS = tuple(v for v, _ in OPCODE_FIELD)
+
+
+def opcode_of_word(w: int):
+    """The opcode the top 13 bits of instruction word ``w`` name (None: no instruction)."""
+    import bisect
+    return OPCODE_FIELD[bisect.bisect_right(_FIELD_STARTS, w >> 51 & 0x1FFF) - 1][1]

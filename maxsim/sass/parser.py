@@ -8,12 +8,13 @@ a :class:`~maxsim.errors.SassParseError` naming file, line and column.
 from __future__ import annotations
 
 import re
+import warnings
 
-from ..errors import SassParseError
+from ..errors import SassParseError, SourceWarning
 from ..isa import instruction as ins
-from ..isa.opcodes import (CHANNEL_SETS, KIND_LETTER, NOT_MODELLED, OPCODES, PREDICATE_FORMS, REQUIRED_MODIFIERS,
+from ..isa.opcodes import (CHANNEL_SETS, conversion_types, unit_of, vmad_types, KIND_LETTER, NOT_MODELLED, OPCODES, PREDICATE_FORMS, REQUIRED_MODIFIERS,
                            SPECIAL_REGISTERS, TEXTURE_DIMS, TEXTURE_OPS, WORDS, match_modifiers, texture_channels,
-                           vector_alignment, vector_width)
+                           operand_widths, vector_alignment, vector_width)
 
 # Header values that the hardware bounds (Maxwell: 48 KB static shared memory per CTA, 16 barriers)
 _HEADER_RANGE = {"InsCnt": (0, 1 << 31), "RegCnt": (1, ins.NUM_REGS), "SharedSize": (0, 48 * 1024),
@@ -22,6 +23,8 @@ _HEADER_RANGE = {"InsCnt": (0, 1 << 31), "RegCnt": (1, ins.NUM_REGS), "SharedSiz
 # Immediates with a narrower range than 32 bits: (opcode, operand position) -> (lo, hi, what)
 _IMM_RANGE = {("BAR", 0): (0, 15, "barrier"), ("ISCADD", 3): (0, 31, "ISCADD shift"),
               ("ISCADD32I", 3): (0, 31, "ISCADD32I shift"),
+              # LOP3's 8-bit truth table (operand 5 in the form with a predicate result)
+              ("LOP3", 4): (0, 255, "LOP3 lookup table"), ("LOP3", 5): (0, 255, "LOP3 lookup table"),
               # the texture slot field ([maxas-grammar] TLDS: i36w20, 20 bits)
               **{(op, 3): (0, 0xFFFFF, "texture slot") for op in ("TLD", "TEX", "TLDS", "TEXS")}}
 
@@ -32,13 +35,13 @@ _REG_RE = re.compile(r"R(\d+|Z)$", re.ASCII)
 _PRED_RE = re.compile(r"P([0-6]|T)$", re.ASCII)
 _INT_RE = re.compile(r"-?(0[xX][0-9a-fA-F]+|\d+)$", re.ASCII)
 # ([maxas-grammar] $f20 / $f20w32 also take a leading '+')
-_FLOAT_RE = re.compile(r"[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$|[-+]?INF$|-?NAN$", re.ASCII)
+_FLOAT_RE = re.compile(r"[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$|[-+]?INF$|-?NAN$|[-+]?QNAN$", re.ASCII)
 _CONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\s*\[(0[xX][0-9a-fA-F]+|\d+)\]$", re.ASCII)
 # a register-indexed constant, c[bank][Ra], c[bank][Ra+imm], c[bank][Ra-imm] ([maxas-grammar] $ldc)
 _ICONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\[(R\d+|RZ)(?:\+?(-?(?:0[xX][0-9a-fA-F]+|\d+)))?\]$", re.ASCII)
 # maxas writes the carry-out of an add on its destination: IADD R72.CC, ... ([maxas-grammar] $r0cc)
 _DST_CC_RE = re.compile(r"([A-Z][A-Z0-9]*(?:\.[A-Z0-9_]+)*)(\s+)(R\d+|RZ)\.CC(?=\s*,)", re.ASCII)
-_CC_MODELLED = ("IADD", "IADD32I", "ISCADD", "LEA")  # opcodes whose carry-out maxsim models
+_CC_MODELLED = ("IADD", "IADD32I", "ISCADD", "LEA", "FSET")  # opcodes whose condition-code output maxsim models
 _HEADER_RE = re.compile(r"#\s*(Kernel|Arch|InsCnt|RegCnt|SharedSize|BarCnt)\s*:\s*(\S+)\s*$", re.ASCII)
 _PARAMS_RE = re.compile(r"#\s*Params\((\d+)\)\s*:\s*$", re.ASCII)
 _PARAM_RE = re.compile(r"#\s*(\d+):(0[xX][0-9a-fA-F]+|\d+):(\d+):(\d+)(?:\s+[A-Za-z_]\w*)?\s*$", re.ASCII)  # name: maxsim.host
@@ -215,8 +218,8 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
     if m:  # IADD R72.CC, ... is IADD.CC R72, ...: the same text length, so columns stay
         op0 = m.group(1)
         if op0.split(".")[0] not in _CC_MODELLED:
-            raise line.error(f"the carry-out of {op0.split('.')[0]} ({m.group(3)}.CC) is not modelled "
-                             f"(only IADD's, IADD32I's, ISCADD's and LEA's)", m.start(3))
+            raise line.error(f"the condition-code output of {op0.split('.')[0]} ({m.group(3)}.CC) is not modelled "
+                             f"(only IADD's, IADD32I's, ISCADD's, LEA's carry and FSET's flags)", m.start(3))
         cc = "" if "CC" in op0.split(".")[1:] else ".CC"
         src = src[:pos] + op0 + cc + m.group(2) + m.group(3) + src[m.end():] + " " * (3 - len(cc))
         line = _Line(src, line.number, line.filename)
@@ -226,7 +229,11 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
         raise line.error("expected ';' at the end of the instruction", len(src.rstrip()))
     rest = src[semi + 1:].strip()
     if rest and not rest.startswith("#") and not rest.startswith("//"):
-        raise line.error(f"unexpected text after ';': {rest!r}", semi + 1 + (len(src[semi + 1:]) - len(src[semi + 1:].lstrip())))
+        # maxas reads everything after the ';' as a comment (MaxAs.pm, processAsmLine): accepted,
+        # with a warning
+        col = semi + 2 + (len(src[semi + 1:]) - len(src[semi + 1:].lstrip()))
+        warnings.warn(SourceWarning(f"{line.filename}:{line.number}:{col}: text after ';' ignored, as maxas "
+                                    f"ignores it: {rest!r}"), stacklevel=2)
     body = src[pos:semi]
     # opcode and modifiers
     k = pos
@@ -260,6 +267,12 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
     if need and not any(m in need for m in mods):
         raise line.error(f"{opcode} needs one of the modifiers {', '.join('.' + x for x in sorted(need))} "
                          f"(in {op_text!r})", pos)
+    if opcode == "F2F":
+        dst_type, src_type = conversion_types(opcode, mods)
+        bad = next((x for x in mods if x in ("ROUND", "FLOOR", "CEIL", "TRUNC", "PASS")), None)
+        if bad and dst_type != src_type:
+            raise line.error(f"F2F.{bad} needs equal types (F2F.F32.F32.{bad}): a conversion between "
+                             f"types rounds with .RN, .RM, .RP or .RZ (in {op_text!r})", pos)
     # operands
     operands = []
     columns = []
@@ -274,6 +287,11 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
             operands.append(_parse_operand(tok, line, col, WORDS.get(opcode, ())))
             columns.append(col)
             start += len(piece) + 1
+    if opcode == "B2R" and len(operands) == 2 and operands[1].kind == ins.PRED and operands[1].reg == ins.PT \
+            and not operands[1].not_:
+        # B2R.RESULT R, PT is B2R.RESULT R (no predicate result), as nvdisasm writes it
+        operands.pop()
+        columns.pop()
     if opcode in ("TLD", "TEX") and len(operands) == 5 and "B" not in mods:
         # the texture by its slot: no handle register (RZ in its field)
         operands.insert(2, ins.Operand(ins.REG, reg=ins.RZ))
@@ -286,7 +304,9 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
     if not need_min <= len(operands) <= len(sig):
         raise line.error(f"{opcode} takes {len(sig)} operand(s), got {len(operands)}", k)
     width = vector_width(opcode, mods, tuple(operands))
+    widths = operand_widths(opcode, mods, len(operands), width)
     for n, (op, allowed, col) in enumerate(zip(operands, sig, columns)):
+        width = widths[n]
         letters = allowed.split("|")
         letter = KIND_LETTER[op.kind]
         ok = letter in letters or (letter == "R" and "V" in letters)
@@ -305,7 +325,24 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
                 raise line.error(f"vector register group R{op.reg} must be aligned to {align} registers", col)
         if op.kind == ins.PRED and op.not_ and n < spec.n_dst:
             raise line.error(f"destination predicate of {opcode} cannot be negated", col)
-        if op.kind in (ins.REG, ins.CONST) and op.h1 and (opcode != "XMAD" or n < spec.n_dst):
+        if opcode == "VMAD" and n >= 1:
+            vt = vmad_types(mods)
+            if op.h1 and (n == 3 or vt[n - 1][1:] != "16"):
+                raise line.error(f"the half selector .H1 of VMAD selects the high half of a 16-bit a or b "
+                                 f"(VMAD.U16.U16 d, a.H1, b.H1, c)", col)
+            if op.abs or (op.neg and n == 2):
+                raise line.error(f"VMAD negates the product (-a) or c (-c): operand {n + 1} takes no '-' or '|..|'",
+                                 col)
+            if n == 3 and op.neg and operands[1].neg:
+                raise line.error("VMAD negates either the product (-a) or c, not both (PTX vmad; both bits "
+                                 "are the .PO mode, which is not modelled)", col)
+        if op.kind in (ins.REG, ins.CONST) and op.h1 and opcode == "VMAD":
+            pass
+        elif op.kind in (ins.REG, ins.CONST) and op.h1 and opcode == "F2F":
+            if not (op.kind == ins.REG and n == 1 and conversion_types(opcode, mods)[1] == "F16"):
+                raise line.error(f"the half selector .H1 of F2F selects the high half of an F16 source register "
+                                 f"(F2F.<type>.F16 d, Ra.H1)", col)
+        elif op.kind in (ins.REG, ins.CONST) and op.h1 and (opcode != "XMAD" or n < spec.n_dst):
             raise line.error(f"the half selector .H1 of {opcode} is not modelled (XMAD sources only)", col)
         if op.kind == ins.CONST and op.reg >= 0:
             if opcode != "LDC":
@@ -326,7 +363,7 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
             raise line.error(f"{lim[2]} {op.text} is out of range {lim[0]}..{lim[1]}", col)
     if opcode in TEXTURE_OPS:
         _check_texture(opcode, mods, operands, columns, line, reg_cnt)
-    return _decode(spec, opcode, mods, tuple(operands), control, pred, pred_neg, line, index, label_map, width)
+    return _decode(spec, opcode, mods, tuple(operands), control, pred, pred_neg, line, index, label_map, widths)
 
 
 def _check_texture(opcode, mods, operands, columns, line, reg_cnt):
@@ -371,6 +408,9 @@ def _parse_operand(tok: str, line: _Line, col: int, words=()) -> ins.Operand:
     if len(t) >= 2 and t.startswith("|") and t.endswith("|"):
         absval = True
         t = t[1:-1]
+    elif t.startswith("|") and t.endswith("|.reuse"):  # nvdisasm writes |R9|.reuse for |R9.reuse|
+        absval = True
+        t = t[1:-len("|.reuse")] + ".reuse"
     if t.startswith("[") :
         if not t.endswith("]"):
             raise line.error(f"memory operand {tok!r} is missing ']'", col)
@@ -459,9 +499,9 @@ def _parse_operand(tok: str, line: _Line, col: int, words=()) -> ins.Operand:
         if not -(1 << 31) <= v < (1 << 32):
             raise line.error(f"immediate {t} does not fit in 32 bits", col)
         return ins.Operand(ins.IMM, value=v, text=t, not_=True)
-    if _FLOAT_RE.match(tok):
-        return ins.Operand(ins.FIMM, fvalue=float(tok), text=tok)
-    if t in ("1D", "PR") or t in TEXTURE_DIMS or re.fullmatch(r"SB[0-5]", t):
+    if _FLOAT_RE.match(tok):  # (nvdisasm writes a quiet NaN immediate as QNAN / -QNAN)
+        return ins.Operand(ins.FIMM, fvalue=float(tok.replace("QNAN", "NAN")), text=tok)
+    if t in ("1D", "PR") or t in TEXTURE_DIMS or re.fullmatch(r"SB[0-5]", t) or re.fullmatch(r"CC\.[A-Z_]+", t):
         return ins.Operand(ins.WORD, name=t)
     if _IDENT_RE.match(t) and not neg:
         return ins.Operand(ins.LABEL, name=t)
@@ -477,14 +517,14 @@ def _reg_number(m, line, col):
     return n
 
 
-def _decode(spec, opcode, mods, operands, control, pred, pred_neg, line, index, label_map, width):
+def _decode(spec, opcode, mods, operands, control, pred, pred_neg, line, index, label_map, widths):
     """Derive the register sets, operand slots and timing class of one instruction."""
     dst_regs, dst_preds, src_regs, slots = [], [], [], []
     n_dst = spec.n_dst
     sig = spec.signature
     for n, op in enumerate(operands):
         is_vec = "V" in sig[n].split("|")
-        w = width if is_vec else 1
+        w = widths[n] if is_vec else 1
         if n < n_dst:
             if op.kind == ins.REG and op.reg != ins.RZ:
                 dst_regs.extend(range(op.reg, op.reg + w))
@@ -513,12 +553,14 @@ def _decode(spec, opcode, mods, operands, control, pred, pred_neg, line, index, 
             slot_no += 1
     if opcode in ("TLDS", "TEXS"):
         dst_regs = [r for r, _ in texture_channels(operands) if r != ins.RZ]
+    if opcode == "R2P":  # the predicates of its mask
+        dst_preds = [n for n in range(7) if operands[2].value >> n & 1]
     target, target_label = -1, ""
     if opcode in ("BRA", "CAL", "SSY", "PBK", "PCNT"):
-        target_label = operands[0].name
+        target_label = operands[-1].name  # (BRA CC.EQ, L: the label after the condition-code test)
         target = label_map[target_label]
     return ins.Instruction(
         index=index, opcode=opcode, mods=mods, operands=operands, control=control, pred=pred,
         pred_neg=pred_neg, line=line.number, filename=line.filename, dst_regs=tuple(dst_regs),
         dst_preds=tuple(dst_preds), src_regs=tuple(dict.fromkeys(src_regs)), slot_regs=slots,
-        reuse_mask=reuse_mask, unit=spec.unit, target=target, target_label=target_label)
+        reuse_mask=reuse_mask, unit=unit_of(spec, mods), target=target, target_label=target_label)

@@ -120,8 +120,9 @@ W_SIZE = -(-(W_EXIT_SEQ + 1) // 8) * 8  # whole cache lines
 
 # ---- S: per scheduler ----
 S_LAST, S_BUSY, S_PIPE0, S_PIPE1, S_MEM_FREE, S_RC_WARP, S_NW, S_RCN = range(8)  # S_RCN: 3 counts
-S_SIZE = 12
+S_SIZE = 13
 S_PIPE2 = 11  # the quarter-rate (xu) pipe's free cycle
+S_PIPE3 = 12  # the fp64 pipe's free cycle
 
 # ---- C: per resident CTA ----
 C_LIVE, C_NARRIVED, C_SIZE = range(3)
@@ -130,7 +131,7 @@ C_LIVE, C_NARRIVED, C_SIZE = range(3)
 # (int32; what every issue reads comes first: a row is two cache lines, the first 16 fields one)
 (P_UNIT, P_DUAL, P_STALL, P_YIELD, P_WAITS, P_DEPBAR, P_WBAR, P_LATENCY, P_DST, P_NDST, P_PDST, P_NPDST,
  P_READS, P_NREADS, P_PIPE, P_INTERVAL, P_RBAR, P_DEPBAR_N, P_BACK, P_SRC, P_NSRC, P_PSRC, P_NPSRC,
- P_MREADS, P_NMREADS, P_READ) = range(26)
+ P_MREADS, P_NMREADS, P_READ, P_LATE_REG, P_LATE_READ) = range(28)
 P_SIZE = 32
 
 PREFETCH_AHEAD = 32  # trace positions (int32) prefetched ahead of the next: two 64-byte cache lines
@@ -210,7 +211,7 @@ def _unit_ok(G, W, Q, S, P, w, pc, t, s):
     u = P[pc, P_UNIT]
     if u <= ALU_HALF:
         pipe = P[pc, P_PIPE]
-        if S[s, S_PIPE0 + pipe if pipe < 2 else S_PIPE2] > t:
+        if S[s, S_PIPE0 + pipe if pipe < 2 else (S_PIPE2 if pipe == 2 else S_PIPE3)] > t:
             W[w, W_BLOCKED] = 4
             return False
     elif u >= LDS and u <= STG:
@@ -585,8 +586,9 @@ def _check_hazards(G, W, REGS, P, L, HLOG, w, pc, t, u):
     o = P[pc, P_SRC]
     for k in range(P[pc, P_NSRC]):
         r = L[o + k]
-        if REGS[w, 0, r] > read_t:
-            _hazard(G, W, HLOG, 0, w, pc, t, r, read_t, REGS[w, 0, r])
+        at = read_t + P[pc, P_LATE_READ] if r == P[pc, P_LATE_REG] else read_t  # a 64-bit address's high word
+        if REGS[w, 0, r] > at:
+            _hazard(G, W, HLOG, 0, w, pc, t, r, at, REGS[w, 0, r])
             found = True
             break
     if found and G[G_HAZARDS] == 2:
@@ -600,7 +602,7 @@ def _check_hazards(G, W, REGS, P, L, HLOG, w, pc, t, u):
             break
     if found and G[G_HAZARDS] == 2:
         return True
-    lat_w = t + (P[pc, P_LATENCY] if u <= ALU_HALF else 1)
+    lat_w = t + (P[pc, P_LATENCY] if u <= ALU_HALF or (u >= LDS and u <= STG) else 1)
     o = P[pc, P_DST]
     for k in range(P[pc, P_NDST]):
         r = L[o + k]
@@ -760,7 +762,7 @@ def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC,
         if P[pc, P_NREADS]:
             delay = _collect(G, W, S, RC, BANKS, P, L, RD, CNT, w, s, pc, t)
         pipe = P[pc, P_PIPE]
-        S[s, S_PIPE0 + pipe if pipe < 2 else S_PIPE2] = t + P[pc, P_INTERVAL]
+        S[s, S_PIPE0 + pipe if pipe < 2 else (S_PIPE2 if pipe == 2 else S_PIPE3)] = t + P[pc, P_INTERVAL]
         done_at = t + delay + P[pc, P_LATENCY]
         if delay:
             S[s, S_BUSY] = t + 1 + delay

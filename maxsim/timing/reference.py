@@ -143,7 +143,7 @@ class Scheduler:
         self.warps = []
         self.last = None
         self.busy_until = 0
-        self.pipe_free = [0, 0, 0]  # first cycle the ALU / half-rate / xu pipe takes an instruction
+        self.pipe_free = [0, 0, 0, 0]  # first cycle the ALU / half-rate / xu / fp64 pipe takes an instruction
         self.mem_free = 0
         self.rcs = _NO_REUSE  # reuse caches: one tuple of registers per operand slot
         self.rc_warp = None
@@ -818,10 +818,12 @@ class ReferenceSM:
         st = self.static
         read_t = t + st.read_delay[pc]  # memory ops and LDC read their sources late (maxsim.isa.issue)
         rr = w.reg_ready
+        late_reg, late = st.late_reg[pc], st.late_read[pc]  # a 64-bit global address's high word: later
         for r in st.srcs[pc]:
-            if rr[r] > read_t:
+            at = read_t + late if r == late_reg else read_t
+            if rr[r] > at:
                 src = self._earlier(w, lambda q: r in st.dsts[q])
-                self._hazard(w, pc, t, f"reads R{r} at cycle {read_t}, {rr[r] - read_t} cycle(s) before the result of "
+                self._hazard(w, pc, t, f"reads R{r} at cycle {at}, {rr[r] - at} cycle(s) before the result of "
                                        f"{src} is ready")
                 break
         for p in st.psrcs[pc]:
@@ -829,7 +831,7 @@ class ReferenceSM:
                 src = self._earlier(w, lambda q: p in st.pdsts[q])
                 self._hazard(w, pc, t, f"reads P{p} {w.pred_ready[p] - t} cycle(s) before the result of {src} is ready")
                 break
-        lat_w = t + (st.latency[pc] if u <= ALU_HALF else 1)
+        lat_w = t + (st.latency[pc] if u <= ALU_HALF or u in MEMORY else 1)
         for r in st.dsts[pc]:
             if w.reg_read[r] > lat_w:
                 src = self._earlier(w, lambda q: st.unit[q] in MEMORY and r in st.srcs[q])

@@ -329,6 +329,7 @@ def _static_tables(static, kernel, cfg):
         P[pc, K.P_UNIT] = static.unit[pc]
         P[pc, K.P_DUAL] = static.dual[pc]
         P[pc, K.P_READ] = static.read_delay[pc]
+        P[pc, K.P_LATE_REG], P[pc, K.P_LATE_READ] = static.late_reg[pc], static.late_read[pc]
         P[pc, K.P_STALL] = static.stall[pc]
         P[pc, K.P_YIELD] = static.yld[pc]
         P[pc, K.P_WAITS] = sum(1 << b for b in static.waits[pc])

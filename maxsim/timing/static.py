@@ -4,15 +4,17 @@ tables and how many CTAs fit on one SM. Shared by the compiled core and the refe
 from __future__ import annotations
 
 from ..errors import SimulationError
-from ..isa.issue import BITCOUNT_OPCODES, depbar_of, dual_first, dual_second, operand_read_delay, reads_constant_operand
+from ..isa.issue import (BITCOUNT_OPCODES, depbar_of, dual_first, dual_second, late_address_word, operand_read_delay,
+                         reads_constant_operand)
+from ..isa.opcodes import mask_predicates
 
 ALU, ALU_HALF, LDS, STS, TEX, LDG, STG, S2R, BAR, BRANCH, EXIT, NOP = range(12)
 UNIT_CODE = {"alu": ALU, "alu_half": ALU_HALF, "lds": LDS, "sts": STS, "tex": TEX, "ldg": LDG,
              "stg": STG, "s2r": S2R, "bar": BAR, "branch": BRANCH, "exit": EXIT, "nop": NOP,
              # the quarter-rate unit issues like the half-rate ALU class but on a pipe of its own;
              # a "fixed" result (LDC) is timed like S2R with its own latency
-             "xu": ALU_HALF, "fixed": S2R}
-PIPE = {"alu": 0, "alu_half": 1, "xu": 2}  # the scheduler's math pipes
+             "xu": ALU_HALF, "fixed": S2R, "fp64": ALU_HALF}
+PIPE = {"alu": 0, "alu_half": 1, "xu": 2, "fp64": 3}  # the scheduler's math pipes
 MEMORY = frozenset((LDS, STS, TEX, LDG, STG))
 # dual-issue roles of an instruction (bits of StaticInfo.dual; the rules: maxsim.isa.issue)
 DUAL_FIRST, DUAL_SECOND, DUAL_CONST = 1, 2, 4
@@ -29,6 +31,8 @@ class StaticInfo:
         self.unit = [0] * n
         self.dual = [0] * n  # DUAL_FIRST | DUAL_SECOND | DUAL_CONST bits
         self.read_delay = [0] * n  # cycles after issue at which the source registers are read
+        self.late_reg = [-1] * n  # a source read later than the others (a 64-bit address's high word)
+        self.late_read = [0] * n  # its extra cycles
         self.stall = [0] * n
         self.yld = [False] * n
         self.waits = [()] * n
@@ -48,7 +52,7 @@ class StaticInfo:
         self.pipe = [0] * n  # math pipe (0 ALU, 1 half-rate, 2 xu)
         self.interval = [0] * n  # cycles the pipe is busy per warp instruction
         intervals = (int(round(cfg.pipes.alu_interval)), int(round(cfg.pipes.alu_half_interval)),
-                     int(round(1.0 / cfg.pipes.xu)))
+                     int(round(1.0 / cfg.pipes.xu)), int(round(1.0 / cfg.pipes.fp64)))
         for i in kernel.instructions:
             k = i.index
             u = UNIT_CODE[i.unit]
@@ -56,6 +60,7 @@ class StaticInfo:
             self.dual[k] = (DUAL_FIRST if dual_first(i) else 0) | (DUAL_SECOND if dual_second(i) else 0) | \
                 (DUAL_CONST if reads_constant_operand(i) else 0)
             self.read_delay[k] = operand_read_delay(i.unit, i.opcode, lat)
+            self.late_reg[k], self.late_read[k] = late_address_word(i, lat)
             self.stall[k] = i.control.stall
             self.yld[k] = i.control.yield_
             self.waits[k] = tuple(b + 1 for b in range(6) if i.control.wait >> b & 1)
@@ -65,6 +70,8 @@ class StaticInfo:
             self.srcs[k] = tuple(i.src_regs)
             self.dsts[k] = tuple(i.dst_regs)
             ps = [o.reg for o in i.operands[_n_dst(i):] if o.kind == "pred" and o.reg != 7]
+            if i.opcode == "P2R":  # the predicates of its mask
+                ps += list(mask_predicates(i))
             if i.pred != 7:
                 ps.append(i.pred)
             self.psrcs[k] = tuple(ps)
@@ -82,6 +89,8 @@ class StaticInfo:
                 self.interval[k] = intervals[self.pipe[k]]
                 if i.unit == "xu":
                     self.latency[k] = lat.bitcount if i.opcode in BITCOUNT_OPCODES else lat.xu
+                elif i.unit == "fp64":
+                    self.latency[k] = lat.fp64
                 else:
                     self.latency[k] = lat.predicate if i.dst_preds else (lat.alu if u == ALU else lat.alu_half)
             elif u == S2R:
@@ -90,6 +99,12 @@ class StaticInfo:
                     self.interval[k] = lat.ldc_per_address
             elif u in MEMORY:
                 self.mem_reads[k] = tuple(sorted({r % banks for r in i.src_regs}))
+                # the earliest a load's result can be written (its memory path's least latency:
+                # a shared-memory access, an L1/texture hit): what the hazard check takes as the
+                # time a load overwrites its destination, which an earlier instruction may still
+                # have to read (ptxas reuses an address register as the next load's destination;
+                # the load's own timing comes from the memory model, not from this figure)
+                self.latency[k] = lat.lds if u in (LDS, STS) else min(lat.tex_l1_hit, lat.l2_hit)
             self.is_ffma[k] = i.opcode == "FFMA"
             self.flops[k] = 64 if i.opcode == "FFMA" else (
                 32 if i.opcode in ("FMUL", "FADD", "FMUL32I", "FADD32I") else 0)

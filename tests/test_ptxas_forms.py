@@ -1,0 +1,108 @@
+"""Forms ptxas emits for ordinary CUDA C, through SASS text -> parser -> launch, against Python
+references: PRMT in every mode, I2I, FCMP, CS2R, FSET.CC with BRA CC.test, struct parameters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from maxsim.errors import MaxsimError
+from maxsim.functional.intops import byte_permute
+from sasskit import run_lanes
+
+A = np.array([0x80FF7F01, 0x12345678, 0xDEADBEEF, 0x00000000, 0xFFFFFFFF], np.uint32)
+B = np.array([0x11223344, 0x9ABCDEF0, 0x01020304, 0x80808080, 0x7F7F7F7F], np.uint32)
+
+
+def _bytes(a, b):
+    return [(int(a) >> (8 * k)) & 0xFF for k in range(4)] + [(int(b) >> (8 * k)) & 0xFF for k in range(4)]
+
+
+def _prmt_ref(a, b, sel, mode):
+    """PTX prmt.b32 [ptx-isa], written from its tables: the byte each result byte takes."""
+    src = _bytes(a, b)
+    n = sel & 7
+    out = 0
+    for i in range(4):
+        if mode is None:
+            nib = (sel >> (4 * i)) & 0xF
+            byte = src[nib & 7]
+            if nib & 8:
+                byte = 0xFF if byte & 0x80 else 0
+        else:
+            k = {"F4E": [(n + j) % 8 for j in range(4)], "B4E": [(n - j) % 8 for j in range(4)],
+                 "RC8": [n & 3] * 4, "ECL": [max(j, n & 3) for j in range(4)],
+                 "ECR": [min(j, n & 3) for j in range(4)], "RC16": [2 * (n & 1) + (j & 1) for j in range(4)]}[mode][i]
+            byte = src[k]
+        out |= byte << (8 * i)
+    return out
+
+
+@pytest.mark.parametrize("mode", [None, "F4E", "B4E", "RC8", "ECL", "ECR", "RC16"])
+def test_prmt_every_mode(mode):
+    sels = np.array([0x3210, 0x7654, 0x0123, 0x8888, 0xF1E2, 0x5, 0x2, 0x7][: len(A)], np.uint32)
+    want = [_prmt_ref(a, b, int(s), mode) for a, b, s in zip(A, B, sels)]
+    assert byte_permute(A, B, sels, mode).tolist() == want
+    name = "PRMT" + (f".{mode}" if mode else "")
+    assert run_lanes(f"{name} R13, R10, R12, R11", A, B, sels).tolist() == want
+
+
+@pytest.mark.parametrize("text,fn", [
+    ("I2I.S32.S8 R13, R10", lambda x: ((x & 0xFF) ^ 0x80) - 0x80),
+    ("I2I.U32.U16 R13, R10", lambda x: x & 0xFFFF),
+    ("I2I.S16.S32.SAT R13, R10", lambda x: max(-32768, min(32767, x - (1 << 32) if x >> 31 else x))),
+    ("I2I.U8.S32.SAT R13, R10", lambda x: max(0, min(255, x - (1 << 32) if x >> 31 else x))),
+    ("I2I.S32.S32 R13, -R10", lambda x: -(x - (1 << 32) if x >> 31 else x)),
+])
+def test_i2i(text, fn):
+    got = run_lanes(text, A)
+    assert got.tolist() == [fn(int(x)) & 0xFFFFFFFF for x in A]
+
+
+def test_fcmp_selects_by_the_sign_of_its_third_source():
+    a = np.array([1, 2, 3, 4, 5], np.uint32)
+    b = np.array([10, 20, 30, 40, 50], np.uint32)
+    c = np.array([1.0, -1.0, 0.0, np.nan, -0.0], np.float32)
+    assert run_lanes("FCMP.LEU R13, R10, R11, R12", a, b, c).tolist() == [10, 2, 3, 4, 5]
+    assert run_lanes("FCMP.GT R13, R10, R11, R12", a, b, c).tolist() == [1, 20, 30, 40, 50]
+
+
+def test_cs2r_reads_the_clock_as_s2r_does():
+    """The functional model has no clock (the timing model owns time): SR_CLOCKLO reads 0 through
+    CS2R as through S2R, so clock() differences are 0 and a kernel's values do not depend on time."""
+    got = run_lanes(["CS2R R13, SR_CLOCKLO", "S2R R14, SR_CLOCKLO"], A, outs=("R13", "R14"))
+    assert [g.tolist() for g in got] == [[0] * 5, [0] * 5]
+
+
+def test_fset_cc_and_a_branch_on_the_condition_code():
+    """FSET ... RZ.CC sets the zero flag where the comparison fails; BRA CC.EQ takes those lanes
+    (ptxas's IEEE division: FSET.NEU |b|, +INF then BRA CC.EQ to the infinity case)."""
+    x = np.array([1.0, np.inf, -np.inf, 3.0, np.nan], np.float32)
+    body = ["MOV R13, RZ", "FSET.NEU.FTZ.AND RZ.CC, |R10|, +INF, PT", "--:-:-:-:5 BRA CC.EQ, BIG",
+            "MOV32I R13, 0x1", "--:-:-:-:5 BRA DONE", "BIG:", "MOV32I R13, 0x2", "DONE:"]
+    assert run_lanes(body, x).tolist() == [1, 2, 2, 1, 1]
+
+
+def test_a_branch_on_a_condition_code_nothing_set_is_refused():
+    with pytest.raises(MaxsimError, match="BRA CC.EQ reads a condition code that no FSET.CC set"):
+        run_lanes(["MOV R13, RZ", "--:-:-:-:5 BRA CC.EQ, DONE", "DONE:"], A)
+
+
+def test_struct_parameters_are_given_as_bytes(tmp_path):
+    try:
+        from maxsim.cuda import nvrtc_version
+        nvrtc_version()
+    except MaxsimError as e:
+        pytest.skip(f"NVRTC is not installed ({e})")
+    from maxsim.host import Kernel, launch
+    p = tmp_path / "s.cu"
+    p.write_text('struct P { float a; int b; float c; };\n'
+                 'extern "C" __global__ void k(P p, float* out) { out[threadIdx.x] = p.a * p.b + p.c; }\n')
+    k = Kernel.load(p)
+    rec = np.array([(1.5, 3, 0.25)], dtype=[("a", "<f4"), ("b", "<i4"), ("c", "<f4")])[0]
+    r = launch(k, 1, 32, params={"p": rec, "out": "out"}, buffers={"out": np.zeros(32, np.float32)},
+               timing=False, predict=False)
+    assert r.outputs["out"].tolist() == [4.75] * 32
+    with pytest.raises(MaxsimError, match="has 12 bytes; 8 bytes given"):
+        launch(k, 1, 32, params={"p": b"\0" * 8, "out": "out"}, buffers={"out": np.zeros(32, np.float32)},
+               timing=False, predict=False)
