@@ -10,8 +10,9 @@ import argparse
 import json
 import os
 import sys
+import warnings
 
-from .errors import MaxsimError
+from .errors import MaxsimError, SourceWarning
 
 WORKLOADS = ("sgemm_64", "sgemm_128")
 PROGRESS_DELAY = 2.0  # seconds before a run draws its progress line (a short run prints none)
@@ -952,7 +953,22 @@ def _unrecognized(parser, argv, extra):
     parser.error(f"unrecognized arguments: {' '.join(extra)}")
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning):
+    """A SourceWarning (text maxsim reads as maxas does, probably a slip) as one line naming the
+    place; other warnings as Python shows them."""
+    if issubclass(category, SourceWarning):
+        print(f"maxsim: warning: {message}", file=sys.stderr)
+    else:
+        _default(message, category, filename, lineno, file, line)
+
+
 def main(argv=None):
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _main(argv)
+
+
+def _main(argv=None):
     args = None
     try:
         _small_pages()
