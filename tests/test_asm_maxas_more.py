@@ -124,3 +124,13 @@ def test_a_predicate_read_too_soon_after_r2p_is_a_hazard_in_both_checks_and_core
     assert len(check_controls(k, load_config())) == hazards
     _, sm = twin_simulate(k, 1, 32)
     assert sm.stats.to_dict()["hazards"] == hazards
+
+
+def test_cli_names_text_after_the_semicolon_in_one_line(tmp_path, capsys):
+    from maxsim.cli import main
+    from sasskit import header
+    p = tmp_path / "stray.sass"
+    p.write_text(header("stray", regs=8) + "--:-:-:-:1      MOV R1, RZ;S\n--:-:-:-:5      EXIT;\n")
+    assert main(["analyze", str(p), "--rows", "none"]) == 0
+    err = capsys.readouterr().err
+    assert f"maxsim: warning: {p}:" in err and "text after ';' ignored, as maxas ignores it: 'S'" in err

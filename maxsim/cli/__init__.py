@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 
-from ..errors import MaxsimError
+from ..errors import MaxsimError, SourceWarning
 from . import analyze, asm, compare, configs, plot, run, sweep, validate
 from .common import PROGRESS_DELAY, WORKLOADS, Parser, UsageError, subject
 from .run import run_sass_file
@@ -105,7 +106,22 @@ def _unrecognized(parser, argv, extra):
     parser.error(f"unrecognized arguments: {' '.join(extra)}")
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning):
+    """A SourceWarning (text maxsim reads as maxas does, probably a slip) as one line naming the
+    place; other warnings as Python shows them."""
+    if issubclass(category, SourceWarning):
+        print(f"maxsim: warning: {message}", file=sys.stderr)
+    else:
+        _default(message, category, filename, lineno, file, line)
+
+
 def main(argv=None):
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _main(argv)
+
+
+def _main(argv=None):
     args = None
     try:
         _small_pages()
