@@ -252,6 +252,47 @@ NOTICE = CompileNotice()
 event.register("numba:compile", NOTICE)
 
 
+# ---- compiled code built by another process ----
+_ELSEWHERE = []  # (process, module names) of workers compiling into the cache
+
+
+def compiled_elsewhere(proc, modules, what):
+    """``proc`` (a running process) is compiling the functions of ``modules`` into the cache: a
+    function of theirs that this process needs waits for it to end, then loads from the cache
+    (compiling itself only if the worker failed). The notice says so now (``what``); a worker still
+    running when this process ends is stopped."""
+    import atexit
+    _ELSEWHERE.append((proc, tuple(modules)))
+    atexit.register(lambda: proc.poll() is None and proc.terminate())
+    if os.environ.get("MAXSIM_COMPILE_NOTICE", "1") != "0":
+        try:
+            sys.stderr.write(f"maxsim: compiling {what} to machine code (numba) in a second process; this "
+                             f"happens once, later runs load it from the cache in {cache_place()}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        NOTICE.told.add(what)  # later lines say "too"
+
+
+def _wait_for_others():
+    from numba.core import caching
+    original = caching.Cache.load_overload
+    if getattr(original, "maxsim", False):
+        return
+
+    def load_overload(self, sig, target_context):
+        module = getattr(getattr(self, "_py_func", None), "__module__", "") or ""
+        for proc, modules in _ELSEWHERE:
+            if module in modules and proc.poll() is None:
+                proc.wait()
+        return original(self, sig, target_context)
+    load_overload.maxsim = True
+    caching.Cache.load_overload = load_overload
+
+
+_wait_for_others()
+
+
 # ---- array indexing without Python's wrap-around ----
 # numba indexes an array with a signed integer as Python does: a negative index counts from the end,
 # so every access computes ``index + size if index < 0``. The SM core indexes its arrays with
