@@ -156,7 +156,7 @@ def bench_jit(config):
     loading the cached core (the same cache again): its first run minus its second."""
     code = JIT_CHILD.format(root=str(ROOT), bench=str(Path(__file__).resolve().parent), config=config)
     with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        env = dict(os.environ, MAXSIM_CACHE_DIR=cache)
         out = []
         for _ in range(2):
             r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)

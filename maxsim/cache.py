@@ -8,9 +8,12 @@ of the workload code that builds the launch) — any change of the model's code 
 makes every earlier result a miss. Entries are pickled results, one file per key, written
 atomically (a crash leaves no half-written entry).
 
-The cache lives in the user's cache directory (``platformdirs.user_cache_dir("maxsim")``, on Linux
-``$XDG_CACHE_HOME/maxsim`` or ``~/.cache/maxsim``), or in ``$MAXSIM_CACHE_DIR`` when that is set.
-Entries are small (a few kB); delete the folder to empty it.
+maxsim's cache folder is the user's cache directory (``platformdirs.user_cache_dir("maxsim")``, on
+Linux ``$XDG_CACHE_HOME/maxsim`` or ``~/.cache/maxsim``), or ``$MAXSIM_CACHE_DIR`` when that is set.
+It holds two caches: the results, in ``results/`` (entries of a few kB, never evicted), and the
+compiled code of the simulator's cores, in ``numba/`` (:mod:`maxsim.jit`, a folder per key).
+:func:`cache_info` and :func:`clear` (``maxsim cache info`` / ``maxsim cache clear``) show and empty
+them.
 """
 
 from __future__ import annotations
@@ -28,12 +31,67 @@ CACHE_ENV = "MAXSIM_CACHE_DIR"
 SOURCE_SUFFIXES = (".py", ".toml", ".sass")
 
 
+RESULTS = "results"  # the folders of the two caches in the cache folder
+COMPILED = "numba"
+
+
 def cache_dir() -> Path:
+    """maxsim's cache folder: ``$MAXSIM_CACHE_DIR``, else the user's cache folder for maxsim."""
     env = os.environ.get(CACHE_ENV)
     if env:
         return Path(env)
     import platformdirs
     return Path(platformdirs.user_cache_dir("maxsim", appauthor=False))
+
+
+def _usage(folder):
+    """(files, bytes) under ``folder``."""
+    files = size = 0
+    for root, _, names in os.walk(folder):
+        for name in names:
+            try:
+                size += os.lstat(os.path.join(root, name)).st_size
+                files += 1
+            except OSError:
+                pass
+    return files, size
+
+
+def cache_info(current_key=None) -> dict:
+    """What the two caches hold: the folder, and for the compiled code each key's entry (files,
+    bytes, when last used, whether it is ``current_key``, the one this maxsim uses), for the results
+    the number of entries and their bytes."""
+    import datetime
+    base = cache_dir()
+    compiled = []
+    try:
+        folders = sorted((d for d in (base / COMPILED).iterdir() if d.is_dir()),
+                         key=lambda d: d.stat().st_mtime, reverse=True)
+    except OSError:
+        folders = []
+    for d in folders:
+        files, size = _usage(d)
+        used = datetime.datetime.fromtimestamp(d.stat().st_mtime, datetime.timezone.utc)
+        compiled.append({"key": d.name, "files": files, "bytes": size, "in_use": d.name == current_key,
+                         "last_used": used.isoformat(timespec="seconds")})
+    files, size = _usage(base / RESULTS)
+    return {"folder": str(base),
+            "compiled": {"folder": str(base / COMPILED), "entries": compiled,
+                         "bytes": sum(e["bytes"] for e in compiled)},
+            "results": {"folder": str(base / RESULTS), "entries": sum(1 for _ in (base / RESULTS).rglob("*.pickle")),
+                        "bytes": size}}
+
+
+def clear(compiled=True, results=True) -> dict:
+    """Empty the compiled code's cache and/or the result cache; the bytes freed by each."""
+    import shutil
+    freed = {}
+    for name, chosen in (("compiled", compiled), ("results", results)):
+        if chosen:
+            folder = cache_dir() / (COMPILED if name == "compiled" else RESULTS)
+            freed[name] = _usage(folder)[1]
+            shutil.rmtree(folder, ignore_errors=True)
+    return freed
 
 
 _versions = {}
@@ -103,11 +161,11 @@ def kernel_source(path, options=(), defines=None) -> dict:
 
 
 class ResultCache:
-    """Results on disk under ``directory`` (default :func:`cache_dir`), for model ``version``
+    """Results on disk under ``directory`` (default ``results`` in :func:`cache_dir`), for model ``version``
     (default :func:`model_version` of the maxsim package)."""
 
     def __init__(self, directory=None, version=None):
-        self.directory = Path(directory) if directory is not None else cache_dir()
+        self.directory = Path(directory) if directory is not None else cache_dir() / RESULTS
         self.version = version if version is not None else model_version()
         self.hits = 0
         self.misses = 0

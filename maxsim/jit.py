@@ -13,12 +13,17 @@ site, nested helpers again inside each: fine for a small helper, but for the SM 
 it was most of the ~45 CPU seconds the core took to compile (now ~15 s, and the core runs as fast
 or faster: benchmarks/sm_speed.py).
 
-**The cache, and saying so.** Compiled code is kept on disk (``cache=True``): by numba beside the
-modules (``__pycache__`` folders of the installed package) when the package's folder is writable,
-else (a read-only install) in ``$XDG_CACHE_HOME/maxsim/numba`` (``~/.cache/maxsim/numba``);
-``NUMBA_CACHE_DIR`` chooses another place. Whenever a process starts to build compiled code (no
-cached version for this machine and these sources), one line on stderr says what is being compiled,
-that it happens once, and where the cache lives (``MAXSIM_COMPILE_NOTICE=0`` silences it).
+**The cache, and saying so.** Compiled code is kept on disk (``cache=True``), never inside the
+installed package (an uninstall would leave it behind, and the leftover folder would shadow a later
+install): in the folder ``numba/KEY`` of maxsim's cache folder (``platformdirs``' user cache folder,
+on Linux ``~/.cache/maxsim``, or ``$MAXSIM_CACHE_DIR``), a folder per package folder inside. KEY
+names maxsim's version, the hash of its Python sources, the numba and Python versions and the CPU,
+so a new version, a changed source, another interpreter or another CPU compiles again instead of
+loading stale code; when a new KEY is made, entries unused for ``KEEP_DAYS`` days or beyond the
+``KEEP_ENTRIES`` most recently used are removed. ``maxsim cache info`` / ``maxsim cache clear``
+show and empty it. Whenever a process starts to build compiled code (no cached version), one line
+on stderr says what is being compiled, that it happens once, and where the cache lives
+(``MAXSIM_COMPILE_NOTICE=0`` silences it).
 
 The first call of a compiled function (compiled now or loaded from numba's disk cache) makes numba
 import its implementations of NumPy, and one of them (``numba.np.arraymath``) imports
@@ -68,23 +73,126 @@ from numba.extending import intrinsic  # noqa: E402
 from numba.typed import Dict  # noqa: E402
 
 PACKAGE = Path(__file__).resolve().parent
+KEEP_ENTRIES = 4  # entries (keys) kept besides the one in use: the most recently used ones ...
+KEEP_DAYS = 30  # ... and none unused for longer
 
 
-def _choose_cache_dir():
-    """Where numba keeps maxsim's compiled code: ``(directory, how it is told)``. Set before any
-    compiled function of maxsim is defined (numba reads it when ``cache=True`` is applied)."""
-    if numba.config.CACHE_DIR:
-        return Path(numba.config.CACHE_DIR), "NUMBA_CACHE_DIR"
-    folders = [PACKAGE, *(d for d in PACKAGE.rglob("*") if d.is_dir())]
-    if all(os.access(d, os.W_OK) for d in folders):
-        return PACKAGE, "in-tree"  # numba's own choice: __pycache__ beside each module
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    where = Path(base) / "maxsim" / "numba"
-    numba.config.CACHE_DIR = str(where)
-    return where, "user"
+def source_hash():
+    """The hash of the package's Python sources (paths and bytes): compiled code depends on them all
+    (numba freezes the globals a compiled function reads, and LLVM inlines helpers of other modules
+    into their callers, so a change anywhere can change the machine code of a module that did not
+    change)."""
+    import hashlib
+    h = hashlib.sha256()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        h.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0")
+        h.update(path.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
 
 
-CACHE_DIR, CACHE_KIND = _choose_cache_dir()
+def cache_key():
+    """The name of the folder the compiled code of this maxsim lives in: its version, the hash of
+    its sources, the numba and Python it is compiled with, and the CPU (its name and a hash of its
+    features) the machine code is for. Anything else finds a folder of its own, never stale code."""
+    import hashlib
+
+    import llvmlite.binding as ll
+
+    from . import __version__
+    cpu = numba.config.CPU_NAME or ll.get_host_cpu_name()
+    features = numba.config.CPU_FEATURES or ll.get_host_cpu_features().flatten()
+    tag = hashlib.sha256(features.encode()).hexdigest()[:8]
+    py = f"py{sys.version_info[0]}{sys.version_info[1]}"
+    return f"{__version__}-{source_hash()}-numba{numba.__version__}-{py}-{cpu}-{tag}"
+
+
+def compiled_root():
+    """The folder of every key's compiled code: ``numba`` in maxsim's cache folder."""
+    from .cache import COMPILED, cache_dir
+    return cache_dir() / COMPILED
+
+
+def prune(root, keep, now=None):
+    """Remove the entries under ``root`` other than ``keep`` that were last used more than
+    ``KEEP_DAYS`` ago or are not among the ``KEEP_ENTRIES`` most recently used (a folder's time of
+    modification is touched by every process that uses it). Returns the entries removed."""
+    import shutil
+    import time
+    now = time.time() if now is None else now
+    try:
+        others = [d for d in root.iterdir() if d.is_dir() and d.name != keep]
+    except OSError:
+        return []
+    others.sort(key=lambda d: d.stat().st_mtime, reverse=True)
+    gone = [d for i, d in enumerate(others)
+            if i >= KEEP_ENTRIES or now - d.stat().st_mtime > KEEP_DAYS * 86400]
+    for d in gone:
+        shutil.rmtree(d, ignore_errors=True)
+    return gone
+
+
+def _use_cache_dir():
+    """The folder this process's compiled code is kept in (created when missing, older entries
+    pruned then); its time of modification says when it was last used."""
+    import time
+    where = compiled_root() / cache_key()
+    try:
+        if not where.is_dir():
+            where.mkdir(parents=True, exist_ok=True)
+            prune(where.parent, where.name)
+        elif time.time() - where.stat().st_mtime > 3600:
+            os.utime(where)
+    except OSError:
+        pass  # unwritable: numba then compiles without a cache (the notice still says where it looked)
+    return where
+
+
+CACHE_DIR = _use_cache_dir()
+
+
+def _install_locator():
+    """Make numba keep the compiled code of maxsim's modules (and of them only) under ``CACHE_DIR``,
+    a folder per package folder, whatever ``NUMBA_CACHE_DIR`` says and wherever the package is
+    installed: never beside the installed modules, where an uninstall would leave it behind."""
+    from numba.core import caching
+    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
+
+    class MaxsimCacheLocator(caching._CacheLocator):
+        def __init__(self, py_func, py_file, folder):
+            self._py_file = py_file
+            self._lineno = py_func.__code__.co_firstlineno
+            self._cache_path = str(CACHE_DIR / folder)
+
+        def get_cache_path(self):
+            return self._cache_path
+
+        def get_source_stamp(self):
+            return "sources"  # the folder's key holds the hash of every source file
+
+        def get_disambiguator(self):
+            return str(self._lineno)
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            try:
+                folder = Path(py_file).resolve().parent.relative_to(PACKAGE)
+            except (ValueError, OSError):
+                return None  # not maxsim's: numba's own places
+            self = cls(py_func, py_file, folder)
+            try:
+                self.ensure_cache_path()
+            except OSError:
+                return None
+            return self
+
+    if not any(c.__name__ == "MaxsimCacheLocator" for c in impl._locator_classes):
+        impl._locator_classes.insert(0, MaxsimCacheLocator)
+
+
+_install_locator()
 
 # what each module's compiled code is, for the notice
 WHAT = {
@@ -100,8 +208,6 @@ WHAT = {
 
 def cache_place():
     """The cache's place in words."""
-    if CACHE_KIND == "in-tree":
-        return f"the __pycache__ folders under {CACHE_DIR}"
     return str(CACHE_DIR)
 
 
@@ -144,6 +250,47 @@ class CompileNotice(event.Listener):
 
 NOTICE = CompileNotice()
 event.register("numba:compile", NOTICE)
+
+
+# ---- compiled code built by another process ----
+_ELSEWHERE = []  # (process, module names) of workers compiling into the cache
+
+
+def compiled_elsewhere(proc, modules, what):
+    """``proc`` (a running process) is compiling the functions of ``modules`` into the cache: a
+    function of theirs that this process needs waits for it to end, then loads from the cache
+    (compiling itself only if the worker failed). The notice says so now (``what``); a worker still
+    running when this process ends is stopped."""
+    import atexit
+    _ELSEWHERE.append((proc, tuple(modules)))
+    atexit.register(lambda: proc.poll() is None and proc.terminate())
+    if os.environ.get("MAXSIM_COMPILE_NOTICE", "1") != "0":
+        try:
+            sys.stderr.write(f"maxsim: compiling {what} to machine code (numba) in a second process; this "
+                             f"happens once, later runs load it from the cache in {cache_place()}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        NOTICE.told.add(what)  # later lines say "too"
+
+
+def _wait_for_others():
+    from numba.core import caching
+    original = caching.Cache.load_overload
+    if getattr(original, "maxsim", False):
+        return
+
+    def load_overload(self, sig, target_context):
+        module = getattr(getattr(self, "_py_func", None), "__module__", "") or ""
+        for proc, modules in _ELSEWHERE:
+            if module in modules and proc.poll() is None:
+                proc.wait()
+        return original(self, sig, target_context)
+    load_overload.maxsim = True
+    caching.Cache.load_overload = load_overload
+
+
+_wait_for_others()
 
 
 # ---- array indexing without Python's wrap-around ----
@@ -209,3 +356,4 @@ def njit(*args, **options):
 
 
 __all__ = ["njit", "types", "cgutils", "intrinsic", "Dict", "InlinedDispatcher", "CACHE_DIR", "cache_place"]
+

@@ -7,12 +7,34 @@ import tempfile
 
 import pytest
 
+from maxsim.cache import COMPILED, cache_dir
+
+import nvidia_oracle  # noqa: E402  (tests/ is on sys.path: conftest's folder)
+
 # The one-line notice a process prints when it compiles maxsim's numba code (maxsim/jit.py) would
 # land in the stderr that tests compare exactly, on a fresh checkout; tests/test_jit.py turns it on.
 os.environ.setdefault("MAXSIM_COMPILE_NOTICE", "0")
+# NVIDIA's disassemblers, the oracle of the encoding and cubin tests: fetched once into the
+# user's cache folder (tests/nvidia_oracle.py) before any test
+# module is collected (their skip marks look for the tools)
+_ORACLE_PROBLEM = nvidia_oracle.set_up()
 # the result cache of compare, validate and sweep: a folder of this test session's own, never the
-# user's cache (a test that needs its own sets MAXSIM_CACHE_DIR again)
+# user's cache (a test that needs its own sets MAXSIM_CACHE_DIR again); its compiled code is the
+# user's (a link to it), compiled once for every session and process of the tests
+_compiled = cache_dir() / COMPILED
 os.environ["MAXSIM_CACHE_DIR"] = tempfile.mkdtemp(prefix="maxsim-test-cache-")
+try:
+    _compiled.mkdir(parents=True, exist_ok=True)
+    os.symlink(_compiled, os.path.join(os.environ["MAXSIM_CACHE_DIR"], COMPILED), target_is_directory=True)
+except OSError:
+    pass  # compiled again in the session's own folder
+
+
+def pytest_report_header(config):
+    if _ORACLE_PROBLEM:
+        return f"NVIDIA's disassemblers: {_ORACLE_PROBLEM}; their tests skip"
+    return f"NVIDIA's disassemblers: {os.environ['MAXSIM_CUOBJDUMP']}, {os.environ['MAXSIM_NVDISASM']}"
+
 
 SHADOWED = ("test_kernels", "test_opcodes")
 

@@ -399,3 +399,30 @@ def test_installed_console_script(files):
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
     assert bad.stderr.startswith("maxsim: error: ") and "bad.sass:13:" in bad.stderr
+
+
+def test_cache_info_and_clear(tmp_path, monkeypatch, capsys):
+    """``maxsim cache info`` shows both caches of the cache folder, ``clear`` empties one or both."""
+    from maxsim.cache import ResultCache
+    from maxsim.jit import cache_key
+    monkeypatch.setenv("MAXSIM_CACHE_DIR", str(tmp_path))
+    results = ResultCache()
+    results.put(results.key(point=1), {"cycles": 1})
+    results.put(results.key(point=2), {"cycles": 2})
+    for key, size in ((cache_key(), 1000), ("0.0.9-old", 500)):
+        (tmp_path / "numba" / key / "timing").mkdir(parents=True)
+        (tmp_path / "numba" / key / "timing" / "core.drive-1.py311.nbc").write_bytes(b"x" * size)
+    assert main(["cache", "info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["folder"] == str(tmp_path) and info["results"]["entries"] == 2
+    entries = {e["key"]: e for e in info["compiled"]["entries"]}
+    assert {k: (e["files"], e["bytes"], e["in_use"]) for k, e in entries.items()} == {
+        cache_key(): (1, 1000, True), "0.0.9-old": (1, 500, False)}
+    assert main(["cache", "info"]) == 0
+    assert "(this maxsim)" in capsys.readouterr().out
+    assert main(["cache", "clear", "--results"]) == 0
+    assert "cleared the results" in capsys.readouterr().out
+    assert not (tmp_path / "results").exists() and (tmp_path / "numba").exists()
+    assert main(["cache", "clear"]) == 0
+    assert "cleared the compiled code: 0.0 MB freed" in capsys.readouterr().out
+    assert not (tmp_path / "numba").exists()

@@ -1,11 +1,13 @@
 """How maxsim builds its compiled code (maxsim/jit.py): a process that compiles says so on stderr
-(what, that it happens once, where the cache is); a process that finds the cache says nothing; a
-read-only install caches in the user's cache folder; helpers marked ``forceinline`` are compiled
-once whatever constants they are called with."""
+(what, that it happens once, where the cache is); a process that finds the cache says nothing; the
+cache lives in maxsim's cache folder, never in the package, under a key that changes with the
+sources; old entries are pruned; helpers marked ``forceinline`` are compiled once whatever
+constants they are called with."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +23,7 @@ CALL_SECTORS = ("import numpy as np\n"
 
 
 def _run(code, cache):
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "MAXSIM_COMPILE_NOTICE": "1"}
+    env = {**os.environ, "MAXSIM_CACHE_DIR": str(cache), "MAXSIM_COMPILE_NOTICE": "1"}
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env,
                           timeout=300)
 
@@ -34,33 +36,78 @@ def test_a_compiling_process_says_what_once_and_where_a_cached_one_says_nothing(
     lines = first.stderr.splitlines()
     assert len(lines) == 1, first.stderr
     assert lines[0].startswith("maxsim: compiling the memory-access summaries (maxsim.timing.summaries._sectors)")
-    assert "once" in lines[0] and lines[0].endswith(str(cache))
-    assert any(cache.rglob("*.nbi"))  # numba's index of the cached code is where the notice says
+    assert "once" in lines[0]
+    place = Path(lines[0].rsplit(" ", 1)[-1])
+    assert place.parent == cache / "numba"  # maxsim's cache folder, numba/KEY
+    assert any(place.rglob("*.nbi"))  # numba's index of the cached code is where the notice says
     second = _run(CALL_SECTORS, cache)
     assert second.returncode == 0 and second.stdout == first.stdout
     assert second.stderr == ""
 
 
 def test_the_notice_can_be_silenced(tmp_path):
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "MAXSIM_COMPILE_NOTICE": "0"}
+    env = {**os.environ, "MAXSIM_CACHE_DIR": str(tmp_path), "MAXSIM_COMPILE_NOTICE": "0"}
     p = subprocess.run([sys.executable, "-c", CALL_SECTORS], capture_output=True, text=True, cwd=ROOT, env=env,
                        timeout=300)
     assert p.returncode == 0 and p.stderr == ""
 
 
-def test_a_read_only_install_caches_in_the_users_cache_folder(tmp_path):
-    """With the package's folders not writable (a system-wide install), the cache goes to
-    $XDG_CACHE_HOME/maxsim/numba and numba is told so."""
-    code = ("import os\n"
-            "os.access = lambda path, mode, **kw: False if mode == os.W_OK else True\n"
-            "import numba, maxsim.jit as j\n"
-            "print(j.CACHE_KIND, j.CACHE_DIR, numba.config.CACHE_DIR, sep='\\n')\n")
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
-    env["XDG_CACHE_HOME"] = str(tmp_path)
+def test_the_compiled_code_never_lives_in_the_package(tmp_path):
+    """Whatever NUMBA_CACHE_DIR says and whether or not the package's folder is writable, numba
+    keeps maxsim's compiled code under maxsim's cache folder: numba/KEY/<package folder>."""
+    code = ("import maxsim.jit as j, maxsim.timing.summaries as s, maxsim.timing.core as c\n"
+            "print(j.CACHE_DIR, s._sectors._cache._cache_path, c.drive._cache._cache_path, sep='\\n')\n")
+    env = {**os.environ, "MAXSIM_CACHE_DIR": str(tmp_path / "cache"), "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
     assert p.returncode == 0, p.stderr
-    want = str(tmp_path / "maxsim" / "numba")
-    assert p.stdout.split("\n")[:3] == ["user", want, want]
+    where, summaries, core = p.stdout.split("\n")[:3]
+    assert Path(where).parent == tmp_path / "cache" / "numba"
+    assert summaries == str(Path(where) / "timing") and core == summaries
+
+
+def _key(tree):
+    p = subprocess.run([sys.executable, "-c", "import maxsim.jit as j; print(j.cache_key())"], capture_output=True,
+                       text=True, cwd=tree, env={**os.environ, "MAXSIM_CACHE_DIR": str(tree / "cache")}, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.strip()
+
+
+def test_the_key_names_the_version_numba_python_and_cpu_and_changes_with_any_source(tmp_path):
+    """A copy of the package has the key of this one; a changed source file that has no compiled
+    code of its own (its globals may be frozen into compiled code elsewhere) gives another key."""
+    import llvmlite.binding as ll
+    import numba
+
+    import maxsim
+    from maxsim.jit import cache_key
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "maxsim", tree / "maxsim", ignore=shutil.ignore_patterns("__pycache__"))
+    here = cache_key()
+    version, sources, numba_v, py, cpu = here.split("-")[:5]
+    assert version == maxsim.__version__ and numba_v == f"numba{numba.__version__}"
+    assert py == f"py{sys.version_info[0]}{sys.version_info[1]}"
+    assert cpu == (numba.config.CPU_NAME or ll.get_host_cpu_name())
+    assert _key(tree) == here
+    with open(tree / "maxsim" / "isa" / "opcodes.py", "a") as f:
+        f.write("\n# a change\n")
+    other = _key(tree)
+    assert other != here and other.split("-")[1] != sources and other.split("-")[2:] == here.split("-")[2:]
+
+
+def test_old_entries_are_pruned(tmp_path):
+    """Kept: the entry in use, the KEEP_ENTRIES most recently used others, none unused for more than
+    KEEP_DAYS days."""
+    from maxsim.jit import KEEP_DAYS, KEEP_ENTRIES, prune
+    assert (KEEP_ENTRIES, KEEP_DAYS) == (4, 30)
+    now = 1_000_000_000.0
+    ages = {"in-use": 400, "a": 1, "b": 2, "c": 3, "d": 31, "e": 5, "f": 6}  # days since last use
+    for name, days in ages.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "x.nbi").write_bytes(b"0")
+        os.utime(tmp_path / name, (now - days * 86400, now - days * 86400))
+    gone = prune(tmp_path, "in-use", now=now)
+    assert sorted(d.name for d in gone) == ["d", "f"]  # d: 31 days; f: the 5th most recent
+    assert sorted(d.name for d in tmp_path.iterdir()) == ["a", "b", "c", "e", "in-use"]
 
 
 def test_an_inlined_helper_is_compiled_once_whatever_constants_it_is_called_with():

@@ -14,7 +14,7 @@ import sys
 import warnings
 
 from ..errors import MaxsimError, SourceWarning
-from . import analyze, asm, compare, configs, plot, run, sweep, validate
+from . import analyze, asm, cache, compare, configs, plot, run, sweep, validate
 from .common import PROGRESS_DELAY, WORKLOADS, Parser, UsageError, subject
 from .run import run_sass_file
 
@@ -39,6 +39,7 @@ EXAMPLES = """examples:
   maxsim asm kernel.sass -o kernel_final.sass       assemble the maxas source language
   maxsim asm kernel.sass -o kernel.cubin            ... or write a cubin for sm_52
   maxsim disasm kernel.cubin                        a cubin in maxas's text form
+  maxsim cache info                                 the caches of compiled code and results (maxsim cache clear)
   maxsim asm --check kernel.cu                      check a kernel's control codes (any kernel file)
   maxsim run saxpy.cu --kernel saxpy --grid 4 --block 256 --param a=2.0 --param x=x --param y=y \
       --param n=1000 --buffer x=x.npy:in --buffer y=y.npy
@@ -64,6 +65,7 @@ def _parser():
     sweep.add_parser(sub)
     validate.add_parser(sub)
     plot.add_parser(sub)
+    cache.add_parser(sub)
     return p
 
 

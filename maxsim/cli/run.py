@@ -147,6 +147,9 @@ def command(args):
     timeline = _trace_writer(args)
     _check_report_path(args)
     cfg = load_config(args.config)
+    if not args.functional:
+        from . import warm
+        warm.start()  # the timing model's compiled code, when missing, in a second process meanwhile
     flag, choice = occupancy_choice(args)
     from ..report.progress import Progress
     from ..timing.occupancy import OccupancyError
