@@ -40,7 +40,8 @@ import numpy as np
 from ..errors import SimulationError
 from ..jit import njit
 from .l2 import _HASH_MUL, SliceMap, set_geometry
-from .memory_system import BandwidthServer, MemorySystem, ServerGroup, set_common
+from .bandwidth import BandwidthServer, ServerGroup
+from .memory_stats import MemoryStats, set_common
 
 EMPTY = np.iinfo(np.int64).min  # no line in a way / no window in a table slot
 _TABLE_MIN = 1024  # initial slots of each server's window table
@@ -789,7 +790,7 @@ def _counter(index, doc):
     return property(lambda self: int(self._I[index]), doc=doc)
 
 
-class CompiledMemorySystem:
+class CompiledMemorySystem(MemoryStats):
     """Sliced L2 + DRAM channels shared by the SMs of one simulated GPU, compiled: the model and
     the interface of :class:`~maxsim.timing.memory_system.MemorySystem` (see there)."""
 
@@ -991,6 +992,3 @@ class CompiledMemorySystem:
     @property
     def _dram_delays(self):
         return self._DELAYS[:int(self._I[I_DELAYS])]
-
-    l2_hit_rate = MemorySystem.l2_hit_rate
-    stats = MemorySystem.stats
