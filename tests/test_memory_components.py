@@ -512,3 +512,56 @@ def test_texture_counters_filled_by_both_sm_cores(core, monkeypatch):
     assert st_["tex_bytes"] == 64 and st_["tex_busy_cycles"] == pytest.approx(64 / CFG.l1tex.bytes_per_clk)
     assert st_["tex_utilisation"] == pytest.approx(64 / CFG.l1tex.bytes_per_clk / el)
     assert (st_["l2_read_misses"], st_["dram_bytes_read"]) == (1, 32)
+
+
+# ---- address translation (maxsim.timing.tlb) -----------------------------------------------------
+
+@pytest.mark.parametrize("core", ["python", "compiled"])
+def test_tlb_costs_by_level(core):
+    """Hand-computed: an L1 TLB hit costs nothing, an L1 miss that hits the L2 TLB 11 cycles
+    (Mei and Chu's 240.8 - 229.7), a miss in both 2,048 (2,447 - 399); an SM's first touch of a
+    page costs nothing (the TLBs warm from before the launch)."""
+    page, lat2 = CFG.tlb.page_bytes, CFG.latency.l2_hit
+    ms = MemorySystem(CFG, core=core)
+    l1m, walk = CFG.tlb.l1_miss_cycles, CFG.tlb.walk_cycles
+    assert (l1m, walk) == (11, 2048)
+    assert ms.read(0, [0], sm=0) == CFG.latency.dram  # a first touch; an L2 miss
+    ms.warm([32 * k for k in range(8)])  # sectors 0..255 valid in the L2, page 0 seen by every SM
+    t = 10_000
+    assert ms.read(t, [32], sm=0) == t + lat2  # L1 TLB hit
+    assert ms.read(t, [64], sm=1) == t + l1m + lat2  # SM 1's L1 TLB misses, the L2 TLB hits
+    # 16 more pages (first touches) fill SM 1's L1 TLB (fully associative, 16 entries): page 0 leaves it
+    for p in range(1, 17):
+        ms.read(t, [p * page], sm=1)
+    assert ms.read(2 * t, [96], sm=1) == 2 * t + l1m + lat2
+    # pages 0, 8, 16, ... share an L2 TLB set (8 ways, LRU): with pages 24-72 ten pages want it,
+    # and the least recently used two, 0 and 8, leave it
+    for p in range(8, 80, 8):
+        ms.read(3 * t, [p * page], sm=2)
+    assert ms.read(4 * t, [128], sm=3) == 4 * t + walk + lat2  # both TLBs miss: a walk
+    assert ms.read(4 * t, [160], sm=0) == 4 * t + lat2  # SM 0's L1 TLB still holds page 0
+    st = ms.stats()
+    assert (st["tlb_l1_misses"], st["tlb_l2_misses"]) == (3, 1)
+    assert st["tlb_first_touches"] == 1 + 16 + 9  # SM 0: page 0; SM 1: 1-16; SM 2: 8-72
+    assert st["tlb_lookups"] == 3 + 16 + 1 + 9 + 2
+
+
+def test_tlb_walk_under_way_is_waited_for():
+    """A second SM missing a page whose walk is under way waits for that walk (plus its own L1
+    TLB miss), no second walk."""
+    page = CFG.tlb.page_bytes
+    ms = MemorySystem(CFG, core="python")
+    ms.warm([0])  # page 0 seen by every SM, sector 0 valid
+    for p in range(8, 88, 8):  # ten more pages in page 0's L2 TLB set: page 0 leaves it
+        ms.read(0, [p * page], sm=0)
+    assert ms.read(0, [0], sm=1) == 2048 + CFG.latency.l2_hit  # a walk, ready at 2,048
+    assert ms.tlb.stats()["tlb_l2_misses"] == 1
+    assert ms.read(100, [32], sm=2) == 2048 + 11 + CFG.latency.dram  # waits for that walk, + 11
+    assert ms.tlb.stats()["tlb_l2_misses"] == 1
+
+
+def test_tlb_reads_of_an_unknown_sm_are_refused():
+    from maxsim.errors import SimulationError
+    for core in ("python", "compiled"):
+        with pytest.raises(SimulationError, match="SM 16 is not one of the 16 SMs"):
+            MemorySystem(CFG, core=core).read(0, [0], sm=16)

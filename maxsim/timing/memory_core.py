@@ -42,6 +42,7 @@ from ..jit import njit
 from .l2 import _HASH_MUL, SliceMap, set_geometry
 from .bandwidth import BandwidthServer, ServerGroup
 from .memory_stats import MemoryStats, set_common
+from .tlb import TlbArrays, pages_known, translate, warm_pages
 
 EMPTY = np.iinfo(np.int64).min  # no line in a way / no window in a table slot
 _TABLE_MIN = 1024  # initial slots of each server's window table
@@ -456,12 +457,15 @@ def write_requests(Q, i, safe_n, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP):
 # (it runs once per L2 read, not per issue; inlined into both copies of the issue it would only add
 # compile time)
 @njit(cache=True, forceinline=False)
-def read_request(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAYS):
-    """MemorySystem.read: the cycle the last of the sectors ``A`` arrives (before rounding up);
-    NaN (nothing changed) for a negative address."""
+def read_request(now, A, sm, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAYS, TI, TF, TT, TR, TS):
+    """MemorySystem.read for SM ``sm``: the cycle the last of the sectors ``A`` arrives (before
+    rounding up); NaN (nothing changed) for a negative address, or one past the TLB's record of the
+    pages seen (Python grows it and calls again). Its addresses are translated first
+    (maxsim.timing.tlb.translate on the TLB arrays ``TI`` ... ``TS``)."""
     lines, masks, m = _lines_of(A, P)
-    if m < 0:
+    if m < 0 or not pages_known(A, TI, TS):
         return np.nan
+    now = translate(sm, now, A, TI, TF, TT, TR, TS)
     I[I_READS] += 1
     if now > F[F_LAST_REQUEST]:
         F[F_LAST_REQUEST] = now
@@ -834,6 +838,7 @@ class CompiledMemorySystem(MemoryStats):
         # and a write-back per line (each at most 2 windows plus one per full window of its bytes)
         self._per_sector = 6 + self.sector * (2 + l2.sectors_per_line) / (BandwidthServer.WINDOW * min(bpc))
         self._DELAYS = np.empty(_DELAYS_MIN, np.float64)
+        self.tlb = TlbArrays(cfg)  # the SMs' L1 TLBs and the L2 TLB (maxsim.timing.tlb)
         self._new_tables(_TABLE_MIN)
         self.slices = [Server(self, k) for k in range(n)]
         self.channels = [Server(self, n + k) for k in range(ch)]
@@ -860,9 +865,10 @@ class CompiledMemorySystem(MemoryStats):
         # a new binding: SM cores holding the arrays (for reads served in the core) take them again
         self._version = getattr(self, "_version", -1) + 1
         self._servers = (self._SF, self._SI, self._HK, self._HV, self._HP, self._I, self._P)
+        tlb = self.tlb
         self._read_args = (self._P, self._I, self._F, self._T, self._LINES, self._READY, self._SF, self._SI,
-                           self._HK, self._HV, self._HP, self._DELAYS)
-        self._write_args = self._read_args[:-1]
+                           self._HK, self._HV, self._HP, self._DELAYS, tlb.TI, tlb.TF, tlb.TT, tlb.TR, tlb.TS)
+        self._write_args = self._read_args[:11]
 
     def _check_room(self):
         """Grow the window tables or the delay record when the last call left them too full."""
@@ -909,10 +915,13 @@ class CompiledMemorySystem(MemoryStats):
         self._F[F_L2_DELAY] = 0.0
         self._SF[:, S_BUSY] = 0.0
         self._SF[:, S_BYTES] = 0.0
+        self.tlb.reset_stats()
 
-    def read(self, now: int, sectors) -> int:
-        """Read the given sectors (byte addresses, distinct); returns the cycle the last arrives."""
-        return self._request("read", read_request, "_read_args", now, sectors)
+    def read(self, now: int, sectors, sm: int = 0) -> int:
+        """Read the given sectors (byte addresses, distinct) for SM ``sm``; returns the cycle the
+        last arrives (MemorySystem.read)."""
+        self.tlb.check_sm(sm)
+        return self._request("read", read_request, "_read_args", now, sectors, sm)
 
     def write(self, now: int, sectors) -> int:
         """Posted store of whole sectors into the L2 (STG); returns the cycle the L2 holds them."""
@@ -936,15 +945,19 @@ class CompiledMemorySystem(MemoryStats):
                 j = i + 2 + m
             i = j
 
-    def _request(self, what, request, args, now, sectors):
-        """One read or write: ``request`` called with the arrays named ``args`` (fetched after
-        making room: growing a table replaces them)."""
+    def _request(self, what, request, args, now, sectors, sm=None):
+        """One read (of SM ``sm``) or write: ``request`` called with the arrays named ``args``
+        (fetched after making room: growing a table replaces them)."""
         a = np.ascontiguousarray(sectors, dtype=np.int64)
         if a.shape[0] == 0:
             return now
         if a.shape[0] > self._safe_n:
             self._make_room(a.shape[0] * self._per_sector)
-        done = request(float(now), a, *getattr(self, args))
+        if sm is None:
+            done = request(float(now), a, *getattr(self, args))
+        else:
+            self._tlb_room(a)
+            done = request(float(now), a, sm, *getattr(self, args))
         if self._I[I_ROOM]:
             self._check_room()
         if done != done:
@@ -957,6 +970,14 @@ class CompiledMemorySystem(MemoryStats):
         a = np.ascontiguousarray(sectors, dtype=np.int64)
         if not warm_sectors(a, bool(dirty), self._P, self._T, self._LINES, self._READY, self._I):
             raise self._negative("warm", a)
+        self._tlb_room(a)
+        tlb = self.tlb
+        warm_pages(a, tlb.TI, tlb.TT, tlb.TR, tlb.TS)
+
+    def _tlb_room(self, a):
+        """Room in the TLB's record of pages seen for the addresses ``a`` (beyond 32 bits)."""
+        if a.shape[0] and self.tlb.make_room(a.max()):
+            self._bind()
 
     def flush(self, now: int) -> int:
         """Write every dirty L2 sector back to DRAM; returns the cycle the last write ends."""

@@ -59,6 +59,9 @@ class MemoryStats:
           ``dram_channel<i>_utilisation``; ``dram_queue_delay_cycles`` (total),
           ``dram_mean_queue_delay``, ``dram_p95_queue_delay``: cycles a read piece waited in its
           channel for the bytes queued before it.
+        * ``tlb_lookups`` (a read's distinct pages), ``tlb_first_touches`` (of those, an SM's first
+          translation of a page: free), ``tlb_l1_misses`` (the others that missed the SM's L1 TLB),
+          ``tlb_l2_misses`` (of those, misses in the L2 TLB: page walks); :mod:`maxsim.timing.tlb`.
         * ``elapsed_cycles``; with ``l1``: ``tex_requests``, ``tex_sector_hits``,
           ``tex_sector_misses``, ``tex_pending_hits``, ``tex_hit_rate``, ``tex_bytes``,
           ``tex_busy_cycles``, ``tex_utilisation``.
@@ -100,6 +103,7 @@ class MemoryStats:
         for i, c in enumerate(self.channels):
             d[f"dram_channel{i}_busy_cycles"] = c.busy
             d[f"dram_channel{i}_utilisation"] = util(c.busy)
+        d.update(self.tlb.stats())
         l1 = list(l1)
         if l1:
             tex = [t.stats(el) for t in l1]

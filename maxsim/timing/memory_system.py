@@ -50,6 +50,7 @@ from .bandwidth import BandwidthServer, ServerGroup
 from .cores import core_name
 from .l2 import SlicedL2
 from .memory_stats import MemoryStats, set_common
+from .tlb import AddressTranslation
 
 # BandwidthServer, ServerGroup and set_common are part of this module's interface (the memory
 # system's servers); they live in modules of their own so that the compiled twin,
@@ -113,6 +114,7 @@ class MemorySystem(MemoryStats):
         self.l2_server = ServerGroup(self.slices)
         self.dram_server = ServerGroup(self.channels)
         self._sector_shift = self.sector.bit_length() - 1
+        self.tlb = AddressTranslation(cfg)  # the SMs' L1 TLBs and the L2 TLB (maxsim.timing.tlb)
         self.reset_stats()
 
     def reset_stats(self) -> None:
@@ -134,6 +136,7 @@ class MemorySystem(MemoryStats):
         self._dram_delays = array("d")  # cycles each DRAM read piece waited for its channel
         for s in self.slices + self.channels:
             s.reset_counters()
+        self.tlb.reset_stats()
 
     # ---- requests ------------------------------------------------------------------------------
     def _by_slice(self, sectors) -> dict:
@@ -173,12 +176,16 @@ class MemorySystem(MemoryStats):
         e = st[ln] = [None] * l2.sectors_per_line + [0]
         return e
 
-    def read(self, now: int, sectors) -> int:
-        """Read the given sectors (byte addresses, distinct); returns the cycle the last arrives."""
+    def read(self, now: int, sectors, sm: int = 0) -> int:
+        """Read the given sectors (byte addresses, distinct) for SM ``sm``; returns the cycle the
+        last arrives. The request goes to the L2 once its addresses are translated
+        (:mod:`maxsim.timing.tlb`: the SM's L1 TLB, the L2 TLB, a page walk)."""
         if isinstance(sectors, np.ndarray):
             sectors = sectors.tolist()
         if len(sectors) == 0:
             return now
+        self.tlb.check_sm(sm)
+        now = self.tlb.translate(sm, now, sectors)
         self.reads += 1
         if now > self.last_request:
             self.last_request = now
@@ -282,9 +289,11 @@ class MemorySystem(MemoryStats):
         """Make the given sectors (byte addresses) valid in the L2, most recent last, without time
         or statistics: the state the L2 is in after serving those reads (or, ``dirty``, stores).
         A sector already valid keeps its arrival cycle; a line that does not fit evicts its set's
-        LRU line, whose dirty data is dropped (nothing is timed)."""
+        LRU line, whose dirty data is dropped (nothing is timed). Their pages enter the L2 TLB
+        the same way (:meth:`~maxsim.timing.tlb.AddressTranslation.warm`)."""
         if isinstance(sectors, np.ndarray):
             sectors = sectors.tolist()
+        self.tlb.warm(sectors)
         l2 = self.l2
         ls, ss = l2._line_shift, self._sector_shift
         smask = l2.sectors_per_line - 1
@@ -334,7 +343,8 @@ def carried_over(ms, cfg):
     the same lines in each set in the same least-recently-used order, the same valid sectors and
     dirty bits, every fill arrived, nothing queued, the counters zero. It is the L2 the next of
     two back-to-back launches finds (the caches of the L2 are not flushed between kernels; the
-    SMs' L1/texture caches start empty at every launch)."""
+    SMs' L1/texture caches start empty at every launch), and the TLBs what ``ms``'s hold, every
+    translation done."""
     new = MemorySystem(cfg, core=ms.core)
     line, sector = cfg.l2.line, cfg.l2.sector
     for sl in ms.l2.sets:
@@ -348,4 +358,7 @@ def carried_over(ms, cfg):
                     new.warm(clean)
                 if stored:
                     new.warm(stored, dirty=True)
+    new.tlb.carry_over(ms.tlb)  # the TLBs are not flushed between kernels either
+    if hasattr(new, "_bind"):
+        new._bind()  # (the compiled one's TLB record of pages may have grown)
     return new

@@ -48,7 +48,9 @@ LOG_ROWS = 4096  # rows of each log buffer the core fills between two returns to
 _NO_MEMORY_ARRAYS = (np.zeros(1, np.int64), np.zeros(I_SIZE, np.int64), np.zeros(1, np.float64),
                      np.zeros((1, 1), np.int64), np.zeros((1, 1, 1), np.int64), np.zeros((1, 1, 1), np.float64),
                      np.zeros((1, 1), np.float64), np.zeros((1, 1), np.int64), np.zeros((1, 1), np.int64),
-                     np.zeros((1, 1), np.float64), np.zeros((1, 1), np.int64), np.zeros(1, np.float64))
+                     np.zeros((1, 1), np.float64), np.zeros((1, 1), np.int64), np.zeros(1, np.float64),
+                     np.zeros(1, np.int64), np.zeros(1, np.float64), np.zeros((1, 1, 1), np.int64),
+                     np.zeros((1, 1), np.float64), np.zeros((1, 1), np.uint8))
 STORE_QUEUE_WORDS = 4096  # room for the posted stores the core queues between two returns (each
 # takes 2 + its sector count; a store that does not fit returns at once, so this only sets speed)
 REGISTERS = 256  # register numbers an instruction can name (R0-R254, RZ is not tracked)
@@ -448,7 +450,10 @@ class SM:
         self._write_queue = None if self._mem_kw[1] else getattr(memory_system, "write_queue", None)
         # the compiled memory system as it is (no keywords, its own read): the core serves reads from
         # its arrays itself; a wrapped or instrumented one is called from Python
-        self._memc = memory_system if serves_in_core(memory_system) and not any(self._mem_kw) else None
+        # (its read takes the SM's number, which the core passes itself)
+        self._memc = memory_system if serves_in_core(memory_system) and not self._mem_kw[1] else None
+        if self._memc is not None:
+            self._memc.tlb.check_sm(sm_id)
         self._mem_version = -1
         self._slot_warp = [None] * cfg.sm.max_warps
         self._ctas = [None] * self.max_ctas
@@ -479,6 +484,7 @@ class SM:
         G[K.G_SHARED_DEPTH] = pipes.shared_queue_depth
         G[K.G_GLOBAL_DEPTH] = pipes.global_queue_depth
         G[K.G_SECTOR] = l1c.sector
+        G[K.G_SM_ID] = self.sm_id
         G[K.G_DUAL_ON] = pipes.dual_issue
         G[K.G_BAR_DELAY] = lat.barrier_set_delay
         G[K.G_LAT_S2R] = lat.s2r
