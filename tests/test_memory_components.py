@@ -526,24 +526,24 @@ def test_tlb_costs_by_level(core):
     l1m, walk = CFG.tlb.l1_miss_cycles, CFG.tlb.walk_cycles
     assert (l1m, walk) == (11, 2048)
     assert ms.read(0, [0], sm=0) == CFG.latency.dram  # a first touch; an L2 miss
-    ms.warm([32 * k for k in range(8)])  # sectors 0..255 valid in the L2, page 0 seen by every SM
+    ms.warm([32 * k for k in range(8)])  # sectors 0..255 valid in the L2; page 0 in every TLB
     t = 10_000
     assert ms.read(t, [32], sm=0) == t + lat2  # L1 TLB hit
-    assert ms.read(t, [64], sm=1) == t + l1m + lat2  # SM 1's L1 TLB misses, the L2 TLB hits
-    # 16 more pages (first touches) fill SM 1's L1 TLB (fully associative, 16 entries): page 0 leaves it
-    for p in range(1, 17):
+    for p in range(1, 17):  # 16 more pages (first touches) fill SM 1's L1 TLB: page 0 leaves it
         ms.read(t, [p * page], sm=1)
-    assert ms.read(2 * t, [96], sm=1) == 2 * t + l1m + lat2
-    # pages 0, 8, 16, ... share an L2 TLB set (8 ways, LRU): with pages 24-72 ten pages want it,
-    # and the least recently used two, 0 and 8, leave it
-    for p in range(8, 80, 8):
-        ms.read(3 * t, [p * page], sm=2)
+    assert ms.read(t, [64], sm=1) == t + l1m + lat2  # SM 1's L1 TLB misses, the L2 TLB hits
+    # pages 0, 8, 16, ... share an L2 TLB set (8 ways, LRU): SM 2's pages 24-88 push 8, 16, 0
+    # and 24 out of it
+    for p in range(24, 96, 8):
+        ms.read(2 * t, [p * page], sm=2)
+    for p in range(100, 116):  # SM 3's L1 TLB loses page 0 (which the warming put there)
+        ms.read(3 * t, [p * page], sm=3)
     assert ms.read(4 * t, [128], sm=3) == 4 * t + walk + lat2  # both TLBs miss: a walk
     assert ms.read(4 * t, [160], sm=0) == 4 * t + lat2  # SM 0's L1 TLB still holds page 0
     st = ms.stats()
-    assert (st["tlb_l1_misses"], st["tlb_l2_misses"]) == (3, 1)
-    assert st["tlb_first_touches"] == 1 + 16 + 9  # SM 0: page 0; SM 1: 1-16; SM 2: 8-72
-    assert st["tlb_lookups"] == 3 + 16 + 1 + 9 + 2
+    assert (st["tlb_l1_misses"], st["tlb_l2_misses"]) == (2, 1)
+    assert st["tlb_first_touches"] == 1 + 16 + 9 + 16
+    assert st["tlb_lookups"] == 1 + 1 + 16 + 1 + 9 + 16 + 1 + 1
 
 
 def test_tlb_walk_under_way_is_waited_for():
@@ -551,9 +551,12 @@ def test_tlb_walk_under_way_is_waited_for():
     TLB miss), no second walk."""
     page = CFG.tlb.page_bytes
     ms = MemorySystem(CFG, core="python")
-    ms.warm([0])  # page 0 seen by every SM, sector 0 valid
-    for p in range(8, 88, 8):  # ten more pages in page 0's L2 TLB set: page 0 leaves it
-        ms.read(0, [p * page], sm=0)
+    ms.warm([0])  # page 0 in every TLB, seen by every SM, sector 0 valid
+    # sixteen more pages (ten in page 0's L2 TLB set) from SMs 1 and 2: page 0 leaves the L2 TLB
+    # and their L1 TLBs
+    for p in range(8, 136, 8):
+        for sm in (1, 2):
+            ms.read(0, [p * page], sm=sm)
     assert ms.read(0, [0], sm=1) == 2048 + CFG.latency.l2_hit  # a walk, ready at 2,048
     assert ms.tlb.stats()["tlb_l2_misses"] == 1
     assert ms.read(100, [32], sm=2) == 2048 + 11 + CFG.latency.dram  # waits for that walk, + 11

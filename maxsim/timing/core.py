@@ -26,8 +26,8 @@ for what each step means and why), on state held in numpy arrays instead of Pyth
 * ``ILOG``, ``SLOG``, ``BLOG``, ``HLOG``: issue log, stall log, back-branch times and hazard
   records, drained by Python whenever the core returns; ``REQ`` the sectors of a memory request,
   then (from ``G[G_WQ_BASE]``) the queue of posted stores, also handed on at every return.
-* ``MS``: the compiled memory system's arrays (``CompiledMemorySystem._read_args``: the L2 and
-  DRAM's, then the address translation's, read for SM ``G[G_SM_ID]``; stand-ins
+* ``MS``: the compiled memory system's arrays (``CompiledMemorySystem._read_args``, the
+  address translation's among them; a read is for SM ``G[G_SM_ID]``; stand-ins
   with ``G[G_MEMC]`` = 0 for any other memory system): the core serves a read itself with
   :func:`~maxsim.timing.memory_core.read_request`, exactly as Python's call would, when no posted
   store is waiting to go first and the memory system's tables have room (``G[G_SAFE_N]`` sectors).
@@ -777,8 +777,7 @@ def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC,
                     and G[G_REQ_N] <= G[G_SAFE_N]:
                 h0, m0 = MS[1][I_READ_HITS], MS[1][I_READ_MISSES]
                 r = read_request(float(G[G_REQ_NOW]), REQ[:G[G_REQ_N]], G[G_SM_ID], MS[0], MS[1], MS[2], MS[3],
-                                 MS[4], MS[5], MS[6], MS[7], MS[8], MS[9], MS[10], MS[11], MS[12], MS[13],
-                                 MS[14], MS[15], MS[16])
+                                 MS[4], MS[5], MS[6], MS[7], MS[8], MS[9], MS[10], MS[11])
                 CNT[PC_L2_HITS, pc] += MS[1][I_READ_HITS] - h0
                 CNT[PC_L2_MISSES, pc] += MS[1][I_READ_MISSES] - m0
                 if r == r:  # NaN: a negative address, left to Python to report
@@ -935,8 +934,7 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
     ILOG, SLOG, BLOG, HLOG = _borrow(ILOG), _borrow(SLOG), _borrow(BLOG), _borrow(HLOG)
     REQ, CNT = _borrow(REQ), _borrow(CNT)
     MS = (_borrow(MS[0]), _borrow(MS[1]), _borrow(MS[2]), _borrow(MS[3]), _borrow(MS[4]), _borrow(MS[5]),
-           _borrow(MS[6]), _borrow(MS[7]), _borrow(MS[8]), _borrow(MS[9]), _borrow(MS[10]), _borrow(MS[11]),
-          _borrow(MS[12]), _borrow(MS[13]), _borrow(MS[14]), _borrow(MS[15]), _borrow(MS[16]))
+           _borrow(MS[6]), _borrow(MS[7]), _borrow(MS[8]), _borrow(MS[9]), _borrow(MS[10]), _borrow(MS[11]))
     nsched = G[G_NSCHED]
     t = G[G_T]
     phase = G[G_PHASE]

@@ -457,15 +457,15 @@ def write_requests(Q, i, safe_n, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP):
 # (it runs once per L2 read, not per issue; inlined into both copies of the issue it would only add
 # compile time)
 @njit(cache=True, forceinline=False)
-def read_request(now, A, sm, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAYS, TI, TF, TT, TR, TS):
+def read_request(now, A, sm, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAYS):
     """MemorySystem.read for SM ``sm``: the cycle the last of the sectors ``A`` arrives (before
     rounding up); NaN (nothing changed) for a negative address, or one past the TLB's record of the
     pages seen (Python grows it and calls again). Its addresses are translated first
-    (maxsim.timing.tlb.translate on the TLB arrays ``TI`` ... ``TS``)."""
+    (maxsim.timing.tlb.translate on the TLBs in the tails of ``I`` and ``F``)."""
     lines, masks, m = _lines_of(A, P)
-    if m < 0 or not pages_known(A, TI, TS):
+    if m < 0 or not pages_known(A, I, I_SIZE):
         return np.nan
-    now = translate(sm, now, A, TI, TF, TT, TR, TS)
+    now = translate(sm, now, A, I, F, I_SIZE, F_SIZE)
     I[I_READS] += 1
     if now > F[F_LAST_REQUEST]:
         F[F_LAST_REQUEST] = now
@@ -818,8 +818,11 @@ class CompiledMemorySystem(MemoryStats):
         P[P_WINDOW], P[P_KEEP], P[P_TABLE_BYTES] = BandwidthServer.WINDOW, BandwidthServer.KEEP, SliceMap.TABLE_BYTES
         self._P = P
         self._T = (np.array(m._tables, dtype=np.int64) if m._tables else np.zeros((SliceMap.TABLE_BYTES, 256), np.int64))
-        self._I = np.zeros(I_SIZE, np.int64)
-        self._F = np.zeros(F_SIZE, np.float64)
+        # the SMs' L1 TLBs and the L2 TLB (maxsim.timing.tlb) in the tails of I and F
+        self.tlb = tlb = TlbArrays(cfg, I_SIZE, F_SIZE)
+        self._I = np.zeros(I_SIZE + tlb.int_size(), np.int64)
+        self._F = np.zeros(F_SIZE + tlb.float_size(), np.float64)
+        tlb.init(self)
         self._F[F_L2_LAT], self._F[F_DRAM_LAT] = self.l2_latency, self.dram_latency
         self._F[F_DRAM_FACTOR] = dram_traffic_factor
         rows = n * l2.n_sets
@@ -838,7 +841,6 @@ class CompiledMemorySystem(MemoryStats):
         # and a write-back per line (each at most 2 windows plus one per full window of its bytes)
         self._per_sector = 6 + self.sector * (2 + l2.sectors_per_line) / (BandwidthServer.WINDOW * min(bpc))
         self._DELAYS = np.empty(_DELAYS_MIN, np.float64)
-        self.tlb = TlbArrays(cfg)  # the SMs' L1 TLBs and the L2 TLB (maxsim.timing.tlb)
         self._new_tables(_TABLE_MIN)
         self.slices = [Server(self, k) for k in range(n)]
         self.channels = [Server(self, n + k) for k in range(ch)]
@@ -865,10 +867,9 @@ class CompiledMemorySystem(MemoryStats):
         # a new binding: SM cores holding the arrays (for reads served in the core) take them again
         self._version = getattr(self, "_version", -1) + 1
         self._servers = (self._SF, self._SI, self._HK, self._HV, self._HP, self._I, self._P)
-        tlb = self.tlb
         self._read_args = (self._P, self._I, self._F, self._T, self._LINES, self._READY, self._SF, self._SI,
-                           self._HK, self._HV, self._HP, self._DELAYS, tlb.TI, tlb.TF, tlb.TT, tlb.TR, tlb.TS)
-        self._write_args = self._read_args[:11]
+                           self._HK, self._HV, self._HP, self._DELAYS)
+        self._write_args = self._read_args[:-1]
 
     def _check_room(self):
         """Grow the window tables or the delay record when the last call left them too full."""
@@ -909,7 +910,7 @@ class CompiledMemorySystem(MemoryStats):
     def reset_stats(self) -> None:
         """Zero every counter (the cache contents and the queued work stay)."""
         clock, room = self._I[I_CLOCK], self._I[I_ROOM]
-        self._I[:] = 0
+        self._I[:I_SIZE] = 0
         self._I[I_CLOCK], self._I[I_ROOM] = clock, room
         self._F[F_LAST_REQUEST] = 0.0
         self._F[F_L2_DELAY] = 0.0
@@ -956,7 +957,7 @@ class CompiledMemorySystem(MemoryStats):
         if sm is None:
             done = request(float(now), a, *getattr(self, args))
         else:
-            self._tlb_room(a)
+            self._tlb_room(a.shape[0])
             done = request(float(now), a, sm, *getattr(self, args))
         if self._I[I_ROOM]:
             self._check_room()
@@ -970,13 +971,14 @@ class CompiledMemorySystem(MemoryStats):
         a = np.ascontiguousarray(sectors, dtype=np.int64)
         if not warm_sectors(a, bool(dirty), self._P, self._T, self._LINES, self._READY, self._I):
             raise self._negative("warm", a)
-        self._tlb_room(a)
-        tlb = self.tlb
-        warm_pages(a, tlb.TI, tlb.TT, tlb.TR, tlb.TS)
+        self._tlb_room(a.shape[0] * self.tlb.n_sms)
+        warm_pages(a, self._I, self._F, I_SIZE, F_SIZE)
 
-    def _tlb_room(self, a):
-        """Room in the TLB's record of pages seen for the addresses ``a`` (beyond 32 bits)."""
-        if a.shape[0] and self.tlb.make_room(a.max()):
+    def _tlb_room(self, more):
+        """Room in the TLB's record of translated pages for ``more`` new keys."""
+        grown = self.tlb.grown(more)
+        if grown is not None:
+            self._I = grown
             self._bind()
 
     def flush(self, now: int) -> int:

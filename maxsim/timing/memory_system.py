@@ -358,7 +358,5 @@ def carried_over(ms, cfg):
                     new.warm(clean)
                 if stored:
                     new.warm(stored, dirty=True)
-    new.tlb.carry_over(ms.tlb)  # the TLBs are not flushed between kernels either
-    if hasattr(new, "_bind"):
-        new._bind()  # (the compiled one's TLB record of pages may have grown)
+    new.tlb.carry_over(ms.tlb, new)  # the TLBs are not flushed between kernels either
     return new

@@ -48,9 +48,7 @@ LOG_ROWS = 4096  # rows of each log buffer the core fills between two returns to
 _NO_MEMORY_ARRAYS = (np.zeros(1, np.int64), np.zeros(I_SIZE, np.int64), np.zeros(1, np.float64),
                      np.zeros((1, 1), np.int64), np.zeros((1, 1, 1), np.int64), np.zeros((1, 1, 1), np.float64),
                      np.zeros((1, 1), np.float64), np.zeros((1, 1), np.int64), np.zeros((1, 1), np.int64),
-                     np.zeros((1, 1), np.float64), np.zeros((1, 1), np.int64), np.zeros(1, np.float64),
-                     np.zeros(1, np.int64), np.zeros(1, np.float64), np.zeros((1, 1, 1), np.int64),
-                     np.zeros((1, 1), np.float64), np.zeros((1, 1), np.uint8))
+                     np.zeros((1, 1), np.float64), np.zeros((1, 1), np.int64), np.zeros(1, np.float64))
 STORE_QUEUE_WORDS = 4096  # room for the posted stores the core queues between two returns (each
 # takes 2 + its sector count; a store that does not fit returns at once, so this only sets speed)
 REGISTERS = 256  # register numbers an instruction can name (R0-R254, RZ is not tracked)
