@@ -107,6 +107,7 @@ class GpuConfig:
     dram_bus_bits: int = _pos_int()
     dram_bandwidth_gbs: float = _pos_float()  # peak, 1e9 bytes/s; must equal clock x bus / 8
     launch_overhead_us: float = _nonneg_float()
+    cta_dispatch_interval: int = _nonneg_int()  # cycles between two CTAs the block dispatcher hands out
     # the SMs' (and the L2's) cycles per second as a share of the nominal clock: a cycle lasts
     # 1 / (core_clock_mhz x this) in time; the DRAM keeps its own rate (dram_bandwidth_gbs)
     effective_clock_fraction: float = _unit_fraction()
