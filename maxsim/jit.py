@@ -198,6 +198,7 @@ _install_locator()
 WHAT = {
     "maxsim.timing.core": "the SM core",
     "maxsim.timing.memory_core": "the L2/DRAM memory system",
+    "maxsim.timing.tlb": "address translation",
     "maxsim.functional.fp32": "the fp32 arithmetic",
     "maxsim.functional.bounds": "the memory bounds check",
     "maxsim.timing.summaries": "the memory-access summaries",

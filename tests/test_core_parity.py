@@ -227,6 +227,33 @@ def test_multi_sm_gpu():
     assert sum(len(sm.dispatched) for sm in new.sms) > 0  # CTAs came from the shared dispatcher
 
 
+def test_multi_sm_gpu_translating_small_pages():
+    """The same on TLBs made small (4 KB pages, 4-entry L1 TLBs, an 8-entry L2 TLB in sets of 2):
+    the SGEMM's reads miss both TLBs and walk, and the reference and the compiled SM cores (each
+    with its memory system) agree on every cycle and counter."""
+    cfg = override(load_config("gtx980_oc"), {"gpu.sms": 3, "tlb.page_bytes": 4096, "tlb.l1_entries": 4,
+                                               "tlb.l1_assoc": 4, "tlb.l2_entries": 8, "tlb.l2_assoc": 2})
+    kernel, problem = _problem("sgemm_128", 512, 256, 32)
+    out = {}
+    for name in ("python", "compiled"):
+        p = copy.deepcopy(problem)
+        with core(name):
+            out[name] = simulate_gpu(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg)
+    ref, new = out["python"], out["compiled"]
+    assert ref.cycles == new.cycles
+    st = new.memory.stats()
+    assert st == ref.memory.stats()
+    assert st["tlb_l2_misses"] > 10 and st["tlb_l1_misses"] > st["tlb_l2_misses"]
+    assert new.memory.tlb.sets() == ref.memory.tlb.sets()
+    for a, b in zip(ref.sms, new.sms):
+        assert_same(a, b)
+    # the walks cost: the same launch with the TLBs of the GTX 980 takes fewer cycles
+    p = copy.deepcopy(problem)
+    base = simulate_gpu(kernel, p.grid, p.block, p.params, p.memory, p.textures,
+                        cfg=override(load_config("gtx980_oc"), {"gpu.sms": 3}))
+    assert base.memory.stats()["tlb_l2_misses"] == 0 and base.cycles < new.cycles
+
+
 def test_core_selection():
     cfg = load_config()
     k = micro.kernel(f"--:-:-:-:{micro.s(6)}  FFMA R0, R1, R2, R3;\n{micro.exit_line()}")

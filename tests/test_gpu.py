@@ -82,3 +82,24 @@ def test_a_cta_with_more_warps_than_its_block_is_refused():
         sm.add_cta(cid, traces + traces[:1])  # 3 warps for a block of 64 threads
         with pytest.raises(SimulationError, match=r"CTA \(0, 0\) has 3 warps, more than its block of 64 threads"):
             sm.run()
+
+
+def test_ctas_from_the_dispatcher_start_after_the_launch_cost_at_its_pace():
+    """8 CTAs of sgemm_128 on 3 SMs holding 2 each: the 2 CTAs after the first wave start
+    sm.cta_launch_cycles after the CTA whose slot they take ended, and at least
+    gpu.cta_dispatch_interval apart."""
+    from workloads.sgemm.harness import _kernel, _prepare, _sizes
+    cfg = override(load_config("gtx980_oc"), {"gpu.sms": 3, "gpu.cta_dispatch_interval": 400})
+    geo, lda, ldb, ldc = _sizes("sgemm_128", 512, 256, 32, None, None, None)
+    kernel = _kernel("sgemm_128", "swirl", "maxas", True, None)
+    p = _prepare(geo, 512, 256, 32, lda, ldb, ldc, 1.0, 0)
+    out = simulate_gpu(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg)
+    launch = cfg.sm.cta_launch_cycles
+    assert launch == 700
+    later = sorted((start, cid, sm) for sm in out.sms for start, cid in sm.dispatched)
+    assert len(later) == 2 and later[1][0] - later[0][0] >= 400
+    ends = sorted(e for sm in out.sms for _, _, e in sm.cta_log)
+    first_end = ends[0]  # the first slot to free takes the first later CTA
+    assert later[0][0] == first_end + launch
+    for start, cid, sm in later:
+        assert any(s == start for c, s, _ in sm.cta_log if c == cid)  # the CTA ran from that cycle

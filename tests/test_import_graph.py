@@ -101,3 +101,31 @@ def test_harness_and_prediction_do_not_import_each_other():
     graph = _graph("workloads")
     assert "workloads.sgemm.harness" not in graph["workloads.sgemm.predict"]
     assert "workloads.sgemm.predict" not in graph["workloads.sgemm.harness"]
+
+
+def _reaches(graph, start, target):
+    """Whether ``start`` imports ``target``, directly or through other modules of ``graph``."""
+    seen, todo = set(), [start]
+    while todo:
+        m = todo.pop()
+        for i in graph.get(m, ()):
+            if i == target:
+                return True
+            if i in graph and i not in seen:
+                seen.add(i)
+                todo.append(i)
+    return False
+
+
+def test_the_compiled_memory_system_does_not_import_the_reference():
+    """maxsim.timing.memory_system (the model in plain Python; ``MemorySystem(cfg)`` builds the
+    compiled twin) imports maxsim.timing.memory_core; memory_core imports what they share from
+    modules of their own (bandwidth servers, counters, address translation), not memory_system."""
+    graph = _graph("maxsim")
+    assert "maxsim.timing.memory_core" in graph["maxsim.timing.memory_system"]
+    assert not _reaches(graph, "maxsim.timing.memory_core", "maxsim.timing.memory_system")
+
+
+def test_the_reach_finder_follows_modules():
+    assert _reaches({"a": {"b"}, "b": {"c"}}, "a", "c")
+    assert not _reaches({"a": {"b"}, "b": set(), "c": {"a"}}, "a", "c")

@@ -512,3 +512,59 @@ def test_texture_counters_filled_by_both_sm_cores(core, monkeypatch):
     assert st_["tex_bytes"] == 64 and st_["tex_busy_cycles"] == pytest.approx(64 / CFG.l1tex.bytes_per_clk)
     assert st_["tex_utilisation"] == pytest.approx(64 / CFG.l1tex.bytes_per_clk / el)
     assert (st_["l2_read_misses"], st_["dram_bytes_read"]) == (1, 32)
+
+
+# ---- address translation (maxsim.timing.tlb) -----------------------------------------------------
+
+@pytest.mark.parametrize("core", ["python", "compiled"])
+def test_tlb_costs_by_level(core):
+    """Hand-computed: an L1 TLB hit costs nothing, an L1 miss that hits the L2 TLB 11 cycles
+    (Mei and Chu's 240.8 - 229.7), a miss in both 2,048 (2,447 - 399); an SM's first touch of a
+    page costs nothing (the TLBs warm from before the launch)."""
+    page, lat2 = CFG.tlb.page_bytes, CFG.latency.l2_hit
+    ms = MemorySystem(CFG, core=core)
+    l1m, walk = CFG.tlb.l1_miss_cycles, CFG.tlb.walk_cycles
+    assert (l1m, walk) == (11, 2048)
+    assert ms.read(0, [0], sm=0) == CFG.latency.dram  # a first touch; an L2 miss
+    ms.warm([32 * k for k in range(8)])  # sectors 0..255 valid in the L2; page 0 in every TLB
+    t = 10_000
+    assert ms.read(t, [32], sm=0) == t + lat2  # L1 TLB hit
+    for p in range(1, 17):  # 16 more pages (first touches) fill SM 1's L1 TLB: page 0 leaves it
+        ms.read(t, [p * page], sm=1)
+    assert ms.read(t, [64], sm=1) == t + l1m + lat2  # SM 1's L1 TLB misses, the L2 TLB hits
+    # pages 0, 8, 16, ... share an L2 TLB set (8 ways, LRU): SM 2's pages 24-88 push 8, 16, 0
+    # and 24 out of it
+    for p in range(24, 96, 8):
+        ms.read(2 * t, [p * page], sm=2)
+    for p in range(100, 116):  # SM 3's L1 TLB loses page 0 (which the warming put there)
+        ms.read(3 * t, [p * page], sm=3)
+    assert ms.read(4 * t, [128], sm=3) == 4 * t + walk + lat2  # both TLBs miss: a walk
+    assert ms.read(4 * t, [160], sm=0) == 4 * t + lat2  # SM 0's L1 TLB still holds page 0
+    st = ms.stats()
+    assert (st["tlb_l1_misses"], st["tlb_l2_misses"]) == (2, 1)
+    assert st["tlb_first_touches"] == 1 + 16 + 9 + 16
+    assert st["tlb_lookups"] == 1 + 1 + 16 + 1 + 9 + 16 + 1 + 1
+
+
+def test_tlb_walk_under_way_is_waited_for():
+    """A second SM missing a page whose walk is under way waits for that walk (plus its own L1
+    TLB miss), no second walk."""
+    page = CFG.tlb.page_bytes
+    ms = MemorySystem(CFG, core="python")
+    ms.warm([0])  # page 0 in every TLB, seen by every SM, sector 0 valid
+    # sixteen more pages (ten in page 0's L2 TLB set) from SMs 1 and 2: page 0 leaves the L2 TLB
+    # and their L1 TLBs
+    for p in range(8, 136, 8):
+        for sm in (1, 2):
+            ms.read(0, [p * page], sm=sm)
+    assert ms.read(0, [0], sm=1) == 2048 + CFG.latency.l2_hit  # a walk, ready at 2,048
+    assert ms.tlb.stats()["tlb_l2_misses"] == 1
+    assert ms.read(100, [32], sm=2) == 2048 + 11 + CFG.latency.dram  # waits for that walk, + 11
+    assert ms.tlb.stats()["tlb_l2_misses"] == 1
+
+
+def test_tlb_reads_of_an_unknown_sm_are_refused():
+    from maxsim.errors import SimulationError
+    for core in ("python", "compiled"):
+        with pytest.raises(SimulationError, match="SM 16 is not one of the 16 SMs"):
+            MemorySystem(CFG, core=core).read(0, [0], sm=16)

@@ -216,9 +216,9 @@ def _recording(core, log, systems):
         systems.append(ms)
         read, write, warm = ms.read, ms.write, ms.warm
 
-        def logged_read(now, sectors):
-            done = read(now, sectors)
-            log.append(("read", now, list(sectors), done))
+        def logged_read(now, sectors, sm=0):
+            done = read(now, sectors, sm=sm)
+            log.append(("read", now, list(sectors), sm, done))
             return done
 
         def logged_write(now, sectors):
@@ -347,3 +347,34 @@ def test_carried_over_l2_holds_the_same_lines_arrived(core):
     # nothing queued: a read of a held sector is an L2 hit at the hit latency
     held = next(ln for sl in after for st in sl for ln in st if st[ln][0] is not None) * 128
     assert new.read(1000, [held]) == 1000 + cfg.latency.l2_hit and new.l2_read_hits == 1
+
+
+def test_address_translation_identical_in_both_cores():
+    """Reads of 4 SMs over 150 pages of 2 MB (more than the L2 TLB's 64 entries and each L1 TLB's 16),
+    at times out of order: the same completion cycles, the same TLB entries in the same LRU order
+    with the same ready cycles, the same counters; warmed pages too."""
+    ref, new = twins(CFG)
+    rng = np.random.default_rng(11)
+    page = CFG.tlb.page_bytes
+    t = 0
+    for step in range(3000):
+        sm = int(rng.integers(0, 4))
+        pages = rng.integers(0, 150, int(rng.integers(1, 3)))
+        secs = sorted({int(p) * page + int(rng.integers(0, page // 32)) * 32 for p in pages})
+        if step == 1500:
+            ref.warm(secs)
+            new.warm(secs)
+        now = t + int(rng.integers(-40, 40))
+        assert ref.read(max(now, 0), secs, sm=sm) == new.read(max(now, 0), secs, sm=sm)
+        t += int(rng.integers(0, 30))
+    assert ref.tlb.sets() == new.tlb.sets()
+    assert ref.tlb.pages_seen() == new.tlb.pages_seen()
+    st = ref.stats()
+    assert {k: v for k, v in st.items() if k.startswith("tlb")} == \
+        {k: v for k, v in new.stats().items() if k.startswith("tlb")}
+    assert st["tlb_l2_misses"] > 100 and st["tlb_l1_misses"] > 1000 and st["tlb_first_touches"] > 300
+    assert_same_state(ref, new)
+    # a page beyond the 32-bit space grows the compiled one's record of pages seen
+    far = [(1 << 40) + 64]
+    assert ref.read(t, far, sm=1) == new.read(t, far, sm=1)
+    assert ref.tlb.pages_seen() == new.tlb.pages_seen()

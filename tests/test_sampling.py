@@ -398,3 +398,21 @@ def test_a_sixteen_cta_tail_of_sgemm_128_matches_the_full_simulation():
     one per SM, the sampled prediction was 9.5% short of it."""
     error, sampled, full = _error("sgemm_128", 1536, CFG, l2_start="previous")
     assert abs(error) < 0.01
+
+
+def test_dispatch_model_launch_cost_and_dispatcher_pace():
+    """Hand-computed: 5 CTAs of 10 cycles on 2 slots. The first two start at 0; each later CTA
+    starts ``launch`` cycles after its slot freed and ``interval`` after the CTA handed out before."""
+    plain = dispatch(5, 2, lambda slot, cta: 10)
+    assert [(s, e) for _, s, e in plain] == [(0, 10), (0, 10), (10, 20), (10, 20), (20, 30)]
+    paced = dispatch(5, 2, lambda slot, cta: 10, launch=7, interval=3)
+    # CTA 2: slot 0 freed at 10, +7 = 17; CTA 3: slot 1 freed at 10, +7 = 17, but the dispatcher
+    # handed CTA 2 out at 17: 20; CTA 4: slot 0 freed at 27, +7 = 34
+    assert [(j, s, e) for j, s, e in paced] == [(0, 0, 10), (1, 0, 10), (0, 17, 27), (1, 20, 30), (0, 34, 44)]
+
+
+def test_the_dispatch_clock_paces_the_ctas_it_hands_out():
+    from maxsim.gpu.gpu import DispatchClock
+    pace = DispatchClock(5)
+    # in order: at most one CTA per 5 cycles; a request stamped earlier than the last waits behind it
+    assert [pace.take(t) for t in (100, 100, 103, 200, 150)] == [100, 105, 110, 200, 205]

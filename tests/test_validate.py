@@ -43,11 +43,34 @@ def test_micro_rows_agree_with_hand_computed_values(micro):
     assert sim["no bank conflict (R4, R10)"] == 1
     assert sim["LDS pointer-chase latency"] == LAT.lds
     assert sim["LDS issue-to-use latency"] == LAT.lds
-    for ways in (2, 4, 32):  # lane i at word ways * i: gcd(ways, 32) = ways lanes per bank
+    assert sim["shared-memory latency, no conflict (Mei-Chu chase)"] == LAT.lds
+    for ways in (2, 4, 8, 16, 32):  # lane i at word ways * i: gcd(ways, 32) = ways lanes per bank
         assert sim[f"LDS {ways}-way bank conflict: wavefronts"] == ways
+        # one more cycle per further wavefront, where Mei and Chu measured two: a deviation
         assert sim[f"LDS {ways}-way bank conflict: added latency"] == ways - 1
-        assert rows[f"LDS {ways}-way bank conflict: added latency"].published is None
-        assert rows[f"LDS {ways}-way bank conflict: added latency"].status == "—"
+        assert rows[f"LDS {ways}-way bank conflict: added latency"].published == 2 * (ways - 1)
+        assert rows[f"LDS {ways}-way bank conflict: added latency"].status == "deviation"
+    # the global-load chase by TLB state: the L2 hit and DRAM latencies, plus an L1 TLB miss that
+    # hits the L2 TLB, plus a page walk
+    tlb = CFG.tlb
+    assert sim["global-load latency: l2 (LDG chase)"] == LAT.l2_hit
+    assert sim["global-load latency: l2 l1tlb miss (LDG chase)"] == LAT.l2_hit + tlb.l1_miss_cycles
+    assert sim["global-load latency: dram (LDG chase)"] == LAT.dram
+    assert sim["global-load latency: dram walk (LDG chase)"] == LAT.dram + tlb.walk_cycles
+    # the TLBs' reach: their entries x 2 MB; at 132 MB (66 pages) two of the L2 TLB's 8-way sets
+    # hold 9 pages, all 9 missing in turn under LRU
+    assert sim["L2 TLB reach (LDG chase, 2 MB steps)"] == tlb.l2_entries * tlb.page_bytes / 2 ** 20 == 128
+    assert sim["L2 TLB misses walking 132 MB in 2 MB pages"] == 2 * (tlb.l2_assoc + 1)
+    assert sim["L1 TLB reach (LDG chase, 2 MB steps)"] == tlb.l1_entries * tlb.page_bytes / 2 ** 20 == 32
+    # copies of 32 MB each way: at most the sustained DRAM bandwidth (the L2 keeps up to 2 MB of the
+    # stores: at most 1/16 more), latency-bound with little in flight
+    for name in ("copy bandwidth, the best", "copy bandwidth, 16 CTAs of 1,024 threads, one load in flight each"):
+        assert 0.8 * CFG.dram.efficiency < sim[name] / 100 <= CFG.dram.efficiency * (1 + 1 / 16), name
+    one, sixteen = (sim[f"copy bandwidth, one warp per SM, {x} in flight"] for x in ("one load", "16 loads"))
+    # one load in flight: each SM's warp moves 128 bytes in and 128 out per DRAM latency at most
+    bound = CFG.gpu.sms * 256 / LAT.dram * CFG.clock_hz / 2 ** 30
+    assert 0.85 * bound < one <= bound
+    assert 1 < sixteen / one <= 16
     assert sim["L1/texture hit latency (TLD chase)"] == LAT.tex_l1_hit
     assert sim["L2 hit latency (TLD chase)"] == LAT.l2_hit
     assert sim["DRAM latency (TLD chase, cold data)"] == LAT.dram

@@ -107,6 +107,7 @@ class GpuConfig:
     dram_bus_bits: int = _pos_int()
     dram_bandwidth_gbs: float = _pos_float()  # peak, 1e9 bytes/s; must equal clock x bus / 8
     launch_overhead_us: float = _nonneg_float()
+    cta_dispatch_interval: int = _nonneg_int()  # cycles between two CTAs the block dispatcher hands out
     # the SMs' (and the L2's) cycles per second as a share of the nominal clock: a cycle lasts
     # 1 / (core_clock_mhz x this) in time; the DRAM keeps its own rate (dram_bandwidth_gbs)
     effective_clock_fraction: float = _unit_fraction()
@@ -289,10 +290,27 @@ class DramConfig:
     channels: int = _pos_int()  # independent channels (memory controllers) the L2 slices feed
 
 
+@attrs.frozen
+class TlbConfig:
+    """Address translation (:mod:`maxsim.timing.tlb`): an L1 TLB per SM, the L2 TLB of the GPU."""
+
+    page_bytes: int = _pow2_int()
+    l1_entries: int = _pos_int()  # per SM
+    l1_assoc: int = _pos_int()
+    l2_entries: int = _pos_int()  # whole GPU
+    l2_assoc: int = _pos_int()
+    l1_miss_cycles: int = _nonneg_int()  # an L1 TLB miss that hits the L2 TLB
+    walk_cycles: int = _nonneg_int()  # a miss in both TLBs: the page walk
+
+    @property
+    def l2_reach_bytes(self) -> int:
+        return self.l2_entries * self.page_bytes
+
+
 _SECTIONS = {
     "gpu": GpuConfig, "sm": SmConfig, "pipes": PipesConfig, "latency": LatencyConfig,
     "regfile": RegfileConfig, "shared": SharedConfig, "l1tex": L1TexConfig, "l2": L2Config,
-    "dram": DramConfig,
+    "dram": DramConfig, "tlb": TlbConfig,
 }
 _TOP_KEYS = {"description", "inherit"}
 
@@ -313,6 +331,7 @@ class ArchConfig:
     l1tex: L1TexConfig
     l2: L2Config
     dram: DramConfig
+    tlb: TlbConfig
 
     # ---- derived quantities -----------------------------------------------------------------
     @property
@@ -535,6 +554,10 @@ def _cross_checks(cfg: ArchConfig, origin: dict, display: str) -> None:
              "feeds one channel")
     if g.dram_bus_bits % cfg.dram.channels:
         fail("dram.channels", f"= {cfg.dram.channels} must divide gpu.dram_bus_bits ({g.dram_bus_bits})")
+    for level in ("l1", "l2"):
+        entries, assoc = getattr(cfg.tlb, f"{level}_entries"), getattr(cfg.tlb, f"{level}_assoc")
+        if entries % assoc:
+            fail(f"tlb.{level}_assoc", f"= {assoc} must divide tlb.{level}_entries ({entries})")
     if cfg.regfile.reuse_slots > 3:
         fail("regfile.reuse_slots", "must be at most 3 (an instruction has three source slots)")
     if cfg.pipes.alu > 1:

@@ -99,6 +99,24 @@ class CtaQueue:
         return self._head.popleft()
 
 
+class DispatchClock:
+    """The block dispatcher's pace: a CTA taken from it at cycle ``t`` starts at
+    ``take(t)``, no earlier than ``interval`` cycles after the CTA it handed out before
+    (``gpu.cta_dispatch_interval``). The SMs of a whole-GPU run ask in the order they run, a
+    quantum at a time: a request stamped earlier than the last one waits behind it."""
+
+    __slots__ = ("interval", "next_free")
+
+    def __init__(self, interval):
+        self.interval = int(interval)
+        self.next_free = 0
+
+    def take(self, t):
+        start = t if t > self.next_free else self.next_free
+        self.next_free = start + self.interval
+        return start
+
+
 def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards="warn", progress=None,
             total_instructions=None, until=None, keep_branch_times=True, clock=None, flatten_together=False):
     """Run ``cfg.gpu.sms`` SMs sharing ``memory_system``: SM ``i`` starts with the CTAs
@@ -106,7 +124,8 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
     CTA whose warps start ``delay`` cycles late, oldest first; the SMs take them: the
     lists are left empty); ``queue`` (a deque or a
     :class:`CtaQueue` of further CTAs) is the block dispatcher's. Runs until every CTA has
-    finished, or until cycle ``until``. ``keep_branch_times`` false: the SMs' warps keep no
+    finished, or until cycle ``until``; a CTA from the queue starts at the dispatcher's pace
+    (:class:`DispatchClock`). ``keep_branch_times`` false: the SMs' warps keep no
     backward-branch times (the loop progress measure of the sampled prediction; a list per warp
     that would grow with the grid). ``clock``: "compiled" (the default, or ``$MAXSIM_CLOCK``) runs
     compiled SMs with :func:`~maxsim.timing.clock.run_together`, "simpy" as simpy processes (the
@@ -127,8 +146,10 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
     if flatten_together:
         flatten_queued([sm for sm in sms if isinstance(sm, SM)])
     if queue is not None:
+        pace = DispatchClock(cfg.gpu.cta_dispatch_interval)
         for sm in sms:
             sm.dispatcher = queue
+            sm.dispatch_clock = pace
     used = [sm for sm in sms if sm.pending]
     advance(used, QUANTUM, clock=clock, until=until, progress=progress, total=total_instructions)
     return used

@@ -153,14 +153,17 @@ class Prediction:
     dram_bound: bool = False  # a steady-state window with dram_busy >= DRAM_SATURATED (module docstring)
 
 
-def dispatch(n_ctas, slots, duration, hold=None, timed=False):
+def dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interval=0):
     """CTA-level model of the block dispatcher.
 
     ``slots`` CTA slots (SM i mod S, as the first wave is dealt round-robin: slot j holds CTA j of
     the first wave); ``duration(slot, cta index)`` gives a CTA's cycles on a slot (``timed``:
     ``duration(slot, cta index, start cycle)``). Returns ``(slot, start, end)`` per CTA, in CTA order:
     the first ``slots`` start at 0, each later CTA on the slot that frees first (ties: the lower
-    slot). ``hold``: the CTAs from this index on wait until every CTA before it has ended."""
+    slot), ``launch`` cycles after that slot's CTA ended (``sm.cta_launch_cycles``) and no earlier
+    than ``interval`` cycles after the CTA handed out before it (``gpu.cta_dispatch_interval``), as
+    the full simulation starts them. ``hold``: the CTAs from this index on wait until every CTA
+    before it has ended."""
     if not timed:
         untimed = duration
 
@@ -174,12 +177,16 @@ def dispatch(n_ctas, slots, duration, hold=None, timed=False):
         heap.append((d, j))
     heapq.heapify(heap)
     held = None
+    free = 0.0  # the dispatcher's next free cycle
     for i in range(len(out), n_ctas):
         t, j = heapq.heappop(heap)
+        t += launch
         if hold is not None and i >= hold:
             if held is None:
                 held = max(e for _, _, e in out[:hold])
             t = max(t, held)
+        t = max(t, free)
+        free = t + interval
         d = duration(j, i, t)
         out.append((j, t, t + d))
         heapq.heappush(heap, (t + d, j))
@@ -298,8 +305,11 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
 
     hold = full * wave if left else None  # see the tail below
     # the L2/DRAM work a wave leaves queued at its end (its posted stores), ahead of the next CTAs
-    backlog = _backlog(ms_first, first.phase.cycles[-1]) if previous is None else previous[2]
-    schedule = dispatch(n, slots, duration, hold, timed=True)
+    # (what is left of it when a later CTA starts: sm.cta_launch_cycles after its slot freed)
+    backlog = _backlog(ms_first, first.phase.cycles[-1] + cfg.sm.cta_launch_cycles) if previous is None \
+        else previous[2]
+    schedule = dispatch(n, slots, duration, hold, timed=True, launch=cfg.sm.cta_launch_cycles,
+                        interval=cfg.gpu.cta_dispatch_interval)
     if first_only:
         return None, schedule, backlog
     if full >= 2:
@@ -319,7 +329,8 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
             wave_start = _wave_start(kernel, block, grid, k, k_step, build, cfg, schedule, live, rate, gx,
                                      progress, history, backlog, first.stagger)
             phases.append(wave_start.phase)
-        schedule = dispatch(n, slots, duration, hold, timed=True)
+        schedule = dispatch(n, slots, duration, hold, timed=True, launch=cfg.sm.cta_launch_cycles,
+                        interval=cfg.gpu.cta_dispatch_interval)
     if left:
         # the tail's CTAs in the order the dispatcher hands them out, each on the slot that takes it.
         # They start when the last full wave has ended: the epilogue stores of that wave are posted
@@ -331,7 +342,8 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
                          backlog=backlog, warm=lambda ms: history.warm(ms, schedule, t0), settle=t0,
                          stagger=first.stagger, on_sms=_tail_sms(first.sampled, len(tail_ids), sms))
         phases.append(tail.phase)
-        schedule = dispatch(n, slots, duration, hold, timed=True)
+        schedule = dispatch(n, slots, duration, hold, timed=True, launch=cfg.sm.cta_launch_cycles,
+                        interval=cfg.gpu.cta_dispatch_interval)
     cycles = max(e for _, _, e in schedule)
 
     # launch memory figures: the first wave's, the steady window's per cycle over the steady part,

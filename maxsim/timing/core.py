@@ -26,7 +26,8 @@ for what each step means and why), on state held in numpy arrays instead of Pyth
 * ``ILOG``, ``SLOG``, ``BLOG``, ``HLOG``: issue log, stall log, back-branch times and hazard
   records, drained by Python whenever the core returns; ``REQ`` the sectors of a memory request,
   then (from ``G[G_WQ_BASE]``) the queue of posted stores, also handed on at every return.
-* ``MS``: the compiled memory system's arrays (``CompiledMemorySystem._read_args``; stand-ins
+* ``MS``: the compiled memory system's arrays (``CompiledMemorySystem._read_args``, the
+  address translation's among them; a read is for SM ``G[G_SM_ID]``; stand-ins
   with ``G[G_MEMC]`` = 0 for any other memory system): the core serves a read itself with
   :func:`~maxsim.timing.memory_core.read_request`, exactly as Python's call would, when no posted
   store is waiting to go first and the memory system's tables have room (``G[G_SAFE_N]`` sectors).
@@ -95,7 +96,9 @@ _NONE = 11  # a scheduler found no warp to issue (internal)
  G_READ_BAR_RELEASE, G_TEX_L1_HIT, G_BARRIER_SYNC, G_LAT_LDS, G_LAT_STS, G_L1_LINE, G_L1_SPL,
  G_L1_SETS, G_L1_ASSOC, G_MEMC, G_SAFE_N, G_BRANCH_TAKEN,
  # warps exited so far (their order: W_EXIT_SEQ)
- G_EXITS, G_SIZE) = range(74)
+ G_EXITS,
+ # the SM's number in the GPU (its L1 TLB in the memory system's address translation)
+ G_SM_ID, G_SIZE) = range(75)
 
 # request kinds (G_REQ_KIND)
 REQ_TEX, REQ_LDG, REQ_STG = range(3)
@@ -775,8 +778,8 @@ def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC,
             if G[G_MEMC] and G[G_REQ_KIND] != REQ_STG and G[G_WQ_N] == 0 and not MS[1][I_ROOM] \
                     and G[G_REQ_N] <= G[G_SAFE_N]:
                 h0, m0 = MS[1][I_READ_HITS], MS[1][I_READ_MISSES]
-                r = read_request(float(G[G_REQ_NOW]), REQ[:G[G_REQ_N]], MS[0], MS[1], MS[2], MS[3], MS[4],
-                                 MS[5], MS[6], MS[7], MS[8], MS[9], MS[10], MS[11])
+                r = read_request(float(G[G_REQ_NOW]), REQ[:G[G_REQ_N]], G[G_SM_ID], MS[0], MS[1], MS[2], MS[3],
+                                 MS[4], MS[5], MS[6], MS[7], MS[8], MS[9], MS[10], MS[11])
                 CNT[PC_L2_HITS, pc] += MS[1][I_READ_HITS] - h0
                 CNT[PC_L2_MISSES, pc] += MS[1][I_READ_MISSES] - m0
                 if r == r:  # NaN: a negative address, left to Python to report

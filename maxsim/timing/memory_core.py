@@ -40,7 +40,9 @@ import numpy as np
 from ..errors import SimulationError
 from ..jit import njit
 from .l2 import _HASH_MUL, SliceMap, set_geometry
-from .memory_system import BandwidthServer, MemorySystem, ServerGroup, set_common
+from .bandwidth import BandwidthServer, ServerGroup
+from .memory_stats import MemoryStats, set_common
+from .tlb import TlbArrays, pages_known, translate, warm_pages
 
 EMPTY = np.iinfo(np.int64).min  # no line in a way / no window in a table slot
 _TABLE_MIN = 1024  # initial slots of each server's window table
@@ -455,12 +457,15 @@ def write_requests(Q, i, safe_n, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP):
 # (it runs once per L2 read, not per issue; inlined into both copies of the issue it would only add
 # compile time)
 @njit(cache=True, forceinline=False)
-def read_request(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAYS):
-    """MemorySystem.read: the cycle the last of the sectors ``A`` arrives (before rounding up);
-    NaN (nothing changed) for a negative address."""
+def read_request(now, A, sm, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAYS):
+    """MemorySystem.read for SM ``sm``: the cycle the last of the sectors ``A`` arrives (before
+    rounding up); NaN (nothing changed) for a negative address, or one past the TLB's record of the
+    pages seen (Python grows it and calls again). Its addresses are translated first
+    (maxsim.timing.tlb.translate on the TLBs in the tails of ``I`` and ``F``)."""
     lines, masks, m = _lines_of(A, P)
-    if m < 0:
+    if m < 0 or not pages_known(A, I, I_SIZE):
         return np.nan
+    now = translate(sm, now, A, I, F, I_SIZE, F_SIZE)
     I[I_READS] += 1
     if now > F[F_LAST_REQUEST]:
         F[F_LAST_REQUEST] = now
@@ -789,7 +794,7 @@ def _counter(index, doc):
     return property(lambda self: int(self._I[index]), doc=doc)
 
 
-class CompiledMemorySystem:
+class CompiledMemorySystem(MemoryStats):
     """Sliced L2 + DRAM channels shared by the SMs of one simulated GPU, compiled: the model and
     the interface of :class:`~maxsim.timing.memory_system.MemorySystem` (see there)."""
 
@@ -813,8 +818,11 @@ class CompiledMemorySystem:
         P[P_WINDOW], P[P_KEEP], P[P_TABLE_BYTES] = BandwidthServer.WINDOW, BandwidthServer.KEEP, SliceMap.TABLE_BYTES
         self._P = P
         self._T = (np.array(m._tables, dtype=np.int64) if m._tables else np.zeros((SliceMap.TABLE_BYTES, 256), np.int64))
-        self._I = np.zeros(I_SIZE, np.int64)
-        self._F = np.zeros(F_SIZE, np.float64)
+        # the SMs' L1 TLBs and the L2 TLB (maxsim.timing.tlb) in the tails of I and F
+        self.tlb = tlb = TlbArrays(cfg, I_SIZE, F_SIZE)
+        self._I = np.zeros(I_SIZE + tlb.int_size(), np.int64)
+        self._F = np.zeros(F_SIZE + tlb.float_size(), np.float64)
+        tlb.init(self)
         self._F[F_L2_LAT], self._F[F_DRAM_LAT] = self.l2_latency, self.dram_latency
         self._F[F_DRAM_FACTOR] = dram_traffic_factor
         rows = n * l2.n_sets
@@ -902,16 +910,19 @@ class CompiledMemorySystem:
     def reset_stats(self) -> None:
         """Zero every counter (the cache contents and the queued work stay)."""
         clock, room = self._I[I_CLOCK], self._I[I_ROOM]
-        self._I[:] = 0
+        self._I[:I_SIZE] = 0
         self._I[I_CLOCK], self._I[I_ROOM] = clock, room
         self._F[F_LAST_REQUEST] = 0.0
         self._F[F_L2_DELAY] = 0.0
         self._SF[:, S_BUSY] = 0.0
         self._SF[:, S_BYTES] = 0.0
+        self.tlb.reset_stats()
 
-    def read(self, now: int, sectors) -> int:
-        """Read the given sectors (byte addresses, distinct); returns the cycle the last arrives."""
-        return self._request("read", read_request, "_read_args", now, sectors)
+    def read(self, now: int, sectors, sm: int = 0) -> int:
+        """Read the given sectors (byte addresses, distinct) for SM ``sm``; returns the cycle the
+        last arrives (MemorySystem.read)."""
+        self.tlb.check_sm(sm)
+        return self._request("read", read_request, "_read_args", now, sectors, sm)
 
     def write(self, now: int, sectors) -> int:
         """Posted store of whole sectors into the L2 (STG); returns the cycle the L2 holds them."""
@@ -935,15 +946,19 @@ class CompiledMemorySystem:
                 j = i + 2 + m
             i = j
 
-    def _request(self, what, request, args, now, sectors):
-        """One read or write: ``request`` called with the arrays named ``args`` (fetched after
-        making room: growing a table replaces them)."""
+    def _request(self, what, request, args, now, sectors, sm=None):
+        """One read (of SM ``sm``) or write: ``request`` called with the arrays named ``args``
+        (fetched after making room: growing a table replaces them)."""
         a = np.ascontiguousarray(sectors, dtype=np.int64)
         if a.shape[0] == 0:
             return now
         if a.shape[0] > self._safe_n:
             self._make_room(a.shape[0] * self._per_sector)
-        done = request(float(now), a, *getattr(self, args))
+        if sm is None:
+            done = request(float(now), a, *getattr(self, args))
+        else:
+            self._tlb_room(a.shape[0])
+            done = request(float(now), a, sm, *getattr(self, args))
         if self._I[I_ROOM]:
             self._check_room()
         if done != done:
@@ -956,6 +971,15 @@ class CompiledMemorySystem:
         a = np.ascontiguousarray(sectors, dtype=np.int64)
         if not warm_sectors(a, bool(dirty), self._P, self._T, self._LINES, self._READY, self._I):
             raise self._negative("warm", a)
+        self._tlb_room(a.shape[0] * self.tlb.n_sms)
+        warm_pages(a, self._I, self._F, I_SIZE, F_SIZE)
+
+    def _tlb_room(self, more):
+        """Room in the TLB's record of translated pages for ``more`` new keys."""
+        grown = self.tlb.grown(more)
+        if grown is not None:
+            self._I = grown
+            self._bind()
 
     def flush(self, now: int) -> int:
         """Write every dirty L2 sector back to DRAM; returns the cycle the last write ends."""
@@ -991,6 +1015,3 @@ class CompiledMemorySystem:
     @property
     def _dram_delays(self):
         return self._DELAYS[:int(self._I[I_DELAYS])]
-
-    l2_hit_rate = MemorySystem.l2_hit_rate
-    stats = MemorySystem.stats

@@ -46,8 +46,18 @@ from array import array
 
 import numpy as np
 
+from .bandwidth import BandwidthServer, ServerGroup
 from .cores import core_name
 from .l2 import SlicedL2
+from .memory_stats import MemoryStats, set_common
+from .tlb import AddressTranslation
+
+# BandwidthServer, ServerGroup and set_common are part of this module's interface (the memory
+# system's servers); they live in modules of their own so that the compiled twin,
+# maxsim.timing.memory_core, needs nothing from this one: the dependency runs one way, from this
+# module (whose MemorySystem(cfg) builds the compiled twin) to memory_core
+__all__ = ["BandwidthServer", "ServerGroup", "set_common", "sectors_of", "MemorySystem", "L2_STARTS",
+           "carried_over"]
 
 _MASKS = 1 << 8  # sector masks of lines of up to 8 sectors
 _POPCOUNT = [bin(m).count("1") for m in range(_MASKS)]
@@ -71,146 +81,7 @@ def sectors_of(byte_addresses, width_bytes: int = 4, sector: int = 32) -> list[i
     return (ids * sector).tolist()
 
 
-class BandwidthServer:
-    """A resource that passes ``bytes_per_clk`` bytes per cycle.
-
-    The server keeps a first-free cycle per window of ``WINDOW`` cycles, so requests need not
-    arrive in time order: the SMs of a GPU advance in quanta of a few tens of cycles, and a request
-    stamped earlier than one already served is delayed by at most a window, not pushed behind
-    everything served since (as a single "next free cycle" would). Requests arriving in order
-    behave as a FIFO fluid queue: each starts when the bytes before it have passed. Full windows
-    are skipped in one step (a union-find of "next window with room"), so an overloaded server
-    costs no more per request than an idle one.
-
-    ``busy`` (cycles) and ``bytes`` count the work passed since the last :meth:`reset_counters`;
-    ``last_end`` is the cycle the last reservation's bytes have passed.
-    """
-
-    WINDOW = 32
-    KEEP = 4096  # windows kept behind the latest one touched (older ones are forgotten)
-    __slots__ = ("bytes_per_clk", "next_free", "busy", "bytes", "last_end", "_nf", "_full", "_prune_at")
-
-    def __init__(self, bytes_per_clk: float):
-        if bytes_per_clk <= 0:
-            raise ValueError("bytes_per_clk must be positive")
-        self.bytes_per_clk = float(bytes_per_clk)
-        self.next_free = 0.0
-        self.last_end = 0.0
-        self._nf = {}  # window index -> first free cycle inside that window
-        self._full = {}  # full window index -> a later window index (union-find parent)
-        self._prune_at = 2 * self.KEEP
-        self.reset_counters()
-
-    def reset_counters(self) -> None:
-        self.busy = 0.0
-        self.bytes = 0
-
-    def _room(self, b: int) -> int:
-        """The first window at or after ``b`` that is not full."""
-        full = self._full
-        root = b
-        while root in full:
-            root = full[root]
-        while b != root:  # path compression
-            full[b], b = root, full[b]
-        return root
-
-    def reserve(self, now: float, nbytes: float) -> float:
-        """Start cycle of a request of ``nbytes`` arriving at ``now``; occupies the server."""
-        if nbytes <= 0:
-            self.last_end = float(now)
-            return float(now)
-        nf, full, w, bpc = self._nf, self._full, self.WINDOW, self.bytes_per_clk
-        b = int(now // w)
-        t = float(now)
-        if b in full:
-            b = self._room(b)
-            t = float(b * w)
-        left = float(nbytes)
-        start = None
-        while True:
-            end_b = (b + 1) * w
-            s0 = nf.get(b, b * w)
-            if t > s0:
-                s0 = t
-            if start is None:
-                start = s0
-            room = (end_b - s0) * bpc
-            if room > left:
-                end = nf[b] = s0 + left / bpc
-                break
-            nf[b] = end_b
-            full[b] = b + 1
-            left -= room
-            if left <= 0:
-                end = end_b
-                break
-            b = self._room(b + 1)
-            t = float(b * w)
-        self.last_end = end
-        if end > self.next_free:
-            self.next_free = end
-        if len(nf) > self._prune_at:
-            old = b - self.KEEP
-            for k in [k for k in nf if k < old]:
-                del nf[k]
-            for k in [k for k in full if k < old]:
-                del full[k]
-            self._prune_at = 2 * max(len(nf), self.KEEP)
-        self.busy += nbytes / bpc
-        self.bytes += nbytes
-        return start
-
-
-class ServerGroup:
-    """Servers working side by side (the L2 slices, the DRAM channels) seen as one server.
-
-    ``bytes_per_clk``: their sum; ``next_free``: the latest of theirs; ``busy``: the mean of
-    theirs; ``reserve(now, nbytes)`` spreads ``nbytes`` over them in proportion to their bandwidth
-    and returns the earliest start.  Requests with an address go to one member directly.
-    """
-
-    __slots__ = ("members",)
-
-    def __init__(self, members):
-        self.members = list(members)
-
-    @property
-    def bytes_per_clk(self) -> float:
-        return sum(m.bytes_per_clk for m in self.members)
-
-    @property
-    def next_free(self) -> float:
-        return max(m.next_free for m in self.members)
-
-    @property
-    def busy(self) -> float:
-        return sum(m.busy for m in self.members) / len(self.members)
-
-    @property
-    def bytes(self) -> float:
-        return sum(m.bytes for m in self.members)
-
-    def reserve(self, now: float, nbytes: float) -> float:
-        total = self.bytes_per_clk
-        return min(m.reserve(now, nbytes * m.bytes_per_clk / total) for m in self.members)
-
-
-def set_common(ms, cfg, bandwidth_share, dram_traffic_factor):
-    """Check the options and set the attributes every memory system model has (this module's and
-    the compiled one's)."""
-    if not 0 < bandwidth_share <= 1:
-        raise ValueError("bandwidth_share must be in (0, 1]")
-    if not 0 < dram_traffic_factor <= 1:
-        raise ValueError("dram_traffic_factor must be in (0, 1]")
-    ms.dram_factor = dram_traffic_factor
-    ms.clock_hz = cfg.clock_hz
-    ms.sector = cfg.l2.sector
-    ms.l2_latency = cfg.latency.l2_hit
-    ms.dram_latency = cfg.latency.dram
-
-
-class MemorySystem:
+class MemorySystem(MemoryStats):
     """Sliced L2 + DRAM channels shared by the SMs of one simulated GPU (see the module docstring).
 
     This class states the model in plain Python. ``MemorySystem(cfg, ...)`` builds the compiled
@@ -243,6 +114,7 @@ class MemorySystem:
         self.l2_server = ServerGroup(self.slices)
         self.dram_server = ServerGroup(self.channels)
         self._sector_shift = self.sector.bit_length() - 1
+        self.tlb = AddressTranslation(cfg)  # the SMs' L1 TLBs and the L2 TLB (maxsim.timing.tlb)
         self.reset_stats()
 
     def reset_stats(self) -> None:
@@ -264,6 +136,7 @@ class MemorySystem:
         self._dram_delays = array("d")  # cycles each DRAM read piece waited for its channel
         for s in self.slices + self.channels:
             s.reset_counters()
+        self.tlb.reset_stats()
 
     # ---- requests ------------------------------------------------------------------------------
     def _by_slice(self, sectors) -> dict:
@@ -303,12 +176,16 @@ class MemorySystem:
         e = st[ln] = [None] * l2.sectors_per_line + [0]
         return e
 
-    def read(self, now: int, sectors) -> int:
-        """Read the given sectors (byte addresses, distinct); returns the cycle the last arrives."""
+    def read(self, now: int, sectors, sm: int = 0) -> int:
+        """Read the given sectors (byte addresses, distinct) for SM ``sm``; returns the cycle the
+        last arrives. The request goes to the L2 once its addresses are translated
+        (:mod:`maxsim.timing.tlb`: the SM's L1 TLB, the L2 TLB, a page walk)."""
         if isinstance(sectors, np.ndarray):
             sectors = sectors.tolist()
         if len(sectors) == 0:
             return now
+        self.tlb.check_sm(sm)
+        now = self.tlb.translate(sm, now, sectors)
         self.reads += 1
         if now > self.last_request:
             self.last_request = now
@@ -412,9 +289,11 @@ class MemorySystem:
         """Make the given sectors (byte addresses) valid in the L2, most recent last, without time
         or statistics: the state the L2 is in after serving those reads (or, ``dirty``, stores).
         A sector already valid keeps its arrival cycle; a line that does not fit evicts its set's
-        LRU line, whose dirty data is dropped (nothing is timed)."""
+        LRU line, whose dirty data is dropped (nothing is timed). Their pages enter the L2 TLB
+        the same way (:meth:`~maxsim.timing.tlb.AddressTranslation.warm`)."""
         if isinstance(sectors, np.ndarray):
             sectors = sectors.tolist()
+        self.tlb.warm(sectors)
         l2 = self.l2
         ls, ss = l2._line_shift, self._sector_shift
         smask = l2.sectors_per_line - 1
@@ -456,91 +335,6 @@ class MemorySystem:
         ch.reserve(now, nbytes)
         return ch
 
-    # ---- statistics ----------------------------------------------------------------------------
-    @property
-    def l2_hit_rate(self) -> float:
-        """Read hit rate of the L2 (sectors; pending hits count as hits)."""
-        total = self.l2_read_hits + self.l2_read_misses
-        return self.l2_read_hits / total if total else 0.0
-
-    def stats(self, elapsed_cycles: float | None = None, l1=()) -> dict:
-        """Counters and utilisations as one flat dict (keys below; cycles are core cycles).
-
-        ``elapsed_cycles``: the time the utilisations are taken over (default: the latest request
-        cycle seen). ``l1``: the SMs' :class:`~maxsim.timing.texture.TextureCache` objects whose
-        counters to add (``tex_*`` keys, summed; ``tex_utilisation`` is their mean).
-
-        * ``mem_reads``, ``mem_writes``: read and write requests.
-        * ``l2_read_sectors`` = ``l2_read_hits`` + ``l2_read_misses``; ``l2_pending_hits`` (of the
-          hits, those merged into a fill under way); ``l2_hit_rate`` = ``l2_read_hit_rate``.
-        * ``l2_write_sectors`` = ``l2_write_hits`` (sector valid) + ``l2_write_misses`` (allocated
-          without fetch); ``l2_write_hit_rate``; ``l2_evictions`` (lines).
-        * ``l2_bytes_read``, ``l2_bytes_written``: bytes the slices passed for reads and stores.
-        * ``l2_busy_cycles``: mean over the slices of the cycles each was passing data;
-          ``l2_utilisation`` = that / elapsed, ``l2_max_slice_utilisation`` the busiest slice's;
-          ``l2_slice<i>_busy_cycles``, ``l2_slice<i>_utilisation`` per slice;
-          ``l2_slice_requests`` (a request's sectors in one slice are one piece of work),
-          ``l2_queue_delay_cycles`` (their total wait for the slice), ``l2_mean_queue_delay``.
-        * ``dram_bytes_read`` (missed sectors x 32), ``dram_bytes_written`` (write-backs);
-          ``dram_read_requests`` (a slice's misses of one request are one piece in its channel);
-          ``dram_busy_cycles`` (mean over channels), ``dram_utilisation``,
-          ``dram_max_channel_utilisation``, ``dram_channel<i>_busy_cycles``,
-          ``dram_channel<i>_utilisation``; ``dram_queue_delay_cycles`` (total),
-          ``dram_mean_queue_delay``, ``dram_p95_queue_delay``: cycles a read piece waited in its
-          channel for the bytes queued before it.
-        * ``elapsed_cycles``; with ``l1``: ``tex_requests``, ``tex_sector_hits``,
-          ``tex_sector_misses``, ``tex_pending_hits``, ``tex_hit_rate``, ``tex_bytes``,
-          ``tex_busy_cycles``, ``tex_utilisation``.
-
-        Keys ending in ``rate``, ``utilisation`` or ``delay`` are ratios, means or percentiles;
-        every other key is a count that adds up over pieces of a run (the sampled prediction sums
-        and scales those, :mod:`maxsim.gpu.sampling`).
-        """
-        el = float(elapsed_cycles if elapsed_cycles is not None else self.last_request)
-        util = (lambda busy: busy / el) if el > 0 else (lambda busy: 0.0)
-        sec = self.sector
-        reads = self.l2_read_hits + self.l2_read_misses
-        d = {
-            "mem_reads": self.reads, "mem_writes": self.writes, "elapsed_cycles": el,
-            "l2_read_sectors": reads, "l2_read_hits": self.l2_read_hits,
-            "l2_read_misses": self.l2_read_misses, "l2_pending_hits": self.l2_pending_hits,
-            "l2_hit_rate": self.l2_hit_rate, "l2_read_hit_rate": self.l2_hit_rate,
-            "l2_write_sectors": self.l2_write_sectors, "l2_write_hits": self.l2_write_hits,
-            "l2_write_misses": self.l2_write_misses,
-            "l2_write_hit_rate": self.l2_write_hits / self.l2_write_sectors if self.l2_write_sectors else 0.0,
-            "l2_evictions": self.l2.evictions,
-            "l2_bytes_read": reads * sec, "l2_bytes_written": self.l2_write_sectors * sec,
-            "l2_busy_cycles": self.l2_server.busy, "l2_utilisation": util(self.l2_server.busy),
-            "l2_max_slice_utilisation": util(max(s.busy for s in self.slices)),
-            "l2_slice_requests": self._l2_pieces, "l2_queue_delay_cycles": self._l2_delay_sum,
-            "l2_mean_queue_delay": self._l2_delay_sum / self._l2_pieces if self._l2_pieces else 0.0,
-            "dram_bytes_read": self.dram_bytes_read, "dram_bytes_written": self.dram_bytes_written,
-            "dram_read_requests": len(self._dram_delays),
-            "dram_busy_cycles": self.dram_server.busy, "dram_utilisation": util(self.dram_server.busy),
-            "dram_max_channel_utilisation": util(max(c.busy for c in self.channels)),
-        }
-        delays = np.frombuffer(self._dram_delays, dtype=np.float64) if len(self._dram_delays) else None
-        d["dram_queue_delay_cycles"] = float(delays.sum()) if delays is not None else 0.0
-        d["dram_mean_queue_delay"] = float(delays.mean()) if delays is not None else 0.0
-        d["dram_p95_queue_delay"] = float(np.percentile(delays, 95)) if delays is not None else 0.0
-        for i, s in enumerate(self.slices):
-            d[f"l2_slice{i}_busy_cycles"] = s.busy
-            d[f"l2_slice{i}_utilisation"] = util(s.busy)
-        for i, c in enumerate(self.channels):
-            d[f"dram_channel{i}_busy_cycles"] = c.busy
-            d[f"dram_channel{i}_utilisation"] = util(c.busy)
-        l1 = list(l1)
-        if l1:
-            tex = [t.stats(el) for t in l1]
-            for k in ("tex_requests", "tex_sector_hits", "tex_sector_misses", "tex_pending_hits",
-                      "tex_bytes", "tex_busy_cycles"):
-                d[k] = sum(t[k] for t in tex)
-            looked = d["tex_sector_hits"] + d["tex_sector_misses"]
-            d["tex_hit_rate"] = d["tex_sector_hits"] / looked if looked else 0.0
-            d["tex_utilisation"] = sum(t["tex_utilisation"] for t in tex) / len(tex)
-        return d
-
-
 L2_STARTS = ("empty", "previous")  # what the L2 holds when a launch starts: nothing, or what the same launch left
 
 
@@ -549,7 +343,8 @@ def carried_over(ms, cfg):
     the same lines in each set in the same least-recently-used order, the same valid sectors and
     dirty bits, every fill arrived, nothing queued, the counters zero. It is the L2 the next of
     two back-to-back launches finds (the caches of the L2 are not flushed between kernels; the
-    SMs' L1/texture caches start empty at every launch)."""
+    SMs' L1/texture caches start empty at every launch), and the TLBs what ``ms``'s hold, every
+    translation done."""
     new = MemorySystem(cfg, core=ms.core)
     line, sector = cfg.l2.line, cfg.l2.sector
     for sl in ms.l2.sets:
@@ -563,4 +358,5 @@ def carried_over(ms, cfg):
                     new.warm(clean)
                 if stored:
                     new.warm(stored, dirty=True)
+    new.tlb.carry_over(ms.tlb, new)  # the TLBs are not flushed between kernels either
     return new

@@ -208,6 +208,7 @@ class ReferenceSM:
         self._delays = {}  # cta id -> cycles its warps wait after its launch (add_cta)
         self.dispatcher = None  # a GPU's shared queue of further CTAs (collections.deque)
         self.dispatched = []  # (cycle, cta id) taken from the dispatcher
+        self.dispatch_clock = None  # a GPU's block dispatcher's pace (``take(t)``: the start of a CTA taken at t)
         self.all_warps = []
         self.peak_warps = 0
         self.resident = 0
@@ -274,13 +275,15 @@ class ReferenceSM:
         while self.resident < self.max_ctas:
             if self.pending:
                 cid, traces = self.pending.pop(0)
+                start = t
             elif self.dispatcher is not None and self.dispatcher:
                 # a GPU's block dispatcher hands the next CTA to the SM whose slot freed first
                 cid, traces = self.dispatcher.popleft()
-                self.dispatched.append((t, cid))
+                start = self.dispatch_clock.take(t) if self.dispatch_clock is not None else t
+                self.dispatched.append((start, cid))
             else:
                 break
-            t0 = t + self._delays.pop(cid, 0) if self._delays else t
+            t0 = start + self._delays.pop(cid, 0) if self._delays else start
             cta = Cta(cid, t0)
             cta.index = self._cta_slots.index(None)
             self._cta_slots[cta.index] = cta

@@ -426,6 +426,7 @@ class SM:
         self._flat_of = {}  # cta id -> its warps' flattened traces, made ahead (flatten_queued)
         self.dispatcher = None  # a GPU's shared queue of further CTAs (collections.deque)
         self.dispatched = []  # (cycle, cta id) taken from the dispatcher
+        self.dispatch_clock = None  # a GPU's block dispatcher's pace (``take(t)``: the start of a CTA taken at t)
         self.all_warps = []
         self.peak_warps = 0
         self.resident = 0
@@ -449,7 +450,10 @@ class SM:
         self._write_queue = None if self._mem_kw[1] else getattr(memory_system, "write_queue", None)
         # the compiled memory system as it is (no keywords, its own read): the core serves reads from
         # its arrays itself; a wrapped or instrumented one is called from Python
-        self._memc = memory_system if serves_in_core(memory_system) and not any(self._mem_kw) else None
+        # (its read takes the SM's number, which the core passes itself)
+        self._memc = memory_system if serves_in_core(memory_system) and not self._mem_kw[1] else None
+        if self._memc is not None:
+            self._memc.tlb.check_sm(sm_id)
         self._mem_version = -1
         self._slot_warp = [None] * cfg.sm.max_warps
         self._ctas = [None] * self.max_ctas
@@ -480,6 +484,7 @@ class SM:
         G[K.G_SHARED_DEPTH] = pipes.shared_queue_depth
         G[K.G_GLOBAL_DEPTH] = pipes.global_queue_depth
         G[K.G_SECTOR] = l1c.sector
+        G[K.G_SM_ID] = self.sm_id
         G[K.G_DUAL_ON] = pipes.dual_issue
         G[K.G_BAR_DELAY] = lat.barrier_set_delay
         G[K.G_LAT_S2R] = lat.s2r
@@ -677,13 +682,15 @@ class SM:
         while self.resident < self.max_ctas:
             if self.pending:
                 cid, traces = self.pending.pop(0)
+                start = t
             elif self.dispatcher is not None and self.dispatcher:
                 # a GPU's block dispatcher hands the next CTA to the SM whose slot freed first
                 cid, traces = self.dispatcher.popleft()
-                self.dispatched.append((t, cid))
+                start = self.dispatch_clock.take(t) if self.dispatch_clock is not None else t
+                self.dispatched.append((start, cid))
             else:
                 break
-            t0 = t + self._delays.pop(cid, 0) if self._delays else t
+            t0 = start + self._delays.pop(cid, 0) if self._delays else start
             c = self._ctas.index(None)
             cta = CtaView(cid, c, t0)
             self._ctas[c] = cta

@@ -63,12 +63,15 @@ def _line(text):
     return f"{ctrl} {pred:>5} {rest.rstrip(';')};"
 
 
-def kernel_text(body, *, name="micro", regs=32, shared=0, bar=0):
-    """A parameterless kernel in maxas text format from lines ``"CTRL [@P] INSTR"``."""
+def kernel_text(body, *, name="micro", regs=32, shared=0, bar=0, params=0):
+    """A kernel in maxas text format from lines ``"CTRL [@P] INSTR"``; ``params`` 32-bit parameters
+    (``p0``, ``p1``, ... at c[0x0][0x140], 0x144, ...)."""
     lines = [_line(x) for x in body.strip().splitlines() if x.strip()]
     n = sum(1 for x in lines if not x.endswith(":"))
+    plist = "".join(f"#\t{i}:{hex(0x140 + 4 * i)}:4:0 p{i}\n" for i in range(params))
     head = (f"# Kernel: {name}\n# Arch: sm_52\n# InsCnt: {n - 1}\n# RegCnt: {regs}\n"
-            f"# SharedSize: {shared}\n# BarCnt: {bar}\n# Params(0):\n#\tord:addr:size:align\n#\n"
+            f"# SharedSize: {shared}\n# BarCnt: {bar}\n# Params({params}):\n"
+            + (plist if params else "#\tord:addr:size:align\n") + "#\n"
             f"# Instructions:\n\n")
     return head + "\n".join(lines) + "\n"
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from ..functional import GlobalMemory
 from ..gpu.gpu import simulate_gpu
 from ..timing.memory_system import MemorySystem
 from . import kernels as K
@@ -231,6 +234,121 @@ def l2_bandwidth(cfg, ctas_per_sm=4, passes=8):
     return nbytes * passes / r.cycles, hits, l1
 
 
+
+# ---------------------------------------------------------------------------------------------
+# global loads: latency by level and TLB state, the TLBs' reach (Mei and Chu's pointer chases)
+
+MB = 1 << 20
+
+
+def ldg_chase(cfg, offsets, passes=1, measure=None):
+    """A global-load pointer chase: one thread follows the byte ``offsets`` (from the start of one
+    allocation) in order, ``passes`` times (each word holds the address of the next; the last
+    points back to the first). Returns (cycles per link over the last pass, or its last ``measure``
+    links, the memory system).
+    The LDG path reads through the L2 (no L1), as Mei and Chu's ``ld.global.cg`` chase."""
+    mem = GlobalMemory()
+    base = mem.alloc(max(offsets) + 4)
+    addr = [base + o for o in offsets]
+    for a, b in zip(addr, addr[1:] + addr[:1]):
+        mem.write(a, np.array([b], np.uint32))
+    n = len(offsets) * passes
+    body = [f"--:-:-:-:{K.s(K.ALU_STALL)} MOV32I R4, {hex(addr[0])};"]
+    body += [f"{'--' if i == 0 else '02'}:-:2:-:2 LDG R4, [R4];" for i in range(n)]
+    body += ["02:-:-:-:1 IADD R3, R4, R4;", K.exit_line()]
+    ms = MemorySystem(cfg)
+    sm, d = K.run(K.kernel("\n".join(body)), cfg=cfg, memory=mem, memory_system=ms)
+    last = range(1 + n - (measure or len(offsets)), 2 + n)  # the last loads, then the use of the last
+    return _slope([K.first_issue(sm, pc) for pc in last]), ms
+
+
+def _pages(n, page, offset=0):
+    return [i * page + offset for i in range(n)]
+
+
+def latency_by_tlb_state(cfg, state):
+    """Cycles per link of an LDG chase whose links hit the L2 and both TLBs ("l2"), hit the L2 and
+    miss the SM's L1 TLB but hit the L2 TLB ("l2_l1tlb_miss": one link per page over more pages
+    than the L1 TLB holds, fewer than the L2 TLB holds), miss the L2 with the TLBs hitting ("dram":
+    new sectors of one page), or miss the L2 and both TLBs ("dram_walk": a first pass over more
+    pages than the L2 TLB holds, then the same pages at other sectors)."""
+    page, t = cfg.tlb.page_bytes, cfg.tlb
+    if state == "l2":
+        return ldg_chase(cfg, [256 * i for i in range(CHAIN)], passes=2)[0]
+    if state == "l2_l1tlb_miss":
+        n = min(t.l1_entries + 8, t.l2_entries)
+        return ldg_chase(cfg, _pages(n, page), passes=2)[0]
+    if state == "dram":
+        return ldg_chase(cfg, [4096 * i for i in range(CHAIN)])[0]
+    n = t.l2_entries + t.l2_entries // 4  # a quarter more pages than entries: every set overflows
+    return ldg_chase(cfg, _pages(n, page) + _pages(n, page, offset=page // 2), measure=n)[0]
+
+
+def tlb_misses_over(cfg, footprint, level):
+    """Misses in the SM's L1 TLB (``level`` "l1") or in the L2 TLB ("l2": walks) of the second pass
+    of a chase with one link per page over ``footprint`` bytes."""
+    page = cfg.tlb.page_bytes
+    offsets = _pages(max(1, footprint // page), page)
+    ms = ldg_chase(cfg, offsets, passes=1)[1]
+    first = ms.stats()
+    ms2 = ldg_chase(cfg, offsets, passes=2)[1].stats()
+    key = "tlb_l1_misses" if level == "l1" else "tlb_l2_misses"
+    return ms2[key] - first[key]
+
+
+def tlb_reach(cfg, level, lo, hi):
+    """The largest footprint (2 MB steps from ``lo`` to ``hi`` bytes) whose second pass misses no
+    entry of the TLB at ``level``: that TLB's reach as a P-chase finds it; and the misses at the
+    first footprint that has some."""
+    page = cfg.tlb.page_bytes
+    best, misses = lo - page, None
+    for fp in range(lo, hi + 1, page):
+        m = tlb_misses_over(cfg, fp, level)
+        if m:
+            misses = (fp, m)
+            break
+        best = fp
+    return best, misses
+
+
+# ---------------------------------------------------------------------------------------------
+# global-memory copy bandwidth (Mei and Chu's global_BW.cu, scaled down)
+
+def _copy_kernel(block, loads, iters, threads):
+    """Each thread copies ``loads`` words per iteration (``loads`` LDGs in flight, then their
+    STGs), ``iters`` times, grid-stride: thread g copies words ``g + (j x loads + i) x threads``."""
+    stride = 4 * threads
+    lines = ["--:-:1:-:1 S2R R0, SR_TID.X;", "--:-:2:-:1 S2R R1, SR_CTAID.X;",
+             f"03:-:-:-:{K.s(K.ALU_STALL)} XMAD R2, R1, {hex(block)}, R0;",
+             f"--:-:-:-:{K.s(K.ALU_STALL)} SHL R2, R2, 0x2;",
+             f"--:-:-:-:{K.s(K.ALU_STALL)} IADD R3, R2, c[0x0][0x144];",
+             f"--:-:-:-:{K.s(K.ALU_STALL)} IADD R2, R2, c[0x0][0x140];"]
+    for j in range(iters):
+        for i in range(loads):
+            wait = "02" if j and i == 0 else "--"
+            lines.append(f"{wait}:-:1:-:1 LDG R{10 + i}, [R2+{hex(i * stride)}];")
+        lines.append(f"--:-:-:-:{K.s(K.ALU_STALL)} IADD R2, R2, {hex(loads * stride)};")
+        for i in range(loads):
+            wait = "01" if i == 0 else "--"
+            lines.append(f"{wait}:2:-:-:1 STG [R3+{hex(i * stride)}], R{10 + i};")
+        lines.append(f"--:-:-:-:{K.s(K.ALU_STALL)} IADD R3, R3, {hex(loads * stride)};")
+    lines.append(K.exit_line())
+    return K.kernel("\n".join(lines), regs=32, params=2)
+
+
+def copy_bandwidth(cfg, ctas, block, loads, iters):
+    """GiB/s of a copy kernel on the whole GPU (bytes read plus bytes written over its time, 2^30
+    bytes per GiB, as Mei and Chu count): ``ctas`` CTAs of ``block`` threads, each thread with
+    ``loads`` loads in flight, ``iters`` times."""
+    threads = ctas * block
+    words = threads * loads * iters
+    mem = GlobalMemory()
+    src = mem.alloc(4 * words)
+    dst = mem.alloc(4 * words)
+    r = simulate_gpu(_copy_kernel(block, loads, iters, threads), ctas, block, [src, dst], mem, cfg=cfg,
+                     hazards=None)
+    return 2 * 4 * words / cfg.cycles_to_seconds(r.cycles) / 2 ** 30
+
 # ---------------------------------------------------------------------------------------------
 # CTA barrier
 
@@ -299,13 +417,18 @@ def micro_rows(cfg, quick=False, progress=None):
         lat1, wf1 = lds_use_latency(cfg, 1)
         rows.append(Row("LDS issue-to-use latency", "latency", lat1, 24, "cycles", "[arafa19]",
                         "one LDS, stride 1 word, then a dependent FADD"))
-        for stride in (2, 4, 32):
+        rows.append(Row("shared-memory latency, no conflict (Mei-Chu chase)", "latency", lat1, 28, "cycles",
+                        "[mei17-data]", "issue-to-use of one LDS; Mei and Chu's 28 is a CUDA C chase timed with "
+                                        "clock(), address arithmetic included"))
+        for stride in (2, 4, 8, 16, 32):
             lat, wf = lds_use_latency(cfg, stride)
             rows.append(Row(f"LDS {stride}-way bank conflict: wavefronts", "shared_banks", wf, stride,
                             "wavefronts", "[cuda-pg]",
                             f"lane i reads word {stride}i: the request is split into {stride} conflict-free ones"))
-            rows.append(Row(f"LDS {stride}-way bank conflict: added latency", "shared_banks", lat - lat1, None,
-                            "cycles", "", "issue-to-use minus the conflict-free figure (no published figure)"))
+            rows.append(Row(f"LDS {stride}-way bank conflict: added latency", "shared_banks", lat - lat1,
+                            2 * (stride - 1), "cycles", "[mei17-data]",
+                            "issue-to-use minus the conflict-free figure; Mei and Chu: 28 + 2(n - 1) cycles "
+                            "under an n-way conflict (latency.txt)"))
 
     @step
     def _():
@@ -327,6 +450,53 @@ def micro_rows(cfg, quick=False, progress=None):
             rows.append(Row("DRAM latency (TLD chase beyond the L2)", "latency", chase_latency(cfg, "dram"), 357,
                             "cycles", "[arafa19]", "after a pass over 2x the L2; arafa19: texture fetch from "
                                                    "memory 357, global load 375-379"))
+
+    @step
+    def _():
+        page = cfg.tlb.page_bytes
+        for state, published, what in (
+                ("l2", 229.7, "L2 hit, TLB hit: 8 links in one page, second pass"),
+                ("l2_l1tlb_miss", 240.8, "L2 hit, L1 TLB miss, L2 TLB hit: one link per 2 MB page over more "
+                                         "pages than the L1 TLB holds, second pass"),
+                ("dram", 399, "L2 miss, TLB hit: new sectors of one page"),
+                ("dram_walk", 2447, "L2 miss and a miss in both TLBs: pages once over more than the L2 TLB "
+                                    "holds, then the same pages at other sectors")):
+            rows.append(Row(f"global-load latency: {state.replace('_', ' ')} (LDG chase)", "latency",
+                            latency_by_tlb_state(cfg, state), published, "cycles", "[mei17-data]",
+                            what + "; Mei and Chu's ld.global.cg chase (pattern_demo_Maxwell.xlsx) includes "
+                                   "address arithmetic"))
+        reach, (at, misses) = tlb_reach(cfg, "l2", 120 * MB, 140 * MB)
+        rows.append(Row("L2 TLB reach (LDG chase, 2 MB steps)", "cache_structure", reach / MB, 130, "MB",
+                        "[mei17-data]", "largest footprint, one link per page, whose second pass misses no L2 TLB "
+                                        "entry; Mei and Chu: none up to 130 MB, misses from 132 MB "
+                                        "(Maxwell_L2TLB_mapping.xlsx; [jia18] ~128 MiB on M60)"))
+        rows.append(Row("L2 TLB misses walking 132 MB in 2 MB pages", "cache_structure",
+                        tlb_misses_over(cfg, 132 * MB, "l2"), 17, "misses", "[mei17-data]",
+                        f"second pass of the chase; the model's first misses: {misses} at {at // MB} MB"))
+        l1reach, _ = tlb_reach(cfg, "l1", 16 * MB, 48 * MB)
+        rows.append(Row("L1 TLB reach (LDG chase, 2 MB steps)", "cache_structure", l1reach / MB, 32, "MB",
+                        "[gm200-chase]", "largest footprint whose second pass misses no L1 TLB entry; "
+                                         "GTX TITAN X (GM200) pointer chase: 32 MB"))
+
+    @step
+    def _():
+        peak = cfg.gpu.dram_bandwidth_gbs * 1e9 / 2 ** 30
+        for ctas, block, loads, iters, published, pct, what in (
+                (80, 64, 8, 208, 151.5, True, "the best: 80 CTAs of 64 threads, 8 loads in flight each"),
+                (16, 1024, 1, 512, 128.2, True, "16 CTAs of 1,024 threads, one load in flight each"),
+                (16, 32, 1, 64, 9.98, False, "one warp per SM, one load in flight"),
+                (16, 32, 16, 8, 70.4, False, "one warp per SM, 16 loads in flight")):
+            gib = copy_bandwidth(cfg, ctas, block, loads, iters)
+            if pct:  # a bandwidth-bound figure: as a share of the peak (Mei and Chu's card at 224 GB/s)
+                rows.append(Row(f"copy bandwidth, {what.split(':')[0]}", "throughput", 100 * gib / peak,
+                                100 * published / (224e9 / 2 ** 30), "% of peak", "[mei17-data]",
+                                f"{gib:.1f} GiB/s read + written ({what}, 32 MB each way); Mei and Chu "
+                                f"(global_BW.cu, Maxwell.xlsx): {published} GiB/s on a GTX 980 (224 GB/s)"))
+            else:  # latency-bound: GiB/s as it is (the core clock of the config sets it)
+                rows.append(Row(f"copy bandwidth, {what}", "throughput", gib, published, "GiB/s",
+                                "[mei17-data]", f"read + written, latency-bound (Little's law); config "
+                                                f"{cfg.name} at {cfg.gpu.core_clock_mhz:g} MHz; Mei and Chu's "
+                                                "GTX 980 at stock clocks"))
 
     @step
     def _():

@@ -109,6 +109,11 @@ SOURCES = {
                "HPEC 2019, arXiv:1905.08778 (Maxwell figures)",
     "wp980": "NVIDIA GeForce GTX 980 whitepaper",
     "cuda-pg": "CUDA C Programming Guide: compute capability 5.x, shared memory bank conflicts",
+    "mei17-data": "Mei and Chu's microbenchmarks with their raw GTX 980 results "
+                  "(github.com/zhanglx13/GPU-Benchmark-Dissecting-GPU-Mem; Mei, Chu, IEEE TPDS 28(1), 2017, "
+                  "arXiv:1509.02308)",
+    "gm200-chase": "a TLB pointer chase after Mei and Chu on a GTX TITAN X (GM200), "
+                   "github.com/lizziew/cuda_playground (README)",
     "nv-forum-l2": "NVIDIA developer forums, \"Pascal L1 cache\" (forums.developer.nvidia.com/t/49571): "
                    "Maxwell-Pascal L1/TEX and L2 lines of four 32 B sectors, a miss fills only the sectors accessed",
 }
