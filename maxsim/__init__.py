@@ -5,7 +5,7 @@ The launch API (:mod:`maxsim.host`) is available here: ``maxsim.Kernel.load(path
 ``maxsim.Buffer``, ``maxsim.Texture``; it is imported on first use (``import maxsim`` stays light).
 """
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: F401
 
 _API = ("Kernel", "Buffer", "Texture", "launch", "LaunchReport", "Prediction", "Sampling")
 

@@ -101,7 +101,7 @@ def cache_key():
 
     import llvmlite.binding as ll
 
-    from . import __version__
+    from ._version import __version__
     cpu = numba.config.CPU_NAME or ll.get_host_cpu_name()
     features = numba.config.CPU_FEATURES or ll.get_host_cpu_features().flatten()
     tag = hashlib.sha256(features.encode()).hexdigest()[:8]

@@ -35,7 +35,7 @@ def test_the_simulators_sr_ntid_x_has_no_encoding():
 
 
 # opcodes whose immediate is an fp32 pattern: 1.0 and 0x3f800000 are the same operand
-FLOAT_IMMEDIATES = frozenset(("FFMA", "FMUL", "FADD", "FMNMX", "FSETP", "RRO", "F2F", "F2I", "MOV32I",
+FLOAT_IMMEDIATES = frozenset(("FFMA", "FMUL", "FADD", "FMNMX", "FSETP", "FSET", "FCMP", "FCHK", "RRO", "F2F", "F2I", "MOV32I",
                               "FADD32I", "FMUL32I", "FFMA32I"))
 
 
