@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import SimulationError
 from ..isa import instruction as ins
 from ..isa.opcodes import memory_bytes
-from .executor import U32, _address, _reader_u32, _writer, high_word
+from .operands import U32, address_reader, high_word, reader_u32, writer
 from .memory import GLOBAL_BASE
 
 
@@ -115,11 +115,11 @@ def atomic(ctx, instr, ops, mods, zrow, values=True):
         raise SimulationError(f"{instr.where}: {instr.full_opcode} takes d, [a], compare, value")
     if kind != "CAS" and len(srcs) != 1:
         raise SimulationError(f"{instr.where}: {instr.full_opcode} takes one value operand")
-    addr_of = _address(ctx, instr, mem_op, zrow)
+    addr_of = address_reader(ctx, instr, mem_op, zrow)
     high_of = high_word(instr, mem_op, zrow)
-    v1 = _reader_u32(ctx, instr, srcs[0], zrow)
-    v2 = _reader_u32(ctx, instr, srcs[1], zrow) if kind == "CAS" else None
-    write = _writer(ops[0].reg, zrow) if ret else None
+    v1 = reader_u32(ctx, instr, srcs[0], zrow)
+    v2 = reader_u32(ctx, instr, srcs[1], zrow) if kind == "CAS" else None
+    write = writer(ops[0].reg, zrow) if ret else None
     what = "shared" if shared else "global"
     rec_kind = "atoms" if shared else ("ldg" if ret else "stg")
 
@@ -167,11 +167,11 @@ def subword(ctx, instr, ops, mods, zrow, values=True):
     signed = any(x in ("S8", "S16") for x in mods)
     load = instr.opcode in ("LDG", "LD")
     mem_op, data_op = (ops[1], ops[0]) if load else (ops[0], ops[1])
-    addr_of = _address(ctx, instr, mem_op, zrow)
+    addr_of = address_reader(ctx, instr, mem_op, zrow)
     high_of = high_word(instr, mem_op, zrow)
     dtype = {1: np.uint8, 2: np.uint16}[nbytes]
     sdtype = {1: np.int8, 2: np.int16}[nbytes]
-    write = _writer(data_op.reg, zrow) if load else None
+    write = writer(data_op.reg, zrow) if load else None
     src = data_op.reg if data_op.reg != ins.RZ else zrow
 
     def run(g, m):

@@ -23,16 +23,17 @@ import numpy as np
 
 from ..errors import SimulationError
 from ..isa import instruction as ins
+from ..isa.opcodes import IMMEDIATE_FORMS
 from .alu import ftz as flush, saturate
-from .executor import CC_FLAGS, CC_SIGN, CC_ZERO, U32, _pred_reader, _reader_f32, _reader_u32, _writer
-from .intops import write_pred
-from . import ieee
+from . import fp32, fp64, ieee
+from .opcode_table import compiles
+from .operands import CC_FLAGS, CC_SIGN, CC_ZERO, U32, NO_MASK, pred_reader, reader_f32, reader_u32, write_pred, writer
 
 F32 = np.float32
 
 
 def _fwrite(dst, zrow):
-    w = _writer(dst, zrow)
+    w = writer(dst, zrow)
 
     def write(g, v, m):
         v = np.broadcast_to(np.asarray(v, dtype=F32), g.tid.shape)
@@ -41,16 +42,17 @@ def _fwrite(dst, zrow):
 
 
 def _fsrc(ctx, instr, op, zrow, ftz):
-    r = _reader_f32(ctx, instr, op, zrow)
+    r = reader_f32(ctx, instr, op, zrow)
     return (lambda g: flush(r(g))) if ftz else r
 
 
+@compiles("FMNMX")
 def _fmnmx(ctx, instr, ops, mods, zrow):
     """FMNMX d, a, b, p: min(a, b) when p holds, else max; a NaN operand gives the other one
     (IEEE 754 minNum / maxNum; two NaNs give NaN)."""
     ftz = "FTZ" in mods
     a, b = (_fsrc(ctx, instr, o, zrow, ftz) for o in ops[1:3])
-    p = _pred_reader(ops[3])
+    p = pred_reader(ops[3])
     write = _fwrite(ops[0].reg, zrow)
     return lambda g, m: write(g, np.where(p(g), np.fmin(a(g), b(g)), np.fmax(a(g), b(g))), m)
 
@@ -72,13 +74,14 @@ def fcompare(a, b, cmp):
     return r | nan if cmp.endswith("U") else r
 
 
+@compiles("FSETP")
 def _fsetp(ctx, instr, ops, mods, zrow):
     cmp = next(x for x in mods if x not in ("AND", "OR", "XOR", "FTZ"))
     bop = {"AND": np.logical_and, "OR": np.logical_or, "XOR": np.logical_xor}[
         next((x for x in mods if x in ("AND", "OR", "XOR")), "AND")]
     ftz = "FTZ" in mods
     a, b = (_fsrc(ctx, instr, o, zrow, ftz) for o in ops[2:4])
-    pc = _pred_reader(ops[4])
+    pc = pred_reader(ops[4])
     pd, pq = ops[0].reg, ops[1].reg
 
     def run(g, m):
@@ -127,23 +130,25 @@ def mufu(x, fn):
     return flush(r.astype(F32))
 
 
+@compiles("MUFU")
 def _mufu(ctx, instr, ops, mods, zrow):
     """MUFU.fn[.SAT]: .SAT clamps the result to [0, 1] (NaN to 0); RCP64H / RSQ64H work on the
     high word of an fp64 number (:func:`mufu64h`)."""
     fn = next(x for x in mods if x != "SAT")
     if fn in ("RCP64H", "RSQ64H"):
-        a = _reader_u32(ctx, instr, attrs.evolve(ops[1], neg=False, abs=False), zrow)
+        a = reader_u32(ctx, instr, attrs.evolve(ops[1], neg=False, abs=False), zrow)
         sign = U32((1 << 31) if ops[1].neg else 0)
         clear = U32(0x7FFFFFFF if ops[1].abs else 0xFFFFFFFF)
-        write = _writer(ops[0].reg, zrow)
+        write = writer(ops[0].reg, zrow)
         return lambda g, m: write(g, np.broadcast_to(mufu64h((a(g) & clear) ^ sign, fn), g.tid.shape).copy(), m)
-    a = _reader_f32(ctx, instr, ops[1], zrow)
+    a = reader_f32(ctx, instr, ops[1], zrow)
     write = _fwrite(ops[0].reg, zrow)
     if "SAT" in mods:
         return lambda g, m: write(g, saturate(mufu(a(g), fn)), m)
     return lambda g, m: write(g, mufu(a(g), fn), m)
 
 
+@compiles("FSET")
 def _fset(ctx, instr, ops, mods, zrow):
     """FSET[.BF].cmp[.FTZ].bool d, a, b, p: the comparison combined with p as a register: all ones
     when true (1.0 with .BF), 0 when false [nvdisasm's FSET; ptxas's IEEE division negates the
@@ -153,9 +158,9 @@ def _fset(ctx, instr, ops, mods, zrow):
         next((x for x in mods if x in ("AND", "OR", "XOR")), "AND")]
     ftz = "FTZ" in mods
     a, b = (_fsrc(ctx, instr, o, zrow, ftz) for o in ops[1:3])
-    pc = _pred_reader(ops[3])
+    pc = pred_reader(ops[3])
     true = U32(0x3F800000) if "BF" in mods else U32(0xFFFFFFFF)
-    write = _writer(ops[0].reg, zrow)
+    write = writer(ops[0].reg, zrow)
     set_cc = "CC" in mods
 
     def run(g, m):
@@ -170,13 +175,14 @@ def _fset(ctx, instr, ops, mods, zrow):
     return run
 
 
+@compiles("FCMP")
 def _fcmp(ctx, instr, ops, mods, zrow):
     """FCMP.cmp[.FTZ] d, a, b, c: d = a where (c cmp 0.0) holds, else b (the bits of a and b
     unchanged; only c is compared, flushed with .FTZ) [nvdisasm's FCMP; as ICMP]."""
     cmp = next((x for x in mods if x != "FTZ"), "GT")
-    a, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:3])
+    a, b = (reader_u32(ctx, instr, o, zrow) for o in ops[1:3])
     c = _fsrc(ctx, instr, ops[3], zrow, "FTZ" in mods)
-    write = _writer(ops[0].reg, zrow)
+    write = writer(ops[0].reg, zrow)
 
     def run(g, m):
         pick = fcompare(c(g), F32(0), cmp)
@@ -184,9 +190,10 @@ def _fcmp(ctx, instr, ops, mods, zrow):
     return run
 
 
+@compiles("FCHK")
 def _fchk(ctx, instr, ops, mods, zrow):
     """FCHK.DIVIDE p, a, b: p := whether a / b needs the slow path (:func:`ieee.fchk_divide`)."""
-    a, b = (_reader_f32(ctx, instr, o, zrow) for o in ops[1:3])
+    a, b = (reader_f32(ctx, instr, o, zrow) for o in ops[1:3])
     pd = ops[0].reg
 
     def run(g, m):
@@ -222,8 +229,9 @@ def directed(ctx, instr, zrow):
     return run
 
 
+@compiles("RRO")
 def _rro(ctx, instr, ops, mods, zrow):
-    a = _reader_f32(ctx, instr, ops[1], zrow)
+    a = reader_f32(ctx, instr, ops[1], zrow)
     write = _fwrite(ops[0].reg, zrow)
     if "SINCOS" in mods:
         return lambda g, m: write(g, (np.asarray(a(g), dtype=np.float64) / _TWO_PI).astype(F32), m)
@@ -250,15 +258,15 @@ _INT_VIEW = {"S32": (np.int32, 32), "U32": (np.uint32, 32), "S16": (np.int16, 16
              "S8": (np.int8, 8), "U8": (np.uint8, 8)}
 
 
+@compiles("I2F")
 def _i2f(ctx, instr, ops, mods, zrow):
     """I2F.F32.<int type>.<rounding>: integer (the low bits of the source for 8/16-bit types) to fp32."""
     src = next((x for x in mods if x in _INT_VIEW), "S32")
     mode = next((x for x in mods if x in ("RN", "RM", "RP", "RZ")), "RN")
     bits = _INT_VIEW[src][1]
-    a = _reader_u32(ctx, instr, ops[1], zrow)
+    a = reader_u32(ctx, instr, ops[1], zrow)
     if "F64" in mods:  # I2F.F64.<int>: exact in fp64 (every 32-bit integer is), into a register pair
-        from .fp64 import writer
-        write64 = writer(ops[0].reg, zrow)
+        write64 = fp64.writer(ops[0].reg, zrow)
     write = _fwrite(ops[0].reg, zrow)
 
     def run(g, m):
@@ -286,15 +294,15 @@ def f2i(x, signed, mode):
     return (r & 0xFFFFFFFF).astype(np.uint32)
 
 
+@compiles("F2I")
 def _f2i(ctx, instr, ops, mods, zrow):
     signed = "U32" not in mods
     mode = next((x for x in mods if x in ("TRUNC", "FLOOR", "CEIL", "ROUND")), "ROUND")
     if "F64" in mods:  # F2I.<int>.F64: an fp64 register pair
-        from .fp64 import reader
-        a = reader(ctx, instr, ops[1], zrow)
+        a = fp64.reader(ctx, instr, ops[1], zrow)
     else:
         a = _fsrc(ctx, instr, ops[1], zrow, "FTZ" in mods)
-    write = _writer(ops[0].reg, zrow)
+    write = writer(ops[0].reg, zrow)
     return lambda g, m: write(g, np.broadcast_to(f2i(a(g), signed, mode), g.tid.shape).copy(), m)
 
 
@@ -331,6 +339,7 @@ def half_to_f32(bits16):
 _INTEGRAL = {"TRUNC": np.trunc, "FLOOR": np.floor, "CEIL": np.ceil, "ROUND": np.rint}
 
 
+@compiles("F2F")
 def _f2f(ctx, instr, ops, mods, zrow):
     """F2F.<dst>.<src>: fp32 and IEEE half conversions. An F16 source is the low half of the
     register (the high half with .H1); an F16 result is written zero-extended to 32 bits. .RN (or
@@ -348,7 +357,7 @@ def _f2f(ctx, instr, ops, mods, zrow):
     ftz, sat = "FTZ" in mods, "SAT" in mods
     op = ops[1]
     if src == "F16":
-        raw = _reader_u32(ctx, instr, attrs.evolve(op, h1=False, neg=False, abs=False) if op.kind == ins.REG else op, zrow)
+        raw = reader_u32(ctx, instr, attrs.evolve(op, h1=False, neg=False, abs=False) if op.kind == ins.REG else op, zrow)
         shift = U32(16 if op.h1 else 0)
         neg, absval = op.neg, op.abs
 
@@ -363,7 +372,7 @@ def _f2f(ctx, instr, ops, mods, zrow):
     if dst == "F32":
         write = _fwrite(ops[0].reg, zrow)
     else:
-        write = _writer(ops[0].reg, zrow)
+        write = writer(ops[0].reg, zrow)
 
     def run(g, m):
         r = np.asarray(fn(np.asarray(a(g), dtype=F32)), dtype=F32)
@@ -383,7 +392,6 @@ def _f2f64(ctx, instr, ops, mods, zrow, dst, src):
     :func:`ieee.round_directed`), flushing an fp32 subnormal result with .FTZ; F64.F64 rounds to
     an integral value with .ROUND / .FLOOR / .CEIL / .TRUNC (else copies). An F16 side with F64 is
     refused."""
-    from . import fp64
     if "F16" in (dst, src):
         refuse(instr, "a conversion between F16 and F64")
     integral = next((x for x in mods if x in _INTEGRAL), None)
@@ -414,4 +422,86 @@ def refuse(instr, what):
     raise SimulationError(f"{instr.where}: {instr.full_opcode}: {what} is not modelled")
 
 
-OPS = {"FMNMX": _fmnmx, "FSETP": _fsetp, "FSET": _fset, "FCHK": _fchk, "FCMP": _fcmp, "MUFU": _mufu, "RRO": _rro, "I2F": _i2f, "F2I": _f2i, "F2F": _f2f}
+FLOAT_OPS = ("FFMA", "FMUL", "FADD", "FMUL32I", "FADD32I")
+
+
+DIRECTED = frozenset(("RZ", "RM", "RP"))
+
+
+def table_float(instr) -> bool:
+    """Whether ``instr`` runs in an fp32 table (:mod:`fp32`): FFMA / FMUL / FADD rounding to
+    nearest (the directed roundings run in :func:`floatops.directed`)."""
+    return instr.opcode in FLOAT_OPS and DIRECTED.isdisjoint(instr.mods)
+
+
+def float_row(ctx, instr, zrow):
+    """The row of an fp32 instruction in a :mod:`fp32` table, and the constants its sources
+    read: ``(row, consts)``; a constant source is ``-1 - n`` for the n-th constant (each table
+    renumbers them when it concatenates rows). A write to RZ gives ``None``: nothing to do."""
+    for m in instr.mods:
+        if m in ("RM", "RP", "RZ"):
+            raise SimulationError(f"{instr.where}: rounding mode .{m} is not modelled (only round-to-nearest)")
+    ops = instr.operands
+    flags = (fp32.FTZ if "FTZ" in instr.mods else 0) | (fp32.SAT if "SAT" in instr.mods else 0)
+    srcs = []
+    consts = []
+    for n, o in enumerate(ops[1:]):
+        if o.kind == ins.REG:
+            srcs.append(zrow if o.reg == ins.RZ else o.reg)
+            flags |= (fp32.NEG[n] if o.neg else 0) | (fp32.ABS[n] if o.abs else 0)
+        else:
+            consts.append(reader_f32(ctx, instr, o, zrow)(None))
+            srcs.append(-len(consts))
+    while len(srcs) < 3:
+        srcs.append(zrow)
+    if ops[0].reg == ins.RZ:
+        return None, consts
+    return [fp32.OPCODES[IMMEDIATE_FORMS.get(instr.opcode, instr.opcode)], ops[0].reg, srcs[0], srcs[1], srcs[2],
+            flags], consts
+
+
+def float_table(rows):
+    """One :mod:`fp32` table from ``(row, consts)`` pairs: ``(int64 table, float32 constants)``."""
+    table, consts = [], []
+    for row, cs in rows:
+        if row is None:
+            continue
+        r = list(row)
+        for n in (2, 3, 4):
+            if r[n] < 0:
+                r[n] = -1 - (len(consts) + (-1 - r[n]))
+        consts.extend(cs)
+        table.append(r)
+    return (np.array(table, dtype=np.int64).reshape(-1, fp32.COLUMNS),
+            np.array(consts or [0.0], dtype=np.float32))
+
+
+def run_floats(table, consts):
+    """``fn(g, m)`` running an :mod:`fp32` table on group g for lanes m (None: all)."""
+    kernel = fp32.run
+    if not len(table):
+        return lambda g, m: None
+
+    def run(g, m):
+        if m is None:
+            kernel(g.fregs, table, consts, NO_MASK, False)
+        else:
+            kernel(g.fregs, table, consts, m, True)
+    return run
+
+
+def _float_single(row, consts):
+    return run_floats(*float_table([(row, consts)]))
+
+
+@compiles("FFMA", "FMUL", "FADD", values=True)
+def _float(ctx, instr, ops, mods, zrow, values=True):
+    """FFMA / FMUL / FADD: a row of an :mod:`fp32` table when rounding to nearest (the launch runs a
+    straight sequence of them as one table), the directed roundings in :func:`directed`."""
+    if not table_float(instr):
+        fn = directed(ctx, instr, zrow)
+        return fn if values else None
+    row, consts = float_row(ctx, instr, zrow)
+    if not values:
+        return None
+    return _float_single(row, consts)

@@ -22,7 +22,8 @@ import numpy as np
 from ..errors import SimulationError
 from ..isa import instruction as ins
 from ..jit import intrinsic, njit, types
-from .executor import _const_word, _pred_reader, write_pred
+from .opcode_table import compiles
+from .operands import const_word, pred_reader, write_pred
 
 F64 = np.float64
 U32 = np.uint32
@@ -124,8 +125,8 @@ def reader(ctx, instr, op, zrow):
             return -x if op.neg else x
         return get
     if op.kind == ins.CONST:
-        w0 = _const_word(ctx, instr, op)
-        w1 = _const_word(ctx, instr, attrs.evolve(op, value=op.value + 4))
+        w0 = const_word(ctx, instr, op)
+        w1 = const_word(ctx, instr, attrs.evolve(op, value=op.value + 4))
         v = np.array([int(w0) | int(w1) << 32], dtype=np.uint64).view(F64)[0]
     elif op.kind in (ins.FIMM, ins.IMM):
         v = F64(op.fvalue) if op.kind == ins.FIMM else F64(op.value)
@@ -159,6 +160,7 @@ def writer(dst, zrow):
 
 # ---- opcodes ------------------------------------------------------------------------------------
 
+@compiles("DADD", "DMUL", "DFMA")
 def _arith(ctx, instr, ops, mods, zrow):
     mode = next((x for x in mods if x in ("RN", "RZ", "RM", "RP")), "RN")
     srcs = [reader(ctx, instr, o, zrow) for o in ops[1:]]
@@ -186,12 +188,13 @@ def compare(a, b, cmp):
     return r | nan if cmp.endswith("U") else r
 
 
+@compiles("DSETP")
 def _dsetp(ctx, instr, ops, mods, zrow):
     cmp = next(x for x in mods if x not in ("AND", "OR", "XOR"))
     bop = {"AND": np.logical_and, "OR": np.logical_or, "XOR": np.logical_xor}[
         next((x for x in mods if x in ("AND", "OR", "XOR")), "AND")]
     a, b = (reader(ctx, instr, o, zrow) for o in ops[2:4])
-    pc = _pred_reader(ops[4])
+    pc = pred_reader(ops[4])
     pd, pq = ops[0].reg, ops[1].reg
 
     def run(g, m):
@@ -202,13 +205,10 @@ def _dsetp(ctx, instr, ops, mods, zrow):
     return run
 
 
+@compiles("DMNMX")
 def _dmnmx(ctx, instr, ops, mods, zrow):
     """DMNMX d, a, b, p: min(a, b) when p holds, else max; a NaN operand gives the other one."""
     a, b = (reader(ctx, instr, o, zrow) for o in ops[1:3])
-    p = _pred_reader(ops[3])
+    p = pred_reader(ops[3])
     write = writer(ops[0].reg, zrow)
     return lambda g, m: write(g, np.where(p(g), np.fmin(a(g), b(g)), np.fmax(a(g), b(g))), m)
-
-
-OPS = {"DADD": _arith, "DMUL": _arith, "DFMA": _arith, "DSETP": _dsetp, "DMNMX": _dmnmx}
-FP64_OPCODES = frozenset(OPS)

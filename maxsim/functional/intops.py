@@ -14,14 +14,16 @@ import numpy as np
 
 from ..errors import SimulationError
 from ..isa import instruction as ins
-from .executor import U32, _pred_reader, _reader_u32, _writer, write_pred
+from .opcode_table import compiles
+from .operands import U32, pred_reader, reader_u32, write_pred, writer
 
 
+@compiles("IMNMX")
 def _imnmx(ctx, instr, ops, mods, zrow):
     """IMNMX d, a, b, p: min(a, b) when p holds, else max (signed unless .U32)."""
-    a, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:3])
-    p = _pred_reader(ops[3])
-    write = _writer(ops[0].reg, zrow)
+    a, b = (reader_u32(ctx, instr, o, zrow) for o in ops[1:3])
+    p = pred_reader(ops[3])
+    write = writer(ops[0].reg, zrow)
     view = np.uint32 if "U32" in mods else np.int32
 
     def run(g, m):
@@ -40,9 +42,10 @@ def popcount(x):
     return sum(_POPC8[(x >> U32(8 * k)) & U32(0xFF)] for k in range(4)).astype(np.uint32)
 
 
+@compiles("POPC")
 def _popc(ctx, instr, ops, mods, zrow):
-    a = _reader_u32(ctx, instr, ops[1], zrow)
-    write = _writer(ops[0].reg, zrow)
+    a = reader_u32(ctx, instr, ops[1], zrow)
+    write = writer(ops[0].reg, zrow)
     return lambda g, m: write(g, np.broadcast_to(popcount(a(g)), g.tid.shape).copy(), m)
 
 
@@ -62,9 +65,10 @@ def find_leading_one(x, signed, shift):
     return (pos & 0xFFFFFFFF).astype(np.uint32)
 
 
+@compiles("FLO")
 def _flo(ctx, instr, ops, mods, zrow):
-    a = _reader_u32(ctx, instr, ops[1], zrow)
-    write = _writer(ops[0].reg, zrow)
+    a = reader_u32(ctx, instr, ops[1], zrow)
+    write = writer(ops[0].reg, zrow)
     signed, shift = "S32" in mods, "SH" in mods
     return lambda g, m: write(g, np.broadcast_to(find_leading_one(a(g), signed, shift), g.tid.shape).copy(), m)
 
@@ -83,12 +87,14 @@ def bit_insert(a, ctl, c):
     return (r & 0xFFFFFFFF).astype(np.uint32)
 
 
+@compiles("BFI")
 def _bfi(ctx, instr, ops, mods, zrow):
-    a, b, c = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:4])
-    write = _writer(ops[0].reg, zrow)
+    a, b, c = (reader_u32(ctx, instr, o, zrow) for o in ops[1:4])
+    write = writer(ops[0].reg, zrow)
     return lambda g, m: write(g, np.broadcast_to(bit_insert(a(g), b(g), c(g)), g.tid.shape).copy(), m)
 
 
+@compiles("LEA")
 def _lea(ctx, instr, ops, mods, zrow):
     """LEA d, a, b, s: d = (a << s) + b. LEA.HI d, a, b, c, s: d = b + the high word of the 64-bit
     value {c:a} << s (the high half of a scaled 64-bit index); .CC sets the carry, .X adds it."""
@@ -98,9 +104,9 @@ def _lea(ctx, instr, ops, mods, zrow):
     s = ops[-1].value
     if not 0 <= s < 32:
         raise SimulationError(f"{instr.where}: LEA shift {s} is out of range 0..31")
-    a, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:3])
-    c = _reader_u32(ctx, instr, ops[3], zrow) if hi else None
-    write = _writer(ops[0].reg, zrow)
+    a, b = (reader_u32(ctx, instr, o, zrow) for o in ops[1:3])
+    c = reader_u32(ctx, instr, ops[3], zrow) if hi else None
+    write = writer(ops[0].reg, zrow)
     use_x, set_cc = "X" in mods, "CC" in mods
 
     def run(g, m):
@@ -127,11 +133,12 @@ def _lea(ctx, instr, ops, mods, zrow):
 _BOOL = {"AND": np.logical_and, "OR": np.logical_or, "XOR": np.logical_xor}
 
 
+@compiles("PSETP")
 def _psetp(ctx, instr, ops, mods, zrow):
     """PSETP.op1.op2 Pd, Pq, Pa, Pb, Pc: Pd = (Pa op1 Pb) op2 Pc, Pq = !(Pa op1 Pb) op2 Pc."""
     names = [x for x in mods if x in _BOOL] + ["AND", "AND"]
     op1, op2 = _BOOL[names[0]], _BOOL[names[1]]
-    pa, pb, pc = (_pred_reader(o) for o in ops[2:5])
+    pa, pb, pc = (pred_reader(o) for o in ops[2:5])
     pd, pq = ops[0].reg, ops[1].reg
 
     def run(g, m):
@@ -143,12 +150,13 @@ def _psetp(ctx, instr, ops, mods, zrow):
     return run
 
 
+@compiles("P2R")
 def _p2r(ctx, instr, ops, mods, zrow):
     """P2R d, PR, a, mask: bit n of d is predicate Pn (n = 0..6) where the mask has bit n; the
     other bits come from a (choice: merge, so that P2R can pack into a live register)."""
-    a = _reader_u32(ctx, instr, ops[2], zrow)
+    a = reader_u32(ctx, instr, ops[2], zrow)
     mask = U32(ops[3].value & 0x7F)
-    write = _writer(ops[0].reg, zrow)
+    write = writer(ops[0].reg, zrow)
     weights = (U32(1) << np.arange(7, dtype=np.uint32))[:, None]
 
     def run(g, m):
@@ -157,9 +165,10 @@ def _p2r(ctx, instr, ops, mods, zrow):
     return run
 
 
+@compiles("R2P")
 def _r2p(ctx, instr, ops, mods, zrow):
     """R2P PR, a, mask: predicate Pn := bit n of a, for the bits n (0..6) set in the mask."""
-    a = _reader_u32(ctx, instr, ops[1], zrow)
+    a = reader_u32(ctx, instr, ops[1], zrow)
     mask = ops[2].value & 0x7F
 
     def run(g, m):
@@ -174,12 +183,13 @@ def _active(g, m):
     return (g.active if m is None else m).reshape(-1, 32)
 
 
+@compiles("VOTE")
 def _vote(ctx, instr, ops, mods, zrow):
     """VOTE.ALL/ANY/EQ d, Pd, Pa over the lanes that execute it: d = the ballot (bit n: lane n
     executes and Pa holds), Pd = all / any / all-equal of Pa over those lanes."""
     kind = next(x for x in mods if x in ("ALL", "ANY", "EQ"))
-    pa = _pred_reader(ops[2])
-    write = _writer(ops[0].reg, zrow)
+    pa = pred_reader(ops[2])
+    write = writer(ops[0].reg, zrow)
     pd = ops[1].reg
     weights = (np.uint64(1) << np.arange(32, dtype=np.uint64))
 
@@ -198,6 +208,7 @@ def _vote(ctx, instr, ops, mods, zrow):
     return run
 
 
+@compiles("SHFL", values=True)
 def shfl(ctx, instr, ops, mods, zrow, values=True):
     """SHFL.mode Pd, d, a, b, c: lane j's a, as PTX shfl defines j and the predicate (c holds the
     clamp in bits 4:0 and the segment mask in bits 12:8). A lane whose source lane is out of its
@@ -207,9 +218,9 @@ def shfl(ctx, instr, ops, mods, zrow, values=True):
     ``values=False`` records it without moving data."""
     mode = next(x for x in mods if x in ("IDX", "UP", "DOWN", "BFLY"))
     a = ops[2].reg if ops[2].reg != ins.RZ else zrow
-    bv = _reader_u32(ctx, instr, ops[3], zrow)
-    cv = _reader_u32(ctx, instr, ops[4], zrow)
-    write = _writer(ops[1].reg, zrow)
+    bv = reader_u32(ctx, instr, ops[3], zrow)
+    cv = reader_u32(ctx, instr, ops[4], zrow)
+    write = writer(ops[1].reg, zrow)
     pd = ops[0].reg
 
     def record(g, m):
@@ -272,16 +283,17 @@ def vmad(a, b, c, a_type, b_type, a_h1=False, b_h1=False, neg_product=False, neg
     return (r & 0xFFFFFFFF).astype(np.uint32)
 
 
+@compiles("VMAD")
 def _vmad(ctx, instr, ops, mods, zrow):
     """VMAD.<a type>.<b type>[.SHR_7|.SHR_15][.SAT] d, [-]a[.H1], b[.H1], [-]c (see :func:`vmad`)."""
     from ..isa.opcodes import vmad_types
     a_type, b_type = vmad_types(mods)
     plain = [attrs.evolve(o, neg=False, h1=False) if o.kind == ins.REG else o for o in ops]
-    a, b, c = (_reader_u32(ctx, instr, o, zrow) for o in plain[1:4])
+    a, b, c = (reader_u32(ctx, instr, o, zrow) for o in plain[1:4])
     shift = 7 if "SHR_7" in mods else 15 if "SHR_15" in mods else 0
     kw = dict(a_h1=ops[1].h1, b_h1=ops[2].h1, neg_product=ops[1].neg, neg_c=ops[3].neg, shift=shift,
               sat="SAT" in mods)
-    write = _writer(ops[0].reg, zrow)
+    write = writer(ops[0].reg, zrow)
     return lambda g, m: write(g, np.broadcast_to(vmad(a(g), b(g), c(g), a_type, b_type, **kw), g.tid.shape).copy(), m)
 
 
@@ -307,10 +319,11 @@ def byte_permute(a, b, sel, mode=None):
     return out.astype(np.uint32)
 
 
+@compiles("PRMT")
 def _prmt(ctx, instr, ops, mods, zrow):
-    a, sel, b = (_reader_u32(ctx, instr, o, zrow) for o in ops[1:4])
+    a, sel, b = (reader_u32(ctx, instr, o, zrow) for o in ops[1:4])
     mode = next((x for x in mods if x in ("F4E", "B4E", "RC8", "ECL", "ECR", "RC16")), None)
-    write = _writer(ops[0].reg, zrow)
+    write = writer(ops[0].reg, zrow)
     return lambda g, m: write(g, np.broadcast_to(byte_permute(a(g), b(g), sel(g), mode), g.tid.shape).copy(), m)
 
 
@@ -341,23 +354,25 @@ def int_convert(x, dst, src, sat, neg=False, absval=False):
     return (v & 0xFFFFFFFF).astype(np.uint32)
 
 
+@compiles("I2I")
 def _i2i(ctx, instr, ops, mods, zrow):
     types = [x for x in mods if x in _INT_RANGE] + ["S32", "S32"]
     dst, src = types[0], types[1]
     src_op = ops[1]
-    a = _reader_u32(ctx, instr, attrs.evolve(src_op, neg=False, abs=False), zrow)
-    write = _writer(ops[0].reg, zrow)
+    a = reader_u32(ctx, instr, attrs.evolve(src_op, neg=False, abs=False), zrow)
+    write = writer(ops[0].reg, zrow)
     sat = "SAT" in mods
     return lambda g, m: write(g, np.broadcast_to(int_convert(a(g), dst, src, sat, src_op.neg, src_op.abs),
                                                  g.tid.shape).copy(), m)
 
 
+@compiles("B2R")
 def _b2r(ctx, instr, ops, mods, zrow):
     """B2R.RESULT d[, q]: the result of the CTA's last BAR.RED: d the number of threads whose
     predicate held (choice for .AND / .OR: 1 or 0, the value __syncthreads_and / _or return), q
     whether the reduction holds (.POPC: the count is not 0). ptxas reads d after BAR.RED.POPC and q
     after .AND / .OR [cuobjdump of NVRTC 12.9's __syncthreads_count / _and / _or]."""
-    write = _writer(ops[0].reg, zrow)
+    write = writer(ops[0].reg, zrow)
     q = ops[1].reg if len(ops) > 1 else ins.PT
 
     def run(g, m):
@@ -375,7 +390,3 @@ def _b2r(ctx, instr, ops, mods, zrow):
         write(g, count, m)
         write_pred(g, q, holds, m)
     return run
-
-
-OPS = {"B2R": _b2r, "PRMT": _prmt, "I2I": _i2i, "IMNMX": _imnmx, "POPC": _popc, "FLO": _flo, "BFI": _bfi,
-       "LEA": _lea, "PSETP": _psetp, "P2R": _p2r, "R2P": _r2p, "VOTE": _vote, "VMAD": _vmad}

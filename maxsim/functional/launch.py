@@ -10,14 +10,13 @@ import numpy as np
 from ..errors import LaunchError, SimulationError
 from ..isa import instruction as ins
 from . import simt
-from .executor import CONTROL, Context, Group, compile_instruction, float_row, float_table, run_floats, table_float
+from .executor import CONTROL, Context, Group, compile_instruction
+from .floatops import float_row, float_table, run_floats, table_float
+from .operands import CC_FLAGS, CC_SIGN, CC_ZERO, GEOMETRY
 from .watchdog import Watchdog, instruction_limit
 
 PARAM_BASE = 0x140
-# c[0x0][0x8..0x1c]: the launch geometry as the driver writes it for sm_5x, blockDim (X, Y, Z) then
-# gridDim (X, Y, Z): the words ptxas 12.x reads for blockDim.x (c[0x0][0x8]) and gridDim.x
-# (c[0x0][0x14]); c[0x0][0x20] is the local-memory stack pointer ptxas loads into R1
-GEOMETRY = 0x8
+# (c[0x0][0x8..0x1c], the launch geometry: maxsim.functional.operands.GEOMETRY)
 CONST_BANK_SIZE = 0x10000
 MAX_THREADS_PER_CTA = 1024
 BATCH_LANES = 1 << 16  # lanes executed together; bounds the register arrays to a few tens of MB
@@ -111,12 +110,6 @@ def _geometry_words(bank: bytes, block: int, grid) -> bytes:
             return bytes(b)
     b[GEOMETRY:GEOMETRY + 24] = struct.pack("<6I", block, 1, 1, grid[0], grid[1], 1)
     return bytes(b)
-
-
-def geometry(const_bank: bytes):
-    """((X, Y, Z) threads per block, (X, Y, Z) CTAs) of a launch, from its constant bank."""
-    w = struct.unpack_from("<6I", const_bank, GEOMETRY)
-    return w[:3], w[3:]
 
 
 @attrs.frozen
@@ -680,7 +673,6 @@ _CC_TESTS = {"F": lambda z, s: np.zeros_like(z), "LT": lambda z, s: s, "EQ": lam
 
 def _cc_test(ctx, instr, g, m):
     """The lanes of a BRA CC.test (among ``m``, None: all active) whose condition code passes."""
-    from .executor import CC_FLAGS, CC_SIGN, CC_ZERO
     test = instr.operands[0].name[3:]
     lanes = g.active if m is None else (m & g.active)
     fn = _CC_TESTS.get(test)

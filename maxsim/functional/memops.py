@@ -1,0 +1,320 @@
+"""Memory opcodes: LDS / STS / LDG / STG / LD / ST (32 to 128 bits; narrower global ones in
+:mod:`maxsim.functional.atomics`), LDC, the texture fetches TLD / TEX / TLDS / TEXS, and the
+orderings MEMBAR / DEPBAR (nothing to do functionally: a warp's memory operations complete in
+order here).
+
+With ``values=False`` an instruction checks its addresses and records them in the trace but moves
+no data (see :mod:`maxsim.functional.slicing`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..isa import instruction as ins
+from ..isa.opcodes import memory_bytes
+from .atomics import atomic, subword
+from .bounds import lanes_out_of_range as out_of_range
+from .memory import GLOBAL_BASE, texture_index
+from .opcode_table import compiles
+from .operands import NO_MASK, U32, ConstantFault, address_reader, constant_bank_fault, high_word, writer
+
+
+@compiles("LDS", "STS", "LDG", "STG", "LD", "ST", values=True)
+def _load_store(ctx, instr, ops, mods, zrow, values=True):
+    if instr.opcode in ("LDG", "STG", "LD", "ST") and memory_bytes(mods) < 4:
+        return subword(ctx, instr, ops, mods, zrow, values)
+    return _memory(ctx, instr, ops, mods, zrow, values)
+
+
+@compiles("ATOM", "RED", "ATOMS", values=True)
+def _atomic(ctx, instr, ops, mods, zrow, values=True):
+    return atomic(ctx, instr, ops, mods, zrow, values)
+
+
+@compiles("DEPBAR", "MEMBAR", "NOP", values=True)
+def _nothing(ctx, instr, ops, mods, zrow, values=True):
+    return lambda g, m: None
+
+
+def _memory(ctx, instr, ops, mods, zrow, values=True):
+    op = instr.opcode
+    width = 1
+    for m in mods:
+        if m in ("32", "64", "128"):
+            width = int(m) // 32
+    nbytes = 4 * width
+    load = op in ("LDS", "LDG", "LD")
+    shared = op in ("LDS", "STS")
+    mem_op = ops[1] if load else ops[0]
+    data_op = ops[0] if load else ops[1]
+    addr_of = address_reader(ctx, instr, mem_op, zrow)
+    high_of = high_word(instr, mem_op, zrow)
+    what = "shared" if shared else "global"
+    offsets = np.arange(width, dtype=np.int64)
+    recorder_kind = ("lds" if load else "sts") if shared else ("ldg" if load else "stg")
+
+    def check(g, m, addr):
+        if shared:
+            limit_lo, limit_hi = 0, ctx.kernel.shared_size
+        else:
+            limit_lo, limit_hi = GLOBAL_BASE, ctx.memory.top
+        if high_of is None and (shared or not ctx.memory.gapped) and limit_hi - nbytes >= limit_lo:
+            # every lane in range and aligned (the common case): one compiled pass
+            sel = m if m is not None else (None if g.full else g.active)
+            if not out_of_range(addr, limit_lo, limit_hi - nbytes, nbytes - 1,
+                                NO_MASK if sel is None else sel, sel is not None):
+                return
+        if limit_hi - nbytes < limit_lo:
+            bad = np.ones(addr.shape, dtype=bool)
+        else:
+            # uint32 compares: aligned and within [lo, hi - nbytes] (nbytes is a power of two)
+            bad = ((addr & U32(nbytes - 1)) != 0) | (addr < U32(limit_lo)) | (addr > U32(limit_hi - nbytes))
+        if not shared and ctx.memory.gapped:
+            bad |= ctx.memory.unmapped(addr, nbytes)
+        if high_of is not None:
+            bad |= high_of(g, addr) != 0
+        if m is not None:
+            bad &= m
+        elif not g.full:
+            bad &= g.active
+        if bad.any():
+            def msg(pos):
+                a = int(addr[pos])
+                if high_of is not None and int(high_of(g, addr)[pos]):
+                    return (f"64-bit global address 0x{int(high_of(g, addr)[pos]):x}{a:08x} is beyond the "
+                            f"model's 32-bit global address space")
+                if a % nbytes:
+                    return f"misaligned {nbytes}-byte {what} access at address 0x{a:x}"
+                if not shared and ctx.memory.allocations:
+                    return (f"out-of-bounds {what} access at address 0x{a:x} (+{nbytes} bytes): "
+                            f"{ctx.memory.describe(a)}")
+                return (f"out-of-bounds {what} access at address 0x{a:x} (+{nbytes} bytes); valid range "
+                        f"[0x{limit_lo:x}, 0x{limit_hi:x})")
+            ctx.fail(instr, g, bad, msg)
+
+    def word_index(g, m, addr):
+        sel = m if m is not None else (None if g.full else g.active)
+        a = addr if sel is None else np.where(sel, addr, U32(limit_safe))
+        idx = (a >> U32(2)).astype(np.int64)
+        if shared:
+            idx = idx + g.shbase
+        return idx, sel
+
+    limit_safe = 0 if shared else GLOBAL_BASE
+    if not values:
+        def run(g, m):
+            addr = addr_of(g)
+            check(g, m, addr)
+            if ctx.recorder is not None:
+                sel = m if m is not None else (None if g.full else g.active)
+                ctx.recorder.memory(recorder_kind, g, addr, sel, nbytes)
+        return run
+
+    if load:
+        dst = data_op.reg
+        writes = [writer(dst + j if dst != ins.RZ else ins.RZ, zrow) for j in range(width)]
+        rows = dst != ins.RZ and dst + width <= zrow  # destination rows written in one assignment
+
+        def run(g, m):
+            addr = addr_of(g)
+            check(g, m, addr)
+            idx, sel = word_index(g, m, addr)
+            store = ctx.shared if shared else ctx.memory.words
+            if sel is None and rows:
+                if width == 1:
+                    g.regs[dst] = store[idx]
+                else:
+                    g.regs[dst:dst + width] = store[idx + offsets[:, None]]
+                if ctx.recorder is not None:
+                    ctx.recorder.memory(recorder_kind, g, addr, sel, nbytes)
+                return
+            if sel is None:
+                vals = store[idx[:, None] + offsets] if width > 1 else store[idx][:, None]
+            else:
+                # gather only the lanes that load: the placeholder address of the others need not
+                # lie in memory (no allocation yet, or a shared size below the vector width)
+                vals = np.zeros((idx.size, width), dtype=np.uint32)
+                vals[sel] = store[idx[sel][:, None] + offsets]
+            for j in range(width):
+                writes[j](g, vals[:, j], m)
+            if ctx.recorder is not None:
+                ctx.recorder.memory(recorder_kind, g, addr, sel, nbytes)
+        return run
+
+    src = data_op.reg
+
+    def run(g, m):
+        addr = addr_of(g)
+        check(g, m, addr)
+        idx, sel = word_index(g, m, addr)
+        store = ctx.shared if shared else ctx.memory.words
+        if src == ins.RZ:
+            vals = np.zeros((width, idx.size), dtype=np.uint32)
+        else:
+            vals = g.regs[src:src + width]
+        if sel is None:
+            for j in range(width):
+                store[idx + j] = vals[j]
+        else:
+            for j in range(width):
+                store[idx[sel] + j] = vals[j][sel]
+        if ctx.recorder is not None:
+            ctx.recorder.memory(recorder_kind, g, addr, sel, nbytes)
+    return run
+
+
+_SUBWORD_DTYPE = {"U8": np.uint8, "S8": np.int8, "U16": np.uint16, "S16": np.int16}
+
+
+@compiles("LDC", values=True)
+def _ldc(ctx, instr, ops, mods, zrow, values=True):
+    """LDC d, c[bank][Ra+imm]: each lane reads the constant at Ra + imm (a uniform read without Ra);
+    .U8/.S8/.U16/.S16 extend a narrower value, .64/.128 fill a vector group. The trace records, per
+    warp, how many distinct addresses its lanes read (the constant cache serves them one at a time)."""
+    src = ops[1]
+    nbytes = memory_bytes(mods)
+    width = max(1, nbytes // 4)
+    sub = next((_SUBWORD_DTYPE[m] for m in mods if m in _SUBWORD_DTYPE), None)
+    dst = ops[0].reg
+    writes = [writer(dst + j if dst != ins.RZ else ins.RZ, zrow) for j in range(width)]
+    bank = src.bank
+
+    def extend(raw):  # raw: uint8 rows of nbytes -> width uint32 words per lane
+        if sub is not None:
+            return raw.view(sub).astype(np.int64).astype(np.uint32)[:, :1]
+        return raw.view(np.uint32)
+
+    if src.reg < 0:  # a uniform read: checked (and, when values are kept, read) once
+        why = constant_bank_fault(ctx, bank, src.value, nbytes)
+        if why is not None:
+            raise ConstantFault(why)
+        if not values:
+            return None
+        data = np.frombuffer(ctx.bank(bank), dtype=np.uint8)
+        words = extend(data[src.value:src.value + nbytes].reshape(1, nbytes).copy())[0]
+
+        def uniform(g, m):
+            for j in range(width):
+                writes[j](g, words[j], m)
+        return uniform
+    reg = zrow if src.reg == ins.RZ else src.reg
+    off = U32(src.value & 0xFFFFFFFF)
+    data = ctx.bank(bank)
+    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    cols = np.arange(nbytes, dtype=np.int64)
+
+    def run(g, m):
+        sel = m if m is not None else (None if g.full else g.active)
+        addr = g.regs[reg] + off
+        a = addr.astype(np.int64)
+        a = np.where(a >= 1 << 31, a - (1 << 32), a)  # Ra + imm below 0 reads before the bank
+        bad = (a < 0) | (a + nbytes > raw.size) | (a % nbytes != 0)
+        if sel is not None:
+            bad &= sel
+        if bad.any():
+            ctx.fail(instr, g, bad, lambda pos: constant_bank_fault(ctx, bank, int(a[pos]), nbytes))
+        if ctx.recorder is not None:
+            ctx.recorder.constant(g, addr, sel)
+        if not values:
+            return
+        safe = a if sel is None else np.where(sel, a, 0)
+        got = extend(raw[safe[:, None] + cols])
+        for j in range(width):
+            writes[j](g, got[:, j], m)
+    return run
+
+
+def _slot_handle(ctx, slot):
+    """The texture a fetch by slot reads. The slot names the word c[0x0][4 x slot] (ptxas compiles
+    tex1Dfetch on a cudaTextureObject_t parameter at 0x140 to TLDS slot 0x50: the word of the
+    parameter); when that word is one of the kernel's parameters, it holds the texture's handle (a
+    texture object: handle n, or 0x80000000 | n, is texture n, as for TLD.B). Otherwise (a texture
+    reference, whose word the driver fills) the slot is the texture's number."""
+    word = 4 * slot
+    if any(p.offset <= word < p.offset + p.size for p in ctx.kernel.params) and word + 4 <= len(ctx.const_bank):
+        return int(np.frombuffer(ctx.const_bank, dtype=np.uint32, count=1, offset=word)[0])
+    return slot
+
+
+@compiles("TLD", "TEX", "TLDS", "TEXS", values=True)
+def _texture(ctx, instr, ops, mods, zrow, values=True):
+    """TLD / TEX (``.B``: the texture of the handle register; else of the slot) and TLDS / TEXS (the
+    slot; channels by name, split over two destinations). TLD/TLDS read texel ``coordinate``; TEX/TEXS
+    sample at a float coordinate with point filtering and unnormalised coordinates (texel
+    floor(x)); an address mode of a sampled fetch is not modelled, so a coordinate outside the
+    texture is an error there (TLD's border addressing reads 0)."""
+    op = instr.opcode
+    if op in ("TLD", "TEX"):
+        dst = ops[0].reg
+        coord_r = zrow if ops[1].reg == ins.RZ else ops[1].reg
+        handle_r = (zrow if ops[2].reg == ins.RZ else ops[2].reg) if "B" in mods else None
+        slot = ops[3].value
+        mask = ops[5].value & 0xF
+        outs = [(dst + j if dst != ins.RZ else ins.RZ, c) for j, c in enumerate(c for c in range(4) if mask >> c & 1)]
+    else:
+        from ..isa.opcodes import texture_channels
+        coord_r = zrow if ops[2].reg == ins.RZ else ops[2].reg
+        handle_r = None
+        slot = ops[3].value
+        outs = list(texture_channels(ops))
+    slot_handle = _slot_handle(ctx, slot) if handle_r is None else None
+    sampled = op in ("TEX", "TEXS")
+    channels = [c for _, c in outs]
+    writes = [writer(r, zrow) for r, _ in outs]
+
+    def run(g, m):
+        sel = m if m is not None else (None if g.full else g.active)
+        if handle_r is None:
+            handles = np.full(g.tid.size, slot_handle, dtype=np.uint32)
+        else:
+            handles = g.regs[handle_r]
+        if sampled:
+            x = g.regs[coord_r].view(np.float32)
+            coords = np.floor(np.where(np.isfinite(x), x, -1)).astype(np.int64)
+        else:
+            coords = g.regs[coord_r].view(np.int32).astype(np.int64)
+        hs = np.unique(handles if sel is None else handles[sel])
+        vals = np.zeros((handles.size, 4), dtype=np.uint32)
+        sizes = np.zeros(handles.size, dtype=np.int64)
+        bases = np.zeros(handles.size, dtype=np.int64)
+        tbytes = 16  # texel bytes: an int, or an array per lane when the textures' formats differ
+        for h in hs:
+            tex = ctx.textures.get(texture_index(int(h)))
+            if tex is None:
+                bad = handles == h
+                if sel is not None:
+                    bad &= sel
+                bound = sorted(ctx.textures)
+                what = f"texture handle 0x{int(h):x}" if handle_r is not None else f"texture slot 0x{slot:x}"
+                if handle_r is None and slot_handle != slot:
+                    what += f" (handle 0x{slot_handle:x}, the parameter at c[0x0][0x{4 * slot:x}])"
+                ctx.fail(instr, g, bad, lambda pos: f"{what} is not bound (bound textures: {bound})")
+            if sampled:
+                bad = (handles == h) & ((coords < 0) | (coords >= tex.size))
+                if sel is not None:
+                    bad &= sel
+                if bad.any():
+                    ctx.fail(instr, g, bad, lambda pos: (
+                        f"{op} at coordinate {float(g.regs[coord_r].view(np.float32)[pos])!r} is outside the "
+                        f"texture of {tex.size} texels: the address mode of a sampled fetch is not modelled"))
+            if len(hs) == 1:
+                sizes[:] = tex.size
+                bases[:] = tex.address
+                tbytes = tex.texel_bytes
+                if values:
+                    vals = tex.fetch(coords)
+                continue
+            lanes = handles == h
+            sizes[lanes] = tex.size
+            bases[lanes] = tex.address
+            if tex.texel_bytes != 16:
+                tbytes = np.where(lanes, tex.texel_bytes, tbytes)
+            if values:
+                vals[lanes] = tex.fetch(coords[lanes])
+        if values:
+            for j, ch in enumerate(channels):
+                writes[j](g, vals[:, ch], m)
+        if ctx.recorder is not None:
+            ctx.recorder.texture(g, coords, bases, sel, sizes, tbytes)
+    return run
