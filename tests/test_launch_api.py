@@ -79,8 +79,10 @@ def test_tiled_reduction_matches_numpy(reduce, n):
 def test_timed_launch_reports_the_sm_and_the_gpu(reduce):
     n = 4 * TILE
     x = np.ones(n, np.float32)
+    # sm_ctas: a timed SM of its own holding the four CTAs (the default for a launch of one wave
+    # is SM 0 of the whole-GPU run: test_one_wave_is_simulated_once)
     r = maxsim.launch(reduce, grid=4, block=TILE, params={"x": "x", "partial": "p", "n": n},
-                      buffers={"x": x, "p": np.zeros(4, np.float32)}, config="gtx980_oc")
+                      buffers={"x": x, "p": np.zeros(4, np.float32)}, config="gtx980_oc", sm_ctas=4)
     np.testing.assert_array_equal(r.outputs["p"], np.full(4, TILE, np.float32))
     assert set(r.outputs) == {"x", "p"}  # a plain array is copied in and read back
     assert r.sm_ctas == 4 and r.timing["cycles"] > 0 and r.timing["sm_warp_instructions"] == r.result.warp_instructions
@@ -92,6 +94,37 @@ def test_timed_launch_reports_the_sm_and_the_gpu(reduce):
     out = json.loads(r.to_json())
     assert out["outputs"]["p"] == {"shape": [4], "dtype": "float32", "sum": 4.0 * TILE}
     assert out["gpu_prediction_method"] == "full" and out["cycles"] == r.timing["cycles"]
+
+
+def test_one_wave_is_simulated_once(reduce):
+    """A launch that fits on the GPU at once is simulated once: the timed SM is SM 0 of the
+    whole-GPU run (CTA 0, the dispatcher's first for it; 4 CTAs on 16 SMs leave it one), whose
+    figures are its CTA's and, for the L2 and DRAM, the GPU's; with ``timed_in_gpu`` off the timed
+    SM is a simulation of its own, of the same CTA, which then has the L2 and DRAM to itself."""
+    from maxsim.host import launch as host_launch
+    n = 4 * TILE
+    args = dict(grid=4, block=TILE, params={"x": "x", "partial": "p", "n": n}, config="gtx980_oc")
+    r = maxsim.launch(reduce, buffers={"x": np.ones(n, np.float32), "p": np.zeros(4, np.float32)}, **args)
+    np.testing.assert_array_equal(r.outputs["p"], np.full(4, TILE, np.float32))
+    assert r.sm_ctas == 1 and [cid for cid, _, _ in r.sm.cta_log] == [(0, 0)]
+    per_cta = r.result.warp_instructions // 4  # every CTA runs the same instructions
+    assert r.timing["sm_warp_instructions"] == per_cta and r.timing["stall_reasons"]["barrier_wait"] > 0
+    assert r.sm.stats.thread_instructions == r.result.cta_threads(0, 1) == r.result.thread_instructions // 4
+    p = r.prediction
+    assert p.method == "full" and 0 < r.timing["cycles"] <= p.cycles
+    # its memory figures are the whole launch's: the four CTAs' reads of x (n floats)
+    assert r.sm.stats.l2_hits + r.sm.stats.l2_misses == n * 4 // 32
+    host_launch.timed_in_gpu = False
+    try:
+        solo = maxsim.launch(reduce, buffers={"x": np.ones(n, np.float32), "p": np.zeros(4, np.float32)},
+                             sm_ctas=1, **args)
+    finally:
+        host_launch.timed_in_gpu = True
+    assert solo.sm_ctas == 1 and solo.timing["sm_warp_instructions"] == per_cta
+    assert solo.sm.stats.l2_hits + solo.sm.stats.l2_misses == n // 32
+    assert solo.prediction.cycles == p.cycles
+    # one CTA per SM: the only difference is the L2 and DRAM shared with three others
+    assert abs(solo.timing["cycles"] - r.timing["cycles"]) <= 0.1 * solo.timing["cycles"]
 
 
 def test_predicted_time_runs_at_the_effective_clock(reduce):

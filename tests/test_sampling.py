@@ -1,7 +1,7 @@
 """The sampled whole-GPU prediction against the full simulation, on sizes where both run.
 
 Full simulation: every CTA of the grid on all SMs of the config, sharing the L2 and DRAM, at the
-real K. Sampled (see maxsim/gpu/sampling.py): the first wave simulated whole at two small K and
+real K. Sampled (see maxsim/gpu/sampling/): the first wave simulated whole at two small K and
 extrapolated, the steady state of later waves from a window of the population the dispatcher model
 gives (every SM at once, the L2 warmed with the launch's history; the CTAs of a wave kept together,
 as the full simulation keeps them) and from the start of such a wave simulated whole, tails

@@ -45,6 +45,7 @@ class GpuResult:
     sim_seconds: float
     sms: list = attrs.field(factory=list, repr=False)  # the SM models that ran CTAs
     memory: object = attrs.field(default=None, repr=False)  # the memory system they shared
+    timed_sm: object = attrs.field(default=None, repr=False)  # SM 0 as the timed SM (``timed``)
 
 
 def trace_ctas(kernel, grid, block, params, memory, textures, cfg, ctas=None, max_instructions=None,
@@ -118,7 +119,8 @@ class DispatchClock:
 
 
 def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards="warn", progress=None,
-            total_instructions=None, until=None, keep_branch_times=True, clock=None, flatten_together=False):
+            total_instructions=None, until=None, keep_branch_times=True, clock=None, flatten_together=False,
+            timed=None):
     """Run ``cfg.gpu.sms`` SMs sharing ``memory_system``: SM ``i`` starts with the CTAs
     ``placement[i]`` (a list of ``(cta id, warp traces)``, or ``(cta id, warp traces, delay)`` for a
     CTA whose warps start ``delay`` cycles late, oldest first; the SMs take them: the
@@ -131,12 +133,14 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
     compiled SMs with :func:`~maxsim.timing.clock.run_together`, "simpy" as simpy processes (the
     reference SM always: same order, same numbers). ``flatten_together``: the placed CTAs' traces
     are flattened in one pass for all SMs before they start (:func:`~maxsim.timing.sm.flatten_queued`:
-    faster, but holds them all at once; for short runs). Returns the SMs that ran CTAs."""
+    faster, but holds them all at once; for short runs). ``timed``: SM 0 is also the launch's
+    timed SM (:func:`simulate_gpu`), run with the hazard checks ``timed[0]`` and keeping its warps'
+    backward-branch times. Returns the SMs that ran CTAs."""
     # an SM that starts with no CTA never runs (the dispatcher feeds only running SMs): not built
-    sms = [SM(cfg, kernel, block, memory_system, hazards=hazards, sm_id=i)
+    sms = [SM(cfg, kernel, block, memory_system, hazards=timed[0] if timed and i == 0 else hazards, sm_id=i)
            for i, ctas in zip(range(cfg.gpu.sms), placement) if ctas]
     for sm in sms:
-        sm.keep_branch_times = keep_branch_times
+        sm.keep_branch_times = keep_branch_times or bool(timed and sm.sm_id == 0)
     for sm in sms:
         ctas = placement[sm.sm_id]
         for cid, traces, *delay in ctas:
@@ -214,7 +218,7 @@ def merge_stats(sms, cfg):
 
 def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, cfg, ctas=None,
                  hazards="warn", max_instructions=None, progress=None, memory_system=None, traced=None,
-                 stream=None, l2_start="empty"):
+                 stream=None, l2_start="empty", timed=None):
     """Run the kernel functionally and every CTA in time on ``cfg.gpu.sms`` SMs (sharing
     ``memory_system``, by default a new :class:`~maxsim.timing.memory_system.MemorySystem`).
 
@@ -231,7 +235,13 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
     ``l2_start``: ``"empty"`` (the L2 as ``memory_system`` has it, by default empty) or
     ``"previous"``: the launch is run twice, back to back (functionally too: the second run sees
     the memory the first left), and the second is the result, starting with the L2 the first left
-    (:func:`~maxsim.timing.memory_system.carried_over`); not with ``stream``, which runs once."""
+    (:func:`~maxsim.timing.memory_system.carried_over`); not with ``stream``, which runs once.
+
+    ``timed`` (``(hazards,)``, the hazard checks of :func:`maxsim.timing.run.simulate`): SM 0 of this
+    run is also the launch's timed SM (``timed_sm`` of the result, its statistics completed as
+    ``simulate`` completes its SM's), so a launch that fits on the GPU is simulated once: its
+    figures are those of the CTAs the block dispatcher gave SM 0 (CTA 0, then every ``sms``-th),
+    timed beside the other SMs, sharing the L2 and DRAM with them."""
     if l2_start not in L2_STARTS:
         raise ValueError(f"l2_start {l2_start!r}: expected one of {', '.join(L2_STARTS)}")
     if l2_start == "previous":
@@ -257,9 +267,10 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
     used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards,
                    progress=progress if traced is not None else None,
                    total_instructions=res.warp_instructions if traced is not None else None,
-                   keep_branch_times=False)
+                   keep_branch_times=False, timed=timed)
     if traced is None:
         res = stream.finish()
+    timed_sm = _complete_timed(used, res, ms, cfg, block) if timed else None
     total = merge_stats(used, cfg)
     cycles = total.cycles
     total.l2_hits, total.l2_misses = ms.l2_read_hits, ms.l2_read_misses
@@ -271,4 +282,27 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
     return GpuResult(cycles=cycles, seconds=seconds, sms_used=len(used),
                      waves=count / (per_sm * cfg.gpu.sms), resident_ctas=per_sm, stats=total,
                      l2_hit_rate=ms.l2_hit_rate, dram_bytes=total.dram_bytes, launch=res,
-                     sim_seconds=time.perf_counter() - t0, sms=used, memory=ms)
+                     sim_seconds=time.perf_counter() - t0, sms=used, memory=ms, timed_sm=timed_sm)
+
+
+def _complete_timed(used, res, ms, cfg, block):
+    """SM 0 of a whole-GPU run as the launch's timed SM: its statistics completed as
+    :func:`maxsim.timing.run.simulate` completes its SM's (thread instructions, divergence and idle
+    lanes of its CTAs, warps per scheduler; the L2 and DRAM figures of the memory system it
+    shared, the whole GPU's). None when SM 0 ran no CTA."""
+    sm = next((s for s in used if s.sm_id == 0), None)
+    if sm is None:
+        return None
+    index = {c: i for i, c in enumerate(res.ctas)}
+    rows = [index[cid] for cid, _, _ in sm.cta_log if cid in index]
+    st = sm.stats
+    wpc = (block + 31) // 32
+    st.thread_instructions = sum(res.cta_threads(i, 1) for i in rows)
+    st.divergent_branches = sum(res.cta_threads(i, 1, res.warp_divergent) for i in rows) \
+        if res.warp_divergent is not None else 0
+    st.idle_lanes = sum(res.cta_threads(i, 1, res.warp_idle) for i in rows) if res.warp_idle is not None else 0
+    st.warps_per_scheduler = sm.max_ctas * wpc / cfg.sm.schedulers
+    st.l2_hits, st.l2_misses = ms.l2_read_hits, ms.l2_read_misses
+    st.dram_bytes = ms.dram_bytes_read + ms.dram_bytes_written
+    st.functional_seconds = 0.0
+    return sm

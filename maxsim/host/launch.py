@@ -313,13 +313,18 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         from ..timing.summaries import make_summariser
         recorder = TraceRecorder(make_summariser(cfg))
     streamed = predict and sampling is None and ctas is None and gx * gy > 1 and not trace
-    gpu = None
+    gpu = sm = None
+    once = streamed and timing and timed_in_gpu and not sm_ctas and timeline is None and max_cycles is None \
+        and l2_start == "empty" and _fits_one_wave(code, gx * gy, bx, cfg)
     if streamed:
         # every CTA on every SM, timed as the functional run goes (see predict_gpu): the traces
-        # of the CTAs the timed SM runs are kept, the others let go once timed
-        res, gpu = _streamed_gpu(code, (gx, gy), bx, cfg, bound, recorder, timing and (sm_ctas or None),
-                                 max_instructions=max_instructions, progress=progress,
-                                 expected_instructions=expected_instructions, l2_start=l2_start)
+        # of the CTAs the timed SM runs are kept, the others let go once timed; a launch of one
+        # wave at most is simulated once, its timed SM being SM 0 of the GPU
+        res, gpu, sm = _streamed_gpu(code, (gx, gy), bx, cfg, bound, recorder,
+                                     False if once else timing and (sm_ctas or None),
+                                     max_instructions=max_instructions, progress=progress,
+                                     expected_instructions=expected_instructions, l2_start=l2_start,
+                                     timed=(hazards,) if once else None)
     elif timing and not predict and not trace:
         # the timed SM needs the traces of the launch's first CTAs only: the others are let go
         res = _first_traces(code, (gx, gy), bx, cfg, bound, recorder, sm_ctas, ctas=ctas,
@@ -330,8 +335,10 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
                              max_instructions=max_instructions, recorder=recorder, ctas=ctas, progress=progress,
                              expected_instructions=expected_instructions)
     report = dict(kernel=k, grid=(gx, gy), block=bx, cfg=cfg, bound=bound, result=res)
-    sm = None
-    if timing:
+    if sm is not None:
+        from ..report.fields import timing_fields
+        report.update(timing=timing_fields(sm), sm=sm, sm_ctas=len(sm.cta_log))
+    elif timing:
         from ..report.fields import timing_fields
         from ..timing.run import simulate
         from ..timing.sm import residency
@@ -354,13 +361,31 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     return LaunchReport(**report)
 
 
-def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, l2_start="empty", **run):
+# a launch of more than one CTA that fits on the GPU at once (one wave), predicted in full and timed
+# with the default CTAs, is simulated once: the timed SM is SM 0 of the whole-GPU run (its CTAs those
+# the dispatcher gave it, its L2 and DRAM the GPU's, shared). False: the timed SM is a simulation of
+# its own, of the launch's first CTAs with the L2 and DRAM to itself (a simulator setting)
+timed_in_gpu = True
+
+
+def _fits_one_wave(code, ctas, block, cfg):
+    """Whether ``ctas`` CTAs of ``block`` threads are resident on the GPU at once (one wave)."""
+    from ..timing.sm import residency
+    try:
+        return ctas <= cfg.gpu.sms * residency(code, block, cfg)[0]
+    except Exception:  # a kernel that does not fit is reported by the run itself
+        return False
+
+
+def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, l2_start="empty", timed=None, **run):
     """The functional run of the whole grid streamed into the whole-GPU simulation (:func:`predict_gpu`
     with ``stream``): ``(launch result, prediction)``. The result's trace holds the warps of the
     CTAs the timed SM will run (``sm_ctas``, default one SM's resident CTAs; none when
     ``sm_ctas`` is false), the first of the launch. ``l2_start="previous"``: the launch is first
     streamed through the GPU once (functionally too, as a launch before it would run), and the
-    prediction starts from the L2 that one left; neither run holds the grid's traces."""
+    prediction starts from the L2 that one left; neither run holds the grid's traces. Returns
+    ``(launch result, prediction, timed SM)``: with ``timed`` (see :func:`predict_gpu`), SM 0 of
+    the run as the timed SM, else None."""
     import collections
     import itertools
 
@@ -388,9 +413,10 @@ def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, l2_start="em
             yield head.popleft()
         yield from items
     prediction = predict_gpu(code, grid, block, cfg, stream=(stream, every()), memory_system=memory_system,
-                             l2_start=l2_start)
+                             l2_start=l2_start, timed=timed)
+    prediction, sm = prediction if timed else (prediction, None)
     res = stream.finish(dict(enumerate(kept)))
-    return res, prediction
+    return res, prediction, sm
 
 
 def _first_traces(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
@@ -423,7 +449,7 @@ def _one_cta(cfg, code, block, sm) -> Prediction:
 
 def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=None, hazards=None,
                 max_instructions=None, progress=None, args=None, stream=None, l2_start="empty",
-                memory_system=None) -> Prediction:
+                memory_system=None, timed=None) -> Prediction:
     """The launch of ``code`` over ``grid`` on the whole GPU of ``cfg``.
 
     With ``sampling`` (:class:`Sampling`): sampled (:func:`maxsim.gpu.sampling.predict`);
@@ -438,7 +464,8 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
     same launch left: back-to-back launches, as benchmarks time them). ``memory_system``: the full
     simulation's (default a new one); given with ``l2_start="previous"``, it is taken as holding what
     the launch before left (:func:`~maxsim.timing.memory_system.carried_over`), and the launch is
-    not run twice."""
+    not run twice. ``timed`` (``(hazards,)``, full simulation only): SM 0 of the run is also the
+    launch's timed SM (:func:`maxsim.gpu.simulate_gpu`); returns ``(prediction, that SM)``."""
     if isinstance(code, Kernel):
         code = code.code
     if sampling is not None:
@@ -467,7 +494,8 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
     params, memory, textures = args if args is not None else ((), None, None)
     r = simulate_gpu(code, grid, block, params, memory, textures, cfg=cfg, hazards=hazards,
                      max_instructions=max_instructions, traced=pair, stream=stream,
-                     l2_start="empty" if memory_system is not None else l2_start, memory_system=memory_system)
+                     l2_start="empty" if memory_system is not None else l2_start, memory_system=memory_system,
+                     timed=timed)
     mem = {key: float(v) for key, v in r.memory.stats().items() if isinstance(v, (int, float))
            and not key.endswith("rate")}
     from ..gpu.sampling import memory_counters  # every SM's L1/texture counters and resident warps
@@ -477,5 +505,6 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
     details = {"l2_start": l2_start}
     if align is not None:
         details["wave_alignment"] = align
-    return Prediction(cfg.name, cfg.gpu.name, cfg.gpu.sms, r.seconds, r.cycles, r.waves, "full",
-                      gflops=r.stats.flops / r.seconds / 1e9, memory=mem, details=details)
+    p = Prediction(cfg.name, cfg.gpu.name, cfg.gpu.sms, r.seconds, r.cycles, r.waves, "full",
+                   gflops=r.stats.flops / r.seconds / 1e9, memory=mem, details=details)
+    return (p, r.timed_sm) if timed else p

@@ -29,6 +29,7 @@ import weakref
 import numpy as np
 
 from .. import jit  # noqa: F401  (numba without scipy.linalg, before the core's first call)
+from ..jit import njit
 from ..errors import HazardError, SimulationError
 from . import core as K
 from .clock import Solo
@@ -115,6 +116,17 @@ class WarpView:
         return self._flat
 
 
+@njit(cache=True)
+def _scatter_lists(flat, to, n, src):
+    """``flat[to[k]:to[k] + n[k]]`` = list k, the lists one after another in ``src``."""
+    j = 0
+    for k in range(to.shape[0]):
+        t = to[k]
+        for i in range(n[k]):
+            flat[t + i] = src[j + i]
+        j += n[k]
+
+
 def segment_tables(seg, unit, lo=0, hi=None):
     """A trace segment's memory records as arrays for the warps (rows) ``lo .. hi - 1`` that ran it
     (default: all), built at once: its pcs (int32); the positions of its shared-memory records and
@@ -160,14 +172,13 @@ def segment_tables(seg, unit, lo=0, hi=None):
         at = (heads + starts[:, None]).ravel()
         flat[at] = lens.ravel()
         if compact:
-            # every list at once, record after record: (record, row) pair k's list lands after
-            # its count, at starts[row] + heads[row, record] + 1
-            n = lens.T.ravel()
-            src = np.concatenate([rec.flat[b:b + int(e[-1]) - b] if e.size else rec.flat[:0]
-                                  for rec, e, b in zip(recs, ends, begins)])
-            if src.size:
-                to = (starts[None, :] + heads.T + 1).ravel() - (np.cumsum(n) - n)
-                flat[np.repeat(to, n) + np.arange(src.size)] = src
+            # record after record, its rows' lists at once: row r's list lands after its count, at
+            # starts[r] + heads[r, record] + 1 (copied in compiled code: no index arrays the size
+            # of the lists)
+            to = starts[:, None] + heads + 1
+            for j, (rec, e, b) in enumerate(zip(recs, ends, begins)):
+                if e.size and int(e[-1]) > b:
+                    _scatter_lists(flat, to[:, j], lens[:, j], rec.flat[b:int(e[-1])])
         else:
             body = np.ones(flat.size, dtype=bool)
             body[at] = False

@@ -1,0 +1,146 @@
+"""End-to-end speed and peak memory of ordinary kernels: a launch from the API to its whole-GPU
+prediction, per launch shape.
+
+    python benchmarks/general_speed.py [--cases matvec,stencil,tiny,conv] [--matvec 4096]
+                                       [--stencil 2048] [--tiny 200] [--conv-taps 1560] [--config gm204]
+
+Each case runs in a child process (after a warm-up launch there that loads the compiled code) and
+prints the launch's CPU seconds (user + system of the child over the timed launches, from
+``os.wait4``, less the warm-up's, which the child reports), its warp-instructions, the end-to-end
+rate in millions of warp-instructions per CPU second, and the child's peak resident set size:
+
+* ``matvec``: ``matvec_rows`` of ``workloads/cuda/linalg.cu`` (one thread per row: a warp's loads
+  are 32 rows apart) over an N x N matrix, 128 threads per CTA: one wave of a few long CTAs (N =
+  4096: 32 CTAs of 4 warps on 16 SMs);
+* ``stencil``: ``stencil5`` of ``workloads/cuda/stencil.cu`` over an N x N grid, CTAs of 32 x 8
+  threads: many short CTAs (N = 2048: 16,384 CTAs, about 20 waves);
+* ``tiny``: ``vecadd`` of ``workloads/cuda/vecadd.cu`` over 1,024 elements (8 CTAs), ``--tiny``
+  launches one after another: the host time of one launch in milliseconds;
+* ``conv``: ``workloads/kernels/conv1d8.sass`` (a 1D convolution, 8 output channels, 64 threads
+  per CTA) over one wave of CTAs (the GPU's CTA slots) with ``--conv-taps`` taps (16 warp
+  instructions each; 2,500 taps give a launch of about 40 M warp-instructions): the peak memory
+  of a one-wave launch of long CTAs.
+
+Every launch is predicted in full (every CTA on every SM); the functional outputs are checked
+against numpy. SGEMM's speed on the SM core is ``benchmarks/sm_speed.py``'s. CPU seconds are the
+steadier figure on a shared machine; the load average is printed first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..")
+
+CHILD = r"""
+import json, os, sys, time
+import numpy as np
+import maxsim
+from maxsim.host.kernel import Kernel
+case, size, config, root = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+rng = np.random.default_rng(0)
+
+def matvec(n):
+    k = Kernel.load(os.path.join(root, "workloads/cuda/linalg.cu"), kernel="matvec_rows")
+    A = rng.standard_normal((n, n)).astype(np.float32)
+    x = rng.standard_normal(n).astype(np.float32)
+    r = maxsim.launch(k, grid=(n + 127) // 128, block=128, params=dict(A="A", x="x", y="y", m=n, n=n),
+                      buffers=dict(A=A, x=x, y=np.zeros(n, np.float32)), config=config)
+    np.testing.assert_allclose(r.outputs["y"], A.astype(np.float64) @ x, rtol=1e-3, atol=1e-3 * np.sqrt(n))
+    return r
+
+def stencil(n):
+    k = Kernel.load(os.path.join(root, "workloads/cuda/stencil.cu"), kernel="stencil5")
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    r = maxsim.launch(k, grid=(n // 32, n // 8), block=(32, 8),
+                      params={"in": "a", "out": "o", "h": n, "w": n, "c0": 0.5, "c1": 0.125},
+                      buffers=dict(a=a, o=np.zeros_like(a)), config=config)
+    want = a.copy()
+    want[1:-1, 1:-1] = 0.5 * a[1:-1, 1:-1] + 0.125 * (a[1:-1, :-2] + a[1:-1, 2:] + a[:-2, 1:-1] + a[2:, 1:-1])
+    np.testing.assert_allclose(r.outputs["o"], want, rtol=1e-5, atol=1e-5)
+    return r
+
+VECADD = Kernel.load(os.path.join(root, "workloads/cuda/vecadd.cu"))  # compiled once, launched many times
+
+def tiny(_):
+    k = VECADD
+    a = rng.standard_normal(1024).astype(np.float32)
+    r = maxsim.launch(k, grid=8, block=128, params=dict(a="a", b="b", c="c", n=1024),
+                      buffers=dict(a=a, b=a, c=np.zeros(1024, np.float32)), config=config)
+    np.testing.assert_array_equal(r.outputs["c"], a + a)
+    return r
+
+def conv(taps):
+    from maxsim.timing.sm import residency
+    from maxsim.arch.config import load_config
+    k = Kernel.load(os.path.join(root, "workloads/kernels/conv1d8.sass"))
+    cfg = load_config(config)
+    grid = cfg.gpu.sms * residency(k.code, 64, cfg)[0]
+    n = grid * 64
+    x = rng.standard_normal(n + taps - 1).astype(np.float32)
+    w = rng.standard_normal((taps, 8)).astype(np.float32)
+    r = maxsim.launch(k, grid=grid, block=64, params=dict(x="x", w="w", out="out", n=n, taps=taps),
+                      buffers=dict(x=x, w=w, out=np.zeros((8, n), np.float32)), config=config)
+    want = np.stack([np.convolve(x.astype(np.float64), w[::-1, c].astype(np.float64), "valid")[:n]
+                     for c in range(8)])
+    np.testing.assert_allclose(r.outputs["out"], want, rtol=1e-3, atol=1e-3 * np.sqrt(taps))
+    return r
+
+run = {"matvec": matvec, "stencil": stencil, "tiny": tiny, "conv": conv}[case]
+run({"matvec": 256, "stencil": 64, "tiny": 0, "conv": 16}[case])  # loads the compiled code
+t = os.times()
+warm = t.user + t.system
+count = size if case == "tiny" else 1
+for _ in range(count):
+    r = run(0 if case == "tiny" else size)
+p = r.prediction
+print(json.dumps({"warm": warm, "launches": count, "instructions": r.result.warp_instructions,
+                  "method": p.method, "cycles": p.cycles, "timed_sm_cycles": (r.timing or {}).get("cycles")}))
+"""
+
+
+def run_case(case, size, config):
+    """The child's figures, its CPU seconds and peak RSS (MB), from os.wait4."""
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, case, str(size), config, ROOT],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = proc.stdout.read()
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{case} failed:\n{err}")
+    fields = json.loads(out.strip().splitlines()[-1])
+    cpu = usage.ru_utime + usage.ru_stime - fields["warm"]
+    return fields, cpu, usage.ru_maxrss / 1024
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", default="matvec,stencil,tiny,conv")
+    ap.add_argument("--matvec", type=int, default=4096, help="N of matvec_rows (N x N)")
+    ap.add_argument("--stencil", type=int, default=2048, help="N of stencil5 (N x N)")
+    ap.add_argument("--tiny", type=int, default=200, help="tiny launches timed")
+    ap.add_argument("--conv-taps", type=int, default=1560, help="taps of the one-wave conv1d8 launch")
+    ap.add_argument("--config", default="gm204")
+    args = ap.parse_args()
+    print(f"load average {os.getloadavg()[0]:.2f}; config {args.config}")
+    sizes = {"matvec": args.matvec, "stencil": args.stencil, "tiny": args.tiny, "conv": args.conv_taps}
+    for case in args.cases.split(","):
+        f, cpu, rss = run_case(case, sizes[case], args.config)
+        n = f["instructions"]
+        if case == "tiny":
+            print(f"tiny  vecadd 1,024 x {f['launches']} launches: {cpu / f['launches'] * 1e3:.2f} ms CPU per launch "
+                  f"({n:,} warp-instructions, {f['method']}, {f['cycles']:,.0f} cycles), peak {rss:,.0f} MB")
+            continue
+        what = {"matvec": f"matvec_rows {sizes[case]}^2", "stencil": f"stencil5 {sizes[case]}^2",
+                "conv": f"conv1d8 one wave, {sizes[case]} taps"}[case]
+        print(f"{case:7s} {what}: {n / 1e6:.2f} M warp-instructions in {cpu:.2f} CPU s = {n / cpu / 1e6:.2f} M/s, "
+              f"peak {rss:,.0f} MB ({f['method']}, {f['cycles']:,.0f} cycles; timed SM {f['timed_sm_cycles']:,})")
+
+
+if __name__ == "__main__":
+    main()

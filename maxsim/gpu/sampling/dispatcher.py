@@ -1,0 +1,54 @@
+"""The CTA-level model of the block dispatcher: which CTA runs on which slot, from when to when."""
+
+from __future__ import annotations
+
+import heapq
+
+
+
+def dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interval=0):
+    """CTA-level model of the block dispatcher.
+
+    ``slots`` CTA slots (SM i mod S, as the first wave is dealt round-robin: slot j holds CTA j of
+    the first wave); ``duration(slot, cta index)`` gives a CTA's cycles on a slot (``timed``:
+    ``duration(slot, cta index, start cycle)``). Returns ``(slot, start, end)`` per CTA, in CTA order:
+    the first ``slots`` start at 0, each later CTA on the slot that frees first (ties: the lower
+    slot), ``launch`` cycles after that slot's CTA ended (``sm.cta_launch_cycles``) and no earlier
+    than ``interval`` cycles after the CTA handed out before it (``gpu.cta_dispatch_interval``), as
+    the full simulation starts them. ``hold``: the CTAs from this index on wait until every CTA
+    before it has ended."""
+    if not timed:
+        untimed = duration
+
+        def duration(j, i, t):
+            return untimed(j, i)
+    out = []
+    heap = []
+    for j in range(min(slots, n_ctas)):
+        d = duration(j, j, 0.0)
+        out.append((j, 0.0, d))
+        heap.append((d, j))
+    heapq.heapify(heap)
+    held = None
+    free = 0.0  # the dispatcher's next free cycle
+    for i in range(len(out), n_ctas):
+        t, j = heapq.heappop(heap)
+        t += launch
+        if hold is not None and i >= hold:
+            if held is None:
+                held = max(e for _, _, e in out[:hold])
+            t = max(t, held)
+        t = max(t, free)
+        free = t + interval
+        d = duration(j, i, t)
+        out.append((j, t, t + d))
+        heapq.heappush(heap, (t + d, j))
+    return out
+
+def resident_at(schedule, t):
+    """The CTAs running at cycle ``t`` of a :func:`dispatch` schedule: ``{slot: (cta index, start, end)}``."""
+    res = {}
+    for i, (j, s, e) in enumerate(schedule):
+        if s <= t < e:
+            res[j] = (i, s, e)
+    return res
