@@ -227,6 +227,31 @@ def test_multi_sm_gpu():
     assert sum(len(sm.dispatched) for sm in new.sms) > 0  # CTAs came from the shared dispatcher
 
 
+def test_timed_sm_of_a_gpu_run():
+    # a launch of one wave simulated once: SM 0 of the whole-GPU run is the timed SM (its hazard
+    # checks on, its backward-branch times kept, its statistics completed from the functional run)
+    cfg = override(load_config("gtx980_oc"), {"gpu.sms": 3})
+    kernel, problem = _problem("sgemm_128", 384, 256, 128)  # 6 CTAs: 2 per SM, one wave
+    out = {}
+    for name in ("python", "compiled"):
+        p = copy.deepcopy(problem)
+        with core(name):
+            out[name] = simulate_gpu(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg,
+                                     timed=("warn",))
+    ref, new = out["python"], out["compiled"]
+    assert ref.cycles == new.cycles
+    a, b = ref.timed_sm, new.timed_sm
+    # the dispatcher's first wave: CTA 0 to SM 0, 1 to SM 1, 2 to SM 2, 3 to SM 0, ...
+    ctas = new.launch.ctas
+    assert a.sm_id == b.sm_id == 0 and sorted(c for c, _, _ in b.cta_log) == sorted([ctas[0], ctas[3]])
+    assert_same(a, b)
+    assert b.loop_cycles_per_iteration() == a.loop_cycles_per_iteration() is not None
+    assert all(sm.keep_branch_times == (sm.sm_id == 0) for sm in new.sms)
+    st = b.stats
+    assert st.thread_instructions == 2 * new.launch.thread_instructions // 6  # the SGEMM's CTAs are alike
+    assert (st.l2_hits, st.l2_misses) == (new.memory.l2_read_hits, new.memory.l2_read_misses)
+
+
 def test_multi_sm_gpu_translating_small_pages():
     """The same on TLBs made small (4 KB pages, 4-entry L1 TLBs, an 8-entry L2 TLB in sets of 2):
     the SGEMM's reads miss both TLBs and walk, and the reference and the compiled SM cores (each

@@ -106,7 +106,7 @@ def test_one_wave_is_simulated_once(reduce):
     args = dict(grid=4, block=TILE, params={"x": "x", "partial": "p", "n": n}, config="gtx980_oc")
     r = maxsim.launch(reduce, buffers={"x": np.ones(n, np.float32), "p": np.zeros(4, np.float32)}, **args)
     np.testing.assert_array_equal(r.outputs["p"], np.full(4, TILE, np.float32))
-    assert r.sm_ctas == 1 and [cid for cid, _, _ in r.sm.cta_log] == [(0, 0)]
+    assert r.sm_ctas == 1 and [cid for cid, _, _ in r.sm.cta_log] == [(0, 0)] and r.fields()["timed_sm_in_gpu"]
     per_cta = r.result.warp_instructions // 4  # every CTA runs the same instructions
     assert r.timing["sm_warp_instructions"] == per_cta and r.timing["stall_reasons"]["barrier_wait"] > 0
     assert r.sm.stats.thread_instructions == r.result.cta_threads(0, 1) == r.result.thread_instructions // 4
@@ -120,7 +120,7 @@ def test_one_wave_is_simulated_once(reduce):
                              sm_ctas=1, **args)
     finally:
         host_launch.timed_in_gpu = True
-    assert solo.sm_ctas == 1 and solo.timing["sm_warp_instructions"] == per_cta
+    assert solo.sm_ctas == 1 and solo.timing["sm_warp_instructions"] == per_cta and not solo.fields()["timed_sm_in_gpu"]
     assert solo.sm.stats.l2_hits + solo.sm.stats.l2_misses == n // 32
     assert solo.prediction.cycles == p.cycles
     # one CTA per SM: the only difference is the L2 and DRAM shared with three others

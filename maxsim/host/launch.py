@@ -132,6 +132,7 @@ class LaunchReport:
     prediction: Prediction = None
     sm: object = attrs.field(default=None, repr=False)  # the timed SM model
     sm_ctas: int = 0
+    timed_in_gpu: bool = False  # the timed SM is SM 0 of the whole-GPU run (a launch simulated once)
 
     @property
     def config(self) -> str:
@@ -176,6 +177,7 @@ class LaunchReport:
         if self.timing is not None:
             out.update(self.timing)
             out["sm_ctas"] = self.sm_ctas
+            out["timed_sm_in_gpu"] = self.timed_in_gpu
         if self.prediction is not None:
             p = self.prediction
             out.update(gpu=p.gpu, gpu_sms=p.sms, gpu_predicted_seconds=p.seconds, gpu_waves=p.waves,
@@ -337,7 +339,7 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     report = dict(kernel=k, grid=(gx, gy), block=bx, cfg=cfg, bound=bound, result=res)
     if sm is not None:
         from ..report.fields import timing_fields
-        report.update(timing=timing_fields(sm), sm=sm, sm_ctas=len(sm.cta_log))
+        report.update(timing=timing_fields(sm), sm=sm, sm_ctas=len(sm.cta_log), timed_in_gpu=True)
     elif timing:
         from ..report.fields import timing_fields
         from ..timing.run import simulate

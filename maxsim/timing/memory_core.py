@@ -387,24 +387,56 @@ def _lines_of(A, P):
     return lines, masks, m
 
 
+# rows of _by_slice's table
+B_GROUP, B_ROW, B_ORDER, B_FIRST, B_LINE, B_SECTORS, B_FILL, B_SIZE = range(8)
+
+
 @njit(cache=True)
-def _groups(lines, m, P, T):
-    """Slice and row of each line, and the slices in the order of their first line."""
-    slc = np.empty(m, np.int64)
-    rows = np.empty(m, np.int64)
-    order = np.empty(m, np.int64)
+def _by_slice(lines, masks, m, P, T):
+    """The lines of a request grouped by slice (MemorySystem._by_slice: each slice's sectors are one
+    piece of work for it, the slices in the order of their first line), in one table ``B`` (int64,
+    ``B_*`` x (m + 1)): per line its group and its row of ``LINES``; per group its slice
+    (``B_ORDER``), its sector count and where its lines start in ``B[B_LINE]``, which lists the
+    lines of each group one group after another, each group's in the request's order
+    (``B[B_FIRST, g + 1]`` ends group g). Returns (B, number of groups)."""
+    B = np.empty((B_SIZE, m + 1), np.int64)
     ng = 0
     for u in range(m):
         s, row = _place(lines[u], P, T)
-        slc[u] = s
-        rows[u] = row
+        B[B_ROW, u] = row
         g = 0
-        while g < ng and order[g] != s:
+        while g < ng and B[B_ORDER, g] != s:
             g += 1
         if g == ng:
-            order[ng] = s
+            B[B_ORDER, ng] = s
+            B[B_SECTORS, ng] = 0
+            B[B_FIRST, ng] = 0
             ng += 1
-    return slc, rows, order, ng
+        B[B_GROUP, u] = g
+        B[B_SECTORS, g] += _popcount(masks[u])
+        B[B_FIRST, g] += 1
+    at = 0
+    for g in range(ng):
+        n = B[B_FIRST, g]
+        B[B_FIRST, g] = at
+        B[B_FILL, g] = at
+        at += n
+    B[B_FIRST, ng] = at
+    for u in range(m):
+        g = B[B_GROUP, u]
+        B[B_LINE, B[B_FILL, g]] = u
+        B[B_FILL, g] += 1
+    return B, ng
+
+
+@njit(cache=True, inline="always")
+def _piece(s, now, count, SF, SI, HK, HV, HP, I, F, P):
+    """A request's ``count`` sectors in slice ``s`` as one piece of work for the slice: its start
+    cycle (MemorySystem.read/write: ``slices[s].reserve(now, count x sector)``, the wait counted)."""
+    start = _reserve(s, now, float(count * P[P_SECTOR]), SF, SI, HK, HV, HP, I, P)
+    F[F_L2_DELAY] += start - now
+    I[I_PIECES] += 1
+    return start
 
 
 @njit(cache=True)
@@ -415,20 +447,6 @@ def _write_back(s, now, n_sectors, SF, SI, HK, HV, HP, I, P):
     ch = P[P_SLICES] + s * P[P_CHANNELS] // P[P_SLICES]
     _reserve(ch, now, float(nbytes), SF, SI, HK, HV, HP, I, P)
     return ch
-
-
-@njit(cache=True)
-def _slice_piece(s, now, slc, masks, m, SF, SI, HK, HV, HP, I, F, P):
-    """A request's sectors in slice ``s`` as one piece of work for the slice: its start cycle
-    (MemorySystem.read/write: ``slices[s].reserve(now, count x sector)``, the wait counted)."""
-    count = 0
-    for u in range(m):
-        if slc[u] == s:
-            count += _popcount(masks[u])
-    start = _reserve(s, now, float(count * P[P_SECTOR]), SF, SI, HK, HV, HP, I, P)
-    F[F_L2_DELAY] += start - now
-    I[I_PIECES] += 1
-    return start
 
 
 # ---- requests -----------------------------------------------------------------------------
@@ -476,22 +494,19 @@ def read_request(now, A, sm, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAY
     hits = 0
     pending = 0
     misses = 0
-    slc, rows, order, ng = _groups(lines, m, P, T)
-    f_row = np.empty(m * spl, np.int64)
-    f_way = np.empty(m * spl, np.int64)
-    f_i = np.empty(m * spl, np.int64)
-    f_ln = np.empty(m * spl, np.int64)
+    B, ng = _by_slice(lines, masks, m, P, T)
+    fills = np.empty((4, m * spl), np.int64)  # the missed sectors of a piece: row, way, sector, line
+    f_row, f_way, f_i, f_ln = fills[0], fills[1], fills[2], fills[3]
     for g in range(ng):
-        s = order[g]
-        start = _slice_piece(s, now, slc, masks, m, SF, SI, HK, HV, HP, I, F, P)
+        s = B[B_ORDER, g]
+        start = _piece(s, now, B[B_SECTORS, g], SF, SI, HK, HV, HP, I, F, P)
         hit_t = start + lat2
         nf = 0
         n_evicted = 0
         wb = 0
-        for u in range(m):
-            if slc[u] != s:
-                continue
-            row, ln, mask = rows[u], lines[u], masks[u]
+        for q in range(B[B_FIRST, g], B[B_FIRST, g + 1]):
+            u = B[B_LINE, q]
+            row, ln, mask = B[B_ROW, u], lines[u], masks[u]
             way, evicted = _use_line(LINES, READY, I, row, ln)  # a new line's sectors all miss below
             if evicted >= 0:
                 n_evicted += 1
@@ -556,15 +571,14 @@ def write_request(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP):
     spl = P[P_SPL]
     done = now
     hits = 0
-    slc, rows, order, ng = _groups(lines, m, P, T)
+    B, ng = _by_slice(lines, masks, m, P, T)
     for g in range(ng):
-        s = order[g]
-        start = _slice_piece(s, now, slc, masks, m, SF, SI, HK, HV, HP, I, F, P)
+        s = B[B_ORDER, g]
+        start = _piece(s, now, B[B_SECTORS, g], SF, SI, HK, HV, HP, I, F, P)
         t = start + F[F_L2_LAT]
-        for u in range(m):
-            if slc[u] != s:
-                continue
-            row, ln, mask = rows[u], lines[u], masks[u]
+        for q in range(B[B_FIRST, g], B[B_FIRST, g + 1]):
+            u = B[B_LINE, q]
+            row, ln, mask = B[B_ROW, u], lines[u], masks[u]
             way, evicted = _use_line(LINES, READY, I, row, ln)
             if evicted >= 0:
                 I[I_EVICTIONS] += 1
