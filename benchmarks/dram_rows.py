@@ -11,6 +11,17 @@ its missed sectors), and prints, per size, for GDDR5 banks of ``--row-bytes`` ro
   the bank's previous activation has lasted tRC; at most 4 activations per tFAW per channel): the
   cycles the replay takes over those the model's bus-only channel took.
 
+The GDDR5 figures (defaults of :func:`analyse`) are those of a 7 Gbps 4 Gb x32 device, the GTX 980's
+kind, from Ramulator's GDDR5 standard (Kim, Yang, Mutlu, IEEE CAL 2015; CMU-SAFARI/ramulator
+src/GDDR5.h, speed GDDR5_7000 at tCK = 1/1.75 GHz, organisation GDDR5_4Gb_x32): 16 banks (4 groups of
+4), 2 KB rows, tRP = tRCD = 21 tCK = 12 ns, tRC = 70 tCK = 40 ns, tFAW = 41 tCK = 23.4 ns; kept in ns at
+the 8 Gbps of gtx980_oc (a choice). tRRD and the bank groups' tCCDL are left out (each would only add
+to an activation-bound stream, which these streams are not). The address map is a choice (the
+GPU's is not published): the channel-local granule is the 256-byte granule number over the
+channels; bank and row above the row's columns, the bank optionally XORed with the row's low bits.
+The replay is open-loop: the requests keep the cycles the model gave them (first come, first served
+per channel), so it bounds what banks and rows would add to the model's own stream.
+
 Usage: python benchmarks/dram_rows.py [--sizes 2048,4096,8192] [--workload sgemm_64]
 """
 import argparse
