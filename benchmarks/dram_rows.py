@@ -26,6 +26,7 @@ Usage: python benchmarks/dram_rows.py [--sizes 2048,4096,8192] [--workload sgemm
 """
 import argparse
 import collections
+import itertools
 import os
 import sys
 import time
@@ -37,7 +38,8 @@ import numpy as np  # noqa: E402
 from maxsim.arch.config import load_config  # noqa: E402
 from maxsim.timing import memory_system as msm  # noqa: E402
 
-LOG = []  # (memory system id, channel, service start, nbytes, first missed sector address, sectors)
+_SERIAL = itertools.count()  # a number for each memory system logged (id() may be reused)
+LOG = []  # (memory system number, channel, service start, nbytes, first missed sector address, sectors)
 
 _orig_read = msm.MemorySystem.read
 
@@ -64,7 +66,7 @@ def _logged_read(self, now, sectors, sm=0):
     delays = self._dram_delays[nd:]
     if len(delays) == len(pieces):
         for (s, miss), d in zip(pieces, delays):
-            LOG.append((id(self), self.channel_of_slice[s], float(now) + d, len(miss) * self.sector, min(miss),
+            LOG.append((self.__dict__.setdefault("_log_serial", next(_SERIAL)), self.channel_of_slice[s], float(now) + d, len(miss) * self.sector, min(miss),
                         tuple(miss)))
     return done
 
