@@ -568,3 +568,18 @@ def test_tlb_reads_of_an_unknown_sm_are_refused():
     for core in ("python", "compiled"):
         with pytest.raises(SimulationError, match="SM 16 is not one of the 16 SMs"):
             MemorySystem(CFG, core=core).read(0, [0], sm=16)
+
+
+@pytest.mark.parametrize("core", ["python", "compiled"])
+@pytest.mark.parametrize("fills", [False, True])
+def test_a_fill_passes_its_slice_when_fills_use_bandwidth(core, fills):
+    ms = MemorySystem(override(CFG, {"l2.fills_use_bandwidth": fills}), core=core)
+    a = [i * 32 for i in range(8)]  # 256 B in slice 0, all missing
+    assert ms.read(0, a) == DRAM_LAT
+    # with the key, the fill is written into slice 0 from DRAM_LAT - L2_LAT on (256 B), and a read of
+    # the same sectors taken by the slice then waits behind it; without, it is taken at once and
+    # its data is there at DRAM_LAT
+    t = DRAM_LAT - L2_LAT
+    expected = math.ceil(DRAM_LAT + 256 / SLICE_BPC) if fills else DRAM_LAT
+    assert ms.read(t, a) == expected
+    assert ms.stats()["l2_busy_cycles"] * CFG.l2.slices == pytest.approx((3 if fills else 2) * 256 / SLICE_BPC)

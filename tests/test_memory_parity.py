@@ -133,6 +133,7 @@ CONFIGS = {
     "plain interleave, one set": (override(CFG, {"l2.hash_sets": False, "l2.slice_hash": "modulo"}),
                                   {"l2_size_bytes": 8 * 128 * 16}),
     "DRAM cut": (CFG, {"bandwidth_share": 1 / 16, "dram_traffic_factor": 0.5}),
+    "fills use the slices' bandwidth": (override(CFG, {"l2.fills_use_bandwidth": True}), {"l2_size_bytes": 64 * 1024}),
 }
 
 

@@ -265,6 +265,8 @@ class L2Config:
     slice_hash: str = _choice("ipoly", "modulo")
     slice_interleave: int = _pow2_int()  # bytes of consecutive addresses in one slice
     bandwidth_bytes_per_clk: float = _pos_float()  # whole chip (all slices), per core clock
+    # a sector filled from DRAM also passes its slice (bytes_per_clk), when it arrives from DRAM
+    fills_use_bandwidth: bool = _bool()
     # the profiler metrics' counting (not timing): a read of a sector still being filled is a hit
     count_inflight_as_hit: bool = _bool()
 

@@ -50,7 +50,7 @@ _DELAYS_MIN = 4096  # initial length of the DRAM delay record
 
 # ---- P: geometry (int64) ----
 (P_LINE_SHIFT, P_SECTOR_SHIFT, P_SPL, P_ASSOC, P_SETS, P_SLICES, P_CHANNELS, P_LPG, P_MODULO, P_POW2,
- P_ODD, P_POLY, P_HASH_SETS, P_SECTOR, P_WINDOW, P_KEEP, P_TABLE_BYTES, P_SIZE) = range(18)
+ P_ODD, P_POLY, P_HASH_SETS, P_SECTOR, P_WINDOW, P_KEEP, P_TABLE_BYTES, P_FILLS, P_SIZE) = range(19)
 
 # ---- I: counters and bookkeeping (int64) ----
 (I_READS, I_WRITES, I_READ_HITS, I_PENDING_HITS, I_READ_MISSES, I_WRITE_SECTORS, I_WRITE_HITS,
@@ -449,6 +449,13 @@ def _write_back(s, now, n_sectors, SF, SI, HK, HV, HP, I, P):
     return ch
 
 
+@njit(cache=True)
+def _fill(s, ready, n_sectors, SF, SI, HK, HV, HP, I, F, P):
+    """MemorySystem._fill (l2.fills_use_bandwidth): a DRAM read piece's sectors pass their slice
+    as they are written into it, latency.l2_hit before they reach the SM; nothing waits for it."""
+    _reserve(s, ready - F[F_L2_LAT], float(n_sectors * P[P_SECTOR]), SF, SI, HK, HV, HP, I, P)
+
+
 # ---- requests -----------------------------------------------------------------------------
 
 @njit(cache=True)
@@ -541,6 +548,8 @@ def read_request(now, A, sm, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAY
             if nd + 1 + P[P_SLICES] > DELAYS.shape[0]:
                 I[I_ROOM] = 1
             ready = dstart + F[F_DRAM_LAT]
+            if P[P_FILLS]:
+                _fill(s, ready, nf, SF, SI, HK, HV, HP, I, F, P)
             for j in range(nf):
                 if LINES[f_row[j], f_way[j], L_TAG] == f_ln[j]:  # not evicted by a later line of this request
                     READY[f_row[j], f_way[j], f_i[j]] = ready
@@ -830,6 +839,7 @@ class CompiledMemorySystem(MemoryStats):
         P[P_LPG], P[P_MODULO], P[P_POW2], P[P_ODD] = l2._lines_per_granule, m.method == "modulo", m._pow2, m._odd
         P[P_POLY], P[P_HASH_SETS], P[P_SECTOR] = m._poly or 0, bool(l2.hash_sets), self.sector
         P[P_WINDOW], P[P_KEEP], P[P_TABLE_BYTES] = BandwidthServer.WINDOW, BandwidthServer.KEEP, SliceMap.TABLE_BYTES
+        P[P_FILLS] = self.fills_use_bandwidth
         self._P = P
         self._T = (np.array(m._tables, dtype=np.int64) if m._tables else np.zeros((SliceMap.TABLE_BYTES, 256), np.int64))
         # the SMs' L1 TLBs and the L2 TLB (maxsim.timing.tlb) in the tails of I and F
@@ -851,9 +861,10 @@ class CompiledMemorySystem(MemoryStats):
         self._SF[:, S_BPC] = bpc
         self._SI = np.zeros((n + ch, S_ISIZE), np.int64)
         self._SI[:, S_PRUNE_AT] = 2 * BandwidthServer.KEEP
-        # windows a request can add to one server's table, per sector: a slice piece, a DRAM piece
-        # and a write-back per line (each at most 2 windows plus one per full window of its bytes)
-        self._per_sector = 6 + self.sector * (2 + l2.sectors_per_line) / (BandwidthServer.WINDOW * min(bpc))
+        # windows a request can add to one server's table, per sector: a slice piece, a DRAM piece,
+        # its fill (l2.fills_use_bandwidth) and a write-back per line (each at most 2 windows plus
+        # one per full window of its bytes)
+        self._per_sector = 8 + self.sector * (3 + l2.sectors_per_line) / (BandwidthServer.WINDOW * min(bpc))
         self._DELAYS = np.empty(_DELAYS_MIN, np.float64)
         self._new_tables(_TABLE_MIN)
         self.slices = [Server(self, k) for k in range(n)]

@@ -23,6 +23,7 @@ def set_common(ms, cfg, bandwidth_share, dram_traffic_factor):
     ms.sector = cfg.l2.sector
     ms.l2_latency = cfg.latency.l2_hit
     ms.dram_latency = cfg.latency.dram
+    ms.fills_use_bandwidth = bool(cfg.l2.fills_use_bandwidth)
 
 
 class MemoryStats:

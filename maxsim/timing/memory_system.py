@@ -28,6 +28,8 @@ Model (every number from the config; sources in gm204.toml):
   hits completes at ``slice_start + l2_hit``; a miss at ``channel_start + dram``, the channel
   request made when the slice takes the piece.  A read's missed sectors are queued in the channel
   before the write-backs its evictions cause (a write-back is posted: nothing waits for it).
+* ``l2.fills_use_bandwidth`` (off in the shipped configs): a missed piece's sectors also pass
+  their slice when they are written into it, ``latency.l2_hit`` before they reach the SM (posted).
 * ``bandwidth_share``: when fewer SMs than the chip has are simulated against one memory system
   (e.g. one SM standing for all 16 of a fully loaded GPU), pass ``sms_simulated / gpu.sms`` so the
   simulated SMs see their share of every slice's and channel's bandwidth.
@@ -230,6 +232,8 @@ class MemorySystem(MemoryStats):
                 dstart = ch.reserve(start, n_miss * sec * self.dram_factor)
                 self._dram_delays.append(dstart - start)
                 ready = dstart + self.dram_latency
+                if self.fills_use_bandwidth:
+                    self._fill(s, ready, n_miss)
                 for e, i in fills:
                     e[i] = ready
                 if ready > done:
@@ -326,6 +330,12 @@ class MemorySystem(MemoryStats):
                 if ch.last_end > end:
                     end = ch.last_end
         return math.ceil(end)
+
+    def _fill(self, slice_no: int, ready: float, n_sectors: int):
+        """``l2.fills_use_bandwidth``: the ``n_sectors`` sectors a DRAM read piece brings pass slice
+        ``slice_no`` as they are written into it, ``latency.l2_hit`` before they reach the SM (at
+        ``ready``); nothing waits for it, later requests to the slice queue behind it."""
+        self.slices[slice_no].reserve(ready - self.l2_latency, n_sectors * self.sector)
 
     def _write_back(self, slice_no: int, now: float, n_sectors: int):
         """Queue ``n_sectors`` dirty sectors of a slice in its DRAM channel; returns the channel."""
