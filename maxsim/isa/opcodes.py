@@ -35,7 +35,7 @@ _FCMP = _CMP | {"LTU", "LEU", "GTU", "GEU", "EQU", "NEU", "NUM", "NAN"}
 _ATOM_OPS = {"ADD", "MIN", "MAX", "INC", "DEC", "AND", "OR", "XOR", "EXCH", "CAS"}
 _F2I_ROUND = {"TRUNC", "FLOOR", "CEIL", "ROUND"}
 _MUFU = {"RCP", "RSQ", "SQRT", "EX2", "LG2", "SIN", "COS", "RCP64H", "RSQ64H"}
-_TYPES = {"F32", "F16", "F64", "S32", "U32", "S16", "U16", "S8", "U8"}
+_TYPES = {"F32", "F16", "F64", "S64", "U64", "S32", "U32", "S16", "U16", "S8", "U8"}
 CONVERSIONS = ("I2F", "F2I", "F2F", "I2I")
 
 
@@ -107,13 +107,20 @@ OPCODES = {s.name: s for s in (
     # generic loads / stores: modelled as global (no shared or local window in the generic space)
     _spec("LD", "ldg", 1, "V M", {"E"}, {"CG", "CI", "CS", "CV"}, set(_WIDTH) | _SUBWORD),
     _spec("ST", "stg", 0, "M V", {"E"}, {"CG", "CS", "WT"}, set(_WIDTH) | _SUBWORD),
+    # local memory (a thread's stack frame: spills, dynamically indexed arrays): timed as global
+    # memory through the L2 (l1tex.caches_local); .LU marks a last use (nvdisasm 12.8 prints LU for
+    # bit 44 = 1, CI = 2, CV = 3 of LDL's cache field)
+    _spec("LDL", "ldg", 1, "V M", {"LU", "CI", "CV"}, set(_WIDTH) | _SUBWORD),
+    _spec("STL", "stg", 0, "M V", set(_WIDTH) | _SUBWORD),
     _spec("ATOM", "ldg", 1, "R M R|I R|I", {"E"}, _ATOM_OPS, {"U32", "S32", "F32"}, {"FTZ"}, {"RN"}, min_operands=3),
     _spec("RED", "stg", 0, "M R|I", {"E"}, _ATOM_OPS - {"CAS", "EXCH"}, {"U32", "S32", "F32"}, {"FTZ"}, {"RN"}),
     _spec("ATOMS", "lds", 1, "R M R|I R|I", _ATOM_OPS, {"U32", "S32"}, min_operands=3),
     # LDC[.U8|.S8|.U16|.S16|.32|.64|.128] d, c[bank][Ra+imm]: a constant load, indexed by a register
     # (the widths of [maxas-grammar]'s memType; .64 and .128 write a vector group)
     _spec("LDC", "fixed", 1, "V C", set(_WIDTH) | _SUBWORD),
-    _spec("DEPBAR", "nop", 0, "W I", {"LE"}),
+    # DEPBAR.LE SBn, k: wait until at most k ops of scoreboard n are out; DEPBAR {n, ...}: until
+    # those scoreboards are clear (nvdisasm's scoreboard set)
+    _spec("DEPBAR", "nop", 0, "W I", {"LE"}, min_operands=1),
     # integer
     _spec("IMNMX", "alu_half", 1, "R R R|C|I P", {"U32", "S32"}),
     _spec("POPC", "xu", 1, "R R|C|I"),
@@ -150,7 +157,9 @@ OPCODES = {s.name: s for s in (
     _spec("FCHK", "alu_half", 1, "P R R|C|I|F", {"DIVIDE"}),
     _spec("RRO", "alu_half", 1, "R R|C|I|F", {"SINCOS", "EX2"}),
     # I2F.F64: to a register pair (the destination's width 2: vector_width)
-    _spec("I2F", "xu", 1, "V R|C|I", {"F32", "F64"}, {"S32", "U32", "S16", "U16", "S8", "U8"}, {"RN", "RM", "RP", "RZ"}),
+    # (a 64-bit integer source, .S64 / .U64, is a register pair, as is an F64 destination)
+    _spec("I2F", "xu", 1, "V V|C|I", {"F32", "F64"}, {"S64", "U64", "S32", "U32", "S16", "U16", "S8", "U8"},
+          {"RN", "RM", "RP", "RZ"}),
     _spec("F2I", "xu", 1, "R V|C|I|F", {"S32", "U32"}, {"F32", "F64"}, _F2I_ROUND, {"FTZ"}),
     # I2I.<dst>.<src>[.SAT] d, [-|]a[|]: integer to integer of 8, 16 or 32 bits (the conversions'
     # quarter-rate class [maxas-grammar])
@@ -337,11 +346,12 @@ def operand_widths(opcode: str, mods: tuple, n: int, width: int) -> tuple:
     """The registers each of ``n`` operands names: ``width`` (:func:`vector_width`) for every vector
     operand, except a conversion with an F64 side, whose destination and source each take the
     width of their own type (F2F.F64.F32: a pair and one register)."""
-    if opcode in ("F2F", "F2I", "I2F") and "F64" in mods:
-        types = [m for m in mods if m in ("F16", "F32", "F64") or m in _TYPES]
-        dst = types[0] if types else "F32"
-        src = types[1] if len(types) > 1 else ("S32" if opcode == "I2F" else "F32")
-        return tuple([2 if dst == "F64" else 1, 2 if src == "F64" else 1] + [1] * max(0, n - 2))[:n]
+    if opcode in ("F2F", "F2I", "I2F") and any(m in ("F64", "S64", "U64") for m in mods):
+        floats = [m for m in mods if m in ("F16", "F32", "F64")] + ["F32", "F32"]
+        ints = [m for m in mods if m in _TYPES and m[0] in "SU"] + ["S32"]
+        dst, src = {"I2F": (floats[0], ints[0]), "F2I": (ints[0], floats[0])}.get(opcode, floats[:2])
+        wide = ("F64", "S64", "U64")
+        return tuple([2 if dst in wide else 1, 2 if src in wide else 1] + [1] * max(0, n - 2))[:n]
     return (width,) * n
 
 

@@ -311,7 +311,7 @@ FORMS = [
     Form("STS", 0xEF58000000000000, ("m8.20.24", "r0"), (Mods(0, (("U", 0),)), _MEMTYPE48)),
     Form("LDG", 0xEED0000000000000, ("r0", "m8.20.24"), (flag(45, "E"), mods(46, 2, "CG=1 CI=2 CV=3"), _MEMTYPE48)),
     Form("STG", 0xEED8000000000000, ("m8.20.24", "r0"), (flag(45, "E"), mods(46, 2, "CG=1 CS=2 WT=3"), _MEMTYPE48)),
-    Form("LDL", 0xEF40000000000000, ("r0", "m8.20.24"), (mods(44, 2, "CI=2"), _MEMTYPE48)),
+    Form("LDL", 0xEF40000000000000, ("r0", "m8.20.24"), (mods(44, 2, "LU=1 CI=2 CV=3"), _MEMTYPE48)),
     Form("STL", 0xEF50000000000000, ("m8.20.24", "r0"), (_MEMTYPE48,)),
     # LD / ST: 32-bit offset, a predicate operand (bits 58-60) written by the instruction
     Form("LD", 0x8000000000000000 | (7 << 58), ("r0", "m8.20.32"),

@@ -437,6 +437,70 @@ def _precise(n, rng, fn, dtype, rtol):
             {"y": (ref, rtol, rtol)})
 
 
+def _row_sort(size, rng):
+    rows, k = size
+    x = rng.standard_normal((rows, k)).astype(np.float32)
+    s = np.sort(x, axis=1)
+    med = s[:, k // 2] if k % 2 else np.float32(0.5) * (s[:, k // 2 - 1] + s[:, k // 2])
+    return (_blocks(rows, 64), 64, {"x": "x", "sorted": "sorted", "median": "median", "rows": rows, "k": k},
+            {"x": x, "sorted": np.zeros((rows, k), np.float32), "median": np.zeros(rows, np.float32)},
+            {"sorted": (s, 0, 0), "median": (med.astype(np.float32), 0, 0)})
+
+
+def _digit_counts(size, rng):
+    n, per = size
+    w = rng.integers(0, 2 ** 32, (n, per), dtype=np.uint64).astype(np.uint32)
+    digits = np.stack([(w >> np.uint32(s)) & np.uint32(15) for s in range(0, 32, 4)], axis=-1).reshape(n, -1)
+    counts = np.stack([(digits == d).sum(axis=1) for d in range(16)], axis=1)
+    weighted = (counts * np.arange(16)).sum(axis=1).astype(np.int32)
+    mode = counts.argmax(axis=1).astype(np.uint8)  # (argmax: the first of the largest)
+    return (_blocks(n, 64), 64, {"words": "words", "weighted": "weighted", "mode": "mode", "n": n, "per": per},
+            {"words": w, "weighted": np.zeros(n, np.int32), "mode": np.zeros(n, np.uint8)},
+            {"weighted": (weighted, 0, 0), "mode": (mode, 0, 0)})
+
+
+def _small_solve(size, rng):
+    n, m = size
+    A = rng.standard_normal((n, m, m)) + np.eye(m) * 0.5
+    b = rng.standard_normal((n, m))
+    x = np.linalg.solve(A, b[..., None])[..., 0]
+    return (_blocks(n, 32), 32, {"A": "A", "b": "b", "x": "x", "n": n, "m": m},
+            {"A": A, "b": b, "x": np.zeros((n, m))}, {"x": (x, 1e-9, 1e-9)})
+
+
+def trig_arguments(n, rng):
+    """``n`` fp32 arguments for sine and cosine: magnitudes from 1e-3 to 3.4e38 (log-uniform, so
+    most take the Payne-Hanek reduction), both signs, with 0, -0, inf, NaN and the extremes first."""
+    x = (rng.uniform(-1, 1, n) * 10.0 ** rng.uniform(-3, 38.5, n)).astype(np.float32)
+    special = np.array([0.0, -0.0, np.inf, np.nan, 3e38, -3.4028235e38, 1.5707964, 105414.35], np.float32)
+    k = min(n, special.size)
+    x[:k] = special[:k]
+    return x
+
+
+def _sin_cos(n, rng):
+    x = trig_arguments(n, rng)
+    with np.errstate(invalid="ignore"):
+        s, c = np.sin(x.astype(np.float64)).astype(np.float32), np.cos(x.astype(np.float64)).astype(np.float32)
+    # CUDA's sinf / cosf: 2 ulp ([cuda-pg] "Mathematical Functions"); tests/test_local_memory.py
+    # checks the ulps themselves, here a relative 2^-21 (2-4 ulp) and NaN where numpy gives NaN
+    tol = 2.0 ** -21
+    zeros = {name: np.zeros(n, np.float32) for name in ("s", "c", "ss", "cc")}
+    return (_blocks(n, 64), 64, {"x": "x", "s": "s", "c": "c", "ss": "ss", "cc": "cc", "n": n}, {"x": x, **zeros},
+            {"s": (s, tol, 0), "c": (c, tol, 0), "ss": (s, tol, 0), "cc": (c, tol, 0)})
+
+
+WEIGHTS = np.array([0.5, -1.0, 2.0, 0.25, -3.0, 1.5, 4.0, -0.75], np.float32)  # trig.cu's __device__ table
+
+
+def _device_tables(n, rng):
+    x = rng.standard_normal(n).astype(np.float32)
+    i = np.arange(n)
+    y = x * WEIGHTS[i & 7] + np.float32(0.125) + (i * 3 + 1).astype(np.float32)
+    return (_blocks(n, 64), 64, {"x": "x", "y": "y", "n": n}, {"x": x, "y": np.zeros(n, np.float32)},
+            {"y": (y.astype(np.float32), 1e-6, 0)})  # (ptxas fuses a multiply and an add: one rounding less)
+
+
 CASES = {
     "vecadd": Case("vecadd.cu", "vecadd", (1, 1000, 4099), _vecadd),
     "saxpy": Case("saxpy.cu", "saxpy", (7, 300, 1000), _saxpy),
@@ -481,6 +545,11 @@ CASES = {
     "dp_column_stddev": Case("fp64.cu", "dp_column_stddev", ((3, 5), (17, 40), (40, 70)), _dp_column_stddev),
     "dp_horner_clamp": Case("fp64.cu", "dp_horner_clamp", (5, 100, 500), _dp_horner_clamp),
     "dp_mixed": Case("fp64.cu", "dp_mixed", (5, 100, 500), _dp_mixed),
+    "row_sort": Case("local.cu", "row_sort", ((5, 1), (100, 7), (300, 16)), _row_sort),
+    "digit_counts": Case("local.cu", "digit_counts", ((3, 1), (100, 3), (500, 8)), _digit_counts),
+    "small_solve": Case("local.cu", "small_solve", ((3, 1), (40, 4), (100, 6)), _small_solve),
+    "precise_sin_cos": Case("trig.cu", "precise_sin_cos", (8, 300, 3000), _sin_cos),
+    "device_tables": Case("trig.cu", "device_tables", (1, 100, 4096), _device_tables),
     # CUDA's maximum errors (Programming Guide, "Mathematical Functions"): expf 2 ulp, logf 1,
     # powf 4, tanhf 2; exp and log 1 ulp
     "precise_exp_log": Case("precise.cu", "precise_exp_log", (5, 100, 500),
