@@ -149,6 +149,8 @@ OPCODES = {s.name: s for s in (
     _spec("DFMA", "fp64", 1, "V V V|C|I|F V|C", {"RN", "RM", "RP", "RZ"}),
     _spec("DMNMX", "fp64", 1, "V V V|C|I|F P"),
     _spec("DSETP", "fp64", 2, "P P V V|C|I|F P", _FCMP, _BOOL),
+    # DSET: DSETP's comparison as one 32-bit register (all ones / 0, .BF 1.0 / 0), as FSET
+    _spec("DSET", "fp64", 1, "R V V|C|I|F P", _FCMP, _BOOL, {"BF"}, {"CC"}),
     # FSET: FSETP's comparison as a register (all ones / 0, .BF 1.0 / 0); the compare class, as
     # FSETP [maxas-grammar: FSET with FSETP in the cmp class]
     _spec("FSET", "alu_half", 1, "R R R|C|I|F P", _FCMP, _BOOL, {"FTZ"}, {"BF"}, {"CC"}),
@@ -221,7 +223,7 @@ IMMEDIATE_FORMS = {"IADD32I": "IADD", "LOP32I": "LOP", "ISCADD32I": "ISCADD", "F
 
 # Modifiers an opcode cannot do without (one of the set must be present)
 REQUIRED_MODIFIERS = {"SHF": {"L", "R"}, "LOP3": {"LUT"}, "VMAD": {"U16", "S16", "U8", "S8"}, "ISET": _CMP, "ICMP": _CMP, "ISETP": _CMP, "FSETP": _FCMP, "ATOM": _ATOM_OPS, "RED": _ATOM_OPS, "ATOMS": _ATOM_OPS,
-                      "MUFU": _MUFU, "FSET": _FCMP, "FCHK": {"DIVIDE"}, "DSETP": _FCMP,
+                      "MUFU": _MUFU, "FSET": _FCMP, "FCHK": {"DIVIDE"}, "DSETP": _FCMP, "DSET": _FCMP,
                       "SHFL": {"IDX", "UP", "DOWN", "BFLY"}, "VOTE": {"ALL", "ANY", "EQ"}, "RRO": {"SINCOS", "EX2"}}
 # keyword operands (W) each opcode accepts
 # the channel sets of TLDS / TEXS (envytools' GM107 table: the sets with and without a second
@@ -339,7 +341,7 @@ def texture_channels(instr_ops) -> tuple:
     return tuple(out)
 
 
-FP64 = frozenset(("DADD", "DMUL", "DFMA", "DMNMX", "DSETP"))
+FP64 = frozenset(("DADD", "DMUL", "DFMA", "DMNMX", "DSETP", "DSET"))
 
 
 def operand_widths(opcode: str, mods: tuple, n: int, width: int) -> tuple:

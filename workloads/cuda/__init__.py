@@ -501,6 +501,30 @@ def _device_tables(n, rng):
             {"y": (y.astype(np.float32), 1e-6, 0)})  # (ptxas fuses a multiply and an add: one rounding less)
 
 
+def _dp_compare_flags(n, rng):
+    a, b = rng.standard_normal(n), rng.standard_normal(n)
+    k = min(n, 8)
+    b[:k // 2] = a[:k // 2]  # equal pairs
+    a[k // 2:k] = [np.nan, np.inf, -np.inf, 0.0][:k - k // 2]  # NaN compares false, both ways
+    with np.errstate(invalid="ignore"):
+        below, mask = (a < b).astype(np.float32), -(a >= b).astype(np.int32)
+    return (_blocks(n, 64), 64, {"a": "a", "b": "b", "below": "below", "mask": "mask", "n": n},
+            {"a": a, "b": b, "below": np.zeros(n, np.float32), "mask": np.zeros(n, np.int32)},
+            {"below": (below, 0, 0), "mask": (mask, 0, 0)})
+
+
+def _dp_half_round_trip(n, rng):
+    x = rng.standard_normal(n) * 10.0 ** rng.integers(-9, 6, n)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, 65520.0, 65519.99, 2.0 ** -25, -2.0 ** -24 * 1.5])
+    k = min(n, special.size)
+    x[:k] = special[:k]
+    with np.errstate(over="ignore"):
+        h = x.astype(np.float16)  # numpy rounds fp64 to fp16 once, to nearest even
+    return (_blocks(n, 64), 64, {"x": "x", "h": "h", "back": "back", "n": n},
+            {"x": x, "h": np.zeros(n, np.uint16), "back": np.zeros(n)},
+            {"h": (h.view(np.uint16), 0, 0), "back": (h.astype(np.float64), 0, 0)})
+
+
 CASES = {
     "vecadd": Case("vecadd.cu", "vecadd", (1, 1000, 4099), _vecadd),
     "saxpy": Case("saxpy.cu", "saxpy", (7, 300, 1000), _saxpy),
@@ -550,6 +574,8 @@ CASES = {
     "small_solve": Case("local.cu", "small_solve", ((3, 1), (40, 4), (100, 6)), _small_solve),
     "precise_sin_cos": Case("trig.cu", "precise_sin_cos", (8, 300, 3000), _sin_cos),
     "device_tables": Case("trig.cu", "device_tables", (1, 100, 4096), _device_tables),
+    "dp_compare_flags": Case("compare64.cu", "dp_compare_flags", (8, 100, 700), _dp_compare_flags),
+    "dp_half_round_trip": Case("compare64.cu", "dp_half_round_trip", (8, 100, 700), _dp_half_round_trip),
     # CUDA's maximum errors (Programming Guide, "Mathematical Functions"): expf 2 ulp, logf 1,
     # powf 4, tanhf 2; exp and log 1 ulp
     "precise_exp_log": Case("precise.cu", "precise_exp_log", (5, 100, 500),
