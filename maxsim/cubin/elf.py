@@ -71,6 +71,9 @@ class CubinKernel:
     # the cubin's __device__ variables (DeviceVariable): .nv.global.init (initialised) and
     # .nv.global (zero-filled)
     variables: tuple = ()
+    # (byte offset, file, line) of the CUDA source lines of the code (a cubin compiled with
+    # -lineinfo: .debug_line), in offset order
+    source_lines: tuple = ()
     filename: str = "<cubin>"
 
 
@@ -214,6 +217,13 @@ def _read(elf, filename):
         init = sec.name == ".nv.global.init"
         data = bytes(sec.data()[off:off + size]) if init else bytes(size)
         variables.append(DeviceVariable(sym.name, sec.name, off, size, data.ljust(size, b"\0")))
+    line_rows = []
+    if ".debug_line" in sections:
+        from .lines import line_rows as _rows
+        rel = sections.get(".rel.debug_line")
+        relocs = {r["r_offset"]: symbols[r["r_info_sym"]].name for r in rel.iter_relocations()
+                  if r["r_info_sym"] < len(symbols)} if rel is not None else {}
+        line_rows = _rows(sections[".debug_line"].data(), relocs)
     shared_banks = {}
     for name, s in sections.items():
         for bank in (1, 2, 3, 4, 5):
@@ -272,6 +282,7 @@ def _read(elf, filename):
             max_threads=max_threads, exit_offsets=tuple(exits), attributes=attrs_,
             relocations=tuple(relocs), frame_size=g.get("FRAME_SIZE", 0), bank_relocations=tuple(bank_relocs),
             variables=tuple(variables),
+            source_lines=tuple(sorted((a, f, ln) for s, a, f, ln in line_rows if s in (name, f".text.{name}"))),
             filename=filename))
     if not kernels:
         raise CubinError(f"{filename}: the cubin holds no kernel")

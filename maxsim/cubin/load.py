@@ -60,6 +60,7 @@ def load(path, kernel=None, options=()) -> Loaded:
     _refuse_out_of_scope(k)
     code, text = decode_kernel(k, pnames)
     code = with_device_variables(k, code)
+    code = with_source_lines(k, code)
     banks = constant_banks(k)
     if banks:
         code = attrs.evolve(code, banks=tuple(sorted(banks.items())))
@@ -127,6 +128,23 @@ def with_device_variables(k: CubinKernel, code):
     if not words:
         return code
     return attrs.evolve(code, variables=tuple((v.name, v.size, v.data) for v in k.variables), variable_words=words)
+
+
+def with_source_lines(k: CubinKernel, code):
+    """The decoded kernel with each instruction's CUDA source line (``Instruction.source``, which
+    its ``where`` and so every refusal names) when the cubin carries line information."""
+    if not k.source_lines:
+        return code
+    from .build import code_offset
+    from .lines import source_of
+    import os
+    # NVRTC records the file under the name it compiled (in the directory it ran in): the file
+    # loaded, when the names agree
+    here = k.filename.split(":")[0]
+    rows = tuple((off, here if os.path.basename(f) == os.path.basename(here) else f, line)
+                 for off, f, line in k.source_lines)
+    instrs = tuple(attrs.evolve(i, source=source_of(rows, code_offset(i.index))) for i in code.instructions)
+    return attrs.evolve(code, instructions=instrs)
 
 
 R_CUDA_64 = 2  # the relocation of a 64-bit absolute address (cuobjdump -elf: R_CUDA_64 in .rel.nv.constant4)

@@ -71,6 +71,7 @@ class Instruction:
     unit: str = ""  # timing class (see maxsim.isa.opcodes.UNITS)
     target: int = -1  # branch / call target instruction index
     target_label: str = ""
+    source: str = ""  # the CUDA source line (file:line) of a cubin compiled with -lineinfo
 
     @property
     def full_opcode(self) -> str:
@@ -78,6 +79,8 @@ class Instruction:
 
     @property
     def where(self) -> str:
+        if self.source:
+            return f"{self.filename}:{self.line} ({self.source})"
         return f"{self.filename}:{self.line}"
 
 

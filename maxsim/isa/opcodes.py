@@ -132,6 +132,11 @@ OPCODES = {s.name: s for s in (
     # full-rate class, 8-bit ones its half-rate class (VMAD_8BIT_UNIT)
     _spec("VMAD", "alu", 1, "R R R R", {"U16", "S16", "U8", "S8"}, {"U16", "S16", "U8", "S8"},
           {"SHR_7", "SHR_15"}, {"SAT"}),
+    # VMNMX[.UD].<a>.<b>[.MX][.SAT][.ACC|.MIN|.MAX] d, a, b, c: min (max with .MX) of a and b,
+    # then added to / min / max with c (PTX vmin / vmax, the 32-bit forms); the compare class of
+    # IMNMX (a choice: no published figure)
+    _spec("VMNMX", "alu_half", 1, "R R R R", {"UD"}, {"U32", "S32"}, {"U32", "S32"}, {"MX"}, {"SAT"},
+          {"ACC", "MIN", "MAX"}),
     _spec("LEA", "alu_half", 1, "R R R|C|I R|I I", {"HI"}, {"X"}, {"CC"}, min_operands=4),
     _spec("PSETP", "alu", 2, "P P P P P", _BOOL, _BOOL),
     _spec("P2R", "alu", 1, "R W R I"),
@@ -252,7 +257,7 @@ def match_modifiers(spec: OpSpec, mods: tuple):
     """Return None if ``mods`` is acceptable for ``spec``, else the first offending modifier."""
     groups = tuple(spec.mod_groups)
     for n, m in enumerate(mods):
-        if m in mods[:n] and not ((spec.name in CONVERSIONS or spec.name in ("XMAD", "VMAD")) and m in _TYPES) \
+        if m in mods[:n] and not ((spec.name in CONVERSIONS or spec.name in ("XMAD", "VMAD", "VMNMX")) and m in _TYPES) \
                 and not (spec.name == "PSETP" and m in _BOOL):
             # a repeated modifier (XMAD.PSL.PSL) is never meaningful, but a conversion names its
             # destination and source types (F2F.F32.F32) and PSETP its two operations

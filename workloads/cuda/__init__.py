@@ -525,6 +525,21 @@ def _dp_half_round_trip(n, rng):
             {"h": (h.view(np.uint16), 0, 0), "back": (h.astype(np.float64), 0, 0)})
 
 
+def _video_min_max(n, rng):
+    a, b, c = (rng.integers(-2 ** 31, 2 ** 31, n, dtype=np.int64) for _ in range(3))
+    small = rng.integers(-50, 50, (3, n))  # values near each other, where the min / max choices differ
+    a[::2], b[::2], c[::2] = small[0, ::2], small[1, ::2], small[2, ::2]
+    ua, ub, uc = (x & 0xFFFFFFFF for x in (a, b, c))
+    clamped = np.minimum(np.maximum(a, b), c).astype(np.int32)  # PTX vmax .min: min(max(a, b), c)
+    summed = ((np.minimum(ua, ub) + uc) & 0xFFFFFFFF).astype(np.uint32)  # vmin.u32 .add: wraps
+    sat = np.clip(np.maximum(ua, b) + c, -2 ** 31, 2 ** 31 - 1).astype(np.int32)  # a as u32, .sat to s32
+    i32 = {k: v.astype(np.int32) for k, v in (("a", a), ("b", b), ("c", c))}
+    return (_blocks(n, 64), 64, {"a": "a", "b": "b", "c": "c", "clamped": "clamped", "summed": "summed", "sat": "sat",
+                                 "n": n},
+            {**i32, "clamped": np.zeros(n, np.int32), "summed": np.zeros(n, np.uint32), "sat": np.zeros(n, np.int32)},
+            {"clamped": (clamped, 0, 0), "summed": (summed, 0, 0), "sat": (sat, 0, 0)})
+
+
 CASES = {
     "vecadd": Case("vecadd.cu", "vecadd", (1, 1000, 4099), _vecadd),
     "saxpy": Case("saxpy.cu", "saxpy", (7, 300, 1000), _saxpy),
@@ -575,6 +590,7 @@ CASES = {
     "precise_sin_cos": Case("trig.cu", "precise_sin_cos", (8, 300, 3000), _sin_cos),
     "device_tables": Case("trig.cu", "device_tables", (1, 100, 4096), _device_tables),
     "dp_compare_flags": Case("compare64.cu", "dp_compare_flags", (8, 100, 700), _dp_compare_flags),
+    "video_min_max": Case("video.cu", "video_min_max", (8, 100, 700), _video_min_max),
     "dp_half_round_trip": Case("compare64.cu", "dp_half_round_trip", (8, 100, 700), _dp_half_round_trip),
     # CUDA's maximum errors (Programming Guide, "Mathematical Functions"): expf 2 ulp, logf 1,
     # powf 4, tanhf 2; exp and log 1 ulp
