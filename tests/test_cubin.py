@@ -143,6 +143,7 @@ KNOWN = {}
 
 
 def _kernel_from_cuobjdump(name, data, tmp_path):
+    from maxsim.cubin.load import with_device_variables
     from maxsim.cuda.compile import signature_names
     from maxsim.host import Kernel
     from maxsim.sass import parse_text
@@ -154,6 +155,7 @@ def _kernel_from_cuobjdump(name, data, tmp_path):
     text = "\n".join(header_lines(k, names) + maxas_lines(sass_listing(path)[k.name]))
     code = parse_text(text, filename=case.path)
     code = attrs.evolve(code, banks=tuple(sorted((b, d) for b, d in k.constants.items() if d)))
+    code = with_device_variables(k, code)  # (the loader's: __device__ variables, from the ELF)
     return Kernel.of(code, dict(enumerate(names)))
 
 
@@ -421,8 +423,8 @@ extern "C" __global__ void __launch_bounds__(128) bounded(float* x) { x[threadId
 
 def test_device_variables_and_launch_bounds(tmp_path):
     """A __device__ variable's address is patched into constant bank 4 at load time: the cubin
-    says so (a relocation), and a kernel that reads it is refused by name before it runs; the
-    __launch_bounds__ of a kernel bound its launches."""
+    says so (a relocation), and the launch places the variable (its initial value from
+    .nv.global.init) and fills the word in; the __launch_bounds__ of a kernel bound its launches."""
     _nvrtc()
     from maxsim.cuda import compile_cuda
     cub = read_bytes(compile_cuda(DEVICE_VARIABLES))
@@ -434,8 +436,11 @@ def test_device_variables_and_launch_bounds(tmp_path):
     from maxsim.host import Kernel, launch
     path = tmp_path / "dev.cu"
     path.write_text(DEVICE_VARIABLES)
-    with pytest.raises(MaxsimError, match=r"reads the address of a __device__ variable \(scale\)"):
-        Kernel.load(path, kernel="k")
+    k = Kernel.load(path, kernel="k")
+    assert [(name, size, data) for name, size, data in k.code.variables] == [("scale", 4, np.float32(2).tobytes())]
+    x = np.arange(64, dtype=np.float32)
+    r = launch(k, 1, 64, params={"x": "x"}, buffers={"x": x}, timing=False, predict=False)
+    assert np.array_equal(r.outputs["x"], 2 * x)
     b = Kernel.load(path, kernel="bounded")
     with pytest.raises(LaunchError, match="at most 128 threads per CTA"):
         launch(b, 1, 256, params={"x": "x"}, buffers={"x": np.zeros(256, np.float32)}, timing=False, predict=False)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import struct
 
 import attrs
-import numpy as np
 import pytest
 
 import project_kernels
@@ -38,8 +37,7 @@ def test_the_simulators_sr_ntid_x_has_no_encoding():
 # opcodes whose immediate is an fp32 pattern: 1.0 and 0x3f800000 are the same operand
 FLOAT_IMMEDIATES = frozenset(("FFMA", "FMUL", "FADD", "FMNMX", "FSETP", "FSET", "FCMP", "FCHK", "RRO", "F2F", "F2I", "MOV32I",
                               "FADD32I", "FMUL32I", "FFMA32I"))
-# fp64 opcodes read an immediate as a double: an integer one by its value (fp64.reader)
-DOUBLE_IMMEDIATES = frozenset(("DADD", "DMUL", "DFMA", "DSETP", "DSET", "DMNMX"))
+FP64_IMMEDIATES = frozenset(("DADD", "DMUL", "DFMA", "DMNMX", "DSETP", "DSET"))
 
 
 def same_instruction(a: ins.Instruction, b: ins.Instruction) -> bool:
@@ -49,9 +47,9 @@ def same_instruction(a: ins.Instruction, b: ins.Instruction) -> bool:
         if i.opcode in FLOAT_IMMEDIATES and (o.kind == ins.FIMM or (o.kind == ins.IMM and i.opcode != "MOV32I")):
             # (MOV32I moves an integer immediate as it is, as the executor reads it)
             return ins.Operand(ins.IMM, value=E._float_bits(o))  # fp32 bits, as the executor reads them
-        if i.opcode in DOUBLE_IMMEDIATES and o.kind in (ins.FIMM, ins.IMM):
-            v = o.fvalue if o.kind == ins.FIMM else o.value
-            return ins.Operand(ins.IMM, value=int(np.float64(v).view(np.uint64)))  # fp64 bits
+        if i.opcode in FP64_IMMEDIATES and o.kind in (ins.IMM, ins.FIMM):
+            # an fp64 immediate by its value (the executor reads 0x0 as 0.0; the decoder prints 0.0)
+            return ins.Operand(ins.FIMM, fvalue=float(o.fvalue if o.kind == ins.FIMM else o.value))
         if o.kind == ins.IMM:  # an integer immediate by its 32-bit word (IADD32I's -0x1 is 0xffffffff)
             return attrs.evolve(o, text="", value=o.value & 0xFFFFFFFF)
         return attrs.evolve(o, text="", name="" if o.kind == ins.LABEL else o.name)

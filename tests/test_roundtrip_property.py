@@ -134,6 +134,8 @@ def instruction_text(draw, opcodes=None, hi_reg=254, runnable=False):
         # an F64 side takes an even register pair, which these random registers are not: the F64
         # forms have their own tests (tests/test_fp64.py and the CUDA C corpus)
         assume("F64" not in mods)
+    if name in ("F2I", "I2F"):  # the same for their F64 and 64-bit integer sides (tests/test_fp64.py,
+        assume(not {"F64", "S64", "U64"} & set(mods))  # tests/test_local_memory.py, the corpus)
     xmad = name == "XMAD"
     ops = [None] * len(spec.signature)
     width = 1

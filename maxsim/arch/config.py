@@ -237,6 +237,10 @@ class L1TexConfig:
     throughput_bytes_per_clk: float = _pos_float()
     # the profiler metrics' counting (not timing): a lookup of a sector still being filled is a hit
     count_inflight_as_hit: bool = _bool()
+    # whether local loads (LDL) are cached in the L1: the model times them through the L2 only, as
+    # global loads, so only false is modelled
+    caches_local: bool = _field(bool, "false (local loads go through the L2 only; caching them in the L1 is "
+                                "not modelled)", lambda v: v is False)
 
     @property
     def bytes_per_clk(self) -> float:

@@ -60,7 +60,8 @@ _NAME_RE = re.compile(r"(?<![\w.$])([A-Za-z_]\w*)(\[\d+\])?", re.ASCII)
 _BUILTIN_RE = re.compile(r"(R\d+|RZ|P[0-6T]|PR|SR_\w+|INF|NAN|c|R|G|B|A|RG|RA|GA|BA|RGB|RGA|RBA|GBA|RGBA|ARRAY_\w+|CUBE)$",
                          re.ASCII)
 _GUARD_RE = re.compile(r"@!?P[0-6T]\s+", re.ASCII)
-_HEADER_RANGE = {"RegCnt": (1, ins.NUM_REGS), "SharedSize": (0, 48 * 1024), "BarCnt": (0, 16)}
+_HEADER_RANGE = {"RegCnt": (1, ins.NUM_REGS), "SharedSize": (0, 48 * 1024), "BarCnt": (0, 16),
+                 "LocalSize": (0, 512 * 1024)}  # (LocalSize: as maxsim.sass.parser reads it)
 AUTO_KEY = 1 << 10  # keys of allocated names while they have no register (index added)
 _NEUTRAL_CTRL = "--:-:-:-:1"
 
@@ -179,7 +180,7 @@ def assemble_text(text: str, filename: str = "<string>", cfg=None) -> Assembly:
     notes = [ln.note for ln in src.lines if ln.kind == "ins" and ln.note] + list(notes)
     kernel = ins.Kernel(name=header["Kernel"], arch=header["Arch"],
                         ins_cnt=sum(1 for i in instrs if i.opcode != "EXIT"), reg_cnt=header["RegCnt"],
-                        shared_size=header["SharedSize"], bar_cnt=header["BarCnt"],
+                        shared_size=header["SharedSize"], bar_cnt=header["BarCnt"], local_size=header["LocalSize"],
                         params=tuple(p for p, _ in src.params), instructions=instrs, labels=tuple(labels),
                         filename=filename)
     kernel = assign_controls(kernel, specs, cfg, strict=False)
@@ -387,6 +388,8 @@ def _header(src, instrs) -> dict:
     # (a kernel that declares no SharedSize gets its shared memory at launch: --shared)
     out["SharedSize"] = from_code("SharedSize", shared, f"the shared memory the code addresses (up to byte "
                                   f"0x{shared:x})") if "SharedSize" in declared else 0
+    # local memory per thread: as declared (LDL / STL address it through a register)
+    out["LocalSize"] = declared["LocalSize"][0] if "LocalSize" in declared else 0
     return out, notes
 
 

@@ -40,4 +40,4 @@ def cubin_kernel(k: ins.Kernel, code: bytes = None) -> CubinKernel:
     return CubinKernel(name=k.name, arch=k.arch, code=code, reg_cnt=k.reg_cnt, bar_cnt=k.bar_cnt,
                        shared_size=k.shared_size, params=params, param_size=param_size,
                        constant0_size=PARAM_BASE + param_size, constants=dict(k.banks), exit_offsets=exits,
-                       filename=k.filename)
+                       frame_size=k.local_size, filename=k.filename)

@@ -1,7 +1,7 @@
 """A cubin's kernel as maxas's text form, and as a decoded kernel.
 
 The header (``# Kernel``, ``# Arch``, ``# InsCnt``, ``# RegCnt``, ``# SharedSize``, ``# BarCnt``,
-``# Params(n)`` with an ``ord:addr:size:align`` line per parameter) comes from the ELF
+``# LocalSize`` when the kernel has a stack frame, ``# Params(n)`` with an ``ord:addr:size:align`` line per parameter) comes from the ELF
 (:mod:`maxsim.cubin.elf`); the instructions, control codes and labels from the instruction codec
 (:func:`decode`), which reads the 64-bit words (a control word, then three instructions).
 """
@@ -29,8 +29,10 @@ def header_lines(k: CubinKernel, names=(), n_instructions=None) -> list:
     written after its parameter line, which maxsim's parser and launch read)."""
     ins_cnt = max(0, (n_instructions if n_instructions is not None else len(k.code) * 3 // 32) - 1)
     out = [f"# Kernel: {k.name}", f"# Arch: {k.arch}", f"# InsCnt: {ins_cnt}", f"# RegCnt: {k.reg_cnt}",
-           f"# SharedSize: {k.shared_size}", f"# BarCnt: {k.bar_cnt}", f"# Params({len(k.params)}):",
-           "#\tord:addr:size:align"]
+           f"# SharedSize: {k.shared_size}", f"# BarCnt: {k.bar_cnt}"]
+    if k.frame_size:  # the bytes of local memory each thread's stack frame takes (EIATTR_FRAME_SIZE)
+        out.append(f"# LocalSize: {k.frame_size}")
+    out += [f"# Params({len(k.params)}):", "#\tord:addr:size:align"]
     for p in k.params:
         name = names[p.ordinal] if p.ordinal < len(names) and names[p.ordinal] else ""
         align = 1 << p.log_align if p.log_align else 0

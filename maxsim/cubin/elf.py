@@ -68,7 +68,25 @@ class CubinKernel:
     # (bank, offset, type, symbol name) of .rel(a).nv.constantN: words of a constant bank the
     # loader patches with the address of a __device__ variable
     bank_relocations: tuple = ()
+    # the cubin's __device__ variables (DeviceVariable): .nv.global.init (initialised) and
+    # .nv.global (zero-filled)
+    variables: tuple = ()
+    # (byte offset, file, line) of the CUDA source lines of the code (a cubin compiled with
+    # -lineinfo: .debug_line), in offset order
+    source_lines: tuple = ()
     filename: str = "<cubin>"
+
+
+@attrs.frozen
+class DeviceVariable:
+    """A __device__ variable: its symbol, section, offset in the section, size and initial bytes
+    (zeros for .nv.global)."""
+
+    name: str
+    section: str
+    offset: int
+    size: int
+    data: bytes
 
 
 @attrs.frozen
@@ -187,6 +205,25 @@ def _read(elf, filename):
                 for r in s.iter_relocations():
                     target = symbols[r["r_info_sym"]].name if r["r_info_sym"] < len(symbols) else "?"
                     bank_relocs.append((bank, r["r_offset"], r["r_info_type"], target))
+    variables = []
+    for sym in symbols:
+        shndx = sym["st_shndx"]
+        if sym["st_info"]["type"] != "STT_OBJECT" or not isinstance(shndx, int) or shndx >= len(by_index):
+            continue
+        sec = by_index[shndx]
+        if sec.name not in (".nv.global", ".nv.global.init"):
+            continue
+        off, size = sym["st_value"], sym["st_size"]
+        init = sec.name == ".nv.global.init"
+        data = bytes(sec.data()[off:off + size]) if init else bytes(size)
+        variables.append(DeviceVariable(sym.name, sec.name, off, size, data.ljust(size, b"\0")))
+    line_rows = []
+    if ".debug_line" in sections:
+        from .lines import line_rows as _rows
+        rel = sections.get(".rel.debug_line")
+        relocs = {r["r_offset"]: symbols[r["r_info_sym"]].name for r in rel.iter_relocations()
+                  if r["r_info_sym"] < len(symbols)} if rel is not None else {}
+        line_rows = _rows(sections[".debug_line"].data(), relocs)
     shared_banks = {}
     for name, s in sections.items():
         for bank in (1, 2, 3, 4, 5):
@@ -244,6 +281,8 @@ def _read(elf, filename):
             params=tuple(params), param_size=param_size, constant0_size=c0_size, constants=banks,
             max_threads=max_threads, exit_offsets=tuple(exits), attributes=attrs_,
             relocations=tuple(relocs), frame_size=g.get("FRAME_SIZE", 0), bank_relocations=tuple(bank_relocs),
+            variables=tuple(variables),
+            source_lines=tuple(sorted((a, f, ln) for s, a, f, ln in line_rows if s in (name, f".text.{name}"))),
             filename=filename))
     if not kernels:
         raise CubinError(f"{filename}: the cubin holds no kernel")

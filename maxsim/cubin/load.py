@@ -59,7 +59,8 @@ def load(path, kernel=None, options=()) -> Loaded:
         pnames = ()  # the signature was not read right (a macro, a template): positions only
     _refuse_out_of_scope(k)
     code, text = decode_kernel(k, pnames)
-    _refuse_relocated(k, code)
+    code = with_device_variables(k, code)
+    code = with_source_lines(k, code)
     banks = constant_banks(k)
     if banks:
         code = attrs.evolve(code, banks=tuple(sorted(banks.items())))
@@ -102,26 +103,77 @@ def _refuse_out_of_scope(k: CubinKernel):
                              f"which maxsim does not model")
 
 
-def _refuse_relocated(k: CubinKernel, code):
-    """A kernel whose code the loader patches (relocations of .text.NAME), or that reads a constant
-    word the loader patches with a __device__ variable's address, is refused by name: maxsim does not
-    place __device__ variables in its global memory."""
+def with_device_variables(k: CubinKernel, code):
+    """The decoded kernel with its __device__ variables: the constant words the loader patches
+    with their addresses, which the launch fills in (:func:`maxsim.functional.launch`). A kernel
+    whose code the loader patches (relocations of .text.NAME), or that reads a patched constant
+    word maxsim cannot fill, is refused by name."""
     from ..isa import instruction as ins
     from .build import code_offset
     if k.relocations:
         off, typ, sym = k.relocations[0]
         raise CubinError(f"{k.filename}: kernel {k.name}: its code is patched at load time (relocation type "
                          f"{typ} against {sym!r} at 0x{off:x}), which maxsim does not model")
-    patched = {(b, off) for b, off, _, _ in k.bank_relocations}
-    if not patched:
-        return
+    if not k.bank_relocations:
+        return code
+    words, bad = _variable_words(k)
     for i in code.instructions:
         for op in i.operands:
-            if op.kind == ins.CONST and any(b == op.bank and off <= op.value < off + 8 for b, off in patched):
-                syms = sorted({sym for b, _, _, sym in k.bank_relocations if b == op.bank})
-                raise CubinError(f"{k.filename}: kernel {k.name}: {i.full_opcode} at byte 0x{code_offset(i.index):x} reads the address "
-                                 f"of a __device__ variable ({', '.join(syms)}) from c[0x{op.bank:x}][0x{op.value:x}]; "
-                                 f"__device__ variables are not modelled (pass the data as a parameter)")
+            if op.kind != ins.CONST:
+                continue
+            for (b, off), (sym, why) in bad.items():
+                if b == op.bank and off <= op.value < off + 8:
+                    raise CubinError(f"{k.filename}: kernel {k.name}: {i.full_opcode} at byte 0x{code_offset(i.index):x} "
+                                     f"reads the address of {sym} from c[0x{op.bank:x}][0x{op.value:x}]; {why}")
+    if not words:
+        return code
+    return attrs.evolve(code, variables=tuple((v.name, v.size, v.data) for v in k.variables), variable_words=words)
+
+
+def with_source_lines(k: CubinKernel, code):
+    """The decoded kernel with each instruction's CUDA source line (``Instruction.source``, which
+    its ``where`` and so every refusal names) when the cubin carries line information."""
+    if not k.source_lines:
+        return code
+    from .build import code_offset
+    from .lines import source_of
+    import os
+    # NVRTC records the file under the name it compiled (in the directory it ran in): the file
+    # loaded, when the names agree
+    here = k.filename.split(":")[0]
+    rows = tuple((off, here if os.path.basename(f) == os.path.basename(here) else f, line)
+                 for off, f, line in k.source_lines)
+    instrs = tuple(attrs.evolve(i, source=source_of(rows, code_offset(i.index))) for i in code.instructions)
+    return attrs.evolve(code, instructions=instrs)
+
+
+R_CUDA_64 = 2  # the relocation of a 64-bit absolute address (cuobjdump -elf: R_CUDA_64 in .rel.nv.constant4)
+
+
+def _variable_words(k: CubinKernel):
+    """``(words, bad)``: (bank, offset, 8, variable, addend) for each patched constant word that is
+    the 64-bit address of a __device__ variable (or of a byte of .nv.global / .nv.global.init, which
+    names the variable holding it); ``bad``: {(bank, offset): (symbol, why not)} for the others."""
+    by_name = {v.name: v for v in k.variables}
+    out, bad = [], {}
+    for bank, off, typ, sym in k.bank_relocations:
+        data = k.constants.get(bank, b"")
+        if typ != R_CUDA_64:
+            bad[(bank, off)] = (sym, f"a relocation of type {typ} is not modelled (64-bit addresses are)")
+            continue
+        if off + 8 > len(data):
+            bad[(bank, off)] = (sym, f"constant bank {bank} is shorter than the patched word")
+            continue
+        addend = int.from_bytes(data[off:off + 8], "little")
+        if sym in by_name:
+            out.append((bank, off, 8, sym, addend))
+            continue
+        held = [v for v in k.variables if v.section == sym and v.offset <= addend < v.offset + max(1, v.size)]
+        if not held:
+            bad[(bank, off)] = (sym, f"{sym} is not a __device__ variable, which maxsim does not place")
+            continue
+        out.append((bank, off, 8, held[0].name, addend - held[0].offset))
+    return tuple(out), bad
 
 
 __all__ = ["Loaded", "load", "cubin_of", "is_binary_path", "CubinError", "BINARY_SUFFIXES"]

@@ -31,7 +31,7 @@ EF_CUDA_TEXMODE_UNIFIED = 0x100
 EF_CUDA_64BIT_ADDRESS = 0x400
 CUDA_API_VERSION = 0x81  # the EIATTR_CUDA_API_VERSION NVRTC 12.9 writes
 
-SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_NOBITS = 1, 2, 3, 8
+SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_NOBITS, SHT_REL = 1, 2, 3, 8, 9
 SHT_CUDA_INFO = 0x70000000
 SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR, SHF_INFO_LINK = 0x1, 0x2, 0x4, 0x40
 STB_LOCAL, STB_GLOBAL = 0, 1
@@ -108,6 +108,24 @@ def write_bytes(kernels, arch: str = "sm_52") -> bytes:
     shared = {k.name: _Section(f".nv.shared.{k.name}", SHT_NOBITS, SHF_WRITE | SHF_ALLOC | SHF_INFO_LINK,
                                align=4, size=k.shared_size) for k in kernels if k.shared_size}
     secs += list(shared.values())
+    # __device__ variables (the same for every kernel of the cubin): .nv.global.init with their
+    # initial bytes, .nv.global (zero-filled) by size
+    variables = list(kernels[0].variables) if kernels else []
+    gsecs = {}
+    for name, typ in ((".nv.global.init", SHT_PROGBITS), (".nv.global", SHT_NOBITS)):
+        vs = [v for v in variables if v.section == name]
+        if vs:
+            size = max(v.offset + v.size for v in vs)
+            data = bytearray(size)
+            for v in vs:
+                data[v.offset:v.offset + v.size] = v.data
+            gsecs[name] = _Section(name, typ, SHF_WRITE | SHF_ALLOC, bytes(data) if typ == SHT_PROGBITS else b"",
+                                   align=8, size=size)
+    secs += list(gsecs.values())
+    relocs = list(kernels[0].bank_relocations) if kernels else []
+    rels = {b: _Section(f".rel.nv.constant{b}", SHT_REL, SHF_INFO_LINK, align=8, entsize=16)
+            for b in dict.fromkeys(b for b, *_ in relocs)}
+    secs += list(rels.values())
     for i, s in enumerate(secs):
         s.index = i
 
@@ -122,10 +140,16 @@ def write_bytes(kernels, arch: str = "sm_52") -> bytes:
     sym_of_kernel = {}
     for k in kernels:
         sym_of_kernel[k.name] = len(syms)
-        syms.append((k.name, (STB_GLOBAL << 4) | STT_FUNC, STO_CUDA_ENTRY, texts[k.name].index, len(k.code)))
+        syms.append((k.name, (STB_GLOBAL << 4) | STT_FUNC, STO_CUDA_ENTRY, texts[k.name].index, len(k.code), 0))
+    sym_of_variable = {}
+    for v in variables:
+        sym_of_variable[v.name] = len(syms)
+        syms.append((v.name, (STB_GLOBAL << 4) | STT_OBJECT, 0, gsecs[v.section].index, v.size, v.offset))
+    syms = [s if len(s) == 6 else s + (0,) for s in syms]
     strdata, stroff = _strtab([n for n, *_ in syms])
     strtab.data, strtab.size = strdata, len(strdata)
-    symdata = b"".join(struct.pack("<IBBHQQ", stroff[n], inf, oth, shn, 0, size) for n, inf, oth, shn, size in syms)
+    symdata = b"".join(struct.pack("<IBBHQQ", stroff[n], inf, oth, shn, value, size)
+                       for n, inf, oth, shn, size, value in syms)
     symtab.data, symtab.size = symdata, len(symdata)
     symtab.link, symtab.info = strtab.index, first_global
 
@@ -162,6 +186,18 @@ def write_bytes(kernels, arch: str = "sm_52") -> bytes:
         t.link, t.info = symtab.index, (k.reg_cnt << 24) | sym_of_kernel[k.name]
         if k.name in shared:
             shared[k.name].info = texts[k.name].index
+
+    # the words of a constant bank the loader patches with a variable's (or section's) address
+    for b, s in rels.items():
+        entries = []
+        for bank, off, typ, sym in relocs:
+            if bank == b:
+                index = sym_of_variable.get(sym, sym_of_section.get(sym))
+                if index is None:
+                    raise ValueError(f"relocation of c[0x{b:x}][0x{off:x}] against {sym!r}, which the cubin does not define")
+                entries.append(struct.pack("<QQ", off, (index << 32) | typ))
+        s.data = b"".join(entries)
+        s.size, s.link, s.info = len(s.data), symtab.index, banks[b].index if b in banks else 0
 
     shdata, shoff = _strtab([s.name for s in secs])
     shstr.data, shstr.size = shdata, len(shdata)

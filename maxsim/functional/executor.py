@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import SimulationError
 from ..isa.opcodes import IMMEDIATE_FORMS
 from . import opcode_table
-from .operands import ConstantFault
+from .operands import ConstantFault, local_window
 
 
 class Group:
@@ -110,6 +110,10 @@ class Context:
         # until the barrier releases, then the result B2R.RESULT reads
         self.bar_pending = {}
         self.bar_result = {}
+        # local memory: bytes per thread (the window LDL / STL address, from 0 to the stack pointer
+        # c[0x0][0x20]) and, per batch, the words of every lane (lane after lane)
+        self.local_bytes = local_window(kernel)
+        self.local = np.zeros(0, dtype=np.uint32)
 
     def bank(self, bank):
         """The bytes given for constant bank ``bank`` (None: not given)."""

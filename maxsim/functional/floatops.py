@@ -258,9 +258,38 @@ _INT_VIEW = {"S32": (np.int32, 32), "U32": (np.uint32, 32), "S16": (np.int16, 16
              "S8": (np.int8, 8), "U8": (np.uint8, 8)}
 
 
+def round_int64(u, neg, bits, mode):
+    """Integers of magnitude ``u`` (uint64) and sign ``neg`` rounded to ``bits`` significant bits
+    by ``mode`` (RN: nearest even, RZ, RM, RP), as exact float64 values (so that casting them to
+    fp32 for bits = 24, or keeping them for 53, is exact)."""
+    u = np.asarray(u, dtype=np.uint64)
+    top = np.zeros(u.shape, dtype=np.int64)  # position of the highest set bit
+    for k in (32, 16, 8, 4, 2, 1):
+        hit = (u >> (top + k).astype(np.uint64)) != 0
+        top = np.where(hit, top + k, top)
+    shift = np.maximum(top - (bits - 1), 0)
+    sh = shift.astype(np.uint64)
+    m = u >> sh
+    rem = u - (m << sh)
+    half = np.where(shift > 0, np.uint64(1) << np.maximum(sh, np.uint64(1)) - np.uint64(1), np.uint64(0))
+    if mode == "RN":
+        up = (shift > 0) & ((rem > half) | ((rem == half) & ((m & np.uint64(1)) == 1)))
+    elif mode == "RZ":
+        up = np.zeros(u.shape, dtype=bool)
+    else:  # away from zero when rounding toward the sign's infinity
+        toward_neg = mode == "RM"
+        up = (rem != 0) & (neg == toward_neg)
+    m = m + up.astype(np.uint64)
+    mag = np.ldexp(m.astype(np.float64), shift)
+    return np.where(neg, -mag, mag)
+
+
 @compiles("I2F")
 def _i2f(ctx, instr, ops, mods, zrow):
-    """I2F.F32.<int type>.<rounding>: integer (the low bits of the source for 8/16-bit types) to fp32."""
+    """I2F.F32.<int type>.<rounding>: integer (the low bits of the source for 8/16-bit types) to fp32;
+    .S64 / .U64: a 64-bit integer in a register pair, to fp32 or (.F64) fp64, rounded by the mode."""
+    if "S64" in mods or "U64" in mods:
+        return _i2f64(ctx, instr, ops, mods, zrow)
     src = next((x for x in mods if x in _INT_VIEW), "S32")
     mode = next((x for x in mods if x in ("RN", "RM", "RP", "RZ")), "RN")
     bits = _INT_VIEW[src][1]
@@ -281,6 +310,26 @@ def _i2f(ctx, instr, ops, mods, zrow):
             write64(g, np.asarray(x, dtype=np.float64), m)
             return
         write(g, round_f32(np.asarray(x, dtype=np.float64), mode), m)
+    return run
+
+
+def _i2f64(ctx, instr, ops, mods, zrow):
+    signed = "S64" in mods
+    mode = next((x for x in mods if x in ("RN", "RM", "RP", "RZ")), "RN")
+    op = ops[1]
+    raw = fp64.reader(ctx, instr, attrs.evolve(op, neg=False, abs=False), zrow)
+    wide = "F64" in mods
+    write = fp64.writer(ops[0].reg, zrow) if wide else _fwrite(ops[0].reg, zrow)
+
+    def run(g, m):
+        x = np.broadcast_to(np.asarray(raw(g), dtype=np.float64), g.tid.shape).view(np.uint64)
+        neg = (x >> np.uint64(63)).astype(bool) if signed else np.zeros(x.shape, dtype=bool)
+        if op.neg:  # the integer negated (two's complement of 64 bits)
+            x = np.uint64(0) - x
+            neg = (x >> np.uint64(63)).astype(bool) if signed else neg
+        mag = np.where(neg, np.uint64(0) - x, x)
+        r = round_int64(mag, neg, 53 if wide else 24, mode)
+        write(g, r if wide else r.astype(F32), m)
     return run
 
 

@@ -23,7 +23,7 @@ from ..errors import SimulationError
 from ..isa import instruction as ins
 from ..jit import intrinsic, njit, types
 from .opcode_table import compiles
-from .operands import const_word, pred_reader, write_pred
+from .operands import CC_FLAGS, CC_SIGN, CC_ZERO, const_word, pred_reader, write_pred, writer as writer32
 
 F64 = np.float64
 U32 = np.uint32
@@ -202,6 +202,30 @@ def _dsetp(ctx, instr, ops, mods, zrow):
         c = pc(g)
         write_pred(g, pd, bop(r, c), m)
         write_pred(g, pq, bop(~r, c), m)
+    return run
+
+
+@compiles("DSET")
+def _dset(ctx, instr, ops, mods, zrow):
+    """DSET[.BF].cmp.bool d, a, b, p: the fp64 comparison combined with p as a 32-bit register: all
+    ones when true (1.0f with .BF), 0 when false; .CC sets the condition code's zero and sign flags
+    of the result (as FSET's)."""
+    cmp = next(x for x in mods if x not in ("AND", "OR", "XOR", "BF", "CC"))
+    bop = {"AND": np.logical_and, "OR": np.logical_or, "XOR": np.logical_xor}[
+        next((x for x in mods if x in ("AND", "OR", "XOR")), "AND")]
+    a, b = (reader(ctx, instr, o, zrow) for o in ops[1:3])
+    pc = pred_reader(ops[3])
+    true = U32(0x3F800000) if "BF" in mods else U32(0xFFFFFFFF)
+    write = writer32(ops[0].reg, zrow)
+    set_cc = "CC" in mods
+
+    def run(g, m):
+        r = bop(np.broadcast_to(compare(a(g), b(g), cmp), g.tid.shape), pc(g))
+        v = np.where(r, true, U32(0)).astype(np.uint32)
+        if set_cc:
+            cc = np.where(v == 0, U32(CC_ZERO), U32(0)) | np.where(v >> U32(31), U32(CC_SIGN), U32(0)) | U32(CC_FLAGS)
+            np.copyto(g.cc, cc, where=True if m is None else m)
+        write(g, v, m)
     return run
 
 

@@ -390,3 +390,38 @@ def _b2r(ctx, instr, ops, mods, zrow):
         write(g, count, m)
         write_pred(g, q, holds, m)
     return run
+
+
+def video_min_max(a, b, c, a_signed, b_signed, d_signed, maximum, second, sat):
+    """PTX vmin / vmax on 32-bit operands: min (max) of a and b, each extended by its own type,
+    then ``second`` with c ("ACC": added, "MIN", "MAX", None: none), c read as the result's type;
+    .SAT clamps to the result's type, else the low 32 bits are kept."""
+    def ext(x, signed):
+        x = np.asarray(x, dtype=np.uint32)
+        return x.view(np.int32).astype(np.int64) if signed else x.astype(np.int64)
+    x, y = ext(a, a_signed), ext(b, b_signed)
+    t = np.maximum(x, y) if maximum else np.minimum(x, y)
+    z = ext(c, d_signed)
+    if second == "ACC":
+        t = t + z
+    elif second == "MIN":
+        t = np.minimum(t, z)
+    elif second == "MAX":
+        t = np.maximum(t, z)
+    if sat:
+        lo, hi = (-(1 << 31), (1 << 31) - 1) if d_signed else (0, (1 << 32) - 1)
+        t = np.clip(t, lo, hi)
+    return (t & 0xFFFFFFFF).astype(np.uint32)
+
+
+@compiles("VMNMX")
+def _vmnmx(ctx, instr, ops, mods, zrow):
+    types = [m for m in mods if m in ("U32", "S32")] + ["S32", "S32"]
+    a_signed, b_signed = types[0] == "S32", types[1] == "S32"
+    d_signed = "UD" not in mods
+    second = next((m for m in mods if m in ("ACC", "MIN", "MAX")), None)
+    maximum, sat = "MX" in mods, "SAT" in mods
+    a, b, c = (reader_u32(ctx, instr, o, zrow) for o in ops[1:4])
+    write = writer(ops[0].reg, zrow)
+    return lambda g, m: write(g, np.broadcast_to(video_min_max(a(g), b(g), c(g), a_signed, b_signed, d_signed, maximum,
+                                                               second, sat), g.tid.shape).copy(), m)

@@ -12,7 +12,7 @@ from ..isa import instruction as ins
 from . import simt
 from .executor import CONTROL, Context, Group, compile_instruction
 from .floatops import float_row, float_table, run_floats, table_float
-from .operands import CC_FLAGS, CC_SIGN, CC_ZERO, GEOMETRY
+from .operands import CC_FLAGS, CC_SIGN, CC_ZERO, GEOMETRY, STACK_POINTER, local_window
 from .watchdog import Watchdog, instruction_limit
 
 PARAM_BASE = 0x140
@@ -112,6 +112,71 @@ def _geometry_words(bank: bytes, block: int, grid) -> bytes:
     return bytes(b)
 
 
+_CLOCK_CHECKED = {}  # id(instructions) -> instructions: kernels whose clock reads were looked at
+
+
+def _check_clock(kernel):
+    """Refuse a kernel whose branches, guards or addresses depend on clock() (the functional model
+    reads the clock as 0, so it would not run as on hardware: a delay loop would never end); warn
+    once when a stored result does (it holds the difference of two zero readings)."""
+    instrs = kernel.instructions
+    if _CLOCK_CHECKED.get(id(instrs)) is instrs:
+        return
+    from .slicing import clock_uses
+    uses = clock_uses(kernel)
+    for u in uses:
+        at, clock = instrs[u.instr], instrs[u.clock]
+        if u.what in ("guard", "address"):
+            role = ("decides whether it runs or where it branches" if u.what == "guard" else
+                    "is part of its memory address")
+            raise LaunchError(f"{at.where}: {at.full_opcode} uses the clock read at {clock.where} "
+                              f"({clock.full_opcode} {clock.operands[1].name}): its value {role}. The functional "
+                              f"model reads the clock as 0 (time is the timing model's), so this kernel would not "
+                              f"run as on hardware; refused")
+    stores = [u for u in uses if u.what == "store"]
+    if stores:
+        import warnings
+        from ..errors import SourceWarning
+        at, clock = instrs[stores[0].instr], instrs[stores[0].clock]
+        warnings.warn(SourceWarning(f"{at.where}: {at.full_opcode} stores a value computed from the clock read at "
+                                    f"{clock.where}; the functional model reads the clock as 0, so the stored "
+                                    f"result is not a time (the timing model's cycle counts are)"), stacklevel=2)
+    if len(_CLOCK_CHECKED) > 64:
+        _CLOCK_CHECKED.clear()
+    _CLOCK_CHECKED[id(instrs)] = instrs
+
+
+def _place_variables(kernel, memory, banks) -> dict:
+    """The constant banks with the words that hold __device__ variables' addresses filled in,
+    the variables placed in ``memory`` (once per memory: see GlobalMemory.variable)."""
+    sizes = {name: (size, data) for name, size, data in kernel.variables}
+    out = {b: bytearray(d) for b, d in banks.items()}
+    for bank, off, nbytes, name, addend in kernel.variable_words:
+        size, data = sizes[name]
+        addr = memory.variable(name, size, data) + addend
+        if bank not in out:
+            raise LaunchError(f"kernel {kernel.name}: the address of __device__ variable {name} goes to "
+                              f"constant bank {bank}, which the kernel image does not have")
+        b = out[bank]
+        if len(b) < off + nbytes:
+            b.extend(bytes(off + nbytes - len(b)))
+        b[off:off + nbytes] = addr.to_bytes(8, "little")[:nbytes]
+    return {b: bytes(d) for b, d in out.items()}
+
+
+def _stack_pointer(bank: bytes, kernel) -> bytes:
+    """c[0x0][0x20], the local-memory stack pointer, set to the top of each thread's local window
+    (a kernel without local memory keeps the bank as it is)."""
+    top = local_window(kernel)
+    if not top:
+        return bank
+    b = bytearray(bank)
+    if len(b) < STACK_POINTER + 4:
+        b.extend(bytes(STACK_POINTER + 4 - len(b)))
+    b[STACK_POINTER:STACK_POINTER + 4] = struct.pack("<I", top)
+    return bytes(b)
+
+
 @attrs.frozen
 class ConstantBanks:
     """Constant bank 0 (``params``: the packed bank or the 4-byte parameters, as :func:`launch`
@@ -187,7 +252,10 @@ class LaunchStream:
         banks = {}
         if isinstance(params, ConstantBanks):
             params, banks = params.params, dict(params.banks)
-        const_bank = _geometry_words(pack_params(kernel, params), block, (gx, gy))
+        _check_clock(kernel)
+        if kernel.variable_words:
+            banks = _place_variables(kernel, memory, {**dict(kernel.banks or ()), **banks})
+        const_bank = _stack_pointer(_geometry_words(pack_params(kernel, params), block, (gx, gy)), kernel)
         if not kernel.instructions:
             raise LaunchError(f"{kernel.filename}: no instructions to run (kernel {kernel.name})")
 
@@ -237,6 +305,7 @@ class LaunchStream:
         batch = cta_list[start:start + self.per_batch]
         self._next = start + len(batch)
         ctx.shared = np.zeros(max(1, len(batch) * ctx.shared_words), dtype=np.uint32)
+        ctx.local = np.zeros(len(batch) * wpc * 32 * (ctx.local_bytes // 4), dtype=np.uint32)
         ctx.watchdog.reset()
         # fp32 overflow and NaN (inf * 0, inf - inf) are ordinary GPU results, not numpy warnings
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):

@@ -318,3 +318,101 @@ def _texture(ctx, instr, ops, mods, zrow, values=True):
         if ctx.recorder is not None:
             ctx.recorder.texture(g, coords, bases, sel, sizes, tbytes)
     return run
+
+
+# Local memory (LDL / STL). Each thread has a window of ctx.local_bytes (the kernel's frame);
+# functionally the words of a batch's lanes lie lane after lane in ctx.local. For the timing model
+# a warp's window is laid out as the hardware does [cuda-pg] ("Local Memory": consecutive 32-bit
+# words are accessed by consecutive thread IDs): word n of lane l of warp w at
+# LOCAL_BASE + w * 32 * window + n * 128 + 4 * l, so that lanes reading one offset read one 128-byte
+# line; a 64- or 128-bit access then spans 2 or 4 lines (a documented choice: how the hardware
+# splits wide local accesses is not published). Each warp of a launch has a window of its own (the
+# hardware reuses those of finished warps: not modelled). Timed as global memory through the L2
+# (l1tex.caches_local = false).
+LOCAL_BASE = 1 << 48  # the local space in trace addresses: far above global memory and textures (n << 40)
+
+
+def local_lanes(ctx, g):
+    """The position of each lane of group g among its batch's lanes (rows of ctx.local)."""
+    return g.cta * (((ctx.block + 31) // 32) * 32) + g.tid.astype(np.int64)
+
+
+def local_trace_addresses(ctx, g, addr, pieces):
+    """(lanes, pieces) int64 byte addresses of an access at local ``addr`` for the trace."""
+    window = ctx.local_bytes
+    warp = np.repeat(g.warps, 32)
+    base = LOCAL_BASE + warp * (32 * window) + g.laneid.astype(np.int64) * 4
+    a = addr.astype(np.int64)
+    word = (a >> 2)[:, None] + np.arange(pieces, dtype=np.int64)
+    return base[:, None] + word * 128 + (a & 3)[:, None]
+
+
+@compiles("LDL", "STL", values=True)
+def _local(ctx, instr, ops, mods, zrow, values=True):
+    """LDL d, [Ra+imm] / STL [Ra+imm], d of 8 to 128 bits (8/16-bit loads zero- or sign-extend)."""
+    load = instr.opcode == "LDL"
+    mem_op, data_op = (ops[1], ops[0]) if load else (ops[0], ops[1])
+    addr_of = address_reader(ctx, instr, mem_op, zrow)
+    nbytes = memory_bytes(mods)
+    width = max(1, nbytes // 4)
+    sub = next((_SUBWORD_DTYPE[m] for m in mods if m in _SUBWORD_DTYPE), None)
+    reg = data_op.reg
+    writes = [writer(reg + j if reg != ins.RZ else ins.RZ, zrow) for j in range(width)] if load else None
+    src = zrow if reg == ins.RZ else reg
+    kind = "ldg" if load else "stg"
+
+    def run(g, m):
+        sel = m if m is not None else (None if g.full else g.active)
+        addr = addr_of(g)
+        window = ctx.local_bytes
+        bad = ((addr & U32(nbytes - 1)) != 0) | (addr.astype(np.int64) > window - nbytes)
+        if sel is not None:
+            bad &= sel
+        if bad.any():
+            def msg(pos):
+                a = int(addr[pos])
+                if a % nbytes:
+                    return f"misaligned {nbytes}-byte local access at address 0x{a:x}"
+                where = "" if a < 1 << 31 else " (below the stack: a negative offset)"
+                return (f"local access at address 0x{a:x} (+{nbytes} bytes){where} is outside the thread's "
+                        f"local memory [0x0, 0x{window:x}) (the kernel's frame: LocalSize {ctx.kernel.local_size})")
+            ctx.fail(instr, g, bad, msg)
+        if ctx.recorder is not None:
+            pieces = width if sub is None else 1
+            ctx.recorder.local(kind, g, local_trace_addresses(ctx, g, addr, pieces), sel, min(nbytes, 4))
+        if not values:
+            return
+        lanes = local_lanes(ctx, g)
+        a = addr.astype(np.int64)
+        if sel is not None:
+            lanes, a = lanes[sel], a[sel]
+        if sub is not None:
+            view = ctx.local.view(sub)
+            at = (lanes * window + a) // nbytes
+            if load:
+                vals = np.zeros(g.tid.size, dtype=np.uint32)
+                got = view[at].astype(np.int64).astype(np.uint32)
+                if sel is None:
+                    vals = got
+                else:
+                    vals[sel] = got
+                writes[0](g, vals, m)
+            else:
+                data = g.regs[src] if sel is None else g.regs[src][sel]
+                view[at] = data.astype(sub)  # (lanes are distinct threads: no two write one byte)
+            return
+        at = (lanes * (window // 4) + (a >> 2))[:, None] + np.arange(width, dtype=np.int64)
+        if load:
+            got = ctx.local[at]
+            for j in range(width):
+                if sel is None:
+                    writes[j](g, got[:, j], m)
+                else:
+                    vals = np.zeros(g.tid.size, dtype=np.uint32)
+                    vals[sel] = got[:, j]
+                    writes[j](g, vals, m)
+        else:
+            rows = g.regs[src:src + width] if src != zrow else np.zeros((width, g.tid.size), np.uint32)
+            data = rows.T if sel is None else rows.T[sel]
+            ctx.local[at] = data
+    return run

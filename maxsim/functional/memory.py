@@ -30,6 +30,19 @@ class GlobalMemory:
         self.names = []  # the name of each allocation ("" when none was given)
         self.gapped = False  # allocations are separated by unmapped guards (check each access)
         self.invalid = None  # why the contents are not results (a timing-only launch wrote them)
+        self.variables = {}  # __device__ variable name -> its address (placed by the first launch)
+
+    def variable(self, name: str, size: int, data: bytes) -> int:
+        """The address of __device__ variable ``name``: allocated (and given its initial bytes)
+        the first time a launch on this memory needs it, then kept, as the device keeps a module's
+        variables from launch to launch."""
+        addr = self.variables.get(name)
+        if addr is None:
+            addr = self.alloc(max(1, size), name=f"__device__ {name}")
+            if data:
+                self.write(addr, np.frombuffer(bytes(data), dtype=np.uint8))
+            self.variables[name] = addr
+        return addr
 
     def alloc(self, nbytes: int, name: str = None) -> int:
         if nbytes <= 0:

@@ -29,6 +29,18 @@ GEOMETRY = 0x8
 
 NO_MASK = np.zeros(1, dtype=bool)
 
+# c[0x0][0x20]: the local-memory stack pointer ptxas loads into R1 (MOV R1, c[0x0][0x20]) and lowers
+# by the kernel's frame; the launch writes the top of each thread's local window there
+STACK_POINTER = 0x20
+LOCAL_ALIGN = 16  # choice: the window is a whole number of 16-byte units (the widest LDL / STL)
+
+
+def local_window(kernel) -> int:
+    """Bytes of each thread's local-memory window: the kernel's local size (its frame) rounded up
+    to :data:`LOCAL_ALIGN`; LDL / STL address [0, window), the stack pointer starts at its top."""
+    size = int(getattr(kernel, "local_size", 0) or 0)
+    return (size + LOCAL_ALIGN - 1) // LOCAL_ALIGN * LOCAL_ALIGN
+
 
 def geometry(const_bank: bytes):
     """((X, Y, Z) threads per block, (X, Y, Z) CTAs) of a launch, from its constant bank."""

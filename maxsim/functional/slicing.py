@@ -32,10 +32,11 @@ from ..isa.opcodes import mask_predicates
 PRED_BASE = 256  # location of predicate p: PRED_BASE + p; registers are their own number
 CC = PRED_BASE + 8  # the carry flag of IADD.CC / IADD.X
 
-LOADS = ("LDS", "LDG", "LD", "ATOM", "ATOMS")  # (an atomic's value operands are store data)
-STORES = ("STS", "STG", "ST", "RED")
+LOADS = ("LDS", "LDG", "LD", "LDL", "ATOM", "ATOMS")  # (an atomic's value operands are store data)
+STORES = ("STS", "STG", "ST", "STL", "RED")
 _SPACE = {"LDS": "shared", "STS": "shared", "LDG": "global", "STG": "global", "LD": "global", "ST": "global",
-          "ATOM": "global", "RED": "global", "ATOMS": "shared"}
+          "ATOM": "global", "RED": "global", "ATOMS": "shared",
+          "LDL": "local", "STL": "local"}
 CONTROL = ("BRA", "CAL", "RET", "EXIT", "BAR", "SSY", "PBK", "PCNT", "SYNC", "BRK", "CONT")
 _WAITS_AT = {"SYNC": "SSY", "BRK": "PBK", "CONT": "PCNT"}
 
@@ -257,3 +258,83 @@ def _timing_slice(kernel) -> TimingSlice:
             computed[i] = True
     stg = [i for i, x in enumerate(instrs) if x.opcode == "STG" and not (x.pred == ins.PT and x.pred_neg)]
     return TimingSlice(tuple(computed), any(not computed[i] for i in stg), "global" in spaces)
+
+
+# ---- where the value of clock() goes -------------------------------------------------------------
+
+CLOCK_REGISTERS = frozenset(("SR_CLOCKLO", "SR_CLOCKHI"))
+
+
+@attrs.frozen
+class ClockUse:
+    """A place a value derived from the clock reaches: ``instr`` (an instruction index), ``clock``
+    (the index of the clock read it comes from) and ``what``: "guard" (it decides whether the
+    instruction runs or, for a branch, where it goes), "address" (a memory address, texture
+    coordinate or branch condition) or "store" (the data a store writes)."""
+
+    instr: int
+    clock: int
+    what: str
+
+
+def clock_uses(kernel) -> tuple:
+    """Where values computed from ``S2R`` / ``CS2R`` of SR_CLOCKLO / SR_CLOCKHI (``clock()``,
+    ``clock64()``) reach, by reaching definitions through registers, predicates and the carry
+    (not through memory): the guards, addresses and stored data they flow into (ClockUse records,
+    in instruction order). The functional model reads the clock as 0 (time is the timing model's),
+    so a kernel whose control flow or addresses depend on it would not run as on hardware."""
+    instrs = kernel.instructions
+    sources = [i.index for i in instrs if i.opcode in ("S2R", "CS2R") and len(i.operands) > 1
+               and i.operands[1].name in CLOCK_REGISTERS]
+    if not sources:
+        return ()
+    table = [accesses(i) for i in instrs]
+    reach, defs, by_loc = reaching_definitions(kernel, table)
+    origin = {}  # definition id -> the clock read its value comes from
+    for d, (i, _) in enumerate(defs):
+        if i in sources:
+            origin[d] = i
+
+    def tainted(j, loc):
+        bits = reach[j] & by_loc.get(loc, 0)
+        while bits:
+            low = bits & -bits
+            d = low.bit_length() - 1
+            if d in origin:
+                return origin[d]
+            bits ^= low
+        return None
+
+    defs_of = [[] for _ in instrs]
+    for d, (i, _) in enumerate(defs):
+        defs_of[i].append(d)
+    changed = True
+    while changed:
+        changed = False
+        for j, (_, uses, _, data) in enumerate(table):
+            if all(d in origin for d in defs_of[j]):
+                continue
+            src = next((s for s in (tainted(j, u) for u in uses + data) if s is not None), None)
+            if src is None:
+                continue
+            for d in defs_of[j]:
+                if d not in origin:
+                    origin[d] = src
+                    changed = True
+    out = []
+    for j, instr in enumerate(instrs):
+        _, _, addr, data = table[j]
+        if _guarded(instr) and instr.pred != ins.PT:
+            s = tainted(j, PRED_BASE + instr.pred)
+            if s is not None:
+                out.append(ClockUse(j, s, "guard"))
+                continue
+        s = next((s for s in (tainted(j, a) for a in addr) if s is not None), None)
+        if s is not None:
+            out.append(ClockUse(j, s, "address"))
+            continue
+        if instr.opcode in STORES:
+            s = next((s for s in (tainted(j, a) for a in data) if s is not None), None)
+            if s is not None:
+                out.append(ClockUse(j, s, "store"))
+    return tuple(out)

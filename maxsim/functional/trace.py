@@ -116,6 +116,15 @@ class TraceRecorder:
         nw = g.warps.size
         g.segment.mem[g.pos] = self.summarise(kind, addr.reshape(nw, 32), self._lanes(g, sel), nbytes)
 
+    def local(self, kind, g, addr, sel, nbytes):
+        """A local-memory LDL / STL at ``g.pos`` (kind "ldg" / "stg": timed as global memory):
+        ``addr`` (lanes, k) the int64 byte addresses of the k pieces of ``nbytes`` each lane
+        touches (the interleaved layout of local memory splits a 64- or 128-bit access)."""
+        nw = g.warps.size
+        k = addr.shape[1]
+        lanes = np.repeat(self._lanes(g, sel), k, axis=1)
+        g.segment.mem[g.pos] = self.summarise(kind, addr.reshape(nw, 32 * k), lanes, nbytes)
+
     def texture(self, g, coords, bases, sel, sizes, texel_bytes=16):
         """A TLD at ``g.pos``: texel ``coords`` of textures at ``bases`` with ``sizes`` texels of
         ``texel_bytes`` (an int, or an array per lane)."""

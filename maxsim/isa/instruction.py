@@ -71,6 +71,7 @@ class Instruction:
     unit: str = ""  # timing class (see maxsim.isa.opcodes.UNITS)
     target: int = -1  # branch / call target instruction index
     target_label: str = ""
+    source: str = ""  # the CUDA source line (file:line) of a cubin compiled with -lineinfo
 
     @property
     def full_opcode(self) -> str:
@@ -78,6 +79,8 @@ class Instruction:
 
     @property
     def where(self) -> str:
+        if self.source:
+            return f"{self.filename}:{self.line} ({self.source})"
         return f"{self.filename}:{self.line}"
 
 
@@ -104,6 +107,13 @@ class Kernel:
     # constant banks besides bank 0 that the kernel's image fills (a cubin's .nv.constant2:
     # compiler constants, .nv.constant3: __constant__ data): (bank, bytes) pairs
     banks: tuple = ()
+    # bytes of local memory (LDL / STL) each thread has: a cubin's frame size (EIATTR_FRAME_SIZE),
+    # the text form's '# LocalSize:' header
+    local_size: int = 0
+    # __device__ variables: (name, size, initial bytes), placed in global memory at launch; and the
+    # constant-bank words that hold their addresses: (bank, byte offset, 8, name, addend)
+    variables: tuple = ()
+    variable_words: tuple = ()
 
     @property
     def label_map(self) -> dict:

@@ -149,6 +149,14 @@ def min_stall(instr, lat) -> int:
     return {"bar": lat.barrier_sync, "branch": lat.branch, "exit": lat.exit}.get(instr.unit, 1)
 
 
+def depbar_set(instr) -> int:
+    """The scoreboards ``DEPBAR {n, ...}`` waits for, as a control code's wait mask (bit n:
+    scoreboard SBn, barrier n + 1); 0 for any other instruction."""
+    if instr.opcode != "DEPBAR" or len(instr.operands) != 1 or not instr.operands[0].name.startswith("{"):
+        return 0
+    return sum(1 << int(x) for x in instr.operands[0].name.strip("{}").split(",") if x.strip())
+
+
 def depbar_of(instr) -> tuple:
     """(barrier, count) of ``DEPBAR.LE SBn, count`` (barrier n + 1: the numbering of the control
     codes' barriers), or (0, 0) for any other instruction."""

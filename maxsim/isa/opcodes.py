@@ -35,7 +35,7 @@ _FCMP = _CMP | {"LTU", "LEU", "GTU", "GEU", "EQU", "NEU", "NUM", "NAN"}
 _ATOM_OPS = {"ADD", "MIN", "MAX", "INC", "DEC", "AND", "OR", "XOR", "EXCH", "CAS"}
 _F2I_ROUND = {"TRUNC", "FLOOR", "CEIL", "ROUND"}
 _MUFU = {"RCP", "RSQ", "SQRT", "EX2", "LG2", "SIN", "COS", "RCP64H", "RSQ64H"}
-_TYPES = {"F32", "F16", "F64", "S32", "U32", "S16", "U16", "S8", "U8"}
+_TYPES = {"F32", "F16", "F64", "S64", "U64", "S32", "U32", "S16", "U16", "S8", "U8"}
 CONVERSIONS = ("I2F", "F2I", "F2F", "I2I")
 
 
@@ -107,13 +107,20 @@ OPCODES = {s.name: s for s in (
     # generic loads / stores: modelled as global (no shared or local window in the generic space)
     _spec("LD", "ldg", 1, "V M", {"E"}, {"CG", "CI", "CS", "CV"}, set(_WIDTH) | _SUBWORD),
     _spec("ST", "stg", 0, "M V", {"E"}, {"CG", "CS", "WT"}, set(_WIDTH) | _SUBWORD),
+    # local memory (a thread's stack frame: spills, dynamically indexed arrays): timed as global
+    # memory through the L2 (l1tex.caches_local); .LU marks a last use (nvdisasm 12.8 prints LU for
+    # bit 44 = 1, CI = 2, CV = 3 of LDL's cache field)
+    _spec("LDL", "ldg", 1, "V M", {"LU", "CI", "CV"}, set(_WIDTH) | _SUBWORD),
+    _spec("STL", "stg", 0, "M V", set(_WIDTH) | _SUBWORD),
     _spec("ATOM", "ldg", 1, "R M R|I R|I", {"E"}, _ATOM_OPS, {"U32", "S32", "F32"}, {"FTZ"}, {"RN"}, min_operands=3),
     _spec("RED", "stg", 0, "M R|I", {"E"}, _ATOM_OPS - {"CAS", "EXCH"}, {"U32", "S32", "F32"}, {"FTZ"}, {"RN"}),
     _spec("ATOMS", "lds", 1, "R M R|I R|I", _ATOM_OPS, {"U32", "S32"}, min_operands=3),
     # LDC[.U8|.S8|.U16|.S16|.32|.64|.128] d, c[bank][Ra+imm]: a constant load, indexed by a register
     # (the widths of [maxas-grammar]'s memType; .64 and .128 write a vector group)
     _spec("LDC", "fixed", 1, "V C", set(_WIDTH) | _SUBWORD),
-    _spec("DEPBAR", "nop", 0, "W I", {"LE"}),
+    # DEPBAR.LE SBn, k: wait until at most k ops of scoreboard n are out; DEPBAR {n, ...}: until
+    # those scoreboards are clear (nvdisasm's scoreboard set)
+    _spec("DEPBAR", "nop", 0, "W I", {"LE"}, min_operands=1),
     # integer
     _spec("IMNMX", "alu_half", 1, "R R R|C|I P", {"U32", "S32"}),
     _spec("POPC", "xu", 1, "R R|C|I"),
@@ -125,6 +132,11 @@ OPCODES = {s.name: s for s in (
     # full-rate class, 8-bit ones its half-rate class (VMAD_8BIT_UNIT)
     _spec("VMAD", "alu", 1, "R R R R", {"U16", "S16", "U8", "S8"}, {"U16", "S16", "U8", "S8"},
           {"SHR_7", "SHR_15"}, {"SAT"}),
+    # VMNMX[.UD].<a>.<b>[.MX][.SAT][.ACC|.MIN|.MAX] d, a, b, c: min (max with .MX) of a and b,
+    # then added to / min / max with c (PTX vmin / vmax, the 32-bit forms); the compare class of
+    # IMNMX (a choice: no published figure)
+    _spec("VMNMX", "alu_half", 1, "R R R R", {"UD"}, {"U32", "S32"}, {"U32", "S32"}, {"MX"}, {"SAT"},
+          {"ACC", "MIN", "MAX"}),
     _spec("LEA", "alu_half", 1, "R R R|C|I R|I I", {"HI"}, {"X"}, {"CC"}, min_operands=4),
     _spec("PSETP", "alu", 2, "P P P P P", _BOOL, _BOOL),
     _spec("P2R", "alu", 1, "R W R I"),
@@ -142,6 +154,8 @@ OPCODES = {s.name: s for s in (
     _spec("DFMA", "fp64", 1, "V V V|C|I|F V|C", {"RN", "RM", "RP", "RZ"}),
     _spec("DMNMX", "fp64", 1, "V V V|C|I|F P"),
     _spec("DSETP", "fp64", 2, "P P V V|C|I|F P", _FCMP, _BOOL),
+    # DSET: DSETP's comparison as one 32-bit register (all ones / 0, .BF 1.0 / 0), as FSET
+    _spec("DSET", "fp64", 1, "R V V|C|I|F P", _FCMP, _BOOL, {"BF"}, {"CC"}),
     # FSET: FSETP's comparison as a register (all ones / 0, .BF 1.0 / 0); the compare class, as
     # FSETP [maxas-grammar: FSET with FSETP in the cmp class]
     _spec("FSET", "alu_half", 1, "R R R|C|I|F P", _FCMP, _BOOL, {"FTZ"}, {"BF"}, {"CC"}),
@@ -150,7 +164,9 @@ OPCODES = {s.name: s for s in (
     _spec("FCHK", "alu_half", 1, "P R R|C|I|F", {"DIVIDE"}),
     _spec("RRO", "alu_half", 1, "R R|C|I|F", {"SINCOS", "EX2"}),
     # I2F.F64: to a register pair (the destination's width 2: vector_width)
-    _spec("I2F", "xu", 1, "V R|C|I", {"F32", "F64"}, {"S32", "U32", "S16", "U16", "S8", "U8"}, {"RN", "RM", "RP", "RZ"}),
+    # (a 64-bit integer source, .S64 / .U64, is a register pair, as is an F64 destination)
+    _spec("I2F", "xu", 1, "V V|C|I", {"F32", "F64"}, {"S64", "U64", "S32", "U32", "S16", "U16", "S8", "U8"},
+          {"RN", "RM", "RP", "RZ"}),
     _spec("F2I", "xu", 1, "R V|C|I|F", {"S32", "U32"}, {"F32", "F64"}, _F2I_ROUND, {"FTZ"}),
     # I2I.<dst>.<src>[.SAT] d, [-|]a[|]: integer to integer of 8, 16 or 32 bits (the conversions'
     # quarter-rate class [maxas-grammar])
@@ -212,7 +228,7 @@ IMMEDIATE_FORMS = {"IADD32I": "IADD", "LOP32I": "LOP", "ISCADD32I": "ISCADD", "F
 
 # Modifiers an opcode cannot do without (one of the set must be present)
 REQUIRED_MODIFIERS = {"SHF": {"L", "R"}, "LOP3": {"LUT"}, "VMAD": {"U16", "S16", "U8", "S8"}, "ISET": _CMP, "ICMP": _CMP, "ISETP": _CMP, "FSETP": _FCMP, "ATOM": _ATOM_OPS, "RED": _ATOM_OPS, "ATOMS": _ATOM_OPS,
-                      "MUFU": _MUFU, "FSET": _FCMP, "FCHK": {"DIVIDE"}, "DSETP": _FCMP,
+                      "MUFU": _MUFU, "FSET": _FCMP, "FCHK": {"DIVIDE"}, "DSETP": _FCMP, "DSET": _FCMP,
                       "SHFL": {"IDX", "UP", "DOWN", "BFLY"}, "VOTE": {"ALL", "ANY", "EQ"}, "RRO": {"SINCOS", "EX2"}}
 # keyword operands (W) each opcode accepts
 # the channel sets of TLDS / TEXS (envytools' GM107 table: the sets with and without a second
@@ -241,7 +257,7 @@ def match_modifiers(spec: OpSpec, mods: tuple):
     """Return None if ``mods`` is acceptable for ``spec``, else the first offending modifier."""
     groups = tuple(spec.mod_groups)
     for n, m in enumerate(mods):
-        if m in mods[:n] and not ((spec.name in CONVERSIONS or spec.name in ("XMAD", "VMAD")) and m in _TYPES) \
+        if m in mods[:n] and not ((spec.name in CONVERSIONS or spec.name in ("XMAD", "VMAD", "VMNMX")) and m in _TYPES) \
                 and not (spec.name == "PSETP" and m in _BOOL):
             # a repeated modifier (XMAD.PSL.PSL) is never meaningful, but a conversion names its
             # destination and source types (F2F.F32.F32) and PSETP its two operations
@@ -330,18 +346,19 @@ def texture_channels(instr_ops) -> tuple:
     return tuple(out)
 
 
-FP64 = frozenset(("DADD", "DMUL", "DFMA", "DMNMX", "DSETP"))
+FP64 = frozenset(("DADD", "DMUL", "DFMA", "DMNMX", "DSETP", "DSET"))
 
 
 def operand_widths(opcode: str, mods: tuple, n: int, width: int) -> tuple:
     """The registers each of ``n`` operands names: ``width`` (:func:`vector_width`) for every vector
     operand, except a conversion with an F64 side, whose destination and source each take the
     width of their own type (F2F.F64.F32: a pair and one register)."""
-    if opcode in ("F2F", "F2I", "I2F") and "F64" in mods:
-        types = [m for m in mods if m in ("F16", "F32", "F64") or m in _TYPES]
-        dst = types[0] if types else "F32"
-        src = types[1] if len(types) > 1 else ("S32" if opcode == "I2F" else "F32")
-        return tuple([2 if dst == "F64" else 1, 2 if src == "F64" else 1] + [1] * max(0, n - 2))[:n]
+    if opcode in ("F2F", "F2I", "I2F") and any(m in ("F64", "S64", "U64") for m in mods):
+        floats = [m for m in mods if m in ("F16", "F32", "F64")] + ["F32", "F32"]
+        ints = [m for m in mods if m in _TYPES and m[0] in "SU"] + ["S32"]
+        dst, src = {"I2F": (floats[0], ints[0]), "F2I": (ints[0], floats[0])}.get(opcode, floats[:2])
+        wide = ("F64", "S64", "U64")
+        return tuple([2 if dst in wide else 1, 2 if src in wide else 1] + [1] * max(0, n - 2))[:n]
     return (width,) * n
 
 

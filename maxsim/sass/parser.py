@@ -18,7 +18,10 @@ from ..isa.opcodes import (CHANNEL_SETS, conversion_types, unit_of, vmad_types, 
 
 # Header values that the hardware bounds (Maxwell: 48 KB static shared memory per CTA, 16 barriers)
 _HEADER_RANGE = {"InsCnt": (0, 1 << 31), "RegCnt": (1, ins.NUM_REGS), "SharedSize": (0, 48 * 1024),
-                 "BarCnt": (0, 16)}
+                 "BarCnt": (0, 16),
+                 # bytes of local memory per thread: at most 512 KB (CUDA C Programming Guide, technical specifications
+                 # per compute capability, "Maximum amount of local memory per thread")
+                 "LocalSize": (0, 512 * 1024)}
 
 # Immediates with a narrower range than 32 bits: (opcode, operand position) -> (lo, hi, what)
 _IMM_RANGE = {("BAR", 0): (0, 15, "barrier"), ("ISCADD", 3): (0, 31, "ISCADD shift"),
@@ -42,7 +45,7 @@ _ICONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\[(R\d+|RZ)(?:\+?(-?(?:0[x
 # maxas writes the carry-out of an add on its destination: IADD R72.CC, ... ([maxas-grammar] $r0cc)
 _DST_CC_RE = re.compile(r"([A-Z][A-Z0-9]*(?:\.[A-Z0-9_]+)*)(\s+)(R\d+|RZ)\.CC(?=\s*,)", re.ASCII)
 _CC_MODELLED = ("IADD", "IADD32I", "ISCADD", "LEA", "FSET")  # opcodes whose condition-code output maxsim models
-_HEADER_RE = re.compile(r"#\s*(Kernel|Arch|InsCnt|RegCnt|SharedSize|BarCnt)\s*:\s*(\S+)\s*$", re.ASCII)
+_HEADER_RE = re.compile(r"#\s*(Kernel|Arch|InsCnt|RegCnt|SharedSize|BarCnt|LocalSize)\s*:\s*(\S+)\s*$", re.ASCII)
 _PARAMS_RE = re.compile(r"#\s*Params\((\d+)\)\s*:\s*$", re.ASCII)
 _PARAM_RE = re.compile(r"#\s*(\d+):(0[xX][0-9a-fA-F]+|\d+):(\d+):(\d+)(?:\s+[A-Za-z_]\w*)?\s*$", re.ASCII)  # name: maxsim.host
 
@@ -156,6 +159,7 @@ def parse_text(text: str, filename: str = "<string>") -> ins.Kernel:
         reg_cnt=reg_cnt,
         shared_size=header.get("SharedSize", 0),
         bar_cnt=header.get("BarCnt", 0),
+        local_size=header.get("LocalSize", 0),
         params=tuple(params),
         instructions=instructions,
         labels=tuple(labels),
@@ -278,7 +282,10 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
     columns = []
     if body[k - pos:].strip():
         start = k
-        for piece in src[k:semi].split(","):
+        pieces = src[k:semi].split(",")
+        if opcode == "DEPBAR" and src[k:semi].strip().startswith("{"):  # DEPBAR {5,4}: one operand
+            pieces = [src[k:semi]]
+        for piece in pieces:
             lead = len(piece) - len(piece.lstrip())
             tok = piece.strip()
             col = start + lead
@@ -354,7 +361,7 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
             raise line.error(f"undefined label {op.name!r}", col)
         if op.kind == ins.SREG and op.name not in SPECIAL_REGISTERS:
             raise line.error(f"unknown special register {op.name!r}", col)
-        if op.kind == ins.WORD and op.name not in WORDS.get(opcode, ()):
+        if op.kind == ins.WORD and op.name not in WORDS.get(opcode, ()) and not (opcode == "DEPBAR" and op.name.startswith("{")):
             raise line.error(f"unknown keyword {op.name!r} (expected {' or '.join(WORDS.get(opcode, ('no keyword',)))})", col)
         if op.kind == ins.WORD and op.name in TEXTURE_DIMS and op.name != "1D":
             raise line.error(f"{opcode} of a {op.name} texture is not modelled: 1D textures only", col)
@@ -392,6 +399,10 @@ def _check_texture(opcode, mods, operands, columns, line, reg_cnt):
 def _parse_operand(tok: str, line: _Line, col: int, words=()) -> ins.Operand:
     if tok in words:
         return ins.Operand(ins.WORD, name=tok)
+    if tok.startswith("{") and "SB0" in words:  # DEPBAR's scoreboard set
+        if not re.fullmatch(r"\{\s*([0-5]\s*(,\s*[0-5]\s*)*)?\}", tok):
+            raise line.error(f"expected a scoreboard set such as {{5,0}}, got {tok!r}", col)
+        return ins.Operand(ins.WORD, name="{" + ",".join(x.strip() for x in tok.strip("{}").split(",") if x.strip()) + "}")
     neg = absval = notp = bitnot = False
     t = tok
     if t.startswith("!"):

@@ -482,6 +482,9 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, CNT, w, s, pc,
         return False, done
     n = SEC[aux] if aux >= 0 else 0
     if n == 0 and u != STG:
+        # (a global or local load's barrier clears after the warp's earlier loads: see reference.py)
+        if u == LDG and W[w, W_LDG_DONE] > t + 1:
+            return False, W[w, W_LDG_DONE]
         return False, t + 1
     read_at = t + (G_[G_READ_TEX] if u == TEX else G_[G_READ_GLOBAL])
     _book_late_reads(BANKS, P, L, s, pc, read_at)

@@ -755,7 +755,11 @@ class ReferenceSM:
         if n == 0 and u != STG:
             # every lane predicated off, or (texture) every active lane outside the texture: no
             # sector is fetched, the instruction leaves the pipe at once (a border-only fetch is
-            # modelled as free; the trace does not tell it from a predicated-off one)
+            # modelled as free; the trace does not tell it from a predicated-off one). A global or
+            # local load's barrier still clears in its queue's order, after the warp's earlier loads
+            # (ptxas waits on a guarded LDL for an earlier, unguarded one that set no barrier)
+            if u == LDG and w.ldg_done > t + 1:
+                return w.ldg_done
             return t + 1
         read_at = t + (lat.mem_operand_read_tex if u == TEX else lat.mem_operand_read_global)
         self._book_late_reads(s, pc, read_at)

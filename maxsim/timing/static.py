@@ -4,7 +4,7 @@ tables and how many CTAs fit on one SM. Shared by the compiled core and the refe
 from __future__ import annotations
 
 from ..errors import SimulationError
-from ..isa.issue import (BITCOUNT_OPCODES, depbar_of, dual_first, dual_second, late_address_word, operand_read_delay,
+from ..isa.issue import (BITCOUNT_OPCODES, depbar_of, depbar_set, dual_first, dual_second, late_address_word, operand_read_delay,
                          reads_constant_operand)
 from ..isa.opcodes import mask_predicates
 
@@ -63,7 +63,9 @@ class StaticInfo:
             self.late_reg[k], self.late_read[k] = late_address_word(i, lat)
             self.stall[k] = i.control.stall
             self.yld[k] = i.control.yield_
-            self.waits[k] = tuple(b + 1 for b in range(6) if i.control.wait >> b & 1)
+            # DEPBAR {n, ...} waits for those scoreboards (barriers n + 1) as a wait mask does
+            wait = i.control.wait | depbar_set(i)
+            self.waits[k] = tuple(b + 1 for b in range(6) if wait >> b & 1)
             self.depbar[k] = depbar_of(i)
             self.rbar[k] = i.control.read_bar
             self.wbar[k] = i.control.write_bar

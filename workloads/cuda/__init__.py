@@ -437,6 +437,109 @@ def _precise(n, rng, fn, dtype, rtol):
             {"y": (ref, rtol, rtol)})
 
 
+def _row_sort(size, rng):
+    rows, k = size
+    x = rng.standard_normal((rows, k)).astype(np.float32)
+    s = np.sort(x, axis=1)
+    med = s[:, k // 2] if k % 2 else np.float32(0.5) * (s[:, k // 2 - 1] + s[:, k // 2])
+    return (_blocks(rows, 64), 64, {"x": "x", "sorted": "sorted", "median": "median", "rows": rows, "k": k},
+            {"x": x, "sorted": np.zeros((rows, k), np.float32), "median": np.zeros(rows, np.float32)},
+            {"sorted": (s, 0, 0), "median": (med.astype(np.float32), 0, 0)})
+
+
+def _digit_counts(size, rng):
+    n, per = size
+    w = rng.integers(0, 2 ** 32, (n, per), dtype=np.uint64).astype(np.uint32)
+    digits = np.stack([(w >> np.uint32(s)) & np.uint32(15) for s in range(0, 32, 4)], axis=-1).reshape(n, -1)
+    counts = np.stack([(digits == d).sum(axis=1) for d in range(16)], axis=1)
+    weighted = (counts * np.arange(16)).sum(axis=1).astype(np.int32)
+    mode = counts.argmax(axis=1).astype(np.uint8)  # (argmax: the first of the largest)
+    return (_blocks(n, 64), 64, {"words": "words", "weighted": "weighted", "mode": "mode", "n": n, "per": per},
+            {"words": w, "weighted": np.zeros(n, np.int32), "mode": np.zeros(n, np.uint8)},
+            {"weighted": (weighted, 0, 0), "mode": (mode, 0, 0)})
+
+
+def _small_solve(size, rng):
+    n, m = size
+    A = rng.standard_normal((n, m, m)) + np.eye(m) * 0.5
+    b = rng.standard_normal((n, m))
+    x = np.linalg.solve(A, b[..., None])[..., 0]
+    return (_blocks(n, 32), 32, {"A": "A", "b": "b", "x": "x", "n": n, "m": m},
+            {"A": A, "b": b, "x": np.zeros((n, m))}, {"x": (x, 1e-9, 1e-9)})
+
+
+def trig_arguments(n, rng):
+    """``n`` fp32 arguments for sine and cosine: magnitudes from 1e-3 to 3.4e38 (log-uniform, so
+    most take the Payne-Hanek reduction), both signs, with 0, -0, inf, NaN and the extremes first."""
+    x = (rng.uniform(-1, 1, n) * 10.0 ** rng.uniform(-3, 38.5, n)).astype(np.float32)
+    special = np.array([0.0, -0.0, np.inf, np.nan, 3e38, -3.4028235e38, 1.5707964, 105414.35], np.float32)
+    k = min(n, special.size)
+    x[:k] = special[:k]
+    return x
+
+
+def _sin_cos(n, rng):
+    x = trig_arguments(n, rng)
+    with np.errstate(invalid="ignore"):
+        s, c = np.sin(x.astype(np.float64)).astype(np.float32), np.cos(x.astype(np.float64)).astype(np.float32)
+    # CUDA's sinf / cosf: 2 ulp ([cuda-pg] "Mathematical Functions"); tests/test_local_memory.py
+    # checks the ulps themselves, here a relative 2^-21 (2-4 ulp) and NaN where numpy gives NaN
+    tol = 2.0 ** -21
+    zeros = {name: np.zeros(n, np.float32) for name in ("s", "c", "ss", "cc")}
+    return (_blocks(n, 64), 64, {"x": "x", "s": "s", "c": "c", "ss": "ss", "cc": "cc", "n": n}, {"x": x, **zeros},
+            {"s": (s, tol, 0), "c": (c, tol, 0), "ss": (s, tol, 0), "cc": (c, tol, 0)})
+
+
+WEIGHTS = np.array([0.5, -1.0, 2.0, 0.25, -3.0, 1.5, 4.0, -0.75], np.float32)  # trig.cu's __device__ table
+
+
+def _device_tables(n, rng):
+    x = rng.standard_normal(n).astype(np.float32)
+    i = np.arange(n)
+    y = x * WEIGHTS[i & 7] + np.float32(0.125) + (i * 3 + 1).astype(np.float32)
+    return (_blocks(n, 64), 64, {"x": "x", "y": "y", "n": n}, {"x": x, "y": np.zeros(n, np.float32)},
+            {"y": (y.astype(np.float32), 1e-6, 0)})  # (ptxas fuses a multiply and an add: one rounding less)
+
+
+def _dp_compare_flags(n, rng):
+    a, b = rng.standard_normal(n), rng.standard_normal(n)
+    k = min(n, 8)
+    b[:k // 2] = a[:k // 2]  # equal pairs
+    a[k // 2:k] = [np.nan, np.inf, -np.inf, 0.0][:k - k // 2]  # NaN compares false, both ways
+    with np.errstate(invalid="ignore"):
+        below, mask = (a < b).astype(np.float32), -(a >= b).astype(np.int32)
+    return (_blocks(n, 64), 64, {"a": "a", "b": "b", "below": "below", "mask": "mask", "n": n},
+            {"a": a, "b": b, "below": np.zeros(n, np.float32), "mask": np.zeros(n, np.int32)},
+            {"below": (below, 0, 0), "mask": (mask, 0, 0)})
+
+
+def _dp_half_round_trip(n, rng):
+    x = rng.standard_normal(n) * 10.0 ** rng.integers(-9, 6, n)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, 65520.0, 65519.99, 2.0 ** -25, -2.0 ** -24 * 1.5])
+    k = min(n, special.size)
+    x[:k] = special[:k]
+    with np.errstate(over="ignore"):
+        h = x.astype(np.float16)  # numpy rounds fp64 to fp16 once, to nearest even
+    return (_blocks(n, 64), 64, {"x": "x", "h": "h", "back": "back", "n": n},
+            {"x": x, "h": np.zeros(n, np.uint16), "back": np.zeros(n)},
+            {"h": (h.view(np.uint16), 0, 0), "back": (h.astype(np.float64), 0, 0)})
+
+
+def _video_min_max(n, rng):
+    a, b, c = (rng.integers(-2 ** 31, 2 ** 31, n, dtype=np.int64) for _ in range(3))
+    small = rng.integers(-50, 50, (3, n))  # values near each other, where the min / max choices differ
+    a[::2], b[::2], c[::2] = small[0, ::2], small[1, ::2], small[2, ::2]
+    ua, ub, uc = (x & 0xFFFFFFFF for x in (a, b, c))
+    clamped = np.minimum(np.maximum(a, b), c).astype(np.int32)  # PTX vmax .min: min(max(a, b), c)
+    summed = ((np.minimum(ua, ub) + uc) & 0xFFFFFFFF).astype(np.uint32)  # vmin.u32 .add: wraps
+    sat = np.clip(np.maximum(ua, b) + c, -2 ** 31, 2 ** 31 - 1).astype(np.int32)  # a as u32, .sat to s32
+    i32 = {k: v.astype(np.int32) for k, v in (("a", a), ("b", b), ("c", c))}
+    return (_blocks(n, 64), 64, {"a": "a", "b": "b", "c": "c", "clamped": "clamped", "summed": "summed", "sat": "sat",
+                                 "n": n},
+            {**i32, "clamped": np.zeros(n, np.int32), "summed": np.zeros(n, np.uint32), "sat": np.zeros(n, np.int32)},
+            {"clamped": (clamped, 0, 0), "summed": (summed, 0, 0), "sat": (sat, 0, 0)})
+
+
 CASES = {
     "vecadd": Case("vecadd.cu", "vecadd", (1, 1000, 4099), _vecadd),
     "saxpy": Case("saxpy.cu", "saxpy", (7, 300, 1000), _saxpy),
@@ -481,6 +584,14 @@ CASES = {
     "dp_column_stddev": Case("fp64.cu", "dp_column_stddev", ((3, 5), (17, 40), (40, 70)), _dp_column_stddev),
     "dp_horner_clamp": Case("fp64.cu", "dp_horner_clamp", (5, 100, 500), _dp_horner_clamp),
     "dp_mixed": Case("fp64.cu", "dp_mixed", (5, 100, 500), _dp_mixed),
+    "row_sort": Case("local.cu", "row_sort", ((5, 1), (100, 7), (300, 16)), _row_sort),
+    "digit_counts": Case("local.cu", "digit_counts", ((3, 1), (100, 3), (500, 8)), _digit_counts),
+    "small_solve": Case("local.cu", "small_solve", ((3, 1), (40, 4), (100, 6)), _small_solve),
+    "precise_sin_cos": Case("trig.cu", "precise_sin_cos", (8, 300, 3000), _sin_cos),
+    "device_tables": Case("trig.cu", "device_tables", (1, 100, 4096), _device_tables),
+    "dp_compare_flags": Case("compare64.cu", "dp_compare_flags", (8, 100, 700), _dp_compare_flags),
+    "video_min_max": Case("video.cu", "video_min_max", (8, 100, 700), _video_min_max),
+    "dp_half_round_trip": Case("compare64.cu", "dp_half_round_trip", (8, 100, 700), _dp_half_round_trip),
     # CUDA's maximum errors (Programming Guide, "Mathematical Functions"): expf 2 ulp, logf 1,
     # powf 4, tanhf 2; exp and log 1 ulp
     "precise_exp_log": Case("precise.cu", "precise_exp_log", (5, 100, 500),
