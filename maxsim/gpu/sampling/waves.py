@@ -17,7 +17,9 @@ dispatcher model (:func:`~maxsim.gpu.sampling.dispatcher.dispatch`) runs every C
 those durations (the first wave: its measured ones) and the launch takes its makespan. The memory
 counters are the chunks' scaled by the launch's warp instructions over theirs. The interval comes
 from the spread between the chunks: each chunk's measured cycles over its CTAs' modelled ones, two
-standard errors of their mean either side.
+standard errors of their mean either side, widened to the launch as its first chunk measured its
+CTAs (that chunk's waves start together, the others' staggered: the two ways of starting a chunk
+bracket a launch in mid-course, see ``methods.toml``).
 """
 
 from __future__ import annotations
@@ -228,8 +230,14 @@ def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
     later = [c for c in chunks if c.first > 0] or chunks
     ratios = np.array([sum(d for _, _, d in c.durations) / sum(dur[i] for i, _, _ in c.durations) for c in later])
     se = float(ratios.std(ddof=1) / np.sqrt(len(ratios))) if len(ratios) > 1 else 0.0
-    # the interval: the launch with every later CTA's duration off by INTERVAL_SE standard errors
-    lo, hi = makespan(1 - INTERVAL_SE * se), makespan(1 + INTERVAL_SE * se)
+    # the interval: the launch with every later CTA's duration off by INTERVAL_SE standard errors,
+    # and as the launch's own first chunk measured them (its waves started together, not
+    # staggered: the two ways of starting a chunk bracket a launch in mid-course)
+    lo_f, hi_f = 1 - INTERVAL_SE * se, 1 + INTERVAL_SE * se
+    if chunks[0].first == 0 and len(chunks) > 1 and chunks[0].durations:
+        own = sum(d for _, _, d in chunks[0].durations) / sum(dur[i] for i, _, _ in chunks[0].durations)
+        lo_f, hi_f = min(lo_f, own), max(hi_f, own)
+    lo, hi = makespan(lo_f), makespan(hi_f)
     sim_instr = sum(c.instructions for c in chunks)
     total = float(instr.sum())
     mem = {}
