@@ -7,6 +7,8 @@ Each kernel of ``workloads/cuda/sampling_suite.cu`` (convolution, stencils, redu
 band, divergent CTAs, row- and column-order matrix-vector products, one step of a time-stepped
 kernel, two SGEMMs, blur, transpose) is launched over many waves of CTAs twice: ``gpu_method="auto"``
 (sampled across waves, :mod:`maxsim.gpu.sampling.waves`) and ``"full"`` (every CTA on every SM).
+Then the time-stepped kernel is launched ``--steps`` times both ways (``"auto"`` reuses the
+launches' figures once they repeat, :mod:`maxsim.gpu.sampling.launches`).
 Prints per kernel the waves, warp instructions, both cycle counts and the sampled one's error, its
 interval and whether the full figure lies in it, the share simulated, the L2 and texture hit rates
 of both, and both wall times; then the median and worst error and the median speed-up.
@@ -17,6 +19,7 @@ method is measured by ``benchmarks/sgemm_sampling_accuracy.py``.
 from __future__ import annotations
 
 import argparse
+import collections
 import statistics
 import time
 import tomllib
@@ -101,6 +104,7 @@ def main(argv=None):
     ap.add_argument("--set", type=_setting, action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--only", default=None, help="comma-separated kernel names")
     ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--steps", type=int, default=20, help="launches of the time-stepped kernel (0: none)")
     args = ap.parse_args(argv)
     cfg = load_config(args.config)
     if args.set:
@@ -139,6 +143,32 @@ def main(argv=None):
               f"worst {100 * max(errors):.2f}%; L2 hit rate within {100 * max(l2d):.2f} points, texture within "
               f"{100 * max(texd):.2f}; interval covered the full figure in {covered}/{len(errors)}; "
               f"wall-time speed-up median {statistics.median(speedups):.1f}x (min {min(speedups):.1f}x)")
+    if args.steps:
+        repeated(cfg, args.steps, args.scale)
+
+
+def repeated(cfg, steps, scale):
+    """The time-stepped kernel launched ``steps`` times, each step reading the one before: predicted
+    with ``gpu_method="auto"`` (reused across launches once they repeat) and ``"full"``."""
+    from maxsim.gpu.sampling import launches
+    k = Kernel.load(SUITE, cfg=cfg, kernel="heat_step")
+    n = max(1024, int(cfg.gpu.sms * 16 * 128 * 4 * scale))  # four waves of 128-thread CTAs
+    out = {}
+    for method in ("auto", "full"):
+        launches.forget()
+        u = np.random.default_rng(5).random(n, dtype=np.float32)
+        t, cycles, how = time.perf_counter(), 0.0, collections.Counter()
+        for _ in range(steps):
+            r = launch(k, n // 128, 128, params={"in": "in", "out": "out", "n": n, "alpha": 0.25},
+                       buffers={"in": u, "out": np.zeros_like(u)}, config=cfg, timing=False, gpu_method=method)
+            u = r.read("out")
+            cycles += r.prediction.cycles
+            how[r.prediction.method] += 1
+        out[method] = (cycles, time.perf_counter() - t, dict(how), u)
+    (ca, ta, ha, ua), (cf, tf, hf, uf) = out["auto"], out["full"]
+    assert np.array_equal(ua, uf)  # the same outputs: every step computed either way
+    print(f"heat_step x {steps} launches of {n // 128} CTAs: full {cf:,.0f} cycles in {tf:.1f}s; auto "
+          f"{ca:,.0f} ({100 * (ca / cf - 1):+.2f}%) in {ta:.1f}s ({tf / ta:.1f}x), methods {ha}")
 
 
 if __name__ == "__main__":

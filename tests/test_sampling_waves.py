@@ -73,3 +73,35 @@ def test_a_short_launch_is_simulated_whole_and_the_method_is_checked():
     assert r.prediction.method == "full" and r.fields()["gpu_simulated_share"] == 1.0
     with pytest.raises(LaunchError, match="gpu_method 'sometimes'"):
         _stencil(64, "sometimes")
+
+
+def test_a_launch_repeated_with_the_same_shape_reuses_the_figures_once_they_repeat():
+    from maxsim.gpu.sampling import launches
+    launches.forget()
+    k = Kernel.load(SUITE, cfg=CFG, kernel="heat_step")
+    n = 64 * 128  # 64 CTAs: 2 waves on two SMs
+    rng = np.random.default_rng(3)
+    u = rng.random(n, dtype=np.float32)
+    ref = u.astype(np.float64)
+    methods, cycles = [], []
+    for step in range(launches.REPEATS + 2):
+        r = launch(k, n // 128, 128, params={"in": "in", "out": "out", "n": n, "alpha": 0.25},
+                   buffers={"in": u, "out": np.zeros_like(u)}, config=CFG, timing=False)
+        methods.append(r.prediction.method)
+        cycles.append(r.prediction.cycles)
+        u = r.read("out")  # the next step reads this one's output: the functional run went on
+        nxt = ref.copy()
+        nxt[1:-1] = ref[1:-1] + 0.25 * (ref[:-2] - 2 * ref[1:-1] + ref[2:])
+        ref = nxt
+        np.testing.assert_allclose(u, ref, rtol=1e-4, atol=1e-5)
+    assert methods[:launches.REPEATS] == ["full"] * launches.REPEATS
+    assert methods[launches.REPEATS:] == ["reused across launches"] * 2
+    first = cycles[:launches.REPEATS]
+    assert max(first) - min(first) <= launches.AGREE * np.mean(first)
+    assert cycles[-1] == pytest.approx(np.mean(first))
+    assert r.prediction.simulated_share == 0.0 and r.prediction.interval == (min(first), max(first))
+    # "full" simulates whatever the launches before did
+    again = launch(k, n // 128, 128, params={"in": "in", "out": "out", "n": n, "alpha": 0.25},
+                   buffers={"in": u, "out": np.zeros_like(u)}, config=CFG, timing=False, gpu_method="full")
+    assert again.prediction.method == "full"
+    launches.forget()

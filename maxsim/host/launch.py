@@ -335,6 +335,12 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         from ..timing.summaries import make_summariser
         recorder = TraceRecorder(make_summariser(cfg))
     streamed = predict and sampling is None and ctas is None and gx * gy > 1 and not trace
+    shape = reuse = None
+    if streamed and gpu_method == "auto":
+        shape, reuse = _repeated_launch(code, (gx, gy), bx, cfg, l2_start)
+        if reuse is not None:
+            streamed = predict = False  # the figures of the launches before; the functional run goes on
+            recorder = recorder if timing else None
     gpu = None
     if streamed and gpu_method != "full" and l2_start == "empty" and _sampled_across_waves(code, gx * gy, bx, cfg):
         res, gpu = _waves_gpu(code, (gx, gy), bx, cfg, bound, recorder, timing and (sm_ctas or None),
@@ -377,6 +383,11 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         elif sampling is not None or whole:
             report["prediction"] = predict_gpu(code, (gx, gy), bx, cfg, sampling=sampling, bound=bound,
                                                traced=res if whole else None, l2_start=l2_start)
+    if reuse is not None:
+        report["prediction"] = reuse
+    elif shape is not None and report.get("prediction") is not None:
+        from ..gpu.sampling import launches
+        launches.record(shape, report["prediction"])
     return LaunchReport(**report)
 
 
@@ -420,6 +431,14 @@ def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, l2_start="em
 
 
 GPU_METHODS = ("auto", "full", "sampled")
+
+
+def _repeated_launch(code, grid, block, cfg, l2_start):
+    """The shape of a launch (for :mod:`maxsim.gpu.sampling.launches`) and the prediction it reuses
+    from the launches of that shape before it (None: it is predicted)."""
+    from ..gpu.sampling import launches
+    shape = (code, grid, block, cfg, l2_start)
+    return shape, launches.reused(shape, cfg)
 
 
 def _sampled_across_waves(code, n_ctas, block, cfg) -> bool:
