@@ -49,3 +49,12 @@ def _timing_only_shadow(request, monkeypatch):
         if hasattr(request.module, "launch"):
             monkeypatch.setattr(request.module, "launch", timing_only_check.launch_checked)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _launches_forgotten():
+    """Each test starts with no launch figures to reuse (maxsim.gpu.sampling.launches: a shape
+    launched again by an earlier test would otherwise be predicted from that test's launches)."""
+    from maxsim.gpu.sampling import launches
+    launches.forget()
+    yield

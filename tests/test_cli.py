@@ -118,7 +118,7 @@ def test_options_that_do_not_apply(capsys, files):
 
 def test_gpu_method(capsys, files):
     one_line_error(capsys, ["run", files["tiny"], "--gpu-method", "full"],
-                   "--gpu-method does not apply to a .sass file")
+                   "--gpu-method sets how the whole-GPU prediction is made: it needs --predict")
     one_line_error(capsys, ["run", "sgemm_64", "--gpu-method", "exact"], "argument --gpu-method")
     one_line_error(capsys, ["run", "sgemm_64", "--check", "sampled", "--gpu-method", "full"],
                    "the full whole-GPU simulation runs the whole grid", "'sampled'")

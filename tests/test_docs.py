@@ -173,15 +173,17 @@ def test_python_api_example_runs(page_run):
 def _summary_has_the_real_shape(block):
     """A pasted `maxsim run sgemm_64` output starts with the summary lines `format_run` writes, in order."""
     assert block[0].startswith("sgemm_64 (kernel sgemm_64_swirl_maxas) on gm204 (GeForce GTX 980): M=N=K=256")
-    for line, start in zip(block[1:6], ("result: verified against numpy", "predicted on the GPU: ",
-                                        "timed SM (8 CTAs): ", "main loop: ", "top stalls (share of warp-cycles): ")):
+    starts = ("result: verified against numpy", "predicted on the GPU: ", "how predicted: ",
+              "timed SM (8 CTAs): ", "main loop: ", "top stalls (share of warp-cycles): ")
+    assert len(block) > len(starts)
+    for line, start in zip(block[1:7], starts):
         assert line.startswith(start), line
 
 
 def test_run_summary_in_the_manual_has_the_shape_of_the_real_one():
     block = re.findall(r"```text\n(.*?)```", page_text("run-output.md"), re.S)[0].splitlines()
     _summary_has_the_real_shape(block)
-    assert block[6] == "" and block[7].startswith("workload ")
+    assert block[7] == "" and block[8].startswith("workload ")
 
 
 def test_launch_api_example_prints_what_the_page_shows(page_run):
@@ -238,7 +240,7 @@ def test_readme_gives_the_two_commands_and_ci_runs_its_test_command():
 def test_readme_first_output_has_the_shape_of_the_real_one():
     block = re.findall(r"```text\n(.*?)```", README, re.S)[0].splitlines()
     _summary_has_the_real_shape(block)
-    assert block[6] == "..."
+    assert block[7] == "..."
 
 
 def test_readme_links_lead_to_files_that_exist():

@@ -79,12 +79,14 @@ def add_parser(sub):
                         "(its time estimate is printed); 'sampled' runs the timed SM's CTAs and the last "
                         "CTA and checks their C tiles (the GPU prediction is sampled); 'auto' (default): "
                         "'all' up to 8 million warp instructions, else 'sampled'")
-    r.add_argument("--gpu-method", choices=("sampled", "full"), default=None,
-                   help="SGEMM: how the whole-GPU prediction is made: 'sampled' (default: short "
-                        "simulations of the first wave, of a steady-state window and the start of its "
-                        "wave, and of the tail) or 'full' (every CTA on every SM at the real K, as the "
-                        "functional run of the whole grid goes: what the sampled prediction is held to; "
-                        "minutes from N = 2048 on a GTX 980; needs --check all or auto)")
+    r.add_argument("--gpu-method", choices=("auto", "sampled", "full"), default=None,
+                   help="how the whole-GPU prediction is made: 'full' forces the whole simulation (every "
+                        "CTA on every SM, as the functional run of the whole grid goes: what the sampled "
+                        "predictions are held to); 'auto' (default) samples where the launch is large "
+                        "enough and says how (the 'how predicted:' line). SGEMM: 'auto' and 'sampled' "
+                        "sample along K (the first wave, a steady-state window and the start of its wave, "
+                        "the tail; 'full' needs --check all or auto); a kernel file with --predict: "
+                        "'sampled' is 'auto'")
     r.add_argument("--l2-start", choices=("empty", "previous"), default=None,
                    help="what the L2 holds when the predicted launch starts: 'empty' (default, as after "
                         "a flush) or 'previous' (what the same launch left there: back-to-back launches, "
@@ -129,7 +131,7 @@ def command(args):
     is_file = args.target not in WORKLOADS and (is_kernel_file(args.target) or "/" in args.target)
     wrong = [opt for opt, val, file_only in (
         ("--m", args.m, False), ("--n", args.n, False), ("--k", args.k, False), ("--sass", args.sass, False),
-        ("--sm-ctas", args.sm_ctas, False), ("--gpu-method", args.gpu_method, False),
+        ("--sm-ctas", args.sm_ctas, False),
         ("--grid", args.grid, True), ("--block", args.block, True),
         ("--max-instructions", args.max_instructions, True), ("--check", args.check, False),
         ("--shared", args.shared, True), ("--param", args.param, True), ("--buffer", args.buffer, True),
@@ -141,6 +143,8 @@ def command(args):
         what = "a .sass file" if is_file else f"the {args.target} workload"
         raise UsageError(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to {what} "
                          f"(see `maxsim run --help`)")
+    if args.gpu_method is not None and is_file and not args.predict:
+        raise UsageError("--gpu-method sets how the whole-GPU prediction is made: it needs --predict for a kernel file")
     if args.l2_start is not None and (args.functional or (is_file and not args.predict)):
         raise UsageError("--l2-start sets the L2 of the whole-GPU prediction: it needs "
                          + ("--predict for a kernel file" if is_file and not args.functional else "the timing run (not --functional)"))
@@ -167,7 +171,7 @@ def command(args):
                                sass_path=args.sass, timing=not args.functional, sm_ctas=args.sm_ctas,
                                hazards="strict" if args.strict else "warn", max_cycles=args.max_cycles,
                                progress=bar, timeline=timeline and (lambda sm: timeline(sm, bar)),
-                               occupancy=choice, gpu_method=args.gpu_method or "sampled",
+                               occupancy=choice, gpu_method="full" if args.gpu_method == "full" else "sampled",
                                l2_start=args.l2_start or "empty")
         elif is_kernel_file(args.target) or "/" in args.target:
             arguments = _launch_arguments(args)
@@ -178,6 +182,7 @@ def command(args):
                                         occupancy=choice, shared=args.shared or 0, report=True,
                                         predict=args.predict, kernel=args.kernel,
                                         l2_start=args.l2_start or "empty", options=_compile_options(args),
+                                        gpu_method="full" if args.gpu_method == "full" else "auto",
                                         **arguments)
         else:
             raise UsageError(f"unknown workload {args.target!r}: expected one of {', '.join(WORKLOADS)} or a .sass file")
@@ -309,7 +314,7 @@ def _trace_writer(args):
 def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn", max_cycles=None,
                   max_instructions=None, progress=None, timeline=None, occupancy=None, shared=0,
                   params=None, buffers=None, textures=None, constants=None, report=False, predict=False,
-                  kernel=None, l2_start="empty", options=None):
+                  kernel=None, l2_start="empty", options=None, gpu_method="auto"):
     """Run a kernel file through the launch API (:func:`maxsim.host.launch`) and report what it
     executed: the fields of ``maxsim run --json`` (and the :class:`~maxsim.host.LaunchReport` with
     ``report``). ``progress``: a progress callback (:mod:`maxsim.report.progress`); ``timeline``:
@@ -317,7 +322,9 @@ def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn",
     ``{"regs": N}``, ``{"warps_per_scheduler": W}`` or ``{"ctas_per_sm": C}``, the residency the
     kernel runs at (it declares the registers that give it); ``predict``: the whole-GPU prediction
     too (with ``timing``), from an L2 that is ``l2_start`` (see :func:`maxsim.host.launch`);
-    ``options``: the compiler options of a .cu / .ptx file (-D macros included)."""
+    ``options``: the compiler options of a .cu / .ptx file (-D macros included); ``gpu_method``: how
+    the prediction is made ("auto": sampled where the launch is large enough, see
+    :func:`maxsim.host.launch`; "full": every CTA on every SM)."""
     from ..host import Kernel, launch
     kernel = Kernel.load(path, cfg=cfg, kernel=kernel, options=options or ())
     for note in kernel.notes:
@@ -331,7 +338,8 @@ def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn",
     r = launch(kernel, grid, block, shared=shared, params=params, buffers=buffers, textures=textures,
                constants=constants, config=cfg,
                timing=timing, predict=timing and predict, occupancy=occupancy, hazards=hazards, max_cycles=max_cycles,
-               max_instructions=max_instructions, progress=progress, timeline=timeline, l2_start=l2_start)
+               max_instructions=max_instructions, progress=progress, timeline=timeline, l2_start=l2_start,
+               gpu_method=gpu_method)
     out = {"workload": path}
     out.update(r.fields())
     if out.get("sm_ctas") == r.grid[0] * r.grid[1]:

@@ -56,10 +56,15 @@ class Prediction:
     seconds: float
     cycles: float
     waves: float  # CTAs / (SMs x resident CTAs per SM)
-    method: str  # "timed SM" (one CTA), "full" (every CTA on every SM) or "sampled"
+    method: str  # "timed SM" (one CTA), "full" (every CTA on every SM), "sampled" (K loop) or a
+    # general sampled method of maxsim.gpu.sampling.METHODS ("sampled across waves", ...)
     gflops: float = None  # of the flops the launch executed (None when sampled)
     memory: dict = attrs.field(factory=dict)  # memory-system counters of the launch, with "cycles"
     details: dict = attrs.field(factory=dict)  # sampled: the phases simulated, loop cycles, skew
+    simulated_share: float = 1.0  # share of the launch's work simulated in time (1: all of it)
+    interval: tuple = None  # (low, high) cycles of the launch: the spread between its samples
+    # (None: not sampled, the figure is the simulation's own)
+
 
     def to_dict(self) -> dict:
         return attrs.asdict(self)
@@ -182,6 +187,7 @@ class LaunchReport:
             p = self.prediction
             out.update(gpu=p.gpu, gpu_sms=p.sms, gpu_predicted_seconds=p.seconds, gpu_waves=p.waves,
                        gpu_prediction_method=p.method, gpu_l2_start=p.details.get("l2_start", "empty"))
+            out.update(how_predicted(p, self.cfg))
             if p.gflops is not None:
                 out["gpu_predicted_gflops"] = p.gflops
             if "dram_bound" in p.details:
@@ -262,11 +268,22 @@ class LaunchReport:
         return json.dumps(out, default=float, **kw)
 
 
+def how_predicted(p, cfg) -> dict:
+    """How sure a prediction is: the share of the launch simulated and the interval of its cycles
+    (and seconds, with the launch overhead) from the spread between its samples; a prediction that
+    simulated everything has its own figure for both ends."""
+    lo, hi = p.interval or (p.cycles, p.cycles)
+    overhead = p.seconds - cfg.cycles_to_seconds(p.cycles)
+    return {"gpu_predicted_cycles": p.cycles, "gpu_simulated_share": p.simulated_share,
+            "gpu_cycles_interval": [lo, hi],
+            "gpu_predicted_seconds_interval": [cfg.cycles_to_seconds(lo) + overhead, cfg.cycles_to_seconds(hi) + overhead]}
+
+
 def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, textures=None, constants=None,
            config=None,
            timing=True, predict=True, sampling=None, trace=False, sm_ctas=None, ctas=None, occupancy=None,
            hazards="warn", max_cycles=None, max_instructions=None, progress=None, timeline=None,
-           expected_instructions=None, l2_start="empty") -> LaunchReport:
+           expected_instructions=None, l2_start="empty", gpu_method="auto") -> LaunchReport:
     """Launch ``kernel`` (a :class:`Kernel`, a decoded kernel, a file path or a kernel text) over
     ``grid`` CTAs of ``block`` threads.
 
@@ -286,11 +303,16 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     log). ``l2_start``: what the L2 holds when the predicted launch starts: ``"empty"`` or
     ``"previous"``, what the same launch left there (back-to-back launches, the way benchmarks time
     a kernel: the launch before is run too, functionally where the whole grid is simulated, and
-    the buffers read back are those after both). Returns a :class:`LaunchReport`."""
+    the buffers read back are those after both). ``gpu_method``: ``"auto"`` (a launch of many
+    waves is sampled across waves, :mod:`maxsim.gpu.sampling.waves`; the functional run stays
+    whole), ``"full"`` (every CTA on every SM, whatever the size) or ``"sampled"`` (as "auto").
+    The prediction says how it was made (:class:`Prediction`). Returns a :class:`LaunchReport`."""
     from ..functional.launch import launch as run_functional
     from ..timing.memory_system import L2_STARTS
     if l2_start not in L2_STARTS:
         raise LaunchError(f"l2_start {l2_start!r}: expected one of {', '.join(L2_STARTS)}")
+    if gpu_method not in GPU_METHODS:
+        raise LaunchError(f"gpu_method {gpu_method!r}: expected one of {', '.join(GPU_METHODS)}")
     cfg = _arch(config)
     k = as_kernel(kernel, cfg)
     (gx, gy), bx, dims = _geometry(grid, block)
@@ -315,10 +337,20 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         from ..timing.summaries import make_summariser
         recorder = TraceRecorder(make_summariser(cfg))
     streamed = predict and sampling is None and ctas is None and gx * gy > 1 and not trace
+    shape = reuse = None
+    if streamed and gpu_method == "auto":
+        shape, reuse = _repeated_launch(code, (gx, gy), bx, cfg, l2_start)
+        if reuse is not None:
+            streamed = predict = False  # the figures of the launches before; the functional run goes on
+            recorder = recorder if timing else None
     gpu = sm = None
     once = streamed and timing and timed_in_gpu and not sm_ctas and timeline is None and max_cycles is None \
         and l2_start == "empty" and _fits_one_wave(code, gx * gy, bx, cfg)
-    if streamed:
+    if streamed and gpu_method != "full" and l2_start == "empty" and _sampled_across_waves(code, gx * gy, bx, cfg):
+        res, gpu = _waves_gpu(code, (gx, gy), bx, cfg, bound, recorder, timing and (sm_ctas or None),
+                              max_instructions=max_instructions, progress=progress,
+                              expected_instructions=expected_instructions)
+    elif streamed:
         # every CTA on every SM, timed as the functional run goes (see predict_gpu): the traces
         # of the CTAs the timed SM runs are kept, the others let go once timed; a launch of one
         # wave at most is simulated once, its timed SM being SM 0 of the GPU
@@ -360,6 +392,11 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         elif sampling is not None or whole:
             report["prediction"] = predict_gpu(code, (gx, gy), bx, cfg, sampling=sampling, bound=bound,
                                                traced=res if whole else None, l2_start=l2_start)
+    if reuse is not None:
+        report["prediction"] = reuse
+    elif shape is not None and report.get("prediction") is not None:
+        from ..gpu.sampling import launches
+        launches.record(shape, report["prediction"])
     return LaunchReport(**report)
 
 
@@ -419,6 +456,44 @@ def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, l2_start="em
     prediction, sm = prediction if timed else (prediction, None)
     res = stream.finish(dict(enumerate(kept)))
     return res, prediction, sm
+
+
+GPU_METHODS = ("auto", "full", "sampled")
+
+
+def _repeated_launch(code, grid, block, cfg, l2_start):
+    """The shape of a launch (for :mod:`maxsim.gpu.sampling.launches`) and the prediction it reuses
+    from the launches of that shape before it (None: it is predicted)."""
+    from ..gpu.sampling import launches
+    shape = (code, grid, block, cfg, l2_start)
+    return shape, launches.reused(shape, cfg)
+
+
+def _sampled_across_waves(code, n_ctas, block, cfg) -> bool:
+    from ..gpu.sampling.waves import applies
+    from ..timing.sm import residency
+    return applies(n_ctas, cfg.gpu.sms * residency(code, block, cfg)[0])
+
+
+def _waves_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
+    """The functional run of the whole grid, with one-wave chunks of it simulated on the whole GPU
+    as they run (:mod:`maxsim.gpu.sampling.waves`): ``(launch result, prediction)``; the result's
+    trace holds the warps of the CTAs the timed SM runs (as :func:`_streamed_gpu`)."""
+    from ..functional.launch import LaunchStream
+    from ..gpu.sampling import waves
+    from ..timing.sm import residency
+    per_sm = residency(code, block, cfg)[0]
+    stream = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
+                          recorder=recorder, **run)
+    keep = 0 if sm_ctas is False else min(len(stream.ctas), sm_ctas or per_sm)
+    instr, chunks, kept = waves.stream_and_sample(stream, code, block, cfg, per_sm, keep=keep)
+    res = stream.finish(dict(enumerate(kept)))
+    w = waves.extrapolate(instr, chunks, cfg.gpu.sms * per_sm, cfg)
+    seconds = cfg.cycles_to_seconds(w.cycles) + cfg.gpu.launch_overhead_us * 1e-6
+    details = dict(w.details, l2_start="empty", interval_from="the spread between the chunks")
+    return res, Prediction(cfg.name, cfg.gpu.name, cfg.gpu.sms, seconds, w.cycles, w.waves, "sampled across waves",
+                           gflops=w.flops / seconds / 1e9, memory=w.memory,
+                           details=details, simulated_share=w.simulated_share, interval=w.interval)
 
 
 def _first_traces(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
@@ -484,8 +559,11 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
                    "l2_start": l2_start,
                    "phases": [{"name": ph.name, "ctas": ph.ctas, "k_samples": list(ph.ks), "cycles": list(ph.cycles),
                                "loop_cycles": ph.loop_cycles, "memory": ph.memory} for ph in p.phases]}
+        from ..gpu.sampling.kloop import interval, simulated_share
+        details["interval_from"] = "the method's tested agreement with full simulations"
         return Prediction(cfg.name, cfg.gpu.name, cfg.gpu.sms, p.seconds, p.cycles, p.waves, "sampled",
-                          memory=p.memory, details=details)
+                          memory=p.memory, details=details, interval=interval(p),
+                          simulated_share=simulated_share(p, grid, sampling.k, sampling.k_step))
     from ..gpu import simulate_gpu
     pair = None
     if traced is not None:

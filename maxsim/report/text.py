@@ -10,6 +10,7 @@ _ORDER = (
     ("gpu", "GPU"), ("gpu_waves", "waves of resident CTAs"),
     ("gpu_predicted_seconds", "predicted time on the GPU (s)"),
     ("gpu_predicted_gflops", "predicted GFLOPS on the GPU"),
+    ("gpu_prediction_method", "how predicted"), ("gpu_simulated_share", "share of the launch simulated"),
     ("warp_instructions", "warp instructions"),
     ("functional_warp_instructions", "warp instructions (CTAs run)"),
     ("sm_warp_instructions", "warp instructions (timed SM)"),
@@ -149,6 +150,8 @@ def summarise(out: dict, peak_gflops=None, sms=None, reference_loop_cycles=None,
         if out.get("gpu_l2_start") == "previous":
             line += ", starting with the L2 the same launch left"
         lines.append(line)
+        if out.get("gpu_prediction_method"):
+            lines.append(how_predicted(out))
         if out.get("gpu_dram_bound"):
             lines.append(DRAM_BOUND_WARNING.format(busy=100 * out["gpu_dram_busy"]))
     if out.get("cycles") is not None:
@@ -243,3 +246,24 @@ def format_run(out: dict) -> str:
     for msg in out.get("hazard_messages", [])[:5]:
         lines.append("warning: " + msg)
     return "\n".join(lines)
+
+
+_METHODS = {"timed SM": "the timed SM's run (one CTA: the L2 and DRAM to itself)",
+            "full": "full simulation (every CTA on every SM, one shared L2 and DRAM)",
+            "sampled": "sampled along the K loop (first wave, steady-state window, tail)"}
+
+
+def how_predicted(out) -> str:
+    """The "how predicted:" line of a whole-GPU prediction: the method, the share of the launch it
+    simulated and, when sampled, the interval of its time."""
+    method = out["gpu_prediction_method"]
+    share = out.get("gpu_simulated_share")
+    if method == "sampled" and share is not None and share >= 1:
+        return "how predicted: the K-loop method simulated the whole launch (at most one wave, at its own K)"
+    line = f"how predicted: {_METHODS.get(method, method)}"
+    if share is not None and share < 1:
+        line += f", {100 * share:.3g}% of the work simulated"
+        lo, hi = out.get("gpu_predicted_seconds_interval") or (None, None)
+        if lo is not None:
+            line += f", time {_time(lo)} to {_time(hi)}"
+    return line

@@ -114,7 +114,7 @@ def _run(kernel_name, m, n, k, lda, ldb, ldc, alpha, traversal, regmap, reuse, s
     report = launch(signature(kernel), p.grid, p.block, **p.arguments, config=cfg, trace=trace, timing=timing,
                     predict=predict, sampling=sampling, ctas=ctas, max_instructions=limit, progress=progress,
                     expected_instructions=None if progress is None else warps * _warp_instructions(kernel, k),
-                    l2_start=l2_start, **timed)
+                    l2_start=l2_start, gpu_method="full" if full_gpu else "auto", **timed)
     res = report.result
     if ctas is not None:
         return _check_tiles(kernel_name, p, geo.tile, m, n, k, alpha, ctas, report), report
@@ -255,10 +255,12 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
     out.update(report.timing)
     out["sm_ctas"] = report.sm_ctas
     if predict:
+        from maxsim.host.launch import how_predicted
         g = report.prediction
         out.update(gpu=g.gpu, gpu_sms=g.sms, gpu_predicted_seconds=g.seconds,
                    gpu_predicted_gflops=gflops(n, g.seconds, m, k), gpu_waves=g.waves,
                    gpu_prediction_method=g.method, gpu_l2_start=g.details.get("l2_start", "empty"))
+        out.update(how_predicted(g, report.cfg))
         if g.details.get("wave_alignment"):
             out["gpu_wave_alignment"] = g.details["wave_alignment"]
         if "dram_bound" in g.details:

@@ -1,0 +1,253 @@
+"""Sampling across waves: a launch of many waves of CTAs, whatever its kernel, predicted from a few
+one-wave chunks simulated in full detail (every SM, the shared L2 and DRAM, the block dispatcher).
+
+The functional run covers the whole grid (every output computed), a batch of CTAs at a time; as it
+goes, each CTA's warp instructions are counted and its sectors noted (what it reads and what it
+stores), and the CTAs of the chunks chosen in advance (:func:`chunk_starts`: the first wave, then
+``chunks - 1`` more spread over the launch) are kept. Each chunk is simulated as soon as its CTAs
+have run: one wave of CTAs dealt to the SMs as the dispatcher deals the first wave, on an L2 that
+holds what the CTAs just before it read and stored (as many as ``history_fill`` L2 capacities;
+their stores dirty), so that it sees the hits and the write-backs a wave in mid-launch sees.
+
+Extrapolating (:func:`extrapolate`): the CTAs are grouped by the work they do, their warp
+instructions from the functional run, and a CTA's duration is that of the sampled CTAs of its group
+(groups with no sampled CTA: the line through the sampled CTAs' durations against their
+instructions), so triangular loops, boundary CTAs and divergent CTAs weigh what they cost. The
+dispatcher model (:func:`~maxsim.gpu.sampling.dispatcher.dispatch`) runs every CTA of the launch with
+those durations (the first wave: its measured ones) and the launch takes its makespan. The memory
+counters are the chunks' scaled by the launch's warp instructions over theirs. The interval comes
+from the spread between the chunks: each chunk's measured cycles over its CTAs' modelled ones, two
+standard errors of their mean either side, widened to the launch as its first chunk measured its
+CTAs (that chunk's waves start together, the others' staggered: the two ways of starting a chunk
+bracket a launch in mid-course, see ``methods.toml``).
+"""
+
+from __future__ import annotations
+
+import collections
+
+import attrs
+import numpy as np
+
+from ...functional.trace import narrowed
+from ..gpu import round_robin, run_sms, stream_ctas
+from .dispatcher import dispatch
+from .kloop_history import _unit_sectors
+from .records import _add, _scale, memory_counters
+from .settings import SETTINGS
+
+_W = SETTINGS["waves"]
+MIN_WAVES = _W["min_waves"]
+CHUNKS = _W["chunks"]
+HISTORY_FILL = _W["history_fill"]
+GROUPS = _W["groups"]
+CHUNK_WAVES = _W["chunk_waves"]
+MEASURED_WAVE = _W["measured_wave"]
+INTERVAL_SE = _W["interval_standard_errors"]
+
+
+def applies(n_ctas, slots) -> bool:
+    """Whether a launch of ``n_ctas`` CTAs on a GPU of ``slots`` CTA slots is sampled across waves."""
+    return n_ctas >= MIN_WAVES * slots
+
+
+def chunk_starts(n_ctas, slots, chunks=None) -> list:
+    """The first CTA index of each chunk of ``CHUNK_WAVES`` waves: 0 (the first wave, as the launch
+    starts it), then the others centred on equal parts of the rest of the launch."""
+    chunks = CHUNKS if chunks is None else chunks
+    span = CHUNK_WAVES * slots
+    rest = n_ctas - span
+    out = [0]
+    for c in range(chunks - 1):
+        centre = span + (c + 0.5) * rest / (chunks - 1)
+        out.append(int(min(max(span, round(centre - span / 2)), n_ctas - span)))
+    return sorted(set(out))
+
+
+@attrs.frozen
+class Chunk:
+    """One simulated wave: its CTA indices, their warp instructions and measured durations, the
+    chunk's cycles and memory counters."""
+    first: int
+    durations: tuple  # (CTA index, warp instructions, cycles from its start to its end) of its middle wave
+    early: tuple  # the same of its waves before that one
+    cycles: float
+    memory: dict
+    flops: float = 0.0
+    instructions: int = 0  # warp instructions of all its CTAs
+
+
+@attrs.frozen
+class WavesPrediction:
+    cycles: float
+    flops: float  # the launch's: the chunks' scaled as the memory counters
+    interval: tuple
+    simulated_share: float
+    memory: dict
+    chunks: tuple
+    waves: float
+    details: dict
+
+
+def _simulate_chunk(kernel, block, cfg, items, history, instr, first, per_sm, period=None, hazards=None):
+    """One chunk: ``items`` ((CTA index, cta id, warp traces) of ``CHUNK_WAVES`` waves) on every
+    SM, the first wave dealt round-robin and the others by the block dispatcher, after the L2 was
+    warmed with ``history`` ((read sectors, stored sectors) per CTA, oldest first). The CTAs of
+    its middle wave start as slots free, among CTAs that run on: their durations are those of a
+    CTA in mid-launch. ``period``: the first wave's CTAs start spread over this many cycles (slot
+    ``k`` of an SM ``k / per_sm`` of it late, the SMs in between), as the CTAs of a launch in
+    mid-course do once the dispatcher has staggered them (a full simulation of a 2-D stencil:
+    its waves start together, then spread over a whole CTA period by the fourth wave); None: together,
+    as the launch's first wave."""
+    from .kloop_run import _memory_system
+    ms = _memory_system(cfg)
+    for reads, stores in history:
+        if len(reads):
+            ms.warm(reads)
+        if len(stores):
+            ms.warm(stores, True)
+    index_of = {cid: i for i, cid, _ in items}
+    sms_n = cfg.gpu.sms
+    dealt = [(cid, tr) if period is None or p >= per_sm * sms_n else
+             (cid, tr, int((p // sms_n + (p % sms_n) / sms_n) * period / per_sm))
+             for p, (_, cid, tr) in enumerate(items)]
+    placement, queue = round_robin(dealt, sms_n, per_sm)
+    dealt = None
+    items = None
+    sms = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards, keep_branch_times=False)
+    log = sorted((index_of[cid], s, e) for sm in sms for cid, s, e in sm.cta_log)
+    cycles = max((e for _, _, e in log), default=0)
+    slots = per_sm * cfg.gpu.sms
+    waves = [tuple((i, int(instr[i]), float(e - s)) for i, s, e in log if first + w * slots <= i < first + (w + 1) * slots)
+             for w in range(CHUNK_WAVES)]
+    m = min(MEASURED_WAVE, len([w for w in waves if w]) - 1)
+    return Chunk(first, waves[m], sum(waves[:m], ()), float(cycles),
+                 memory_counters(ms, cycles, sms), float(sum(sm.stats.flops for sm in sms)),
+                 int(sum(int(instr[i]) for i in index_of.values())))
+
+
+def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None):
+    """Run ``stream`` (a :class:`~maxsim.functional.launch.LaunchStream` with a trace recorder of
+    ``cfg``) to its end, simulating each chunk as soon as its CTAs have run. Returns the warp
+    instructions of every CTA (in launch order), the chunks, and copies of the first ``keep`` CTAs'
+    warp traces (the timed SM's). The sectors of a CTA are taken only when it may be in the history
+    of a chunk (the CTAs before it whose sectors fill ``HISTORY_FILL`` L2 capacities, counted from
+    the first CTAs' sectors, with room to spare)."""
+    n = len(stream.ctas)
+    slots = per_sm * cfg.gpu.sms
+    span = CHUNK_WAVES * slots
+    starts = chunk_starts(n, slots)
+    member = {}
+    for c, s in enumerate(starts):
+        for i in range(s, min(n, s + span)):
+            member.setdefault(i, c)
+    instr = np.zeros(n, dtype=np.int64)
+    capacity = HISTORY_FILL * cfg.l2.size // cfg.l2.sector
+    history, held = collections.deque(), 0
+    waiting = {c: [] for c in range(len(starts))}
+    warm_of = {}
+    chunks, kept = [], []
+    look, seen, probe = n, 0, min(n, 64)
+    for i, (cid, traces) in enumerate(stream_ctas(stream)):
+        instr[i] = sum(len(t) for t in traces)
+        if i < keep:
+            kept += narrowed(traces)
+        c = member.get(i)
+        if c is not None:
+            if i == starts[c]:
+                warm_of[c] = list(history)
+            waiting[c].append((i, cid, traces))
+            if len(waiting[c]) == span or i == n - 1:
+                period = None
+                if chunks and starts[c] > 0:  # the launch's first chunk gives the period of a CTA slot
+                    period = np.mean([d for _, _, d in chunks[0].durations]) + cfg.sm.cta_launch_cycles
+                chunks.append(_simulate_chunk(kernel, block, cfg, waiting.pop(c), warm_of.pop(c), instr, starts[c],
+                                              per_sm, period))
+                if progress is not None:
+                    progress(len(chunks), len(starts), "chunks simulated", "chunks")
+        if i < probe or any(0 < s - i <= look for s in starts):
+            secs = (_unit_sectors(traces, kernel, ("tex", "ldg")), _unit_sectors(traces, kernel, ("stg",)))
+            history.append(secs)
+            held += len(secs[0]) + len(secs[1])
+            seen += len(secs[0]) + len(secs[1])
+            if i == probe - 1:  # CTAs of history a chunk needs, with room to spare
+                look = int(2 * capacity * probe / max(1, seen)) + slots
+            while history and held - len(history[0][0]) - len(history[0][1]) >= capacity:
+                old = history.popleft()
+                held -= len(old[0]) + len(old[1])
+        traces = None
+    return instr, chunks, kept
+
+
+def _groups(instr):
+    """Each CTA's group (0 .. groups - 1) by its warp instructions: one group per distinct count when
+    there are at most ``GROUPS``, else equal-count ranges between the fewest and the most."""
+    values = np.unique(instr)
+    if len(values) <= GROUPS:
+        return np.searchsorted(values, instr)
+    lo, hi = float(values[0]), float(values[-1])
+    return np.minimum(GROUPS - 1, ((instr - lo) / (hi - lo) * GROUPS).astype(np.int64))
+
+
+def durations(instr, chunks):
+    """Every CTA's modelled duration: the mean measured duration of the sampled CTAs of its group
+    (:func:`_groups`), else the line through the sampled CTAs' (warp instructions, duration)."""
+    group = _groups(instr)
+    later = [ch for ch in chunks if ch.first > 0] or chunks
+    sampled = [x for ch in later for x in ch.durations]
+    idx = np.array([i for i, _, _ in sampled])
+    w = np.array([x for _, x, _ in sampled], dtype=float)
+    d = np.array([x for _, _, x in sampled], dtype=float)
+    if np.ptp(w) > 0:
+        slope, icpt = np.polyfit(w, d, 1)
+        out = icpt + slope * instr.astype(float)
+    else:
+        out = np.full(len(instr), d.mean())
+    sums = np.bincount(group[idx], weights=d, minlength=group.max() + 1)
+    counts = np.bincount(group[idx], minlength=group.max() + 1)
+    has = counts > 0
+    mean = np.where(has, sums / np.maximum(counts, 1), 0.0)
+    out = np.where(has[group], mean[group], out)
+    return np.maximum(out, 1.0)
+
+
+def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
+    """The launch from its chunks (see the module's docstring)."""
+    chunks = sorted(chunks, key=lambda c: c.first)
+    n = len(instr)
+    dur = durations(instr, chunks)
+    # the launch's first two waves as its first chunk ran them (the dispatcher's own start)
+    first = {i: d for i, _, d in chunks[0].early + chunks[0].durations} if chunks[0].first == 0 else {}
+
+    def duration(j, i, scale=1.0):
+        return first[i] if i in first else dur[i] * scale
+
+    def makespan(scale=1.0):
+        sched = dispatch(n, slots, lambda j, i: duration(j, i, scale), launch=cfg.sm.cta_launch_cycles,
+                         interval=cfg.gpu.cta_dispatch_interval)
+        return max(e for _, _, e in sched)
+    cycles = makespan()
+    later = [c for c in chunks if c.first > 0] or chunks
+    ratios = np.array([sum(d for _, _, d in c.durations) / sum(dur[i] for i, _, _ in c.durations) for c in later])
+    se = float(ratios.std(ddof=1) / np.sqrt(len(ratios))) if len(ratios) > 1 else 0.0
+    # the interval: the launch with every later CTA's duration off by INTERVAL_SE standard errors,
+    # and as the launch's own first chunk measured them (its waves started together, not
+    # staggered: the two ways of starting a chunk bracket a launch in mid-course)
+    lo_f, hi_f = 1 - INTERVAL_SE * se, 1 + INTERVAL_SE * se
+    if chunks[0].first == 0 and len(chunks) > 1 and chunks[0].durations:
+        own = sum(d for _, _, d in chunks[0].durations) / sum(dur[i] for i, _, _ in chunks[0].durations)
+        lo_f, hi_f = min(lo_f, own), max(hi_f, own)
+    lo, hi = makespan(lo_f), makespan(hi_f)
+    sim_instr = sum(c.instructions for c in chunks)
+    total = float(instr.sum())
+    mem = {}
+    for c in chunks:
+        mem = _add(mem, c.memory)
+    factor = total / sim_instr if sim_instr else 1.0
+    mem = _scale(mem, factor)
+    mem["cycles"] = cycles
+    details = {"chunks": [{"first_cta": c.first, "cycles": c.cycles,
+                           "warp_instructions": c.instructions} for c in chunks],
+               "chunk_ratio_spread": se, "groups": int(_groups(instr).max() + 1)}
+    return WavesPrediction(cycles, factor * sum(c.flops for c in chunks), (min(lo, cycles), max(hi, cycles)), sim_instr / total if total else 1.0, mem,
+                           tuple(chunks), n / slots, details)

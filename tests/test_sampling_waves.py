@@ -1,0 +1,107 @@
+"""Sampling across waves (maxsim.gpu.sampling.waves): a launch of many waves of any kernel predicted
+from a few chunks simulated whole, against the full simulation of every CTA; every prediction says
+how it was made and how sure it is."""
+
+import numpy as np
+import pytest
+
+from maxsim.arch.config import load_config, override
+from maxsim.errors import LaunchError
+from maxsim.gpu.sampling import waves
+from maxsim.host import Kernel, launch
+from maxsim.report.text import how_predicted
+
+CFG = override(load_config("gm204"), {"gpu.sms": 2})  # two SMs: a launch of 24+ waves stays small
+SUITE = "workloads/cuda/sampling_suite.cu"
+
+
+def _stencil(h, method, w=512, cfg=CFG):
+    k = Kernel.load(SUITE, cfg=cfg, kernel="stencil2d")
+    a = np.random.default_rng(1).random(h * w, dtype=np.float32)
+    r = launch(k, (w // 128, h), 128, params={"in": "in", "out": "out", "h": h, "w": w},
+               buffers={"in": a, "out": np.zeros_like(a)}, config=cfg, timing=False, gpu_method=method)
+    return r, a.reshape(h, w)
+
+
+def test_chunk_starts_begin_with_the_first_wave_and_stay_inside_the_launch():
+    slots = 64
+    for n in (24 * slots, 100 * slots + 17, 1000 * slots):
+        starts = waves.chunk_starts(n, slots)
+        span = waves.CHUNK_WAVES * slots
+        assert starts[0] == 0 and len(starts) == waves.CHUNKS
+        assert all(b - a >= span for a, b in zip(starts, starts[1:]))  # chunks do not overlap
+        assert starts[-1] + span <= n
+
+
+def test_a_ctas_duration_is_its_groups_measured_mean_or_the_line_through_the_samples():
+    # CTAs of 10, 20 and 40 warp instructions; the chunk measured CTAs of 10 (100 and 110 cycles)
+    # and of 40 (400): the group of 20 has no sample and takes the line through the three samples
+    instr = np.array([10, 20, 40, 10, 20, 40])
+    chunk = waves.Chunk(first=3, durations=((3, 10, 100.0), (5, 40, 400.0), (0, 10, 110.0)), early=(),
+                        cycles=500.0, memory={})
+    d = waves.durations(instr, [chunk])
+    slope, icpt = np.polyfit([10, 40, 10], [100.0, 400.0, 110.0], 1)
+    assert d[0] == d[3] == pytest.approx(105.0)
+    assert d[2] == d[5] == pytest.approx(400.0)
+    assert d[1] == d[4] == pytest.approx(icpt + 20 * slope)
+
+
+def test_a_launch_of_many_waves_is_sampled_and_within_2_percent_of_the_full_simulation():
+    # 2 SMs x 16 CTAs of 128 threads: 1,024 rows of 4 CTAs are 128 waves
+    sampled, a = _stencil(1024, "auto")
+    full, _ = _stencil(1024, "full")
+    p, f = sampled.prediction, full.prediction
+    assert p.method == "sampled across waves" and f.method == "full"
+    assert p.simulated_share < 0.2 and f.simulated_share == 1.0
+    assert p.cycles == pytest.approx(f.cycles, rel=0.02)
+    assert p.interval[0] <= p.cycles <= p.interval[1]
+    fs, ff = sampled.fields(), full.fields()
+    assert abs(fs["gpu_l2_hit_rate"] - ff["gpu_l2_hit_rate"]) < 0.02
+    # the functional results stay whole: every output computed
+    out = sampled.read("out").reshape(a.shape)
+    ref = 0.5 * a[1:-1, 1:-1] + 0.125 * (a[1:-1, :-2] + a[1:-1, 2:] + a[:-2, 1:-1] + a[2:, 1:-1])
+    np.testing.assert_allclose(out[1:-1, 1:-1], ref, rtol=1e-5)
+    assert np.array_equal(out[0], a[0]) and np.array_equal(out[-1], a[-1])
+    line = how_predicted(fs)
+    assert line.startswith("how predicted: sampled across waves") and "% of the work simulated" in line
+    assert fs["gpu_cycles_interval"][0] <= fs["gpu_predicted_cycles"] <= fs["gpu_cycles_interval"][1]
+    assert how_predicted(ff) == "how predicted: full simulation (every CTA on every SM, one shared L2 and DRAM)"
+
+
+def test_a_short_launch_is_simulated_whole_and_the_method_is_checked():
+    r, _ = _stencil(64, "auto")  # 8 waves
+    assert r.prediction.method == "full" and r.fields()["gpu_simulated_share"] == 1.0
+    with pytest.raises(LaunchError, match="gpu_method 'sometimes'"):
+        _stencil(64, "sometimes")
+
+
+def test_a_launch_repeated_with_the_same_shape_reuses_the_figures_once_they_repeat():
+    from maxsim.gpu.sampling import launches
+    launches.forget()
+    k = Kernel.load(SUITE, cfg=CFG, kernel="heat_step")
+    n = 64 * 128  # 64 CTAs: 2 waves on two SMs
+    rng = np.random.default_rng(3)
+    u = rng.random(n, dtype=np.float32)
+    ref = u.astype(np.float64)
+    methods, cycles = [], []
+    for step in range(launches.REPEATS + 2):
+        r = launch(k, n // 128, 128, params={"in": "in", "out": "out", "n": n, "alpha": 0.25},
+                   buffers={"in": u, "out": np.zeros_like(u)}, config=CFG, timing=False)
+        methods.append(r.prediction.method)
+        cycles.append(r.prediction.cycles)
+        u = r.read("out")  # the next step reads this one's output: the functional run went on
+        nxt = ref.copy()
+        nxt[1:-1] = ref[1:-1] + 0.25 * (ref[:-2] - 2 * ref[1:-1] + ref[2:])
+        ref = nxt
+        np.testing.assert_allclose(u, ref, rtol=1e-4, atol=1e-5)
+    assert methods[:launches.REPEATS] == ["full"] * launches.REPEATS
+    assert methods[launches.REPEATS:] == ["reused across launches"] * 2
+    first = cycles[:launches.REPEATS]
+    assert max(first) - min(first) <= launches.AGREE * np.mean(first)
+    assert cycles[-1] == pytest.approx(np.mean(first))
+    assert r.prediction.simulated_share == 0.0 and r.prediction.interval == (min(first), max(first))
+    # "full" simulates whatever the launches before did
+    again = launch(k, n // 128, 128, params={"in": "in", "out": "out", "n": n, "alpha": 0.25},
+                   buffers={"in": u, "out": np.zeros_like(u)}, config=CFG, timing=False, gpu_method="full")
+    assert again.prediction.method == "full"
+    launches.forget()
