@@ -256,9 +256,8 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
     out["sm_ctas"] = report.sm_ctas
     if predict:
         g = report.prediction
-        out.update(gpu=g.gpu, gpu_sms=g.sms, gpu_predicted_seconds=g.seconds,
-                   gpu_predicted_gflops=gflops(n, g.seconds, m, k), gpu_waves=g.waves,
-                   gpu_prediction_method=g.method, gpu_l2_start=g.details.get("l2_start", "empty"))
+        from maxsim.report.fields import launch_fields
+        out.update(launch_fields(g, gflops=gflops(n, g.seconds, m, k)))
         if g.details.get("wave_alignment"):
             out["gpu_wave_alignment"] = g.details["wave_alignment"]
         if "dram_bound" in g.details:
