@@ -64,7 +64,7 @@ def main():
         for g in (int(v) for v in args.grids.split(",")):
             wall, cpu, rss, f = run(g, args.taps, args.config, folder)
             per_cta = f["warp_instructions"] / g
-            print(f"{g:>6} {per_cta:>15,.0f} {wall:>8.1f} {cpu:>8.1f} {rss:>12,.0f} {f['gpu_predicted_seconds']!r:>20}",
+            print(f"{g:>6} {per_cta:>15,.0f} {wall:>8.1f} {cpu:>8.1f} {rss:>12,.0f} {f['seconds']!r:>20}",
                   flush=True)
 
 

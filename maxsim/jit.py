@@ -326,6 +326,79 @@ def _without_wraparound():
 _without_wraparound()
 
 
+# ---- how hard LLVM optimises maxsim's compiled code ----
+# numba optimises at LLVM's -O3 and optimises a forceinline helper twice: in its own library, then
+# again inlined into its caller's module (and a helper of a helper three times). maxsim's compiled
+# code gets -O1 optimisation passes instead (a documented choice), and a library whose maxsim
+# functions are all always-inlined helpers gets only numba's cheap passes (the always-inliner and the
+# reference-count pruning): its code is optimised where it is inlined. Measured side by side on the
+# shared 2-CPU machine (load 12-17): compiling the timing model (python -m maxsim.cli.warm's work)
+# took 30.4 CPU s instead of 33.6; benchmarks/sm_speed.py --k 256 ran the SM core at 11.0 and 10.6
+# M warp-instructions per CPU second for sgemm_128 (two runs) against 11.2 at -O3, the same cycles.
+# Other code (numba's own, a user's) keeps numba's settings, and so does maxsim's when NUMBA_OPT is
+# set.
+OPT_LEVEL = 1
+_MANGLED = "_ZN6maxsim"  # how the names of maxsim's compiled functions start (numba's mangling)
+
+
+def _own_functions(module):
+    return [fn for fn in module.functions if not fn.is_declaration and fn.name.startswith(_MANGLED)]
+
+
+def _always_inlined(fn) -> bool:
+    return any(a.strip(b'"') == b"alwaysinline" for a in fn.attributes)
+
+
+class _OptLevel:
+    """numba's optimisation level set to ``level`` while a library of maxsim is optimised."""
+
+    def __init__(self, level):
+        from numba.core import config as numba_config
+        self.config, self.level, self.saved = numba_config, level, None
+
+    def __enter__(self):
+        self.saved = self.config.OPT
+        if self.level is not None:
+            self.config.OPT = type(self.saved)(self.level)
+
+    def __exit__(self, *exc):
+        self.config.OPT = self.saved
+
+
+def _optimise_maxsim_less():
+    from numba.core import codegen
+    cls = getattr(codegen, "CPUCodeLibrary", None)
+    final, functions = getattr(cls, "_optimize_final_module", None), getattr(cls, "_optimize_functions", None)
+    if final is None or functions is None or getattr(final, "maxsim", False):
+        return  # another numba: its own settings
+    level = None if "NUMBA_OPT" in os.environ else OPT_LEVEL
+
+    def _optimize_functions(self, ll_module):
+        if not _own_functions(ll_module):
+            return functions(self, ll_module)
+        with _OptLevel(level):
+            return functions(self, ll_module)
+
+    def _optimize_final_module(self):
+        own = _own_functions(self._final_module)
+        if not own:
+            return final(self)
+        if not all(_always_inlined(fn) for fn in own):
+            with _OptLevel(level):
+                return final(self)
+        mpm, mpb = self._codegen._module_pass_manager(loop_vectorize=False, slp_vectorize=False,
+                                                      opt=self._codegen._opt_level, cost="cheap")
+        mpm.run(self._final_module, mpb)
+        if not numba.core.config.LLVM_REFPRUNE_PASS:
+            self._final_module = codegen.remove_redundant_nrt_refct(self._final_module)
+    _optimize_final_module.maxsim = True
+    cls._optimize_functions = _optimize_functions
+    cls._optimize_final_module = _optimize_final_module
+
+
+_optimise_maxsim_less()
+
+
 class InlinedDispatcher(CPUDispatcher):
     """A helper compiled as its own always-inline function (``forceinline``), specialised on the
     types of its arguments only: a call from compiled code with constant arguments compiles (or

@@ -399,8 +399,8 @@ def test_cli_asm_then_run_equals_run_of_the_source(tmp_path, capsys):
     for path in (src, out):
         assert main(["run", str(path), "--block", "128", "--json", "--strict", "--quiet"]) == 0
         d = json.loads(capsys.readouterr().out)
-        runs.append({k: d[k] for k in ("cycles", "warp_instructions", "ipc", "stall_reasons") if k in d})
-    assert runs[0] == runs[1] and runs[0]["cycles"] > 0
+        runs.append({k: d[k] for k in ("sm_cycles", "warp_instructions", "sm_ipc", "stall_reasons") if k in d})
+    assert runs[0] == runs[1] and runs[0]["sm_cycles"] > 0
     assert main(["analyze", str(src), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["hazards"] == []
 

@@ -93,7 +93,7 @@ def test_a_sweep_on_the_cluster_gives_the_local_numbers(cluster, tmp_path, capsy
     assert main(["sweep", str(spec), "--jobs", "1", "--no-cache", "--quiet", "--table", str(tmp_path / "local")]) == 0
     remote, local = _rows(tmp_path / "remote"), _rows(tmp_path / "local")
     assert [_deterministic(r) for r in remote] == [_deterministic(r) for r in local]
-    assert remote[0]["gpu_predicted_gflops"] != remote[1]["gpu_predicted_gflops"]
+    assert remote[0]["gflops"] != remote[1]["gflops"]
 
 
 def test_a_worker_killed_in_the_middle_loses_nothing(cluster, tmp_path):

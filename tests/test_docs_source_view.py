@@ -107,7 +107,7 @@ def test_figures_quoted_are_those_of_the_runs(runs):
         q(out["bank_conflict_cycles"])
         q(out["cycles_per_loop_iteration"], lambda v: f"{v:.1f} cycles")
         q(out["dual_issues"])
-        q(out["cycles"])
+        q(out["sm_cycles"])
     nloop = [r for r in nrows if r["loops"] == [0]]
     ffma = [r for r in nloop if r["opcode"] == "FFMA"]
     own = [r for r in ffma if r["bank_conflicts"]]

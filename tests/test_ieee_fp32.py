@@ -215,4 +215,4 @@ def test_nvrtc_division_times_alike_in_both_cores(kernels, monkeypatch):
         with np.errstate(all="ignore"):
             assert _same(r.outputs["c"].view(F32), a / b) == 0
         out[core] = {k: v for k, v in r.timing.items() if k not in ("sim_seconds", "warp_instructions_per_second")}
-    assert out["python"] == out["compiled"] and out["python"]["cycles"] > 0
+    assert out["python"] == out["compiled"] and out["python"]["sm_cycles"] > 0

@@ -140,3 +140,42 @@ def test_the_sm_core_indexes_without_wraparound_and_other_code_keeps_it():
     view = np.arange(10)[5:]
     assert njit(last)(view) == 9  # Python's meaning: the last element
     assert njit(last_in_core)(view) == 4  # as it is: base[5 - 1]
+
+
+def test_maxsim_code_is_optimised_at_its_level_and_other_code_at_numbas(monkeypatch):
+    """maxsim's compiled functions are optimised at ``OPT_LEVEL`` (maxsim/jit.py), other code at
+    numba's level (3 unless NUMBA_OPT says otherwise); an always-inlined helper's own library gets
+    no full optimisation (it is optimised inlined in its caller). Seen by the module pass pipelines
+    numba builds while each compiles: (cheap or full, the level in effect)."""
+    import pytest
+    from numba.core import codegen, config
+
+    from maxsim.jit import OPT_LEVEL, njit
+    if "NUMBA_OPT" in os.environ:
+        pytest.skip("NUMBA_OPT is set: maxsim's code then keeps numba's level")
+    built = []
+    original = codegen.CPUCodegen._module_pass_manager
+
+    def spy(self, **kw):
+        built.append(("cheap" if kw.get("cost") == "cheap" else "full", int(config.OPT)))
+        return original(self, **kw)
+    monkeypatch.setattr(codegen.CPUCodegen, "_module_pass_manager", spy)
+
+    def helper(x):
+        return x * 3
+
+    def caller(x):
+        return inlined(x) + 1
+
+    def user(x):
+        return x * 3 + 1
+    helper.__module__ = caller.__module__ = "maxsim.timing.core"
+    inlined = njit(forceinline=True)(helper)
+    assert njit(user)(2) == 7
+    assert ("full", int(config.OPT)) in built and int(config.OPT) != OPT_LEVEL
+    built.clear()
+    assert njit(caller)(2) == 7
+    assert {b for b in built if b[0] == "full"} == {("full", OPT_LEVEL)}
+    built.clear()
+    inlined.compile("(float64,)")  # another signature of the helper alone: no full optimisation
+    assert built and all(kind == "cheap" for kind, _ in built)

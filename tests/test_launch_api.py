@@ -85,15 +85,29 @@ def test_timed_launch_reports_the_sm_and_the_gpu(reduce):
                       buffers={"x": x, "p": np.zeros(4, np.float32)}, config="gtx980_oc", sm_ctas=4)
     np.testing.assert_array_equal(r.outputs["p"], np.full(4, TILE, np.float32))
     assert set(r.outputs) == {"x", "p"}  # a plain array is copied in and read back
-    assert r.sm_ctas == 4 and r.timing["cycles"] > 0 and r.timing["sm_warp_instructions"] == r.result.warp_instructions
+    assert r.sm_ctas == 4 and r.timing["sm_cycles"] > 0 and r.timing["sm_warp_instructions"] == r.result.warp_instructions
     assert r.timing["stall_reasons"]["barrier_wait"] > 0  # its warps wait at BAR.SYNC
     p = r.prediction
     assert p.method == "full" and p.config == "gtx980_oc" and p.sms == 16 and p.cycles > 0
     # 4 CTAs spread over 4 SMs finish no later than on one SM holding all four
-    assert p.cycles <= r.timing["cycles"] + 50
+    assert p.cycles <= r.timing["sm_cycles"] + 50
     out = json.loads(r.to_json())
     assert out["outputs"]["p"] == {"shape": [4], "dtype": "float32", "sum": 4.0 * TILE}
-    assert out["gpu_prediction_method"] == "full" and out["cycles"] == r.timing["cycles"]
+    assert out["gpu_prediction_method"] == "full" and out["sm_cycles"] == r.timing["sm_cycles"]
+    # the plain names are the launch's, sm_ the timed SM's (attributes and fields alike)
+    assert (out["cycles"], out["seconds"], out["gflops"]) == (p.cycles, p.seconds, p.gflops) == (r.cycles, r.seconds,
+                                                                                                  r.gflops)
+    assert (r.sm_cycles, r.sm_seconds, r.sm_gflops) == (out["sm_cycles"], out["sm_seconds"], out["sm_gflops"])
+    assert r.sm_seconds == pytest.approx(r.sm_cycles / r.cfg.clock_hz, rel=1e-12)
+    # the old names, kept one release: the same figures
+    assert (out["gpu_predicted_seconds"], out["gpu_predicted_gflops"], out["ipc"]) == (p.seconds, p.gflops,
+                                                                                       out["sm_ipc"])
+    with pytest.warns(DeprecationWarning, match="'cycles' is now 'sm_cycles'"):
+        assert r.timing["cycles"] == r.sm_cycles
+    with pytest.warns(DeprecationWarning, match="'gflops' is now 'sm_gflops'"):
+        assert r.timing.get("gflops") == r.sm_gflops
+    with pytest.raises(KeyError):
+        r.timing["no_such_figure"]
 
 
 def test_one_wave_is_simulated_once(reduce):
@@ -151,7 +165,7 @@ def test_predicted_time_runs_at_the_effective_clock(reduce):
 
 def test_one_cta_is_predicted_by_the_timed_sm(vecadd):
     _, _, r = _vecadd(vecadd, 64, 64)
-    assert r.prediction.method == "timed SM" and r.prediction.cycles == r.timing["cycles"]
+    assert r.prediction.method == "timed SM" and r.prediction.cycles == r.timing["sm_cycles"] == r.sm_cycles == r.cycles
 
 
 def test_launch_after_the_same_launch_finds_its_data_in_the_l2(vecadd):
@@ -334,9 +348,10 @@ def test_cli_runs_vecadd_and_saves_the_outputs(tmp_path, capsys):
     assert status == 0
     np.testing.assert_array_equal(np.load(tmp_path / "out" / "c.npy"), a + b)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["c.npy", "report.json", "summary.txt"]
-    assert out["kernel"] == "vecadd" and out["cycles"] > 0 and out["outputs_saved"] == {"c": str(tmp_path / "out" / "c.npy")}
-    assert json.loads((tmp_path / "out" / "report.json").read_text())["cycles"] == out["cycles"]
-    assert "gpu_predicted_seconds" not in out  # the whole-GPU prediction of a file is asked for with --predict
+    assert out["kernel"] == "vecadd" and out["sm_cycles"] > 0 and out["outputs_saved"] == {"c": str(tmp_path / "out" / "c.npy")}
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["sm_cycles"] == out["sm_cycles"]
+    # the whole-GPU prediction of a file is asked for with --predict
+    assert not {"gpu_predicted_seconds", "seconds", "cycles", "gflops"} & set(out)
 
 
 @pytest.mark.parametrize("extra, fragments", [

@@ -65,12 +65,12 @@ def test_run_metrics_agree_with_the_run_counters():
     merged = override(CFG, {"l1tex.count_inflight_as_hit": True, "l2.count_inflight_as_hit": True})
     out = run_workload("sgemm_64", cfg=merged, m=256, n=256, k=64)
     m = out["timed_sm_profiler_metrics"]  # the timed SM's, beside its own counters
-    seconds = out["cycles"] / CFG.clock_hz
+    seconds = out["sm_cycles"] / CFG.clock_hz
     assert m["l2_tex_read_hit_rate"] == pytest.approx(100 * out["l2_hit_rate"])
     assert m["tex_cache_hit_rate"] == pytest.approx(100 * out["texture_hit_rate"])
     nv = run_workload("sgemm_64", cfg=CFG, m=256, n=256, k=64)
-    assert (nv["cycles"], nv["texture_hit_rate"], nv["gpu_predicted_seconds"]) == (
-        out["cycles"], out["texture_hit_rate"], out["gpu_predicted_seconds"])
+    assert (nv["sm_cycles"], nv["texture_hit_rate"], nv["seconds"]) == (
+        out["sm_cycles"], out["texture_hit_rate"], out["seconds"])
     # nvprof's counting: the 8 CTAs of the timed SM read each A and B sector together: most of
     # the model's hits find their sector still in flight, and are not hits to nvprof
     assert nv["timed_sm_profiler_metrics"]["tex_cache_hit_rate"] < 0.5 * m["tex_cache_hit_rate"]

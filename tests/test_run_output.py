@@ -64,12 +64,12 @@ def test_sgemm_summary_says_the_answer_first(sgemm_run):
     assert text[0] == ("sgemm_64 (kernel sgemm_64_swirl_maxas) on gm204 (GeForce GTX 980): M=N=K=64, "
                        "grid 1 x 1 CTAs of 64 threads")
     assert s["verified"] is True and text[1].startswith("result: verified against numpy: max |error| ")
-    g = out["gpu_predicted_gflops"]
-    assert s["predicted_gflops"] == g and s["peak_gflops"] == pytest.approx(GM204_PEAK)
+    g = out["gflops"]
+    assert s["gflops"] == s["predicted_gflops"] == out["gpu_predicted_gflops"] == g and s["peak_gflops"] == pytest.approx(GM204_PEAK)
     assert s["share_of_peak"] == pytest.approx(g / GM204_PEAK)
     assert text[2].startswith("predicted on the GPU: ") and f"{g:.3g} GFLOPS" in text[2]
     assert f"= {100 * g / GM204_PEAK:.1f}% of the 4,981 GFLOPS peak" in text[2]
-    assert text[3].startswith(f"timed SM (1 CTA): {out['cycles']:,} cycles, IPC {out['ipc']:.2f}")
+    assert text[3].startswith(f"timed SM (1 CTA): {out['sm_cycles']:,} cycles, IPC {out['sm_ipc']:.2f}")
     loop = out["cycles_per_loop_iteration"]
     # one CTA of 2 warps on 4 schedulers: 0.5 warps per scheduler; maxas's figure is at 4
     assert text[4] == (f"main loop: {loop:.1f} cycles per iteration at 0.5 warps per scheduler (maxas: 520 at 4, "
@@ -83,8 +83,11 @@ def test_sgemm_summary_says_the_answer_first(sgemm_run):
     # the SM's cycles become time at the clock in effect: 1216 MHz x 0.96 / 0.98 (gm204.toml); its
     # GFLOPS are the run's flops in that time (64 x 64 x 64 FFMAs + the beta term: 2 n^3 + n^2 flops)
     assert out["sm_clock_mhz"] == pytest.approx(1216 * 0.96 / 0.98, rel=1e-4)
-    assert out["gflops"] == pytest.approx((2 * 64 ** 3 + 64 ** 2) / (out["cycles"] / (out["sm_clock_mhz"] * 1e6)) / 1e9,
-                                          rel=1e-6)
+    assert out["sm_seconds"] == pytest.approx(out["sm_cycles"] / (out["sm_clock_mhz"] * 1e6), rel=1e-9)
+    assert out["sm_gflops"] == pytest.approx((2 * 64 ** 3 + 64 ** 2) / out["sm_seconds"] / 1e9, rel=1e-6)
+    # the launch's figures carry the plain names: its time includes the launch overhead, so one CTA's
+    # launch is slower than the timed SM alone
+    assert out["seconds"] > out["sm_seconds"] and out["gflops"] < out["sm_gflops"]
     # the text report starts with the same lines, then the details as before
     report = format_run(out).split("\n")
     assert report[:len(text)] == text and report[len(text)] == ""
@@ -96,14 +99,14 @@ def test_sass_file_summary_and_json_keys(tmp_path, capsys):
     src.write_text(CHAIN)
     assert cli(["run", src, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    for key in ("workload", "kernel", "grid", "block", "config", "warp_instructions", "cycles", "ipc",
+    for key in ("workload", "kernel", "grid", "block", "config", "warp_instructions", "sm_cycles", "sm_ipc",
                 "stall_reasons", "profiler_metrics", "opcode_counts", "summary"):
         assert key in out, key
     assert cli(["run", src]) == 0
     lines = capsys.readouterr().out.split("\n")
     assert lines[0] == f"{src} (kernel chain) on gm204: grid 1 x 1 CTAs of 32 threads"
-    assert lines[1] == (f"5 warp instructions on one SM: {out['cycles']:,} cycles, IPC {out['ipc']:.2f}, "
-                        f"{out['gflops']:.3g} GFLOPS = {100 * out['gflops'] / (GM204_PEAK / 16):.1f}% of an SM's peak")
+    assert lines[1] == (f"5 warp instructions on one SM: {out['sm_cycles']:,} cycles, IPC {out['sm_ipc']:.2f}, "
+                        f"{out['sm_gflops']:.3g} GFLOPS = {100 * out['sm_gflops'] / (GM204_PEAK / 16):.1f}% of an SM's peak")
     assert lines[2].startswith("top stalls (share of warp-cycles): ")
     assert out["hazards"] == 1 and lines[3] == "warning: 1 control-code hazard (listed at the end)"
     assert lines[4] == "" and lines[5].startswith("workload ")

@@ -96,9 +96,10 @@ def test_rectangular_prediction_matches_full_simulation_and_run_reports_it():
     sampled = predict_sgemm("sgemm_128", 500, CFG, m=300, k=64)
     assert abs(sampled["cycles"] - full["cycles"]) / full["cycles"] < 0.01
     out = run_workload("sgemm_128", cfg=CFG, m=300, n=500, k=64)
-    assert out["gpu_predicted_gflops"] == sampled["gflops"]
-    assert out["gpu_predicted_seconds"] == pytest.approx((2 * 300 * 500 * 64 + 300 * 500) / (sampled["gflops"] * 1e9))
-    assert 0 < out["gpu_predicted_gflops"] < CFG.peak_gflops
+    assert out["gflops"] == out["gpu_predicted_gflops"] == sampled["gflops"]
+    assert out["seconds"] == pytest.approx((2 * 300 * 500 * 64 + 300 * 500) / (sampled["gflops"] * 1e9))
+    assert out["cycles"] == sampled["cycles"]
+    assert 0 < out["gflops"] < CFG.peak_gflops
 
 
 def test_tail_after_a_full_wave_matches_full_simulation():

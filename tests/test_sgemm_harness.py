@@ -96,9 +96,9 @@ def test_maxas_own_kernel(kernel, name):
 
 def test_run_workload_functional_and_timed():
     out = run_workload("sgemm_64", m=64, n=128, k=16, timing=False)
-    assert out["verified"] and out["grid"] == [1, 2] and "cycles" not in out
+    assert out["verified"] and out["grid"] == [1, 2] and "sm_cycles" not in out and "cycles" not in out
     out = run_workload("sgemm_128", m=128, n=128, k=16, hazards="strict")
-    assert out["verified"] and out["hazards"] == 0 and out["sm_ctas"] == 1 and out["cycles"] > 0
+    assert out["verified"] and out["hazards"] == 0 and out["sm_ctas"] == 1 and out["sm_cycles"] > 0
 
 
 def test_the_other_kernel_file_is_refused(tmp_path):
@@ -166,7 +166,7 @@ def test_run_workload_times_the_checked_run_as_separate_runs_would():
         every = [(x, y) for y in range(p.grid[1]) for x in range(p.grid[0])]
         _, sm = simulate(r_kernel(name), p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg,
                          ctas=every[:out["sm_ctas"]])
-        assert out["cycles"] == sm.stats.cycles
+        assert out["sm_cycles"] == sm.stats.cycles
         assert out["sm_warp_instructions"] == sm.stats.warp_instructions
         r = run_sgemm(name, m, n, k, trace_cfg=cfg)
         _, again = simulate(r.launch.kernel, r.grid, r.block, cfg=cfg, ctas=every[:out["sm_ctas"]],
@@ -174,7 +174,8 @@ def test_run_workload_times_the_checked_run_as_separate_runs_would():
         assert again.stats.cycles == sm.stats.cycles
         assert again.stats.thread_instructions == sm.stats.thread_instructions > 0
         g = predict_sgemm(name, n, cfg, m=m, k=k)  # K <= 128: simulated at K itself, own functional run
-        assert out["gpu_predicted_seconds"] == g["seconds"]
+        assert out["seconds"] == out["gpu_predicted_seconds"] == g["seconds"] and out["cycles"] == g["cycles"]
+        assert out["gflops"] == out["gpu_predicted_gflops"] == g["gflops"]
         assert out["gpu_waves"] == g["waves"]
 
 

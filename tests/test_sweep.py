@@ -90,16 +90,18 @@ def test_rows_hold_the_figures_of_run_json(tmp_path, capsys):
     slow.write_text('inherit = "gtx980_oc"\n[latency]\nl2_hit = 400\ndram = 700\n')
     ref = _run_json(capsys, ["sgemm_64", "--m", "256", "--n", "256", "--k", "256", "--gpu", str(slow)])
     row = rows[3]
-    for key in ("cycles", "gpu_predicted_gflops", "gpu_predicted_seconds", "warp_instructions", "ipc",
-                "cycles_per_loop_iteration", "registers_per_thread", "verified"):
+    for key in ("cycles", "seconds", "gflops", "sm_cycles", "sm_gflops", "sm_seconds", "gpu_predicted_gflops",
+                "gpu_predicted_seconds", "warp_instructions", "sm_ipc", "ipc", "cycles_per_loop_iteration",
+                "registers_per_thread", "verified"):
         assert row[key] == ref[key], key
     assert row["profiler_metrics.l2_tex_read_hit_rate"] == ref["profiler_metrics"]["l2_tex_read_hit_rate"]
     assert row["stall_reasons.dependency"] == ref["stall_reasons"]["dependency"]
-    assert rows[1]["cycles"] < row["cycles"]  # longer memory latencies cost cycles
+    assert rows[1]["sm_cycles"] < row["sm_cycles"]  # longer memory latencies cost cycles
+    assert rows[1]["gflops"] > row["gflops"]  # and the launch's GFLOPS
     with open(tmp_path / "t.csv", newline="") as f:
         table = list(csv.DictReader(f))
     assert [r["point"] for r in table] == [r["point"] for r in rows]
-    assert [float(r["gpu_predicted_gflops"]) for r in table] == [r["gpu_predicted_gflops"] for r in rows]
+    assert [float(r["gflops"]) for r in table] == [r["gflops"] for r in rows]
 
 
 def test_resume_runs_only_the_missing_points(tmp_path, capsys):
@@ -165,13 +167,15 @@ grid = [[8], [32]]
 """)
     assert main(["sweep", str(spec), "--jobs", "1", "--quiet", "--no-cache", "--table", str(tmp_path / "t"),
                  "-o", str(tmp_path / "p.png"), "--x", "gpu_sms", "--y", "gpu_predicted_seconds"]) == 0
+    # an old column name still plots (kept one release), with a note of its new name
+    assert "the column gpu_predicted_seconds is now named seconds" in capsys.readouterr().err
     rows = pq.read_table(tmp_path / "t.parquet").to_pylist()
     assert [r["grid"] for r in rows] == ["[8]", "[32]"]
     capsys.readouterr()
     ref = _run_json(capsys, [str(vecadd), "--grid", "32", "--block", "128", "--param", "n=4096", "--param", "a=a",
                              "--param", "b=b", "--param", "c=c", "--buffer", f"a={tmp_path / 'a.npy'}:in",
                              "--buffer", f"b={tmp_path / 'b.npy'}:in", "--buffer", "c=zeros:4096", "--predict"])
-    for key in ("cycles", "warp_instructions", "gpu_predicted_seconds", "gpu_waves"):
+    for key in ("cycles", "seconds", "sm_cycles", "warp_instructions", "gpu_predicted_seconds", "gpu_waves"):
         assert rows[1][key] == ref[key], key
     assert (tmp_path / "p.png").stat().st_size > 0
 
@@ -181,21 +185,22 @@ def test_the_plot_has_a_line_per_config(tmp_path, capsys):
     spec = _spec(tmp_path, SMALL)
     png = tmp_path / "p.png"
     assert main(["sweep", str(spec), "--jobs", "1", "--quiet", "--table", str(tmp_path / "t"),
-                 "-o", str(png), "--x", "n", "--y", "cycles"]) == 0
+                 "-o", str(png), "--x", "n", "--y", "sm_cycles"]) == 0
     assert "plot written to" in capsys.readouterr().out and png.stat().st_size > 0
     from workloads.sweep import load_spec, plot_sweep
     rows = pq.read_table(tmp_path / "t.parquet").to_pylist()
     orig = plt.close
     plt.close = lambda *a: None  # keep the figure to look at it
     try:
-        plot_sweep(rows, "n", "cycles", str(tmp_path / "q.svg"), load_spec(spec))
+        plot_sweep(rows, "n", "sm_cycles", str(tmp_path / "q.svg"), load_spec(spec))
         ax = plt.gcf().axes[0]
+        assert ax.get_ylabel() == "sm_cycles (the timed SM)"
         lines = {ln.get_label(): list(ln.get_ydata()) for ln in ax.get_lines()}
     finally:
         plt.close = orig
         plt.close("all")
     assert set(lines) == {"latency.l2_hit=207, latency.dram=375", "latency.l2_hit=400, latency.dram=700"}
-    assert lines["latency.l2_hit=400, latency.dram=700"] == [rows[2]["cycles"], rows[3]["cycles"]]
+    assert lines["latency.l2_hit=400, latency.dram=700"] == [rows[2]["sm_cycles"], rows[3]["sm_cycles"]]
     assert main(["sweep", str(spec), "--jobs", "1", "--quiet", "--table", str(tmp_path / "t"),
                  "-o", str(png), "--x", "nope"]) == 2
     assert "--x nope: no such column" in capsys.readouterr().err

@@ -325,7 +325,7 @@ def test_progress_callbacks_through_the_runs():
     assert calls[-1][:2] == (out["sm_warp_instructions"], out["sm_warp_instructions"])
     assert [c for c in calls if c[2] == "functional run"][-1][:2] == (4, 4)  # CTAs
     # the run is the same with or without a progress callback
-    assert out["cycles"] == run_workload("sgemm_64", m=128, n=128, k=16)["cycles"]
+    assert out["sm_cycles"] == run_workload("sgemm_64", m=128, n=128, k=16)["sm_cycles"]
 
 
 def test_cli_progress_forced_and_quiet(chain_file, capsys, monkeypatch):

@@ -23,7 +23,7 @@ The spec is a TOML file::
     buffer = ["a=a.npy:in", "b=b.npy:in", "c=zeros:1000"]
     [plot]                              # the default figure of -o
     x = "gpu.dram_bandwidth_gbs"
-    y = "gpu_predicted_gflops"
+    y = "gflops"                        # the launch's predicted GFLOPS (sm_gflops: the timed SM's)
 
 An axis may also be a range: ``{from = 512, to = 4096, step = 512}`` or ``{from = 256, to = 4096,
 times = 2}``. Point keys: config keys (``section.key``), ``config``, ``workload``, ``m``/``n``/``k``,
@@ -580,8 +580,8 @@ def plot_sweep(rows, x, y, path, spec=None):
     for label, pts in lines.items():
         pts.sort(key=lambda p: p[0])
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
-    ax.set_xlabel(x)
-    ax.set_ylabel(y)
+    ax.set_xlabel(_scoped(x))
+    ax.set_ylabel(_scoped(y))
     ax.grid(True, alpha=0.3)
     if len(lines) > 1:
         ax.legend(fontsize=7, ncol=2 if len(lines) > 8 else 1)
@@ -589,6 +589,15 @@ def plot_sweep(rows, x, y, path, spec=None):
     save_figure(fig, path)
     plt.close(fig)
     return path
+
+
+def _scoped(column):
+    """An axis label: the column, and whose figure it is (the launch's or the timed SM's)."""
+    if column in ("seconds", "cycles", "gflops"):
+        return f"{column} (the launch, predicted on the GPU)"
+    if column.startswith("sm_"):
+        return f"{column} (the timed SM)"
+    return column
 
 
 def _short(v):

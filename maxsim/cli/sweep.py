@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 from .common import PROGRESS_DELAY, UsageError, engine_and_cache, engine_options
 
@@ -26,7 +27,8 @@ def add_parser(sub):
     s.add_argument("--x", metavar="COLUMN", default=None,
                    help="the column on the x axis of -o (default: the spec's [plot] x)")
     s.add_argument("--y", metavar="COLUMN", default=None,
-                   help="the figure on the y axis of -o (default: the spec's [plot] y, else gpu_predicted_gflops)")
+                   help="the figure on the y axis of -o (default: the spec's [plot] y, else gflops: the launch's predicted GFLOPS; "
+                        "sm_gflops is the timed SM's)")
     engine_options(s)
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--json", action="store_true", help="print the rows as a JSON list instead of a summary")
@@ -45,7 +47,12 @@ def command(args):
     if not os.path.isdir(folder):
         raise UsageError(f"--table {base}: the folder {folder} does not exist")
     x = args.x or spec.plot.get("x")
-    y = args.y or spec.plot.get("y") or "gpu_predicted_gflops"
+    y = args.y or spec.plot.get("y") or "gflops"
+    from ..report.fields import KEPT_ALIASES, RENAMED
+    for name in (x, y):
+        if name in KEPT_ALIASES:
+            print(f"maxsim: note: the column {name} is now named {RENAMED[name]} (the old name is kept for "
+                  f"one release)", file=sys.stderr)
     if args.output:
         from ..report.plots import check_output_path
         check_output_path(args.output)

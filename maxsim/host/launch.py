@@ -173,9 +173,40 @@ class LaunchReport:
             raise LaunchError(f"buffer {name!r} has {size} elements: cannot read {count} from {start}")
         return self.bound.memory.read(addr + start * buf.dtype.itemsize, count, buf.dtype)
 
+    @property
+    def seconds(self):
+        """The launch's predicted time on the GPU (s; None without a prediction)."""
+        return None if self.prediction is None else self.prediction.seconds
+
+    @property
+    def cycles(self):
+        """The launch's predicted cycles on the GPU (None without a prediction)."""
+        return None if self.prediction is None else self.prediction.cycles
+
+    @property
+    def gflops(self):
+        """The launch's predicted GFLOPS on the GPU (None without a prediction, or when sampled)."""
+        return None if self.prediction is None else self.prediction.gflops
+
+    @property
+    def sm_cycles(self):
+        """The timed SM's cycles (None when not timed)."""
+        return None if self.timing is None else self.timing["sm_cycles"]
+
+    @property
+    def sm_seconds(self):
+        """The timed SM's cycles at the clock in effect (s; None when not timed)."""
+        return None if self.timing is None else self.timing["sm_seconds"]
+
+    @property
+    def sm_gflops(self):
+        """The timed SM's GFLOPS at the clock in effect (None when not timed)."""
+        return None if self.timing is None else self.timing["sm_gflops"]
+
     def fields(self) -> dict:
         """The run's figures as ``maxsim run --json`` gives them (kernel, geometry, functional,
-        occupancy, timed SM, GPU prediction)."""
+        occupancy, timed SM ``sm_*``, the launch on the GPU: ``seconds``, ``cycles``, ``gflops``,
+        ``gpu_*``; see :mod:`maxsim.report.fields` for the names and their old aliases)."""
         out = {"kernel": self.kernel.name, "grid": list(self.grid), "block": self.block, "config": self.config}
         out.update(self.occupancy)
         out.update(self.functional)
@@ -184,12 +215,10 @@ class LaunchReport:
             out["sm_ctas"] = self.sm_ctas
             out["timed_sm_in_gpu"] = self.timed_in_gpu
         if self.prediction is not None:
+            from ..report.fields import launch_fields
             p = self.prediction
-            out.update(gpu=p.gpu, gpu_sms=p.sms, gpu_predicted_seconds=p.seconds, gpu_waves=p.waves,
-                       gpu_prediction_method=p.method, gpu_l2_start=p.details.get("l2_start", "empty"))
+            out.update(launch_fields(p))
             out.update(how_predicted(p, self.cfg))
-            if p.gflops is not None:
-                out["gpu_predicted_gflops"] = p.gflops
             if "dram_bound" in p.details:
                 out.update(gpu_dram_busy=p.details["dram_busy"], gpu_dram_bound=p.details["dram_bound"])
         out.update(self.profiler_fields())

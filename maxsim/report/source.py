@@ -290,7 +290,7 @@ def render(out: dict, title: str = "") -> str:
     geo = ", ".join(f"{k} {out[k]}" for k in ("kernel", "config", "m", "n", "k") if out.get(k) is not None)
     sm_ctas = out.get("sm_ctas")
     parts.append(f'<p>{e(geo)}; the timed SM{f" ({sm_ctas} CTAs)" if sm_ctas else ""}: '
-                 f'<b>{out.get("cycles", 0):,}</b> cycles, IPC {out.get("ipc", 0):.3f}, '
+                 f'<b>{out.get("sm_cycles", 0):,}</b> cycles, IPC {out.get("sm_ipc", 0):.3f}, '
                  f'{datetime.date.today().isoformat()}.</p>')
     # totals: the sums of the rows (equal to the run's --json totals)
     stall_total = sum(totals["stall_reasons"].values()) or 1

@@ -8,15 +8,16 @@ _ORDER = (
     ("result_checked", "result checked"),
     ("max_abs_error", "max |error|"), ("tolerance", "tolerance"),
     ("gpu", "GPU"), ("gpu_waves", "waves of resident CTAs"),
-    ("gpu_predicted_seconds", "predicted time on the GPU (s)"),
-    ("gpu_predicted_gflops", "predicted GFLOPS on the GPU"),
+    ("seconds", "predicted time on the GPU (s)"),
+    ("cycles", "predicted cycles on the GPU"),
+    ("gflops", "predicted GFLOPS on the GPU"),
     ("gpu_prediction_method", "how predicted"), ("gpu_simulated_share", "share of the launch simulated"),
     ("warp_instructions", "warp instructions"),
     ("functional_warp_instructions", "warp instructions (CTAs run)"),
     ("sm_warp_instructions", "warp instructions (timed SM)"),
-    ("cycles", "cycles (timed SM)"), ("ipc", "IPC"),
+    ("sm_cycles", "cycles (timed SM)"), ("sm_ipc", "IPC (timed SM)"),
     ("divergent_branches", "divergent branches"), ("simd_efficiency", "SIMD efficiency (active lanes/32)"),
-    ("sm_clock_mhz", "SM clock in effect (MHz)"), ("gflops", "GFLOPS (SM, clock in effect)"),
+    ("sm_clock_mhz", "SM clock in effect (MHz)"), ("sm_gflops", "GFLOPS (timed SM, clock in effect)"),
     ("ffma_pipe_utilisation", "FFMA pipe utilisation"),
     ("cycles_per_loop_iteration", "cycles per main-loop iteration"),
     ("dual_issues", "dual issues"), ("register_bank_conflicts", "register bank conflicts"),
@@ -132,9 +133,10 @@ def summarise(out: dict, peak_gflops=None, sms=None, reference_loop_cycles=None,
                          f"error bound ({tol:.2g})")
         else:
             lines.append(f"result: NOT verified{part}: max |error| {err:.2g} against numpy, error bound {tol:.2g}")
-    if out.get("gpu_predicted_gflops") is not None:
-        g, t = out["gpu_predicted_gflops"], out["gpu_predicted_seconds"]
-        s["predicted_seconds"], s["predicted_gflops"] = t, g
+    if out.get("gflops") is not None and out.get("seconds") is not None:
+        g, t = out["gflops"], out["seconds"]
+        s["seconds"], s["gflops"] = t, g
+        s["predicted_seconds"], s["predicted_gflops"] = t, g  # the old names, one release
         line = f"predicted on the GPU: {_time(t)}, {_gflops(g)} GFLOPS"
         if peak_gflops:
             s["peak_gflops"], s["share_of_peak"] = peak_gflops, g / peak_gflops
@@ -154,18 +156,20 @@ def summarise(out: dict, peak_gflops=None, sms=None, reference_loop_cycles=None,
             lines.append(how_predicted(out))
         if out.get("gpu_dram_bound"):
             lines.append(DRAM_BOUND_WARNING.format(busy=100 * out["gpu_dram_busy"]))
-    if out.get("cycles") is not None:
-        s["cycles"], s["ipc"] = out["cycles"], out.get("ipc")
+    if out.get("sm_cycles") is not None:
+        s["sm_cycles"], s["sm_ipc"] = out["sm_cycles"], out.get("sm_ipc")
+        s["ipc"] = s["sm_ipc"]  # the old name, one release
         if out.get("sm_ctas") is not None:
             ctas = out["sm_ctas"]
             line = f"timed SM ({ctas} CTA{'s' if ctas != 1 else ''}): "
         else:
             line = f"{_count(out.get('warp_instructions', 0))} warp instructions on one SM: "
-        line += f"{_count(out['cycles'])} cycles, IPC {out.get('ipc', 0):.2f}"
-        if out.get("gflops"):
-            line += f", {_gflops(out['gflops'])} GFLOPS"
+        line += f"{_count(out['sm_cycles'])} cycles, IPC {out.get('sm_ipc', 0):.2f}"
+        if out.get("sm_gflops"):
+            s["sm_gflops"] = out["sm_gflops"]
+            line += f", {_gflops(out['sm_gflops'])} GFLOPS"
             if peak_gflops and sms:
-                share = out["gflops"] / (peak_gflops / sms)
+                share = out["sm_gflops"] / (peak_gflops / sms)
                 s["sm_share_of_peak"] = share
                 line += f" = {100 * share:.1f}% of an SM's peak"
         lines.append(line)

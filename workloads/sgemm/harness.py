@@ -257,9 +257,8 @@ def run_workload(name, cfg=None, m=None, n=None, k=None, traversal="swirl", regm
     if predict:
         from maxsim.host.launch import how_predicted
         g = report.prediction
-        out.update(gpu=g.gpu, gpu_sms=g.sms, gpu_predicted_seconds=g.seconds,
-                   gpu_predicted_gflops=gflops(n, g.seconds, m, k), gpu_waves=g.waves,
-                   gpu_prediction_method=g.method, gpu_l2_start=g.details.get("l2_start", "empty"))
+        from maxsim.report.fields import launch_fields
+        out.update(launch_fields(g, gflops=gflops(n, g.seconds, m, k)))
         out.update(how_predicted(g, report.cfg))
         if g.details.get("wave_alignment"):
             out["gpu_wave_alignment"] = g.details["wave_alignment"]
