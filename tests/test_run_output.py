@@ -69,6 +69,8 @@ def test_sgemm_summary_says_the_answer_first(sgemm_run):
     assert s["share_of_peak"] == pytest.approx(g / GM204_PEAK)
     assert text[2].startswith("predicted on the GPU: ") and f"{g:.3g} GFLOPS" in text[2]
     assert f"= {100 * g / GM204_PEAK:.1f}% of the 4,981 GFLOPS peak" in text[2]
+    assert text[3] == "how predicted: the timed SM's run (one CTA: the L2 and DRAM to itself)"
+    text = text[:3] + text[4:]
     assert text[3].startswith(f"timed SM (1 CTA): {out['sm_cycles']:,} cycles, IPC {out['sm_ipc']:.2f}")
     loop = out["cycles_per_loop_iteration"]
     # one CTA of 2 warps on 4 schedulers: 0.5 warps per scheduler; maxas's figure is at 4
