@@ -70,18 +70,17 @@ def test_sgemm_summary_says_the_answer_first(sgemm_run):
     assert text[2].startswith("predicted on the GPU: ") and f"{g:.3g} GFLOPS" in text[2]
     assert f"= {100 * g / GM204_PEAK:.1f}% of the 4,981 GFLOPS peak" in text[2]
     assert text[3] == "how predicted: the timed SM's run (one CTA: the L2 and DRAM to itself)"
-    text = text[:3] + text[4:]
-    assert text[3].startswith(f"timed SM (1 CTA): {out['sm_cycles']:,} cycles, IPC {out['sm_ipc']:.2f}")
+    assert text[4].startswith(f"timed SM (1 CTA): {out['sm_cycles']:,} cycles, IPC {out['sm_ipc']:.2f}")
     loop = out["cycles_per_loop_iteration"]
     # one CTA of 2 warps on 4 schedulers: 0.5 warps per scheduler; maxas's figure is at 4
-    assert text[4] == (f"main loop: {loop:.1f} cycles per iteration at 0.5 warps per scheduler (maxas: 520 at 4, "
+    assert text[5] == (f"main loop: {loop:.1f} cycles per iteration at 0.5 warps per scheduler (maxas: 520 at 4, "
                        f"{100 * (loop / 520 - 1):+.1f}%)")
     stalls = out["stall_reasons"]
     total = sum(stalls.values())
     first, second = sorted(stalls, key=lambda r: -stalls[r])[:2]
     assert [r for r, _ in s["top_stalls"]] == [first, second]
-    assert text[5].startswith(f"top stalls (share of warp-cycles): {first} {100 * stalls[first] / total:.1f}% (")
-    assert f"; {second} {100 * stalls[second] / total:.1f}% (" in text[5]
+    assert text[6].startswith(f"top stalls (share of warp-cycles): {first} {100 * stalls[first] / total:.1f}% (")
+    assert f"; {second} {100 * stalls[second] / total:.1f}% (" in text[6]
     # the SM's cycles become time at the clock in effect: 1216 MHz x 0.96 / 0.98 (gm204.toml); its
     # GFLOPS are the run's flops in that time (64 x 64 x 64 FFMAs + the beta term: 2 n^3 + n^2 flops)
     assert out["sm_clock_mhz"] == pytest.approx(1216 * 0.96 / 0.98, rel=1e-4)
