@@ -333,8 +333,10 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     ``"previous"``, what the same launch left there (back-to-back launches, the way benchmarks time
     a kernel: the launch before is run too, functionally where the whole grid is simulated, and
     the buffers read back are those after both). ``gpu_method``: ``"auto"`` (a launch of many
-    waves is sampled across waves, :mod:`maxsim.gpu.sampling.waves`; the functional run stays
-    whole), ``"full"`` (every CTA on every SM, whatever the size) or ``"sampled"`` (as "auto").
+    waves is sampled across waves, :mod:`maxsim.gpu.sampling.waves`; one wave of long CTAs in time,
+    :mod:`~maxsim.gpu.sampling.intime`; a shape launched again reuses the figures of its launches
+    once they repeat, :mod:`~maxsim.gpu.sampling.launches`; the functional run stays whole),
+    ``"full"`` (every CTA on every SM, whatever the size) or ``"sampled"`` (as "auto").
     The prediction says how it was made (:class:`Prediction`). Returns a :class:`LaunchReport`."""
     from ..functional.launch import launch as run_functional
     from ..timing.memory_system import L2_STARTS
@@ -372,6 +374,12 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         if reuse is not None:
             streamed = predict = False  # the figures of the launches before; the functional run goes on
             recorder = recorder if timing else None
+    # sampling in time is asked for (gpu_method="sampled"), not chosen by "auto": its stop rule misses
+    # launches that speed up after their first windows (docs/prediction-methods.md); "auto" simulates
+    # a launch of one wave once, streamed (the timed SM being SM 0 of the GPU)
+    in_time = streamed and gpu_method == "sampled" and l2_start == "empty" and _one_wave(code, gx * gy, bx, cfg)
+    if in_time:
+        streamed = False  # every CTA's trace held (at most one wave), sampled in time if long enough
     gpu = sm = None
     once = streamed and timing and timed_in_gpu and not sm_ctas and timeline is None and max_cycles is None \
         and l2_start == "empty" and _fits_one_wave(code, gx * gy, bx, cfg)
@@ -418,6 +426,8 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
             report["prediction"] = gpu
         elif whole and gx * gy == 1 and sm is not None and max_cycles is None and l2_start == "empty":
             report["prediction"] = _one_cta(cfg, code, bx, sm)
+        elif in_time and whole and _long_enough(res):
+            report["prediction"] = _in_time_gpu(code, bx, cfg, res)
         elif sampling is not None or whole:
             report["prediction"] = predict_gpu(code, (gx, gy), bx, cfg, sampling=sampling, bound=bound,
                                                traced=res if whole else None, l2_start=l2_start)
@@ -502,6 +512,34 @@ def _sampled_across_waves(code, n_ctas, block, cfg) -> bool:
     from ..gpu.sampling.waves import applies
     from ..timing.sm import residency
     return applies(n_ctas, cfg.gpu.sms * residency(code, block, cfg)[0])
+
+
+def _one_wave(code, n_ctas, block, cfg) -> bool:
+    from ..gpu.sampling.intime import applies
+    from ..timing.sm import residency
+    return applies(n_ctas, cfg.gpu.sms * residency(code, block, cfg)[0])
+
+
+def _long_enough(res) -> bool:
+    from ..gpu.sampling.intime import MIN_INSTRUCTIONS
+    return res.warp_instructions >= MIN_INSTRUCTIONS
+
+
+def _in_time_gpu(code, block, cfg, res) -> Prediction:
+    """A launch of at most one wave from its traced functional run, sampled in time
+    (:mod:`maxsim.gpu.sampling.intime`)."""
+    from ..gpu.sampling import intime
+    from ..timing.sm import residency
+    wpc = (block + 31) // 32
+    per_sm = residency(code, block, cfg)[0]
+    items = [(cid, [res.trace[i * wpc + w] for w in range(wpc)]) for i, cid in enumerate(res.ctas)]
+    t = intime.predict(code, block, cfg, items, per_sm)
+    seconds = cfg.cycles_to_seconds(t.cycles) + cfg.gpu.launch_overhead_us * 1e-6
+    stable = t.details["stable"]
+    details = dict(t.details, l2_start="empty", interval_from="the rates of the two blocks of windows")
+    return Prediction(cfg.name, cfg.gpu.name, cfg.gpu.sms, seconds, t.cycles, len(res.ctas) / (cfg.gpu.sms * per_sm),
+                      "sampled in time" if stable else "full", gflops=t.flops / seconds / 1e9, memory=t.memory,
+                      details=details, simulated_share=t.simulated_share, interval=t.interval if stable else None)
 
 
 def _waves_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
