@@ -64,7 +64,7 @@ def test_a_launch_of_many_waves_is_sampled_and_within_2_percent_of_the_full_simu
     assert np.array_equal(out[0], a[0]) and np.array_equal(out[-1], a[-1])
     line = how_predicted(fs)
     assert line.startswith("how predicted: sampled across waves") and "% of the work simulated" in line
-    assert fs["gpu_cycles_interval"][0] <= fs["gpu_predicted_cycles"] <= fs["gpu_cycles_interval"][1]
+    assert fs["gpu_cycles_interval"][0] <= fs["cycles"] <= fs["gpu_cycles_interval"][1]
     assert how_predicted(ff) == "how predicted: full simulation (every CTA on every SM, one shared L2 and DRAM)"
 
 

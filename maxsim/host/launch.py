@@ -303,9 +303,9 @@ def how_predicted(p, cfg) -> dict:
     simulated everything has its own figure for both ends."""
     lo, hi = p.interval or (p.cycles, p.cycles)
     overhead = p.seconds - cfg.cycles_to_seconds(p.cycles)
-    return {"gpu_predicted_cycles": p.cycles, "gpu_simulated_share": p.simulated_share,
+    return {"gpu_simulated_share": p.simulated_share,
             "gpu_cycles_interval": [lo, hi],
-            "gpu_predicted_seconds_interval": [cfg.cycles_to_seconds(lo) + overhead, cfg.cycles_to_seconds(hi) + overhead]}
+            "gpu_seconds_interval": [cfg.cycles_to_seconds(lo) + overhead, cfg.cycles_to_seconds(hi) + overhead]}
 
 
 def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, textures=None, constants=None,

@@ -267,7 +267,7 @@ def how_predicted(out) -> str:
     line = f"how predicted: {_METHODS.get(method, method)}"
     if share is not None and share < 1:
         line += f", {100 * share:.3g}% of the work simulated"
-        lo, hi = out.get("gpu_predicted_seconds_interval") or (None, None)
+        lo, hi = out.get("gpu_seconds_interval") or (None, None)
         if lo is not None:
             line += f", time {_time(lo)} to {_time(hi)}"
     return line
