@@ -188,3 +188,20 @@ def high_word(instr, op, zrow):
 def attr_plain(op):
     """The operand without its .H1 selector (XMAD applies the selector itself)."""
     return attrs.evolve(op, h1=False)
+
+
+def set_carry_zero(g, x, m, chain_zero=False):
+    """The condition code an integer add with .CC leaves: the carry out of the 33-bit sum x (bit 0)
+    and whether its 32-bit result is zero (bit 1); with chain_zero (an .X add), zero only where the
+    zero flag was already set, so that a chain of .X adds says whether the whole wide value is zero
+    (a documented choice: the multiword rule of flag machines; no published Maxwell figure). Sign,
+    overflow and FSET's 'flags set' bit are cleared (BRA CC tests read FSET's flags only)."""
+    x = np.broadcast_to(x, g.cc.shape)
+    zero = (x & np.uint64(0xFFFFFFFF)) == 0
+    if chain_zero:
+        zero = zero & ((g.cc & U32(CC_ZERO)) != 0)
+    cc = (x >> np.uint64(32)).astype(np.uint32) | np.where(zero, U32(CC_ZERO), U32(0))
+    if m is None:
+        g.cc[:] = cc
+    else:
+        np.copyto(g.cc, cc, where=m)

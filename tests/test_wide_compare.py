@@ -1,0 +1,83 @@
+"""64-bit integer compares, subtractions and negations as ptxas writes them for sm_52: the low
+words through an IADD that sets the condition code, the high words through ISETP.X / ISET.X /
+IADD.X that read it. Checked against numpy's int64 / uint64 arithmetic on edge and random values."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from sasskit import run_lanes
+
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
+M64 = (1 << 64) - 1
+_EDGE = [0, 1, 2, 0xFFFFFFFF, 1 << 32, (1 << 32) + 1, 0x7FFFFFFF, 0x80000000, (1 << 63) - 1, 1 << 63,
+         (1 << 63) + 1, M64, M64 - 1, 0xFFFFFFFF00000000, 0x123456789ABCDEF0, 0x1234567800000000]
+
+
+def _pairs():
+    rng = np.random.default_rng(35)
+    a, b = zip(*itertools.product(_EDGE, repeat=2))
+    r = rng.integers(0, 1 << 64, size=(2, 200), dtype=np.uint64)
+    same_hi = (r[0] & np.uint64(0xFFFFFFFF00000000)) | (r[1] & np.uint64(0xFFFFFFFF))  # high words equal
+    a = np.array(list(a) + list(r[0]) + list(r[0]), dtype=np.uint64)
+    b = np.array(list(b) + list(r[1]) + list(same_hi), dtype=np.uint64)
+    return a, b
+
+
+def _words(x):
+    return (x & np.uint64(0xFFFFFFFF)).astype(np.uint32), (x >> np.uint64(32)).astype(np.uint32)
+
+
+def _wide(lo, hi):
+    return (np.asarray(hi, dtype=np.uint64) << np.uint64(32)) | np.asarray(lo, dtype=np.uint64)
+
+
+_NP = {"LT": np.less, "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal, "EQ": np.equal,
+       "NE": np.not_equal}
+
+
+@pytest.mark.parametrize("signed", [True, False])
+@pytest.mark.parametrize("cmp", sorted(_NP))
+def test_wide_compare_is_the_64_bit_compare(cmp, signed):
+    """IADD RZ.CC, a_lo, -b_lo; ISETP.cmp[.U32].X.AND P0, PT, a_hi, b_hi, PT (and ISET.X, the same
+    compare as a register): the compare of the 64-bit values, signed or unsigned."""
+    a, b = _pairs()
+    (alo, ahi), (blo, bhi) = _words(a), _words(b)
+    t = "" if signed else ".U32"
+    body = ["IADD RZ.CC, R10, -R12", f"ISETP.{cmp}{t}.X.AND P0, PT, R11, R13, PT",
+            f"ISET.{cmp}{t}.X.AND R16, R11, R13, PT", "MOV32I R15, 0x1", "SEL R14, R15, RZ, P0"]
+    p, r = run_lanes(body, alo, ahi, blo, bhi, outs=("R14", "R16"))
+    x, y = (a.view(np.int64), b.view(np.int64)) if signed else (a, b)
+    want = _NP[cmp](x, y)
+    assert p.tolist() == want.astype(np.uint32).tolist()
+    assert r.tolist() == np.where(want, np.uint32(0xFFFFFFFF), np.uint32(0)).tolist()
+
+
+def test_wide_compare_against_constants_and_zero():
+    """ptxas's forms: the low word against a negated constant (a loop bound n, here with a low word
+    of 0, the carry's edge), and a != 0 as IADD RZ.CC, -RZ, lo; ISETP.NE.X hi, RZ."""
+    a, _ = _pairs()
+    lo, hi = _words(a)
+    n = (5 << 32)  # low word 0: a - n carries out for every a_lo
+    body = ["IADD RZ.CC, R10, -c[0x0][0x140]", "ISETP.GE.X.AND P0, PT, R11, c[0x0][0x144], PT",
+            "IADD RZ.CC, -RZ, R10", "ISETP.NE.X.AND P1, PT, R11, RZ, PT",
+            "MOV32I R15, 0x1", "SEL R14, R15, RZ, P0", "SEL R16, R15, RZ, P1"]
+    ge, nz = run_lanes(body, lo, hi, scalars=[n & 0xFFFFFFFF, n >> 32], outs=("R14", "R16"))
+    assert ge.tolist() == (a.view(np.int64) >= n).astype(np.uint32).tolist()
+    assert nz.tolist() == (a != 0).astype(np.uint32).tolist()
+
+
+def test_wide_subtraction_and_negation():
+    """IADD lo.CC, a_lo, -b_lo; IADD.X hi, a_hi, -b_hi is a - b, and IADD lo.CC, RZ, -a_lo;
+    IADD.X hi, RZ, -a_hi is -a, modulo 2^64: a negated source with a carry is its complement
+    plus the carry in (a - b = a + ~b + 1)."""
+    a, b = _pairs()
+    (alo, ahi), (blo, bhi) = _words(a), _words(b)
+    body = ["IADD R14.CC, R10, -R12", "IADD.X R15, R11, -R13", "IADD R16.CC, RZ, -R10", "IADD.X R17, RZ, -R11"]
+    dlo, dhi, nlo, nhi = run_lanes(body, alo, ahi, blo, bhi, outs=("R14", "R15", "R16", "R17"))
+    assert _wide(dlo, dhi).tolist() == [(int(x) - int(y)) & M64 for x, y in zip(a, b)]
+    assert _wide(nlo, nhi).tolist() == [-int(x) & M64 for x in a]
