@@ -81,3 +81,20 @@ def test_wide_subtraction_and_negation():
     dlo, dhi, nlo, nhi = run_lanes(body, alo, ahi, blo, bhi, outs=("R14", "R15", "R16", "R17"))
     assert _wide(dlo, dhi).tolist() == [(int(x) - int(y)) & M64 for x, y in zip(a, b)]
     assert _wide(nlo, nhi).tolist() == [-int(x) & M64 for x in a]
+
+
+def test_three_input_wide_sums_keep_a_carry_of_two():
+    """IADD3 lo.CC / IADD3.X hi: ptxas's n - i - 1 (IADD3 lo.CC, -i_lo, n_lo, -1; IADD3.X hi, -i_hi,
+    n_hi, -1), whose low words carry out 2 whenever n_lo > i_lo, and a + b + c of three 64-bit
+    values: the sums modulo 2^64."""
+    a, b = _pairs()
+    c = b[::-1].copy()
+    (alo, ahi), (blo, bhi) = _words(a), _words(b)
+    body = ["MOV32I R20, 0xffffffff", "IADD3 R14.CC, -R10, R12, R20", "IADD3.X R15, -R11, R13, R20"]
+    lo, hi = run_lanes(body, alo, ahi, blo, bhi, outs=("R14", "R15"))
+    assert _wide(lo, hi).tolist() == [(int(y) - int(x) - 1) & M64 for x, y in zip(a, b)]
+    (clo, chi) = _words(c)
+    body = ["IADD3 R14.CC, R10, c[0x0][0x140], R12", "IADD3.X R15, R11, c[0x0][0x144], R13"]
+    k = int(c[7])
+    lo, hi = run_lanes(body, alo, ahi, blo, bhi, scalars=[k & 0xFFFFFFFF, k >> 32], outs=("R14", "R15"))
+    assert _wide(lo, hi).tolist() == [(int(x) + int(y) + k) & M64 for x, y in zip(a, b)]

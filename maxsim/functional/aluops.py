@@ -15,7 +15,7 @@ from ..isa import instruction as ins
 from . import alu
 from .opcode_table import compiles
 from .operands import (CC_CARRY, CC_ZERO, U32, attr_plain, geometry, pred_reader, reader_u32, set_carry_zero,
-                       write_pred, writer)
+                       carry_in, write_pred, writer)
 
 
 @compiles("IADD")
@@ -39,7 +39,7 @@ def _iadd(ctx, instr, ops, mods, zrow):
 
     def run(g, m):
         x = np.asarray(a(g), dtype=np.uint64) + np.asarray(b(g), dtype=np.uint64)
-        x = x + ((g.cc & U32(CC_CARRY)).astype(np.uint64) if use_x else np.uint64(cin))
+        x = x + (carry_in(g) if use_x else np.uint64(cin))
         r = (x & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         if set_cc:
             set_carry_zero(g, x, m, chain_zero=use_x)
@@ -49,6 +49,9 @@ def _iadd(ctx, instr, ops, mods, zrow):
 
 @compiles("IADD3")
 def _iadd3(ctx, instr, ops, mods, zrow):
+    use_x, set_cc = "X" in mods, "CC" in mods
+    if use_x or set_cc:
+        return _iadd3_carry(ctx, instr, ops, mods, zrow, use_x, set_cc)
     a, b, c = (reader_u32(ctx, instr, o, zrow) for o in ops[1:])
     write = writer(ops[0].reg, zrow)
     if "RS" in mods or "LS" in mods:  # (a + b) shifted by 16 (a 33-bit sum), then + c
@@ -60,6 +63,28 @@ def _iadd3(ctx, instr, ops, mods, zrow):
             write(g, (x & np.uint64(0xFFFFFFFF)).astype(np.uint32) + c(g), m)
         return run
     return lambda g, m: write(g, a(g) + b(g) + c(g), m)
+
+
+def _iadd3_carry(ctx, instr, ops, mods, zrow, use_x, set_cc):
+    """IADD3 with a carry in (.X) or out (.CC): as IADD's, a negated source is its complement plus
+    a carry-in of one (without .X) or the carry taken from the condition code (with .X), and the
+    carry out of the three-input sum (0, 1 or 2) is kept whole, so that a chain of IADD3.CC and
+    IADD3.X is the wide sum (ptxas's 64-bit n - i - 1)."""
+    if "RS" in mods or "LS" in mods:
+        raise SimulationError(f"{instr.where}: IADD3 with .RS / .LS and a carry (.CC, .X) is not modelled")
+    negated = [o.kind in (ins.REG, ins.CONST) and o.neg for o in ops[1:]]
+    srcs = [attrs.evolve(o, neg=False, not_=True) if n else o for o, n in zip(ops[1:], negated)]
+    a, b, c = (reader_u32(ctx, instr, o, zrow) for o in srcs)
+    cin = np.uint64(negated.count(True))
+    write = writer(ops[0].reg, zrow)
+
+    def run(g, m):
+        x = sum(np.asarray(f(g), dtype=np.uint64) for f in (a, b, c))
+        x = x + (carry_in(g) if use_x else cin)
+        if set_cc:
+            set_carry_zero(g, x, m, chain_zero=use_x)
+        write(g, (x & np.uint64(0xFFFFFFFF)).astype(np.uint32), m)
+    return run
 
 
 @compiles("ISCADD")

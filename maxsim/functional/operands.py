@@ -21,6 +21,8 @@ U32 = np.uint32
 # the condition code of a lane (Group.cc): the carry of IADD.CC and friends (bit 0); FSET.CC's
 # zero and sign flags (bits 1, 2) with bit 3 saying they are set (BRA CC.test reads them)
 CC_CARRY, CC_ZERO, CC_SIGN, CC_FLAGS = 1, 2, 4, 8
+# a second carry: a three-input add (IADD3.CC) carries out 2 as CC_CARRY | CC_CARRY2
+CC_CARRY2 = 16
 
 # c[0x0][0x8..0x1c]: the launch geometry as the driver writes it for sm_5x, blockDim (X, Y, Z) then
 # gridDim (X, Y, Z): the words ptxas 12.x reads for blockDim.x (c[0x0][0x8]) and gridDim.x
@@ -200,8 +202,14 @@ def set_carry_zero(g, x, m, chain_zero=False):
     zero = (x & np.uint64(0xFFFFFFFF)) == 0
     if chain_zero:
         zero = zero & ((g.cc & U32(CC_ZERO)) != 0)
-    cc = (x >> np.uint64(32)).astype(np.uint32) | np.where(zero, U32(CC_ZERO), U32(0))
+    carry = (x >> np.uint64(32)).astype(np.uint32)  # 0, 1 or (a three-input add) 2
+    cc = np.where(carry > 1, U32(CC_CARRY | CC_CARRY2), carry) | np.where(zero, U32(CC_ZERO), U32(0))
     if m is None:
         g.cc[:] = cc
     else:
         np.copyto(g.cc, cc, where=m)
+
+
+def carry_in(g):
+    """The carry a .X add takes from the condition code, as uint64: 0, 1 or 2 (after IADD3.CC)."""
+    return ((g.cc & U32(CC_CARRY)) + ((g.cc >> U32(4)) & U32(1))).astype(np.uint64)

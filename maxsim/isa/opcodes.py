@@ -60,7 +60,9 @@ OPCODES = {s.name: s for s in (
     _spec("IADD", "alu", 1, "R R R|C|I", {"X"}, {"CC"}),
     # IADD3.RS / .LS: the sum of the first two sources shifted right / left by 16 before the third
     # is added (nvdisasm's reading of ptxas's multiply-high sequences)
-    _spec("IADD3", "alu", 1, "R R R|C|I R", {"RS", "LS"}),
+    # .CC / .X: the carry of a three-input sum is 0, 1 or 2, and IADD3.X adds all of it (ptxas's
+    # 64-bit n - i - 1 is IADD3 lo.CC, -i_lo, n_lo, -1; IADD3.X hi, -i_hi, n_hi, -1)
+    _spec("IADD3", "alu", 1, "R R R|C|I R", {"RS", "LS"}, {"X"}, {"CC"}),
     _spec("ISCADD", "alu", 1, "R R R|C|I I", {"CC"}),
     # XMAD[.S16|.U16[.S16|.U16]]: the types of the a and b halves (unsigned by default)
     _spec("XMAD", "alu", 1, "R R R|C|I R|C", {"S16", "U16"}, {"S16", "U16"},
