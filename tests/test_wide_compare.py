@@ -98,3 +98,38 @@ def test_three_input_wide_sums_keep_a_carry_of_two():
     k = int(c[7])
     lo, hi = run_lanes(body, alo, ahi, blo, bhi, scalars=[k & 0xFFFFFFFF, k >> 32], outs=("R14", "R15"))
     assert _wide(lo, hi).tolist() == [(int(x) + int(y) + k) & M64 for x, y in zip(a, b)]
+
+
+_ROUND = {"TRUNC": np.trunc, "FLOOR": np.floor, "CEIL": np.ceil, "ROUND": np.rint}
+
+
+def _to_int64(r, signed):
+    """Rounded float64 values to 64-bit integers (bits as Python ints), saturated, NaN 0."""
+    lo, hi = (-(1 << 63), (1 << 63) - 1) if signed else (0, (1 << 64) - 1)
+    return [0 if np.isnan(v) else min(max(int(v) if np.isfinite(v) else (hi if v > 0 else lo), lo), hi) & M64
+            for v in r]
+
+
+@pytest.mark.parametrize("mode", sorted(_ROUND))
+@pytest.mark.parametrize("dst", ["S64", "U64"])
+@pytest.mark.parametrize("src", ["F32", "F64"])
+def test_f2i_to_64_bit_integers(src, dst, mode):
+    """F2I.S64 / .U64 from F32 and F64: rounded by the mode, saturated to the type's range (NaN 0),
+    the result's low word in d and its high word in d + 1 (PTX cvt.rzi/rmi/rpi/rni.s64/.u64)."""
+    rng = np.random.default_rng(64)
+    x = np.concatenate([[0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 2.0 ** 31, 2.0 ** 32 + 0.5, 2.0 ** 52 + 1,
+                         2.0 ** 63, -(2.0 ** 63), 2.0 ** 64, 1e30, -1e30, np.inf, -np.inf, np.nan,
+                         9.2e18, 1.8e19],
+                        rng.standard_normal(60) * 10.0 ** rng.integers(0, 19, 60)])
+    if src == "F32":
+        x = x.astype(np.float32)
+        words = x.view(np.uint32), None
+        body = [f"F2I.{dst}.F32.{mode} R14, R10"]
+    else:
+        w = x.view(np.uint64)
+        words = (w & np.uint64(0xFFFFFFFF)).astype(np.uint32), (w >> np.uint64(32)).astype(np.uint32)
+        body = [f"F2I.{dst}.F64.{mode} R14, R10"]
+    lo, hi = run_lanes(body, *words, outs=("R14", "R15"))
+    with np.errstate(invalid="ignore"):
+        want = _to_int64(_ROUND[mode](x.astype(np.float64)), dst == "S64")
+    assert _wide(lo, hi).tolist() == want

@@ -169,7 +169,8 @@ OPCODES = {s.name: s for s in (
     # (a 64-bit integer source, .S64 / .U64, is a register pair, as is an F64 destination)
     _spec("I2F", "xu", 1, "V V|C|I", {"F32", "F64"}, {"S64", "U64", "S32", "U32", "S16", "U16", "S8", "U8"},
           {"RN", "RM", "RP", "RZ"}),
-    _spec("F2I", "xu", 1, "R V|C|I|F", {"S32", "U32"}, {"F32", "F64"}, _F2I_ROUND, {"FTZ"}),
+    # F2I.S64 / .U64: to a register pair (the destination's width 2: operand_widths)
+    _spec("F2I", "xu", 1, "V V|C|I|F", {"S32", "U32", "S64", "U64"}, {"F32", "F64"}, _F2I_ROUND, {"FTZ"}),
     # I2I.<dst>.<src>[.SAT] d, [-|]a[|]: integer to integer of 8, 16 or 32 bits (the conversions'
     # quarter-rate class [maxas-grammar])
     _spec("I2I", "xu", 1, "R R|C|I", {"S32", "U32", "S16", "U16", "S8", "U8"}, {"S32", "U32", "S16", "U16", "S8", "U8"},

@@ -618,7 +618,7 @@ CASES = {
     "dp_compare_flags": Case("compare64.cu", "dp_compare_flags", (8, 100, 700), _dp_compare_flags),
     "video_min_max": Case("video.cu", "video_min_max", (8, 100, 700), _video_min_max),
     "dp_half_round_trip": Case("compare64.cu", "dp_half_round_trip", (8, 100, 700), _dp_half_round_trip),
-    # "strided_scale64": Case("wide_index.cu", "strided_scale64", ((5, 1), (300, 2), (1000, 3)), _strided_scale64),
+    "strided_scale64": Case("wide_index.cu", "strided_scale64", ((5, 1), (300, 2), (1000, 3)), _strided_scale64),
     "count_above64": Case("wide_index.cu", "count_above64", (8, 100, 700), _count_above64),
     # CUDA's maximum errors (Programming Guide, "Mathematical Functions"): expf 2 ulp, logf 1,
     # powf 4, tanhf 2; exp and log 1 ulp
