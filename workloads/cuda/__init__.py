@@ -541,10 +541,12 @@ def _video_min_max(n, rng):
 
 
 def _strided_scale64(size, rng):
-    n, blocks = size  # a grid of fewer threads than elements: each thread strides over several
+    # a grid of fewer threads than elements, each thread striding over several; or a stride given
+    # (above 2^32: the loop's trip count is then a 64-bit division, I2F.U64 / F2I.U64 and all)
+    n, blocks, *given = size
     x = rng.standard_normal(n, dtype=np.float32)
     a = np.float32(1.25)
-    stride = blocks * 64
+    stride = given[0] if given else blocks * 64
     y = (a * x + x[::-1]).astype(np.float32)
     return (blocks, 64, {"x": "x", "y": "y", "n": n, "stride": stride, "a": 1.25},
             {"x": x, "y": np.zeros(n, np.float32)}, {"y": (y, 1e-6, 1e-6)})  # (ptxas fuses: FFMA)
@@ -618,7 +620,8 @@ CASES = {
     "dp_compare_flags": Case("compare64.cu", "dp_compare_flags", (8, 100, 700), _dp_compare_flags),
     "video_min_max": Case("video.cu", "video_min_max", (8, 100, 700), _video_min_max),
     "dp_half_round_trip": Case("compare64.cu", "dp_half_round_trip", (8, 100, 700), _dp_half_round_trip),
-    "strided_scale64": Case("wide_index.cu", "strided_scale64", ((5, 1), (300, 2), (1000, 3)), _strided_scale64),
+    "strided_scale64": Case("wide_index.cu", "strided_scale64", ((5, 1), (300, 2), (1000, 16, 2 ** 32 + 7)),
+                            _strided_scale64),
     "count_above64": Case("wide_index.cu", "count_above64", (8, 100, 700), _count_above64),
     # CUDA's maximum errors (Programming Guide, "Mathematical Functions"): expf 2 ulp, logf 1,
     # powf 4, tanhf 2; exp and log 1 ulp
