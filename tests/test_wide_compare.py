@@ -133,3 +133,21 @@ def test_f2i_to_64_bit_integers(src, dst, mode):
     with np.errstate(invalid="ignore"):
         want = _to_int64(_ROUND[mode](x.astype(np.float64)), dst == "S64")
     assert _wide(lo, hi).tolist() == want
+
+
+@pytest.mark.parametrize("x", ["", ".X"])
+def test_wide_compare_times_as_a_compare(x):
+    """ISETP.X is ISETP's timing class: a guard it writes is readable latency.predicate cycles after
+    its issue (a hazard one cycle sooner), the same in the reference and the compiled timing core;
+    the issue times are hand-computed from the stalls."""
+    from test_core_parity import twin_simulate
+    from maxsim.arch.config import load_config
+    from maxsim.validate import kernels as K
+    lat = load_config().latency
+    for pstall, hazards in ((lat.predicate, 0), (lat.predicate - 1, 1)):
+        src = "\n".join([f"--:-:-:-:{K.s(lat.alu)} IADD RZ.CC, R1, -R2;",
+                         f"--:-:-:-:{K.s(pstall)} ISETP.GE{x}.AND P0, PT, R3, R4, PT;",
+                         "--:-:-:-:1 @P0 IADD R5, R5, 0x1;", K.exit_line(lat.exit)])
+        _, sm = twin_simulate(K.kernel(src), 1, 32, log=True)
+        assert [t for t, _ in K.issues(sm)] == [0, lat.alu, lat.alu + pstall, lat.alu + pstall + 1]
+        assert sm.stats.to_dict()["hazards"] == hazards
