@@ -149,11 +149,9 @@ def isetp_x(a, b, cmp, signed, carry, zero):
     emulator's Maxwell shader recompiler reads them (ExtendedIntegerCompare, common_funcs.cpp);
     its result is taken here as the exact wide compare (a subtraction with borrow of the high
     words), which is what ptxas's 64-bit compares need for every pair of values."""
-    hi = isetp(a, b, "LT", signed), np.equal(a, b)
-    lt, eq = hi
-    lo_lt, lo_eq = ~carry, zero
-    wide_lt = lt | (eq & lo_lt)
-    wide_eq = eq & lo_eq
+    lt, eq = isetp(a, b, "LT", signed), np.equal(a, b)
+    wide_lt = lt | (eq & ~carry)  # (no carry: the low words borrowed, a_lo < b_lo)
+    wide_eq = eq & zero
     return {"LT": wide_lt, "LE": wide_lt | wide_eq, "GT": ~(wide_lt | wide_eq), "GE": ~wide_lt,
             "EQ": wide_eq, "NE": ~wide_eq}[cmp]
 

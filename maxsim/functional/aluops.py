@@ -14,8 +14,8 @@ from ..errors import SimulationError
 from ..isa import instruction as ins
 from . import alu
 from .opcode_table import compiles
-from .operands import (CC_CARRY, CC_ZERO, U32, attr_plain, geometry, pred_reader, reader_u32, set_carry_zero,
-                       carry_in, write_pred, writer)
+from .operands import (CC_CARRY, CC_ZERO, U32, attr_plain, carry_in, geometry, pred_reader, reader_u32,
+                       set_carry_zero, write_pred, writer)
 
 
 @compiles("IADD")
@@ -274,7 +274,6 @@ def _iset(ctx, instr, ops, mods, zrow):
     pc = pred_reader(ops[3])
     true = U32(0x3F800000) if "BF" in mods else U32(0xFFFFFFFF)
     write = writer(ops[0].reg, zrow)
-
     compare = _compare(cmp, signed, "X" in mods)
 
     def run(g, m):

@@ -356,7 +356,8 @@ def f2i64(x, signed, mode):
     big = r >= 2.0 ** 64
     r = np.where(nan | big | (r < 0), 0.0, r)
     top = r >= 2.0 ** 63  # above int64: converted less 2^63, which is added back
-    v = np.where(top, r - 2.0 ** 63, r).astype(np.int64).view(np.uint64) + np.where(top, np.uint64(1 << 63), np.uint64(0))
+    v = np.where(top, r - 2.0 ** 63, r).astype(np.int64).view(np.uint64)
+    v = v + np.where(top, np.uint64(1 << 63), np.uint64(0))
     return np.where(big, np.uint64((1 << 64) - 1), v)
 
 

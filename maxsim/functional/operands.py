@@ -212,4 +212,4 @@ def set_carry_zero(g, x, m, chain_zero=False):
 
 def carry_in(g):
     """The carry a .X add takes from the condition code, as uint64: 0, 1 or 2 (after IADD3.CC)."""
-    return ((g.cc & U32(CC_CARRY)) + ((g.cc >> U32(4)) & U32(1))).astype(np.uint64)
+    return ((g.cc & U32(CC_CARRY)) + ((g.cc & U32(CC_CARRY2)) != 0)).astype(np.uint64)
