@@ -114,6 +114,16 @@ PTXAS_SM52 = [
     (0x5C58000000570005, "FADD R5, R0, R5"),
     (0xEEDC200000070205, "STG.E [R2], R5"),
     (0xE30000000007000F, "EXIT"),
+    # 64-bit integer compares, sums and conversions (cuobjdump 12.8 of NVRTC 12.9's sm_52 code for
+    # workloads/cuda/wide_index.cu and a kernel comparing long long values)
+    (0x4B6D0B8005570207, "ISETP.GE.X.AND P0, PT, R2, c[0x0][0x154], PT"),
+    (0x4B6C0B8005770A0F, "ISETP.GE.U32.X.AND P1, PT, R10, c[0x0][0x15c], PT"),
+    (0x5B6B0B800FF7FF0F, "ISETP.NE.X.AND P1, PT, RZ, RZ, PT"),
+    (0x4B590B8005570300, "ISET.GT.X.AND R0, R3, c[0x0][0x154], PT"),
+    (0x5B520B8000370502, "ISET.LT.U32.X.AND R2, R5, R3, PT"),
+    (0x4CC882800547020F, "IADD3.CC R15, -R2, c[0x0][0x150], R5"),
+    (0x4CC9028005570004, "IADD3.X R4, -R0, c[0x0][0x154], R5"),
+    (0x5CB0018000370B06, "F2I.U64.F32.TRUNC R6, R3"),
 ]
 
 

@@ -139,5 +139,22 @@ def isetp(a, b, cmp, signed):
     return _CMP[cmp](a, b)
 
 
+def isetp_x(a, b, cmp, signed, carry, zero):
+    """The .X form of an integer compare (ISETP.X, ISET.X): the high words a, b of a wide compare
+    whose low words were subtracted by the instruction before (ptxas: ``IADD RZ.CC, a_lo, -b_lo``),
+    read through the condition code it left: ``carry`` (no borrow: a_lo >= b_lo unsigned) and
+    ``zero`` (a_lo == b_lo). The result is the compare of the wide values: the high words decide
+    where they differ (signed or unsigned as the modifier says), the low words' flags where they
+    are equal. The flags a .X compare reads are the C and Z of the condition code, as the yuzu
+    emulator's Maxwell shader recompiler reads them (ExtendedIntegerCompare, common_funcs.cpp);
+    its result is taken here as the exact wide compare (a subtraction with borrow of the high
+    words), which is what ptxas's 64-bit compares need for every pair of values."""
+    lt, eq = isetp(a, b, "LT", signed), np.equal(a, b)
+    wide_lt = lt | (eq & ~carry)  # (no carry: the low words borrowed, a_lo < b_lo)
+    wide_eq = eq & zero
+    return {"LT": wide_lt, "LE": wide_lt | wide_eq, "GT": ~(wide_lt | wide_eq), "GE": ~wide_lt,
+            "EQ": wide_eq, "NE": ~wide_eq}[cmp]
+
+
 def boolop(name):
     return _BOOLOP[name]

@@ -7,41 +7,51 @@ on group g for the lanes of mask m (None: all), registered in :mod:`maxsim.funct
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from ..errors import SimulationError
 from ..isa import instruction as ins
 from . import alu
 from .opcode_table import compiles
-from .operands import CC_CARRY, U32, attr_plain, geometry, pred_reader, reader_u32, write_pred, writer
+from .operands import (CC_CARRY, CC_ZERO, U32, attr_plain, carry_in, geometry, pred_reader, reader_u32,
+                       set_carry_zero, write_pred, writer)
 
 
 @compiles("IADD")
 def _iadd(ctx, instr, ops, mods, zrow):
-    a, b = (reader_u32(ctx, instr, o, zrow) for o in ops[1:])
-    write = writer(ops[0].reg, zrow)
     use_x = "X" in mods
     set_cc = "CC" in mods
     if not use_x and not set_cc:
+        a, b = (reader_u32(ctx, instr, o, zrow) for o in ops[1:])
+        write = writer(ops[0].reg, zrow)
         return lambda g, m: write(g, a(g) + b(g), m)
+    # with a carry in or out, a negated source is its complement plus a carry-in of one (plus the
+    # carry flag under .X): a - b = a + ~b + 1 carries out exactly when a >= b (b = 0 included),
+    # and the high word of a wide subtraction is a_hi + ~b_hi + carry, as ptxas's 64-bit
+    # subtractions and negations (IADD lo.CC, a, -b; IADD.X hi, c, -d) need
+    negated = [o.kind in (ins.REG, ins.CONST) and o.neg for o in ops[1:]]
+    one_neg = negated.count(True) == 1
+    srcs = [attrs.evolve(o, neg=False, not_=True) if one_neg and n else o for o, n in zip(ops[1:], negated)]
+    a, b = (reader_u32(ctx, instr, o, zrow) for o in srcs)
+    cin = U32(1 if one_neg else 0)
+    write = writer(ops[0].reg, zrow)
 
     def run(g, m):
         x = np.asarray(a(g), dtype=np.uint64) + np.asarray(b(g), dtype=np.uint64)
-        if use_x:
-            x = x + (g.cc & U32(CC_CARRY))
-        r = (x & 0xFFFFFFFF).astype(np.uint32)
+        x = x + (carry_in(g) if use_x else np.uint64(cin))
+        r = (x & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         if set_cc:
-            carry = (x >> np.uint64(32)).astype(np.uint32)
-            if m is None:
-                g.cc[:] = carry
-            else:
-                np.copyto(g.cc, np.broadcast_to(carry, g.cc.shape), where=m)
+            set_carry_zero(g, x, m, chain_zero=use_x)
         write(g, r, m)
     return run
 
 
 @compiles("IADD3")
 def _iadd3(ctx, instr, ops, mods, zrow):
+    use_x, set_cc = "X" in mods, "CC" in mods
+    if use_x or set_cc:
+        return _iadd3_carry(ctx, instr, ops, mods, zrow, use_x, set_cc)
     a, b, c = (reader_u32(ctx, instr, o, zrow) for o in ops[1:])
     write = writer(ops[0].reg, zrow)
     if "RS" in mods or "LS" in mods:  # (a + b) shifted by 16 (a 33-bit sum), then + c
@@ -55,6 +65,28 @@ def _iadd3(ctx, instr, ops, mods, zrow):
     return lambda g, m: write(g, a(g) + b(g) + c(g), m)
 
 
+def _iadd3_carry(ctx, instr, ops, mods, zrow, use_x, set_cc):
+    """IADD3 with a carry in (.X) or out (.CC): as IADD's, a negated source is its complement plus
+    a carry-in of one (without .X) or the carry taken from the condition code (with .X), and the
+    carry out of the three-input sum (0, 1 or 2) is kept whole, so that a chain of IADD3.CC and
+    IADD3.X is the wide sum (ptxas's 64-bit n - i - 1)."""
+    if "RS" in mods or "LS" in mods:
+        raise SimulationError(f"{instr.where}: IADD3 with .RS / .LS and a carry (.CC, .X) is not modelled")
+    negated = [o.kind in (ins.REG, ins.CONST) and o.neg for o in ops[1:]]
+    srcs = [attrs.evolve(o, neg=False, not_=True) if n else o for o, n in zip(ops[1:], negated)]
+    a, b, c = (reader_u32(ctx, instr, o, zrow) for o in srcs)
+    cin = np.uint64(negated.count(True))
+    write = writer(ops[0].reg, zrow)
+
+    def run(g, m):
+        x = sum(np.asarray(f(g), dtype=np.uint64) for f in (a, b, c))
+        x = x + (carry_in(g) if use_x else cin)
+        if set_cc:
+            set_carry_zero(g, x, m, chain_zero=use_x)
+        write(g, (x & np.uint64(0xFFFFFFFF)).astype(np.uint32), m)
+    return run
+
+
 @compiles("ISCADD")
 def _iscadd(ctx, instr, ops, mods, zrow):
     a, b = (reader_u32(ctx, instr, o, zrow) for o in ops[1:3])
@@ -66,11 +98,7 @@ def _iscadd(ctx, instr, ops, mods, zrow):
     if "CC" in mods:
         def run(g, m):
             x = np.asarray(a(g) << sh, dtype=np.uint64) + np.asarray(b(g), dtype=np.uint64)
-            carry = (x >> np.uint64(32)).astype(np.uint32)
-            if m is None:
-                g.cc[:] = carry
-            else:
-                np.copyto(g.cc, np.broadcast_to(carry, g.cc.shape), where=m)
+            set_carry_zero(g, x, m)
             write(g, (x & np.uint64(0xFFFFFFFF)).astype(np.uint32), m)
         return run
     return lambda g, m: write(g, (a(g) << sh) + b(g), m)
@@ -206,6 +234,18 @@ def _sel(ctx, instr, ops, mods, zrow):
     return lambda g, m: write(g, np.where(p(g), a(g), b(g)).astype(np.uint32), m)
 
 
+def _compare(cmp, signed, extended):
+    """fn(g, a, b): the lanes' compare of a and b; with .X, the high words of a wide compare whose
+    low words set the condition code (carry and zero flags, see alu.isetp_x)."""
+    if not extended:
+        return lambda g, a, b: alu.isetp(a, b, cmp, signed)
+
+    def run(g, a, b):
+        a, b = np.broadcast_to(a, g.cc.shape), np.broadcast_to(b, g.cc.shape)
+        return alu.isetp_x(a, b, cmp, signed, (g.cc & U32(CC_CARRY)) != 0, (g.cc & U32(CC_ZERO)) != 0)
+    return run
+
+
 @compiles("ISETP")
 def _isetp(ctx, instr, ops, mods, zrow):
     cmp = next(x for x in mods if x in ("LT", "LE", "GT", "GE", "EQ", "NE"))
@@ -215,9 +255,10 @@ def _isetp(ctx, instr, ops, mods, zrow):
     pc = pred_reader(ops[4])
     bop = alu.boolop(bname)
     pd, pq = ops[0].reg, ops[1].reg
+    compare = _compare(cmp, signed, "X" in mods)
 
     def run(g, m):
-        r = alu.isetp(a(g), b(g), cmp, signed)
+        r = compare(g, a(g), b(g))
         c = pc(g)
         write_pred(g, pd, bop(r, c), m)
         write_pred(g, pq, bop(~r, c), m)
@@ -233,9 +274,10 @@ def _iset(ctx, instr, ops, mods, zrow):
     pc = pred_reader(ops[3])
     true = U32(0x3F800000) if "BF" in mods else U32(0xFFFFFFFF)
     write = writer(ops[0].reg, zrow)
+    compare = _compare(cmp, signed, "X" in mods)
 
     def run(g, m):
-        r = bop(alu.isetp(a(g), b(g), cmp, signed), pc(g))
+        r = bop(compare(g, a(g), b(g)), pc(g))
         write(g, np.where(r, true, U32(0)).astype(np.uint32), m)
     return run
 

@@ -343,14 +343,36 @@ def f2i(x, signed, mode):
     return (r & 0xFFFFFFFF).astype(np.uint32)
 
 
+def f2i64(x, signed, mode):
+    """fp32 or fp64 to a 64-bit integer (its bits as uint64): round by ``mode``, saturate to the
+    type's range, NaN gives 0, as f2i does for 32 bits (PTX cvt.rzi / rmi / rpi / rni .s64 / .u64:
+    float-to-integer conversions clamp to the destination range)."""
+    r = _INTEGRAL[mode](np.asarray(x, dtype=np.float64))  # (exact: fp32 and fp64 are fp64 values)
+    nan = np.isnan(r)
+    if signed:
+        big, small = r >= 2.0 ** 63, r < -2.0 ** 63
+        v = np.where(nan | big | small, 0.0, r).astype(np.int64).view(np.uint64)
+        return np.where(big, np.uint64((1 << 63) - 1), np.where(small, np.uint64(1 << 63), v))
+    big = r >= 2.0 ** 64
+    r = np.where(nan | big | (r < 0), 0.0, r)
+    top = r >= 2.0 ** 63  # above int64: converted less 2^63, which is added back
+    v = np.where(top, r - 2.0 ** 63, r).astype(np.int64).view(np.uint64)
+    v = v + np.where(top, np.uint64(1 << 63), np.uint64(0))
+    return np.where(big, np.uint64((1 << 64) - 1), v)
+
+
 @compiles("F2I")
 def _f2i(ctx, instr, ops, mods, zrow):
-    signed = "U32" not in mods
+    wide = "S64" in mods or "U64" in mods
+    signed = "U32" not in mods and "U64" not in mods
     mode = next((x for x in mods if x in ("TRUNC", "FLOOR", "CEIL", "ROUND")), "ROUND")
     if "F64" in mods:  # F2I.<int>.F64: an fp64 register pair
         a = fp64.reader(ctx, instr, ops[1], zrow)
     else:
         a = _fsrc(ctx, instr, ops[1], zrow, "FTZ" in mods)
+    if wide:  # F2I.S64 / .U64: the result's low word in d, its high word in d + 1
+        write64 = fp64.writer(ops[0].reg, zrow)
+        return lambda g, m: write64(g, np.broadcast_to(f2i64(a(g), signed, mode), g.tid.shape).view(np.float64), m)
     write = writer(ops[0].reg, zrow)
     return lambda g, m: write(g, np.broadcast_to(f2i(a(g), signed, mode), g.tid.shape).copy(), m)
 

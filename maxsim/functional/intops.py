@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import SimulationError
 from ..isa import instruction as ins
 from .opcode_table import compiles
-from .operands import U32, pred_reader, reader_u32, write_pred, writer
+from .operands import U32, carry_in, pred_reader, reader_u32, set_carry_zero, write_pred, writer
 
 
 @compiles("IMNMX")
@@ -118,14 +118,10 @@ def _lea(ctx, instr, ops, mods, zrow):
             part = (av << np.uint64(s)) & np.uint64(0xFFFFFFFF)
         x = part + np.asarray(b(g), dtype=np.uint64)
         if use_x:
-            x = x + (g.cc & U32(1))  # the carry bit of the condition code
+            x = x + carry_in(g)  # the carry of the condition code
         x = np.broadcast_to(x, g.tid.shape)
         if set_cc:
-            carry = (x >> np.uint64(32)).astype(np.uint32)
-            if m is None:
-                g.cc[:] = carry
-            else:
-                np.copyto(g.cc, carry, where=m)
+            set_carry_zero(g, x, m, chain_zero=use_x)
         write(g, (x & np.uint64(0xFFFFFFFF)).astype(np.uint32), m)
     return run
 

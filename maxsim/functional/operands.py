@@ -21,6 +21,8 @@ U32 = np.uint32
 # the condition code of a lane (Group.cc): the carry of IADD.CC and friends (bit 0); FSET.CC's
 # zero and sign flags (bits 1, 2) with bit 3 saying they are set (BRA CC.test reads them)
 CC_CARRY, CC_ZERO, CC_SIGN, CC_FLAGS = 1, 2, 4, 8
+# a second carry: a three-input add (IADD3.CC) carries out 2 as CC_CARRY | CC_CARRY2
+CC_CARRY2 = 16
 
 # c[0x0][0x8..0x1c]: the launch geometry as the driver writes it for sm_5x, blockDim (X, Y, Z) then
 # gridDim (X, Y, Z): the words ptxas 12.x reads for blockDim.x (c[0x0][0x8]) and gridDim.x
@@ -188,3 +190,26 @@ def high_word(instr, op, zrow):
 def attr_plain(op):
     """The operand without its .H1 selector (XMAD applies the selector itself)."""
     return attrs.evolve(op, h1=False)
+
+
+def set_carry_zero(g, x, m, chain_zero=False):
+    """The condition code an integer add with .CC leaves: the carry out of the 33-bit sum x (bit 0)
+    and whether its 32-bit result is zero (bit 1); with chain_zero (an .X add), zero only where the
+    zero flag was already set, so that a chain of .X adds says whether the whole wide value is zero
+    (a documented choice: the multiword rule of flag machines; no published Maxwell figure). Sign,
+    overflow and FSET's 'flags set' bit are cleared (BRA CC tests read FSET's flags only)."""
+    x = np.broadcast_to(x, g.cc.shape)
+    zero = (x & np.uint64(0xFFFFFFFF)) == 0
+    if chain_zero:
+        zero = zero & ((g.cc & U32(CC_ZERO)) != 0)
+    carry = (x >> np.uint64(32)).astype(np.uint32)  # 0, 1 or (a three-input add) 2
+    cc = np.where(carry > 1, U32(CC_CARRY | CC_CARRY2), carry) | np.where(zero, U32(CC_ZERO), U32(0))
+    if m is None:
+        g.cc[:] = cc
+    else:
+        np.copyto(g.cc, cc, where=m)
+
+
+def carry_in(g):
+    """The carry a .X add takes from the condition code, as uint64: 0, 1 or 2 (after IADD3.CC)."""
+    return ((g.cc & U32(CC_CARRY)) + ((g.cc & U32(CC_CARRY2)) != 0)).astype(np.uint64)

@@ -30,7 +30,7 @@ from ..isa import instruction as ins
 from ..isa.opcodes import mask_predicates
 
 PRED_BASE = 256  # location of predicate p: PRED_BASE + p; registers are their own number
-CC = PRED_BASE + 8  # the carry flag of IADD.CC / IADD.X
+CC = PRED_BASE + 8  # the condition code: .CC writes it, .X (IADD.X, ISETP.X, LEA.HI.X ...) reads it
 
 LOADS = ("LDS", "LDG", "LD", "LDL", "ATOM", "ATOMS")  # (an atomic's value operands are store data)
 STORES = ("STS", "STG", "ST", "STL", "RED")
@@ -104,12 +104,9 @@ def accesses(instr):
                 uses.append(PRED_BASE + o.reg)
         if op == "P2R":  # the predicates of its mask
             uses += [PRED_BASE + p for p in mask_predicates(instr)]
-        if op in ("IADD", "IADD32I"):
-            if "X" in instr.mods:
-                uses.append(CC)
-            if "CC" in instr.mods:
-                defs.append(CC)
-        if op == "FSET" and "CC" in instr.mods:
+        if "X" in instr.mods:  # an add or compare with the carry (and zero) flags in
+            uses.append(CC)
+        if "CC" in instr.mods:
             defs.append(CC)
     if op == "BRA" and len(ops) == 2:  # BRA CC.test: control flow reads the condition code
         addr = [CC]

@@ -60,7 +60,9 @@ OPCODES = {s.name: s for s in (
     _spec("IADD", "alu", 1, "R R R|C|I", {"X"}, {"CC"}),
     # IADD3.RS / .LS: the sum of the first two sources shifted right / left by 16 before the third
     # is added (nvdisasm's reading of ptxas's multiply-high sequences)
-    _spec("IADD3", "alu", 1, "R R R|C|I R", {"RS", "LS"}),
+    # .CC / .X: the carry of a three-input sum is 0, 1 or 2, and IADD3.X adds all of it (ptxas's
+    # 64-bit n - i - 1 is IADD3 lo.CC, -i_lo, n_lo, -1; IADD3.X hi, -i_hi, n_hi, -1)
+    _spec("IADD3", "alu", 1, "R R R|C|I R", {"RS", "LS"}, {"X"}, {"CC"}),
     _spec("ISCADD", "alu", 1, "R R R|C|I I", {"CC"}),
     # XMAD[.S16|.U16[.S16|.U16]]: the types of the a and b halves (unsigned by default)
     _spec("XMAD", "alu", 1, "R R R|C|I R|C", {"S16", "U16"}, {"S16", "U16"},
@@ -88,10 +90,10 @@ OPCODES = {s.name: s for s in (
     _spec("SHR", "alu_half", 1, "R R R|C|I", {"U32", "S32"}),
     _spec("BFE", "alu_half", 1, "R R R|C|I", {"U32", "S32"}),
     _spec("SEL", "alu_half", 1, "R R R|C|I P"),
-    _spec("ISETP", "alu_half", 2, "P P R R|C|I P", _CMP, {"U32", "S32"}, _BOOL),
+    _spec("ISETP", "alu_half", 2, "P P R R|C|I P", _CMP, {"U32", "S32"}, _BOOL, {"X"}),
     # ISET: the comparison (combined with a predicate) as a register: all ones when true, 0 when
     # false; .BF gives 1.0 / 0.0 (nvdisasm's ISET; its values as Ryujinx's Maxwell translator has them)
-    _spec("ISET", "alu_half", 1, "R R R|C|I P", _CMP, {"U32", "S32"}, _BOOL, {"BF"}),
+    _spec("ISET", "alu_half", 1, "R R R|C|I P", _CMP, {"U32", "S32"}, _BOOL, {"BF"}, {"X"}),
     # ICMP d, a, b, c: d = a if (c cmp 0) else b (nvdisasm's ICMP; ptxas selects with it)
     _spec("ICMP", "alu_half", 1, "R R R|C|I R", _CMP, {"U32", "S32"}),
     _spec("S2R", "s2r", 1, "R S"),
@@ -167,7 +169,8 @@ OPCODES = {s.name: s for s in (
     # (a 64-bit integer source, .S64 / .U64, is a register pair, as is an F64 destination)
     _spec("I2F", "xu", 1, "V V|C|I", {"F32", "F64"}, {"S64", "U64", "S32", "U32", "S16", "U16", "S8", "U8"},
           {"RN", "RM", "RP", "RZ"}),
-    _spec("F2I", "xu", 1, "R V|C|I|F", {"S32", "U32"}, {"F32", "F64"}, _F2I_ROUND, {"FTZ"}),
+    # F2I.S64 / .U64: to a register pair (the destination's width 2: operand_widths)
+    _spec("F2I", "xu", 1, "V V|C|I|F", {"S32", "U32", "S64", "U64"}, {"F32", "F64"}, _F2I_ROUND, {"FTZ"}),
     # I2I.<dst>.<src>[.SAT] d, [-|]a[|]: integer to integer of 8, 16 or 32 bits (the conversions'
     # quarter-rate class [maxas-grammar])
     _spec("I2I", "xu", 1, "R R|C|I", {"S32", "U32", "S16", "U16", "S8", "U8"}, {"S32", "U32", "S16", "U16", "S8", "U8"},

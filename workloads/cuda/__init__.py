@@ -540,6 +540,34 @@ def _video_min_max(n, rng):
             {"clamped": (clamped, 0, 0), "summed": (summed, 0, 0), "sat": (sat, 0, 0)})
 
 
+def _strided_scale64(size, rng):
+    # a grid of fewer threads than elements, each thread striding over several; or a stride given
+    # (above 2^32: the loop's trip count is then a 64-bit division, I2F.U64 / F2I.U64 and all)
+    n, blocks, *given = size
+    x = rng.standard_normal(n, dtype=np.float32)
+    a = np.float32(1.25)
+    stride = given[0] if given else blocks * 64
+    y = (a * x + x[::-1]).astype(np.float32)
+    return (blocks, 64, {"x": "x", "y": "y", "n": n, "stride": stride, "a": 1.25},
+            {"x": x, "y": np.zeros(n, np.float32)}, {"y": (y, 1e-6, 1e-6)})  # (ptxas fuses: FFMA)
+
+
+def _count_above64(n, rng):
+    v = rng.integers(-2 ** 62, 2 ** 62, n, dtype=np.int64)
+    u = rng.integers(0, 2 ** 64, n, dtype=np.uint64)
+    threshold, limit = int(v[n // 2]) if n > 2 else 5, int(u[n // 3]) if n > 3 else 2 ** 63
+    k = min(n, 8)  # values where only the low words differ, or only the high words, or none
+    v[:k] = [threshold, threshold + 1, threshold - 1, threshold + 2 ** 32, threshold - 2 ** 32, 0,
+             threshold ^ 0xFFFFFFFF, -threshold][:k]
+    u[:k] = np.array([limit, limit - 1, limit + 1, limit ^ 0xFFFFFFFF, 0, 2 ** 64 - 1, limit & ~0xFFFFFFFF,
+                      limit | 0xFFFFFFFF], dtype=np.uint64)[:k]
+    d = v - threshold  # (wraps as the kernel's does; the values stay far from it)
+    flags = ((v > threshold) * 1 | (d <= 0) * 2 | (u >= np.uint64(limit)) * 4 | (v != -d) * 8).astype(np.int32)
+    return (_blocks(n, 64), 64, {"v": "v", "u": "u", "threshold": threshold, "limit": limit, "flags": "flags",
+                                 "n": n},
+            {"v": v, "u": u, "flags": np.zeros(n, np.int32)}, {"flags": (flags, 0, 0)})
+
+
 CASES = {
     "vecadd": Case("vecadd.cu", "vecadd", (1, 1000, 4099), _vecadd),
     "saxpy": Case("saxpy.cu", "saxpy", (7, 300, 1000), _saxpy),
@@ -592,6 +620,9 @@ CASES = {
     "dp_compare_flags": Case("compare64.cu", "dp_compare_flags", (8, 100, 700), _dp_compare_flags),
     "video_min_max": Case("video.cu", "video_min_max", (8, 100, 700), _video_min_max),
     "dp_half_round_trip": Case("compare64.cu", "dp_half_round_trip", (8, 100, 700), _dp_half_round_trip),
+    "strided_scale64": Case("wide_index.cu", "strided_scale64", ((5, 1), (300, 2), (1000, 16, 2 ** 32 + 7)),
+                            _strided_scale64),
+    "count_above64": Case("wide_index.cu", "count_above64", (8, 100, 700), _count_above64),
     # CUDA's maximum errors (Programming Guide, "Mathematical Functions"): expf 2 ulp, logf 1,
     # powf 4, tanhf 2; exp and log 1 ulp
     "precise_exp_log": Case("precise.cu", "precise_exp_log", (5, 100, 500),
