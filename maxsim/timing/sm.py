@@ -512,7 +512,9 @@ class SM:
         F = np.zeros(K.F_SIZE, dtype=np.float64)
         F[K.F_TEX_BPC] = l1c.bytes_per_clk
         W = _aligned((nwarps, K.W_SIZE), np.int64)
-        REGS = np.zeros((nwarps, 2, REGISTERS), dtype=np.int64)
+        # a warp slot's register times are zeroed when a warp is launched in it (_launch_ready_ctas),
+        # and the core reads only launched slots
+        REGS = np.empty((nwarps, 2, REGISTERS), dtype=np.int64)
         Q = np.zeros((nwarps, pipes.shared_queue_depth + pipes.global_queue_depth), dtype=np.int64)
         S = np.zeros((nsched, K.S_SIZE), dtype=np.int64)
         S[:, K.S_LAST] = -1
@@ -525,10 +527,12 @@ class SM:
         P, L, RD, self._unit, self._unit_key, self._pc_sums = self._tables
         L1 = self._import_l1(G)
         rows = LOG_ROWS if log else 1
-        ILOG = np.zeros((rows, K.ILOG_W), dtype=np.int64)
-        SLOG = np.zeros((rows, K.SLOG_W), dtype=np.int64)
-        BLOG = np.zeros((LOG_ROWS, 2), dtype=np.int64)
-        HLOG = np.zeros((LOG_ROWS, K.HLOG_W), dtype=np.int64)
+        # the logs: the core writes a row whole before counting it, and only counted rows are read
+        # (_drain); left unwritten (np.empty), a log's pages are not touched until it is used
+        ILOG = np.empty((rows, K.ILOG_W), dtype=np.int64)
+        SLOG = np.empty((rows, K.SLOG_W), dtype=np.int64)
+        BLOG = np.empty((LOG_ROWS, 2), dtype=np.int64)
+        HLOG = np.empty((LOG_ROWS, K.HLOG_W), dtype=np.int64)
         REQ = np.zeros(64 + STORE_QUEUE_WORDS, dtype=np.int64)
         G[K.G_WQ_BASE] = 64
         # per instruction: stats.PC_FIELDS x pc (a field's counters side by side: the loop's rows
@@ -890,9 +894,9 @@ class SM:
         st.operand_reads += int(n @ reads)
         st.ffma += int(n[is_ffma].sum())
         ran = np.flatnonzero(n)
-        per_op = np.bincount(op_index[ran], weights=n[ran], minlength=len(opcodes))
-        ops, first = np.unique(op_index[ran], return_index=True)
-        for k in ops[np.argsort(first)].tolist():  # in the order of the first pc that ran each
+        ran_ops = op_index[ran]
+        per_op = np.bincount(ran_ops, weights=n[ran], minlength=len(opcodes))
+        for k in dict.fromkeys(ran_ops.tolist()):  # in the order of the first pc that ran each
             op = opcodes[k]
             st.opcode_counts[op] = st.opcode_counts.get(op, 0) + int(per_op[k])
         st.opcode_counts = dict(sorted(st.opcode_counts.items(), key=lambda kv: -kv[1]))
