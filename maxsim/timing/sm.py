@@ -754,6 +754,8 @@ class SM:
                    if views[slot] is not None and not views[slot].done]
         pending.sort(key=lambda slot: W[slot, K.W_EXIT_SEQ])
         st = self.stats
+        totals = st.stall_reasons
+        nreasons = len(STALL_REASONS)
         for slot in pending:
             view = views[slot]
             view.done = True
@@ -761,10 +763,9 @@ class SM:
             tb, n, sb, ns, _ = self._slot_trace.pop(slot)
             self._freed.append((tb, n, sb, ns))
             d = st.warp_stalls.setdefault(view.label, {r: 0 for r in STALL_REASONS})
-            for i, r in enumerate(STALL_REASONS):
-                n = int(W[slot, K.W_STALLS + i])
+            for r, n in zip(STALL_REASONS, W[slot, K.W_STALLS:K.W_STALLS + nreasons].tolist()):
                 d[r] += n
-                st.stall_reasons[r] += n
+                totals[r] += n
 
     def _cta_ended(self):
         """The core returned EXITED: the warp in ``G_EXIT_SLOT`` was its CTA's last (the core
