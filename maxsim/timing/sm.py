@@ -282,6 +282,30 @@ def flatten_queued(sms):
         k += len(traces)
 
 
+FLATTEN_TOGETHER_POSITIONS = 1 << 16  # queued trace positions up to which the CTAs queued on SMs
+# are flattened in one pass before they start (flatten_small_queued; a simulator setting: more
+# saves Python work per CTA of larger runs, and holds their flattened traces all at once)
+
+
+def flatten_small_queued(sms):
+    """:func:`flatten_queued` when the CTAs queued on ``sms`` hold at most
+    FLATTEN_TOGETHER_POSITIONS trace positions in all (a short run: its CTAs' warps flattened in one
+    pass, not CTA by CTA as each starts); else nothing (each CTA is flattened as it starts). Same
+    flattened traces either way."""
+    sms = [sm for sm in sms if isinstance(sm, SM) and sm.pending]
+    if not sms or any(sm.kernel is not sms[0].kernel or sm.cfg is not sms[0].cfg for sm in sms):
+        return
+    total = 0
+    for sm in sms:
+        for _, traces in sm.pending:
+            for tr in traces:
+                for seg, _ in tr.parts:
+                    total += len(seg.pcs)
+                if total > FLATTEN_TOGETHER_POSITIONS:
+                    return
+    flatten_queued(sms)
+
+
 def _flatten_together(group, unit, key):
     """:func:`flatten_traces` of warps whose traces run through the same segments, each part's rows
     in one chunk of its tables: one numpy pass per part for all of them."""
