@@ -738,22 +738,25 @@ class SM:
             if flats is None:
                 flats = flatten_traces([tr.parts for tr in traces], self._unit, self._unit_key)
             self._make_room(flats)
+            # a warp's row as it starts: the CTA's fields, then the warp's own
+            start_row = np.zeros(W.shape[1], dtype=W.dtype)
+            start_row[K.W_CTA] = c
+            start_row[K.W_READY] = start_row[K.W_STALL_UNTIL] = start_row[K.W_DEP_UNTIL] = t0
+            start_row[K.W_LAST_ISSUE] = t0 - 1
+            start_row[K.W_BAR_SET:K.W_BAR_SET + 7] = -K.NEVER
+            label = f"cta{cid[0]},{cid[1]}.w"
             for w, (slot, tr) in enumerate(zip(slots, traces)):
                 s = slot % nsched
                 wid = len(self.all_warps)
-                view = WarpView(wid, slot, self.scheds[s], cta, f"cta{cid[0]},{cid[1]}.w{w}", tr.parts)
+                view = WarpView(wid, slot, self.scheds[s], cta, label + str(w), tr.parts)
                 pcs, tbase = self._load_trace(slot, flats[w])
                 flats[w] = None
                 row = W[slot]
-                row[:] = 0
+                row[:] = start_row
                 row[K.W_TBASE] = tbase
                 row[K.W_WID] = wid
-                row[K.W_CTA] = c
                 row[K.W_PC] = pcs[0] if pcs.size else 0
                 row[K.W_LEN] = pcs.size
-                row[K.W_READY] = row[K.W_STALL_UNTIL] = row[K.W_DEP_UNTIL] = t0
-                row[K.W_LAST_ISSUE] = t0 - 1
-                row[K.W_BAR_SET:K.W_BAR_SET + 7] = -K.NEVER
                 self._REGS[slot] = 0
                 SW[s, S[s, K.S_NW]] = slot
                 S[s, K.S_NW] += 1
