@@ -15,7 +15,8 @@ rate in millions of warp-instructions per CPU second, and the child's peak resid
 * ``stencil``: ``stencil5`` of ``workloads/cuda/stencil.cu`` over an N x N grid, CTAs of 32 x 8
   threads: many short CTAs (N = 2048: 16,384 CTAs, about 20 waves);
 * ``tiny``: ``vecadd`` of ``workloads/cuda/vecadd.cu`` over 1,024 elements (8 CTAs), ``--tiny``
-  launches one after another: the host time of one launch in milliseconds;
+  launches one after another: the host time of one launch in milliseconds (also the child's own
+  CPU time over the launches' loop alone, without its exit);
 * ``conv``: ``workloads/kernels/conv1d8.sass`` (a 1D convolution, 8 output channels, 64 threads
   per CTA) over one wave of CTAs (the GPU's CTA slots) with ``--conv-taps`` taps (16 warp
   instructions each; 2,500 taps give a launch of about 40 M warp-instructions): the peak memory
@@ -99,8 +100,9 @@ warm = t.user + t.system
 count = size if case == "tiny" else 1
 for _ in range(count):
     r = run(0 if case == "tiny" else size)
+t = os.times()
 p = r.prediction
-print(json.dumps({"warm": warm, "launches": count, "instructions": r.result.warp_instructions,
+print(json.dumps({"warm": warm, "loop": t.user + t.system - warm, "launches": count, "instructions": r.result.warp_instructions,
                   "method": p.method, "cycles": p.cycles, "timed_sm_cycles": (r.timing or {}).get("cycles")}))
 """
 
@@ -134,7 +136,8 @@ def main():
         f, cpu, rss = run_case(case, sizes[case], args.config)
         n = f["instructions"]
         if case == "tiny":
-            print(f"tiny  vecadd 1,024 x {f['launches']} launches: {cpu / f['launches'] * 1e3:.2f} ms CPU per launch "
+            print(f"tiny  vecadd 1,024 x {f['launches']} launches: {cpu / f['launches'] * 1e3:.2f} ms CPU per launch, "
+                  f"{f['loop'] / f['launches'] * 1e3:.2f} ms of it in the launches' loop (the rest: the child's exit) "
                   f"({n:,} warp-instructions, {f['method']}, {f['cycles']:,.0f} cycles), peak {rss:,.0f} MB")
             continue
         what = {"matvec": f"matvec_rows {sizes[case]}^2", "stencil": f"stencil5 {sizes[case]}^2",

@@ -391,8 +391,10 @@ def _shipped_dir():
     return resources.files(_ARCH_PACKAGE)
 
 
-def _shipped_names() -> list[str]:
-    return sorted(p.name[:-5] for p in _shipped_dir().iterdir() if p.name.endswith(".toml"))
+@functools.lru_cache(maxsize=1)
+def _shipped_names() -> tuple[str, ...]:
+    """The shipped configs' names, sorted (read once: the package's files do not change while it runs)."""
+    return tuple(sorted(p.name[:-5] for p in _shipped_dir().iterdir() if p.name.endswith(".toml")))
 
 
 def _fmt(value) -> str:

@@ -55,7 +55,8 @@ class WarpTrace:
 def narrowed(traces):
     """Copies of warp traces (a list of :class:`WarpTrace`) whose segments hold only these warps'
     rows: kept while the other warps of their segments are let go, they do not keep those
-    warps' records alive. The instruction indices are shared, the records copied."""
+    warps' records alive. The instruction indices are shared, the records copied (a segment all
+    of whose warps are among them, in order, is shared as it is)."""
     rows_of = {}  # id(segment) -> (segment, its rows in these traces)
     for tr in traces:
         for seg, row in tr.parts:
@@ -64,6 +65,9 @@ def narrowed(traces):
                 rows.append(row)
     copies = {}
     for key, (seg, rows) in rows_of.items():
+        if len(rows) == len(seg.warps) and rows == list(range(len(rows))):
+            copies[key] = (seg, None)  # every warp of the segment, in order: nothing to let go
+            continue
         new = Segment(seg.warps[rows])
         new.pcs = seg.pcs
         # a summary array or a sector-list table (``take``), or a list (barrier arrivals)
@@ -73,7 +77,8 @@ def narrowed(traces):
     out = []
     for tr in traces:
         t = WarpTrace(tr.warp)
-        t.parts = [(copies[id(seg)][0], copies[id(seg)][1][row]) for seg, row in tr.parts]
+        t.parts = [(seg, row) if copies[id(seg)][1] is None else (copies[id(seg)][0], copies[id(seg)][1][row])
+                   for seg, row in tr.parts]
         out.append(t)
     return out
 

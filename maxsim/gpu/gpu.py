@@ -22,7 +22,7 @@ from ..functional.launch import LaunchStream, launch
 from ..functional.trace import TraceRecorder
 from ..timing.clock import advance
 from ..timing.memory_system import L2_STARTS, MemorySystem, carried_over
-from ..timing.sm import SM, flatten_queued, residency
+from ..timing.sm import SM, flatten_queued, flatten_small_queued, residency
 from ..timing.stats import Stats
 from ..timing.summaries import make_summariser
 
@@ -149,6 +149,8 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
     traces = None  # (nor does this frame hold the last one)
     if flatten_together:
         flatten_queued([sm for sm in sms if isinstance(sm, SM)])
+    else:
+        flatten_small_queued(sms)  # (a short run's, in one pass)
     if queue is not None:
         pace = DispatchClock(cfg.gpu.cta_dispatch_interval)
         for sm in sms:

@@ -92,7 +92,7 @@ class Param:
     align: int
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, cache_hash=True)  # (hashed per launch: a launch's shape, the caches of its tables)
 class Kernel:
     name: str
     arch: str

@@ -57,6 +57,7 @@ launch overhead), as nvprof's kernel duration.
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 GB = 1e9
@@ -157,4 +158,15 @@ def sm_counters(sm) -> dict:
 def _stats(part, elapsed):
     """``part.stats(elapsed)`` where the part takes the elapsed cycles (for its utilisation
     figures), else ``part.stats()``."""
-    return part.stats(elapsed) if inspect.signature(part.stats).parameters else part.stats()
+    if inspect.isfunction(getattr(type(part), "stats", None)):
+        takes = _takes_elapsed(type(part))
+    else:  # (a stats the instance finds otherwise, e.g. a wrapper's __getattr__: read each time)
+        takes = bool(inspect.signature(part.stats).parameters)
+    return part.stats(elapsed) if takes else part.stats()
+
+
+@functools.lru_cache(maxsize=64)
+def _takes_elapsed(kind) -> bool:
+    """Whether the ``stats`` method the class ``kind`` defines takes parameters besides self (read
+    once per class)."""
+    return len(inspect.signature(kind.stats).parameters) > 1

@@ -60,35 +60,55 @@ def _rate(hits, total):
     return hits / total if total else None
 
 
+# (id(kernel), id(its StaticInfo)) -> (kernel, static, per instruction its fixed columns): a kernel
+# launched many times words its rows once
+_STATIC_ROWS = {}
+
+
+def _static_rows(kernel, static) -> list:
+    """Per instruction of ``kernel`` the columns of its row that do not depend on the run: index,
+    line, labels, control, text, opcode, unit, loops, operand reads per execution."""
+    key = (id(kernel), id(static))
+    hit = _STATIC_ROWS.get(key)
+    if hit is None or hit[0] is not kernel or hit[1] is not static:
+        labels = {}
+        for name, idx in kernel.labels:
+            labels.setdefault(idx, []).append(name)
+        lps = loops(kernel)
+        rows = [(i.index, i.line, tuple(labels.get(i.index, ())), format_control(i.control), _text(i),
+                 i.full_opcode, i.unit, tuple(k for k, (a, b) in enumerate(lps) if a <= i.index <= b),
+                 len(static.reads[i.index]))
+                for i in kernel.instructions]
+        if len(_STATIC_ROWS) >= 8:
+            del _STATIC_ROWS[next(iter(_STATIC_ROWS))]
+        hit = _STATIC_ROWS[key] = (kernel, static, rows)
+    return hit[2]
+
+
 def instruction_rows(sm) -> list:
     """One dict per instruction of the timed SM's kernel (program order): the ``--json``
     ``instructions`` rows."""
-    kernel = sm.kernel
     per_pc = sm.stats.per_pc
-    reads = sm.static.reads
-    labels = {}
-    for name, idx in kernel.labels:
-        labels.setdefault(idx, []).append(name)
-    lps = loops(kernel)
+    counts = per_pc.tolist() if per_pc is not None else None
+    zero = [0] * len(PC_FIELDS)
     rows = []
-    for i in kernel.instructions:
-        c = (dict(zip(PC_FIELDS, per_pc[i.index].tolist())) if per_pc is not None
-             else dict.fromkeys(PC_FIELDS, 0))
+    for index, line, labels, control, text, opcode, unit, in_loops, nreads in _static_rows(sm.kernel, sm.static):
+        c = dict(zip(PC_FIELDS, counts[index] if counts is not None else zero))
         stalls = {r: c["stall_" + r] for r in STALL_REASONS}
         n = c["executions"]
         row = {
-            "index": i.index, "line": i.line, "labels": labels.get(i.index, []),
-            "control": format_control(i.control), "instruction": _text(i), "opcode": i.full_opcode,
-            "unit": i.unit,
-            "loops": [k for k, (a, b) in enumerate(lps) if a <= i.index <= b],
+            "index": index, "line": line, "labels": list(labels),
+            "control": control, "instruction": text, "opcode": opcode,
+            "unit": unit,
+            "loops": list(in_loops),
             "executions": n, "dual_issued": c["dual_issued"],
             "issue_cycles": n - c["dual_issued"] + c["bank_conflict_cycles"],
             "stall_cycles": sum(stalls.values()), "stalls": stalls,
             "bank_conflicts": c["bank_conflicts"], "bank_conflict_cycles": c["bank_conflict_cycles"],
             "delayed_conflicts": c["delayed_conflicts"], "reuse_hits": c["reuse_hits"],
-            "operand_reads": n * len(reads[i.index]),
+            "operand_reads": n * nreads,
         }
-        if i.unit in ("lds", "sts") or c["shared_requests"]:
+        if unit in ("lds", "sts") or c["shared_requests"]:
             row.update(shared_requests=c["shared_requests"], shared_wavefronts=c["shared_wavefronts"])
         if c["texture_requests"]:
             row.update(texture_requests=c["texture_requests"], texture_sectors=c["texture_sectors"],

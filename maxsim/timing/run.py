@@ -11,7 +11,7 @@ from ..functional.trace import TraceRecorder
 from ..functional.watchdog import cycle_limit
 from .clock import advance
 from .memory_system import MemorySystem
-from .sm import SM
+from .sm import SM, flatten_small_queued
 from .summaries import make_summariser
 
 
@@ -66,6 +66,7 @@ def simulate(kernel, grid, block, params=(), memory=None, textures=None, *, cfg=
             max_cycles=cycle_limit(res.warp_instructions, max_cycles))
     for i, cid in enumerate(cta_list):
         sm.add_cta(cid, [traces[i * wpc + w] for w in range(wpc)])
+    flatten_small_queued([sm])
     advance([sm], SOLO_QUANTUM, progress=progress, total=res.warp_instructions)
     st = sm.stats
     st.thread_instructions = thread_instructions

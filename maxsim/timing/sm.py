@@ -282,6 +282,30 @@ def flatten_queued(sms):
         k += len(traces)
 
 
+FLATTEN_TOGETHER_POSITIONS = 1 << 16  # queued trace positions up to which the CTAs queued on SMs
+# are flattened in one pass before they start (flatten_small_queued; a simulator setting: more
+# saves Python work per CTA of larger runs, and holds their flattened traces all at once)
+
+
+def flatten_small_queued(sms):
+    """:func:`flatten_queued` when the CTAs queued on ``sms`` hold at most
+    FLATTEN_TOGETHER_POSITIONS trace positions in all (a short run: its CTAs' warps flattened in one
+    pass, not CTA by CTA as each starts); else nothing (each CTA is flattened as it starts). Same
+    flattened traces either way."""
+    sms = [sm for sm in sms if isinstance(sm, SM) and sm.pending]
+    if not sms or any(sm.kernel is not sms[0].kernel or sm.cfg is not sms[0].cfg for sm in sms):
+        return
+    total = 0
+    for sm in sms:
+        for _, traces in sm.pending:
+            for tr in traces:
+                for seg, _ in tr.parts:
+                    total += len(seg.pcs)
+                if total > FLATTEN_TOGETHER_POSITIONS:
+                    return
+    flatten_queued(sms)
+
+
 def _flatten_together(group, unit, key):
     """:func:`flatten_traces` of warps whose traces run through the same segments, each part's rows
     in one chunk of its tables: one numpy pass per part for all of them."""
@@ -512,7 +536,9 @@ class SM:
         F = np.zeros(K.F_SIZE, dtype=np.float64)
         F[K.F_TEX_BPC] = l1c.bytes_per_clk
         W = _aligned((nwarps, K.W_SIZE), np.int64)
-        REGS = np.zeros((nwarps, 2, REGISTERS), dtype=np.int64)
+        # a warp slot's register times are zeroed when a warp is launched in it (_launch_ready_ctas),
+        # and the core reads only launched slots
+        REGS = np.empty((nwarps, 2, REGISTERS), dtype=np.int64)
         Q = np.zeros((nwarps, pipes.shared_queue_depth + pipes.global_queue_depth), dtype=np.int64)
         S = np.zeros((nsched, K.S_SIZE), dtype=np.int64)
         S[:, K.S_LAST] = -1
@@ -525,10 +551,12 @@ class SM:
         P, L, RD, self._unit, self._unit_key, self._pc_sums = self._tables
         L1 = self._import_l1(G)
         rows = LOG_ROWS if log else 1
-        ILOG = np.zeros((rows, K.ILOG_W), dtype=np.int64)
-        SLOG = np.zeros((rows, K.SLOG_W), dtype=np.int64)
-        BLOG = np.zeros((LOG_ROWS, 2), dtype=np.int64)
-        HLOG = np.zeros((LOG_ROWS, K.HLOG_W), dtype=np.int64)
+        # the logs: the core writes a row whole before counting it, and only counted rows are read
+        # (_drain); left unwritten (np.empty), a log's pages are not touched until it is used
+        ILOG = np.empty((rows, K.ILOG_W), dtype=np.int64)
+        SLOG = np.empty((rows, K.SLOG_W), dtype=np.int64)
+        BLOG = np.empty((LOG_ROWS, 2), dtype=np.int64)
+        HLOG = np.empty((LOG_ROWS, K.HLOG_W), dtype=np.int64)
         REQ = np.zeros(64 + STORE_QUEUE_WORDS, dtype=np.int64)
         G[K.G_WQ_BASE] = 64
         # per instruction: stats.PC_FIELDS x pc (a field's counters side by side: the loop's rows
@@ -710,22 +738,25 @@ class SM:
             if flats is None:
                 flats = flatten_traces([tr.parts for tr in traces], self._unit, self._unit_key)
             self._make_room(flats)
+            # a warp's row as it starts: the CTA's fields, then the warp's own
+            start_row = np.zeros(W.shape[1], dtype=W.dtype)
+            start_row[K.W_CTA] = c
+            start_row[K.W_READY] = start_row[K.W_STALL_UNTIL] = start_row[K.W_DEP_UNTIL] = t0
+            start_row[K.W_LAST_ISSUE] = t0 - 1
+            start_row[K.W_BAR_SET:K.W_BAR_SET + 7] = -K.NEVER
+            label = f"cta{cid[0]},{cid[1]}.w"
             for w, (slot, tr) in enumerate(zip(slots, traces)):
                 s = slot % nsched
                 wid = len(self.all_warps)
-                view = WarpView(wid, slot, self.scheds[s], cta, f"cta{cid[0]},{cid[1]}.w{w}", tr.parts)
+                view = WarpView(wid, slot, self.scheds[s], cta, label + str(w), tr.parts)
                 pcs, tbase = self._load_trace(slot, flats[w])
                 flats[w] = None
                 row = W[slot]
-                row[:] = 0
+                row[:] = start_row
                 row[K.W_TBASE] = tbase
                 row[K.W_WID] = wid
-                row[K.W_CTA] = c
                 row[K.W_PC] = pcs[0] if pcs.size else 0
                 row[K.W_LEN] = pcs.size
-                row[K.W_READY] = row[K.W_STALL_UNTIL] = row[K.W_DEP_UNTIL] = t0
-                row[K.W_LAST_ISSUE] = t0 - 1
-                row[K.W_BAR_SET:K.W_BAR_SET + 7] = -K.NEVER
                 self._REGS[slot] = 0
                 SW[s, S[s, K.S_NW]] = slot
                 S[s, K.S_NW] += 1
@@ -750,6 +781,8 @@ class SM:
                    if views[slot] is not None and not views[slot].done]
         pending.sort(key=lambda slot: W[slot, K.W_EXIT_SEQ])
         st = self.stats
+        totals = st.stall_reasons
+        nreasons = len(STALL_REASONS)
         for slot in pending:
             view = views[slot]
             view.done = True
@@ -757,10 +790,9 @@ class SM:
             tb, n, sb, ns, _ = self._slot_trace.pop(slot)
             self._freed.append((tb, n, sb, ns))
             d = st.warp_stalls.setdefault(view.label, {r: 0 for r in STALL_REASONS})
-            for i, r in enumerate(STALL_REASONS):
-                n = int(W[slot, K.W_STALLS + i])
+            for r, n in zip(STALL_REASONS, W[slot, K.W_STALLS:K.W_STALLS + nreasons].tolist()):
                 d[r] += n
-                st.stall_reasons[r] += n
+                totals[r] += n
 
     def _cta_ended(self):
         """The core returned EXITED: the warp in ``G_EXIT_SLOT`` was its CTA's last (the core
@@ -890,9 +922,9 @@ class SM:
         st.operand_reads += int(n @ reads)
         st.ffma += int(n[is_ffma].sum())
         ran = np.flatnonzero(n)
-        per_op = np.bincount(op_index[ran], weights=n[ran], minlength=len(opcodes))
-        ops, first = np.unique(op_index[ran], return_index=True)
-        for k in ops[np.argsort(first)].tolist():  # in the order of the first pc that ran each
+        ran_ops = op_index[ran]
+        per_op = np.bincount(ran_ops, weights=n[ran], minlength=len(opcodes))
+        for k in dict.fromkeys(ran_ops.tolist()):  # in the order of the first pc that ran each
             op = opcodes[k]
             st.opcode_counts[op] = st.opcode_counts.get(op, 0) + int(per_op[k])
         st.opcode_counts = dict(sorted(st.opcode_counts.items(), key=lambda kv: -kv[1]))
