@@ -9,7 +9,8 @@ The line-number program is DWARF's (version 2-4, section 6.2 of the DWARF 4 stan
 from __future__ import annotations
 
 
-def _uleb(d, i):
+def _leb(d, i, signed):
+    """A LEB128 number of ``d`` at ``i`` (DWARF 4, 7.6): (value, index after it)."""
     r = s = 0
     while True:
         b = d[i]
@@ -17,18 +18,15 @@ def _uleb(d, i):
         r |= (b & 0x7F) << s
         s += 7
         if b < 0x80:
-            return r, i
+            return (r - (1 << s) if signed and b & 0x40 else r), i
+
+
+def _uleb(d, i):
+    return _leb(d, i, False)
 
 
 def _sleb(d, i):
-    r = s = 0
-    while True:
-        b = d[i]
-        i += 1
-        r |= (b & 0x7F) << s
-        s += 7
-        if b < 0x80:
-            return (r - (1 << s) if b & 0x40 else r), i
+    return _leb(d, i, True)
 
 
 def _cstr(d, i):
