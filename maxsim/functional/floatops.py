@@ -27,7 +27,7 @@ from ..isa.opcodes import IMMEDIATE_FORMS
 from .alu import ftz as flush, saturate
 from . import fp32, fp64, ieee
 from .opcode_table import compiles
-from .operands import CC_FLAGS, CC_SIGN, CC_ZERO, U32, NO_MASK, pred_reader, reader_f32, reader_u32, write_pred, writer
+from .operands import U32, NO_MASK, pred_reader, reader_f32, reader_u32, set_zero_sign, write_pred, writer
 
 F32 = np.float32
 
@@ -167,10 +167,7 @@ def _fset(ctx, instr, ops, mods, zrow):
         r = bop(fcompare(a(g), b(g), cmp), pc(g))
         v = np.broadcast_to(np.where(r, true, U32(0)).astype(np.uint32), g.tid.shape).copy()
         if set_cc:
-            # FSET ... Rd.CC: the condition code's zero and sign flags of the result (ptxas's
-            # IEEE division tests them with BRA CC.EQ); carry and overflow cleared
-            cc = np.where(v == 0, U32(CC_ZERO), U32(0)) | np.where(v >> U32(31), U32(CC_SIGN), U32(0)) | U32(CC_FLAGS)
-            np.copyto(g.cc, cc, where=True if m is None else m)
+            set_zero_sign(g, v, m)
         write(g, v, m)
     return run
 

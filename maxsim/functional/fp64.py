@@ -23,7 +23,7 @@ from ..errors import SimulationError
 from ..isa import instruction as ins
 from ..jit import intrinsic, njit, types
 from .opcode_table import compiles
-from .operands import CC_FLAGS, CC_SIGN, CC_ZERO, const_word, pred_reader, write_pred, writer as writer32
+from .operands import const_word, pred_reader, set_zero_sign, write_pred, writer as writer32
 
 F64 = np.float64
 U32 = np.uint32
@@ -223,8 +223,7 @@ def _dset(ctx, instr, ops, mods, zrow):
         r = bop(np.broadcast_to(compare(a(g), b(g), cmp), g.tid.shape), pc(g))
         v = np.where(r, true, U32(0)).astype(np.uint32)
         if set_cc:
-            cc = np.where(v == 0, U32(CC_ZERO), U32(0)) | np.where(v >> U32(31), U32(CC_SIGN), U32(0)) | U32(CC_FLAGS)
-            np.copyto(g.cc, cc, where=True if m is None else m)
+            set_zero_sign(g, v, m)
         write(g, v, m)
     return run
 

@@ -192,6 +192,14 @@ def attr_plain(op):
     return attrs.evolve(op, h1=False)
 
 
+def set_zero_sign(g, v, m):
+    """The condition code a set with .CC (FSET, DSET) leaves: the zero and sign flags of its 32-bit
+    result ``v`` and the 'flags set' bit; carry and overflow cleared (ptxas's IEEE division tests
+    them with BRA CC.EQ)."""
+    cc = np.where(v == 0, U32(CC_ZERO), U32(0)) | np.where(v >> U32(31), U32(CC_SIGN), U32(0)) | U32(CC_FLAGS)
+    np.copyto(g.cc, cc, where=True if m is None else m)
+
+
 def set_carry_zero(g, x, m, chain_zero=False):
     """The condition code an integer add with .CC leaves: the carry out of the 33-bit sum x (bit 0)
     and whether its 32-bit result is zero (bit 1); with chain_zero (an .X add), zero only where the
