@@ -95,3 +95,15 @@ def maxas_lines(listing) -> list:
             guard, text = text.split(" ", 1)
         out.append(f"{ctrl} {guard:>5} {text};")
     return out
+
+
+def require_nvrtc():
+    """Skip the calling test (or module fixture) unless NVIDIA's NVRTC, maxsim's ``cuda`` extra,
+    is installed and loads; gives maxsim.cuda.compile_file."""
+    import pytest
+    try:
+        from maxsim.cuda import compile_file, nvrtc_version
+        nvrtc_version()
+    except Exception as e:  # MaxsimError when the extra is not installed, or does not load
+        pytest.skip(f"NVRTC is not installed ({e})")
+    return compile_file

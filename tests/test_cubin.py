@@ -21,17 +21,8 @@ import pytest
 from maxsim.cubin import plain_name, read_bytes, write_bytes
 from maxsim.cubin.disasm import header_lines
 from maxsim.errors import MaxsimError
-from nvidia_tools import cuobjdump, maxas_lines, sass_listing
+from nvidia_tools import cuobjdump, maxas_lines, sass_listing, require_nvrtc
 from workloads.cuda import CASES, COEFFS
-
-
-def _nvrtc():
-    try:
-        from maxsim.cuda import compile_file, nvrtc_version
-        nvrtc_version()
-        return compile_file
-    except MaxsimError as e:
-        pytest.skip(f"NVRTC is not installed ({e})")
 
 
 def _has_codec():
@@ -51,7 +42,7 @@ needs_codec = pytest.mark.skipif(not _has_codec(), reason="this build has no ins
 
 @pytest.fixture(scope="module")
 def cubins():
-    compile_file = _nvrtc()
+    compile_file = require_nvrtc()
     return {name: compile_file(case.path, case.options) for name, case in CASES.items()}
 
 
@@ -75,7 +66,7 @@ def test_a_missing_extra_says_what_to_install(monkeypatch):
 
 
 def test_a_compile_error_is_one_line():
-    _nvrtc()
+    require_nvrtc()
     from maxsim.cuda import CompileError, compile_cuda
     with pytest.raises(CompileError) as e:
         compile_cuda('extern "C" __global__ void k(float* x) { x[0] = undefined_name; }', "bad.cu")
@@ -362,7 +353,7 @@ def test_sgemm_round_trip_through_a_cubin(variant, tmp_path):
 def test_the_python_example_of_the_page_runs():
     """The Python example of docs/cubins-and-cuda.md, as written there."""
     import pathlib
-    _nvrtc()
+    require_nvrtc()
     page = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "cubins-and-cuda.md").read_text()
     code = page.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "docs/cubins-and-cuda.md", "exec"), {})
@@ -389,7 +380,7 @@ def test_sgemm_from_its_cubin_runs_in_the_same_cycles(tmp_path):
 def test_ptx_goes_through_ptxas(tmp_path):
     """PTX (here NVRTC's, for compute_52) compiled by ptxas: the same parameter table as CUDA C's
     cubin, parameters named as in the .entry; with the codec, it runs right."""
-    _nvrtc()
+    require_nvrtc()
     from maxsim.cuda import compile_cuda, compile_file
     from maxsim.cuda.compile import signature_names
     try:
@@ -425,7 +416,7 @@ def test_device_variables_and_launch_bounds(tmp_path):
     """A __device__ variable's address is patched into constant bank 4 at load time: the cubin
     says so (a relocation), and the launch places the variable (its initial value from
     .nv.global.init) and fills the word in; the __launch_bounds__ of a kernel bound its launches."""
-    _nvrtc()
+    require_nvrtc()
     from maxsim.cuda import compile_cuda
     cub = read_bytes(compile_cuda(DEVICE_VARIABLES))
     assert [(b, sym) for b, _, _, sym in cub.kernel("k").bank_relocations] == [(4, "scale")]
@@ -453,7 +444,7 @@ def test_cli_asm_rewrites_a_compiled_kernel_as_a_cubin_that_runs(tmp_path):
     """maxsim asm poly_constant.cu -o poly.cubin: decoded, re-encoded and written with its
     __constant__ coefficients (bank 3); the cubin runs right (parameters by position: a cubin
     carries no names)."""
-    _nvrtc()
+    require_nvrtc()
     from maxsim.cli import main
     from maxsim.host import Kernel, launch
     out = tmp_path / "poly.cubin"
@@ -529,7 +520,7 @@ def test_membar_issues_as_a_nop():
 def test_asm_check_reads_every_kind_of_kernel_file(tmp_path, capsys):
     """`maxsim asm --check` on a .sass file, a .cu file and the cubin written from it: the control
     codes as written; one hazard line per hazard, exit status 1 with hazards, 0 without."""
-    _nvrtc()
+    require_nvrtc()
     from maxsim.cli import main
     bad = tmp_path / "bad.sass"
     bad.write_text("# Kernel: t\n--:-:1:-:1 S2R R0, SR_TID.X;\n--:-:-:-:6 IADD R1, R0, 0x1;\n--:-:-:-:5 EXIT;\n")

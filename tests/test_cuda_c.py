@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from maxsim.errors import MaxsimError
+from nvidia_tools import require_nvrtc
 
 SOURCE = r"""
 #ifndef SCALE
@@ -33,11 +34,7 @@ extern "C" __global__ void heap(float* a)
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):
-    try:
-        from maxsim.cuda import nvrtc_version
-        nvrtc_version()
-    except MaxsimError as e:
-        pytest.skip(f"NVRTC is not installed ({e})")
+    require_nvrtc()
     d = tmp_path_factory.mktemp("cudac")
     (d / "ratio.cu").write_text(SOURCE)
     (d / "scope.cu").write_text(OUT_OF_SCOPE)

@@ -11,9 +11,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from maxsim.errors import MaxsimError
 from maxsim.functional import ieee
 from sasskit import run_lanes
+from nvidia_tools import require_nvrtc
 
 F32 = np.float32
 MAX = F32(np.finfo(np.float32).max)
@@ -161,11 +161,7 @@ def _same(got, want):
 
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory):
-    try:
-        from maxsim.cuda import nvrtc_version
-        nvrtc_version()
-    except MaxsimError as e:
-        pytest.skip(f"NVRTC is not installed ({e})")
+    require_nvrtc()
     from maxsim.host import Kernel
     path = tmp_path_factory.mktemp("ieee") / "ieee.cu"
     path.write_text(SOURCE)

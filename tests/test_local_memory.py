@@ -12,6 +12,7 @@ from maxsim.functional.memops import LOCAL_BASE
 from maxsim.functional.trace import TraceRecorder
 from maxsim.sass import parse_text
 from sasskit import line, run_lanes
+from nvidia_tools import require_nvrtc
 
 
 def _local_kernel(body, local=64, regs=32):
@@ -117,14 +118,6 @@ def test_local_loads_are_not_cached_in_l1_by_config():
 
 # ---- full-precision sine and cosine (Payne-Hanek: a local array, a __device__ table) -------------
 
-def _needs_nvrtc():
-    try:
-        from maxsim.cuda import nvrtc_version
-        nvrtc_version()
-    except Exception as e:  # (MaxsimError: the extra is not installed)
-        pytest.skip(f"NVRTC is not installed ({e})")
-
-
 def _ulps(got, x, fn):
     """|got - fn(x)| in units of the last place of the fp32 result, fn evaluated in fp64."""
     ref = fn(x.astype(np.float64))
@@ -135,7 +128,7 @@ def _ulps(got, x, fn):
 def test_sinf_cosf_sincosf_within_2_ulp_up_to_3e38():
     """CUDA's sinf, cosf and sincosf (2 ulp: CUDA C Programming Guide, "Mathematical Functions")
     on 3,000 arguments up to 3.4e38 against numpy in fp64; NaN for inf and NaN."""
-    _needs_nvrtc()
+    require_nvrtc()
     from workloads.cuda import CASES, trig_arguments
     from maxsim.host import Kernel, launch
     case = CASES["precise_sin_cos"]

@@ -9,6 +9,7 @@ import pytest
 from maxsim.errors import MaxsimError
 from maxsim.functional.intops import byte_permute
 from sasskit import run_lanes
+from nvidia_tools import require_nvrtc
 
 A = np.array([0x80FF7F01, 0x12345678, 0xDEADBEEF, 0x00000000, 0xFFFFFFFF], np.uint32)
 B = np.array([0x11223344, 0x9ABCDEF0, 0x01020304, 0x80808080, 0x7F7F7F7F], np.uint32)
@@ -89,11 +90,7 @@ def test_a_branch_on_a_condition_code_nothing_set_is_refused():
 
 
 def test_struct_parameters_are_given_as_bytes(tmp_path):
-    try:
-        from maxsim.cuda import nvrtc_version
-        nvrtc_version()
-    except MaxsimError as e:
-        pytest.skip(f"NVRTC is not installed ({e})")
+    require_nvrtc()
     from maxsim.host import Kernel, launch
     p = tmp_path / "s.cu"
     p.write_text('struct P { float a; int b; float c; };\n'

@@ -9,7 +9,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from maxsim.errors import LaunchError, MaxsimError
+from maxsim.errors import LaunchError
+from nvidia_tools import require_nvrtc
 
 SOURCE = r"""extern "C" __global__ void spin(float* y, int delay)
 {
@@ -29,11 +30,7 @@ extern "C" __global__ void scale(const float* x, float* y, int n)
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):
-    try:
-        from maxsim.cuda import nvrtc_version
-        nvrtc_version()
-    except MaxsimError as e:
-        pytest.skip(f"NVRTC is not installed ({e})")
+    require_nvrtc()
     p = tmp_path_factory.mktemp("lines") / "lines.cu"
     p.write_text(SOURCE)
     return p
