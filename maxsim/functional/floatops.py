@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import SimulationError
 from ..isa import instruction as ins
 from ..isa.opcodes import IMMEDIATE_FORMS
-from .alu import ftz as flush, saturate
+from .alu import boolop, ftz as flush, saturate
 from . import fp32, fp64, ieee
 from .opcode_table import compiles
 from .operands import U32, NO_MASK, pred_reader, reader_f32, reader_u32, set_zero_sign, write_pred, writer
@@ -77,8 +77,7 @@ def fcompare(a, b, cmp):
 @compiles("FSETP")
 def _fsetp(ctx, instr, ops, mods, zrow):
     cmp = next(x for x in mods if x not in ("AND", "OR", "XOR", "FTZ"))
-    bop = {"AND": np.logical_and, "OR": np.logical_or, "XOR": np.logical_xor}[
-        next((x for x in mods if x in ("AND", "OR", "XOR")), "AND")]
+    bop = boolop(next((x for x in mods if x in ("AND", "OR", "XOR")), "AND"))
     ftz = "FTZ" in mods
     a, b = (_fsrc(ctx, instr, o, zrow, ftz) for o in ops[2:4])
     pc = pred_reader(ops[4])
@@ -154,8 +153,7 @@ def _fset(ctx, instr, ops, mods, zrow):
     when true (1.0 with .BF), 0 when false [nvdisasm's FSET; ptxas's IEEE division negates the
     all-ones value with IADD to count it as 1]."""
     cmp = next(x for x in mods if x not in ("AND", "OR", "XOR", "FTZ", "BF"))
-    bop = {"AND": np.logical_and, "OR": np.logical_or, "XOR": np.logical_xor}[
-        next((x for x in mods if x in ("AND", "OR", "XOR")), "AND")]
+    bop = boolop(next((x for x in mods if x in ("AND", "OR", "XOR")), "AND"))
     ftz = "FTZ" in mods
     a, b = (_fsrc(ctx, instr, o, zrow, ftz) for o in ops[1:3])
     pc = pred_reader(ops[3])

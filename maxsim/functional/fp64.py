@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import SimulationError
 from ..isa import instruction as ins
 from ..jit import intrinsic, njit, types
+from .alu import boolop
 from .opcode_table import compiles
 from .operands import const_word, pred_reader, set_zero_sign, write_pred, writer as writer32
 
@@ -191,8 +192,7 @@ def compare(a, b, cmp):
 @compiles("DSETP")
 def _dsetp(ctx, instr, ops, mods, zrow):
     cmp = next(x for x in mods if x not in ("AND", "OR", "XOR"))
-    bop = {"AND": np.logical_and, "OR": np.logical_or, "XOR": np.logical_xor}[
-        next((x for x in mods if x in ("AND", "OR", "XOR")), "AND")]
+    bop = boolop(next((x for x in mods if x in ("AND", "OR", "XOR")), "AND"))
     a, b = (reader(ctx, instr, o, zrow) for o in ops[2:4])
     pc = pred_reader(ops[4])
     pd, pq = ops[0].reg, ops[1].reg
@@ -211,8 +211,7 @@ def _dset(ctx, instr, ops, mods, zrow):
     ones when true (1.0f with .BF), 0 when false; .CC sets the condition code's zero and sign flags
     of the result (as FSET's)."""
     cmp = next(x for x in mods if x not in ("AND", "OR", "XOR", "BF", "CC"))
-    bop = {"AND": np.logical_and, "OR": np.logical_or, "XOR": np.logical_xor}[
-        next((x for x in mods if x in ("AND", "OR", "XOR")), "AND")]
+    bop = boolop(next((x for x in mods if x in ("AND", "OR", "XOR")), "AND"))
     a, b = (reader(ctx, instr, o, zrow) for o in ops[1:3])
     pc = pred_reader(ops[3])
     true = U32(0x3F800000) if "BF" in mods else U32(0xFFFFFFFF)
