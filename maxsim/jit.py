@@ -257,17 +257,18 @@ event.register("numba:compile", NOTICE)
 _ELSEWHERE = []  # (process, module names) of workers compiling into the cache
 
 
-def compiled_elsewhere(proc, modules, what):
-    """``proc`` (a running process) is compiling the functions of ``modules`` into the cache: a
-    function of theirs that this process needs waits for it to end, then loads from the cache
-    (compiling itself only if the worker failed). The notice says so now (``what``); a worker still
+def compiled_elsewhere(proc, modules, what, where="a second process"):
+    """``proc`` (a running process) is compiling the functions of ``modules`` (module names, or
+    module.function names) into the cache: a function of theirs that this process needs waits for it
+    to end, then loads from the cache
+    (compiling itself only if the worker failed). The notice says so now (``what``, ``where``); a worker still
     running when this process ends is stopped."""
     import atexit
     _ELSEWHERE.append((proc, tuple(modules)))
     atexit.register(lambda: proc.poll() is None and proc.terminate())
     if os.environ.get("MAXSIM_COMPILE_NOTICE", "1") != "0":
         try:
-            sys.stderr.write(f"maxsim: compiling {what} to machine code (numba) in a second process; this "
+            sys.stderr.write(f"maxsim: compiling {what} to machine code (numba) in {where}; this "
                              f"happens once, later runs load it from the cache in {cache_place()}\n")
             sys.stderr.flush()
         except (OSError, ValueError):
@@ -282,9 +283,11 @@ def _wait_for_others():
         return
 
     def load_overload(self, sig, target_context):
-        module = getattr(getattr(self, "_py_func", None), "__module__", "") or ""
+        func = getattr(self, "_py_func", None)
+        module = getattr(func, "__module__", "") or ""
+        name = f"{module}.{getattr(func, '__qualname__', '')}"
         for proc, modules in _ELSEWHERE:
-            if module in modules and proc.poll() is None:
+            if (module in modules or name in modules) and proc.poll() is None:
                 proc.wait()
         return original(self, sig, target_context)
     load_overload.maxsim = True

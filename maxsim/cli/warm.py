@@ -17,6 +17,9 @@ import sys
 
 # the modules whose compiled code the worker builds (this process waits for it before loading theirs)
 MODULES = ("maxsim.timing.core", "maxsim.timing.clock", "maxsim.timing.memory_core")
+# what the worker leaves to a process of its own (the SM core's compile loads it when it gets there):
+# the memory system's modules, and the SM core's function that hands its stores to them
+MEMORY_MODULES = ("maxsim.timing.memory_core", "maxsim.timing.tlb", "maxsim.timing.core._post_queued")
 
 KERNEL = """# Kernel: warm
 # Params(3):
@@ -70,7 +73,7 @@ def start():
     except OSError:
         return False
     jit.compiled_elsewhere(proc, MODULES, "the SM core, the clock of SMs run together and the L2/DRAM "
-                                          "memory system (maxsim.timing)")
+                                          "memory system (maxsim.timing)", "two other processes")
     return True
 
 
@@ -78,10 +81,45 @@ def warm():
     import numpy as np
 
     from ..host import launch
+    helper = _start_memory_worker()
     n = 64
     launch(KERNEL, grid=1, block=n, params={"a": "a", "b": "b", "n": n},
            buffers={"a": np.ones(n, np.int32), "b": np.ones(n, np.int32)}, timing=True, predict=True)
+    if helper is not None:
+        helper.wait()  # everything in the cache when this process ends
+
+
+def _start_memory_worker():
+    """The memory system's compiled code in a third process, while this one compiles the SM core:
+    the core's compile loads it from the cache when it gets there (waiting for that process if it
+    has not finished)."""
+    from .. import jit
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "maxsim.cli.warm", "memory"], env=dict(os.environ),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    except OSError:
+        return None
+    jit.compiled_elsewhere(proc, MEMORY_MODULES, "the L2/DRAM memory system")
+    return proc
+
+
+def warm_memory():
+    """Compile the memory system's requests as the SM core calls them: a read of an SM and a queue
+    of posted stores, and the core's function that hands its queued stores on."""
+    import numpy as np
+
+    from ..arch.config import load_config
+    from ..timing.memory_core import CompiledMemorySystem
+    from ..timing import core
+    ms = CompiledMemorySystem(load_config())
+    ms.read(0, np.arange(4, dtype=np.int64) * ms.sector, sm=0)
+    ms.write_queue(np.array([10, 2, 0, ms.sector], np.int64))
+    # the SM core hands its queued stores on with _post_queued (here with none queued)
+    core._post_queued(np.zeros(core.G_SIZE, np.int64), np.zeros(4, np.int64), tuple(ms._read_args))
 
 
 if __name__ == "__main__":
-    warm()
+    if sys.argv[1:] == ["memory"]:
+        warm_memory()
+    else:
+        warm()

@@ -670,7 +670,15 @@ def _depbar_clear(W, w, b, n, t):
             m += 1
     if m <= n:
         return t
-    return np.sort(out[:m])[m - n - 1]
+    # sorted by insertion (at most BAR_HIST values; np.sort's quicksort took 1.5 s of the first compile)
+    for i in range(1, m):
+        c = out[i]
+        j = i - 1
+        while j >= 0 and out[j] > c:
+            out[j + 1] = out[j]
+            j -= 1
+        out[j + 1] = c
+    return out[m - n - 1]
 
 
 @njit(cache=True, forceinline=True)
@@ -1033,7 +1041,8 @@ def _post_queued(G, REQ, MS):
     full) stays queued, moved to the queue's front, for Python."""
     base = G[G_WQ_BASE]
     n = G[G_WQ_N]
-    j = write_requests(REQ[base:base + n], 0, G[G_SAFE_N], MS[0], MS[1], MS[2], MS[3], MS[4], MS[5], MS[6],
+    # (from word np.int64(0), not the literal 0: the signature Python's write_queue compiles too)
+    j = write_requests(REQ[base:base + n], np.int64(0), G[G_SAFE_N], MS[0], MS[1], MS[2], MS[3], MS[4], MS[5], MS[6],
                        MS[7], MS[8], MS[9], MS[10])
     if j < 0:
         j = -1 - j  # (that store changed nothing: Python reports it)
