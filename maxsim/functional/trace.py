@@ -25,11 +25,12 @@ class Segment:
 class WarpTrace:
     """One warp's dynamic instruction stream: (segment, row) pairs."""
 
-    __slots__ = ("warp", "parts")
+    __slots__ = ("warp", "parts", "open")
 
     def __init__(self, warp):
         self.warp = warp
         self.parts = []
+        self.open = False  # more of it may come (a launch run in windows: LaunchStream.set_window)
 
     def __len__(self):
         return sum(len(seg.pcs) for seg, _ in self.parts)
@@ -100,6 +101,16 @@ class TraceRecorder:
         self.key = getattr(summarise, "key", None)
         self.segments = []
         self.warp_parts = {}
+        self.gone = []  # warps that exited since take_gone() (their traces are complete)
+
+    def positions(self):
+        """Trace positions recorded since the last :meth:`take` (summed over the segments)."""
+        return sum(len(seg.pcs) for seg in self.segments)
+
+    def take_gone(self):
+        """The warps that exited since the last call (ids), which the recorder then forgets."""
+        out, self.gone = self.gone, []
+        return out
 
     def start(self, g):
         """A new segment for group g (the launch appends the pcs the group executes to
@@ -155,7 +166,7 @@ class TraceRecorder:
         g.segment.mem[len(g.segment.pcs) - 1] = arrive.tolist()
 
     def exit(self, g, gone):
-        pass
+        self.gone.extend(g.warps[gone].tolist())
 
     def split(self, g, yes, no):
         pass
