@@ -135,23 +135,27 @@ RECORD_LISTS = 16  # segments whose lists are kept (a simulator setting: the chu
 
 def _record_lists(seg, sec_pos, recs):
     """Typed lists of the sector-list records' ``flat`` and ``ends`` arrays of segment ``seg`` (at
-    positions ``sec_pos``), made once for all chunks of its rows."""
+    positions ``sec_pos``), made once for all chunks of its rows; None when a record is not a
+    :class:`SectorLists` of int64 sectors and int32 ends."""
     hit = _RECORD_LISTS.get(id(seg))
     if hit is not None and hit[0]() is seg and np.array_equal(hit[1], sec_pos):
-        return hit[2], hit[3]
+        return hit[2]
+    if not all(isinstance(rec, SectorLists) and rec.ends.dtype == np.int32 and rec.flat.dtype == np.int64
+               for rec in recs):
+        return None
     key = id(seg)
 
     def gone(_, key=key):  # the segment has died: let go of its records' arrays at once
         hit = _RECORD_LISTS.get(key)
         if hit is not None and hit[0]() is None:
             del _RECORD_LISTS[key]
-    out = (weakref.ref(seg, gone), sec_pos, _readonly_list([rec.flat for rec in recs]),
-           _readonly_list([rec.ends for rec in recs]))
+    out = (weakref.ref(seg, gone), sec_pos, (_readonly_list([rec.flat for rec in recs]),
+                                             _readonly_list([rec.ends for rec in recs])))
     _RECORD_LISTS.pop(id(seg), None)
     while len(_RECORD_LISTS) >= RECORD_LISTS:
         del _RECORD_LISTS[next(iter(_RECORD_LISTS))]
     _RECORD_LISTS[id(seg)] = out
-    return out[2], out[3]
+    return out[2]
 
 
 @njit(cache=True)
@@ -222,10 +226,10 @@ def segment_tables(seg, unit, lo=0, hi=None):
     most = np.zeros(rows, dtype=np.int64)
     if sec_pos.size and rows:
         recs = [seg.mem[q] for q in sec_pos.tolist()]
-        if all(isinstance(rec, SectorLists) and rec.ends.dtype == np.int32 and rec.flat.dtype == np.int64
-               for rec in recs):
+        lists = _record_lists(seg, sec_pos, recs)
+        if lists is not None:
             # every record's lists of these rows gathered in one compiled pass
-            flats, ends = _record_lists(seg, sec_pos, recs)
+            flats, ends = lists
             heads, flat, starts, per_row, most = _gather_lists(flats, ends, lo, hi)
             blocks = [flat[a:a + n] for a, n in zip(starts.tolist(), per_row.tolist())]
             return pcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, most
