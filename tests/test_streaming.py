@@ -166,3 +166,80 @@ def test_a_fault_in_a_later_batch_is_the_same_one_line_error(monkeypatch):
         messages.append(str(e.value))
     assert messages[0] == messages[1] and "\n" not in messages[1]
     assert "out-of-bounds global access" in messages[1] and "(CTA (9,0), warp 0, lane 2)" in messages[1]
+
+
+def _conv_args(k, arguments):
+    from maxsim.host.args import bind
+    b = bind(k, arguments["params"], dict(arguments["buffers"]), None, None)
+    return b.launch_params, b.memory, b.textures
+
+
+def test_a_batch_run_in_windows_records_the_whole_batch_traces():
+    """Joined window after window, the traces of a batch that pauses are those of the whole run,
+    position for position and record for record, and the outputs are the same."""
+    from maxsim.host.kernel import Kernel
+    from maxsim.timing.summaries import make_summariser
+    k = Kernel.load(KERNEL, cfg=CFG)
+    arguments, _, _ = _conv(12, 40)
+    rec = TraceRecorder(make_summariser(CFG))
+    params, memory, textures = _conv_args(k, arguments)
+    whole = functional_launch.launch(k.code, (12, 1), 64, params, memory, textures, recorder=rec).trace
+    params, memory, textures = _conv_args(k, arguments)
+    stream = functional_launch.LaunchStream(k.code, (12, 1), 64, params, memory, textures,
+                                            recorder=TraceRecorder(make_summariser(CFG)))
+    joined, closed, windows = {}, set(), [0]
+
+    def sink(traces, gone, done):
+        windows[0] += 1
+        for wid, tr in traces.items():
+            assert wid not in closed  # an exited warp records nothing more
+            joined[wid].parts.extend(tr.parts)
+        closed.update(joined if done else gone)
+    stream.set_window(40, sink)
+    batch, first = next(stream)
+    assert len(batch) == 12 and all(tr.open for tr in first.values())
+    joined.update(first)
+    with pytest.raises(StopIteration):
+        next(stream)  # the rest of the batch first goes to the sink
+    assert windows[0] >= 8 and closed == set(joined)
+    assert sorted(joined) == sorted(whole)
+    for wid, tr in whole.items():
+        assert joined[wid].pcs() == tr.pcs()
+        a, b = joined[wid].records(), tr.records()
+        assert sorted(a) == sorted(b)
+        for pos in a:
+            np.testing.assert_array_equal(np.asarray(a[pos]), np.asarray(b[pos]))
+    out = stream.finish()
+    assert out.warp_instructions == sum(len(tr) for tr in whole.values())
+
+
+def test_a_one_wave_launch_of_long_ctas_streams_its_traces_in_windows(monkeypatch):
+    """A one-wave launch whose CTAs run long: the SMs hold a few windows of each warp's trace, not
+    the whole; every figure is that of the run holding the whole traces."""
+    from maxsim.host.kernel import Kernel
+    k = Kernel.load(KERNEL, cfg=CFG)
+    grid = CFG.gpu.sms * residency(k.code, 64, CFG)[0]
+    arguments, _, _ = _conv(grid, 120)
+    runs = {}
+    windows = [0]
+    take = gpu_module.TraceRouter.take
+
+    def counted(self, *a):
+        windows[0] += 1
+        return take(self, *a)
+    monkeypatch.setattr(gpu_module.TraceRouter, "take", counted)
+    monkeypatch.setattr(gpu_module, "STREAM_WINDOW", 64)
+    for on in (False, True):
+        monkeypatch.setattr(gpu_module, "stream_windows", on)
+        runs[on] = simulate_gpu(k.code, (grid, 1), 64, *_conv_args(k, arguments), cfg=CFG, timed=("warn",))
+    held, streamed = runs[False], runs[True]
+    assert windows[0] >= 20
+    assert streamed.cycles == held.cycles and streamed.stats.warp_instructions == held.stats.warp_instructions
+    assert streamed.l2_hit_rate == held.l2_hit_rate and streamed.dram_bytes == held.dram_bytes
+    assert [sm.now for sm in streamed.sms] == [sm.now for sm in held.sms]
+    assert streamed.timed_sm.stats.stall_reasons == held.timed_sm.stats.stall_reasons
+    assert streamed.timed_sm.loop_cycles_per_iteration() == held.timed_sm.loop_cycles_per_iteration()
+    for a, b in zip(streamed.sms, held.sms):
+        # the trace buffers held: a few windows per warp, against every position of the SM's warps
+        issued = a.stats.warp_instructions
+        assert a._TPC.size < issued / 3 and b._TPC.size >= issued

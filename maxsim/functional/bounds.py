@@ -19,3 +19,31 @@ def lanes_out_of_range(addr, lo, last, align, sel, masked):
         if a < lo or a > last or a & align:
             return True
     return False
+
+
+@njit(cache=True)
+def lanes_outside_allocations(addr, bases, ends, nbytes, sel, masked):
+    """Whether any lane (of ``sel`` when ``masked``) has an access of ``nbytes`` at its byte address
+    (uint32) that is misaligned or does not lie inside one allocation (``bases``: sorted starts,
+    ``ends``: their ends): the check of a memory with unmapped gaps, in one pass."""
+    k = 0  # the allocation of the lane before (neighbouring lanes mostly share one)
+    n = bases.shape[0]
+    for i in range(addr.shape[0]):
+        if masked and not sel[i]:
+            continue
+        a = np.int64(addr[i])
+        if a & (nbytes - 1):
+            return True
+        if not (bases[k] <= a and a + nbytes <= ends[k]):
+            # the last allocation starting at or below a
+            lo, hi = 0, n
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if bases[mid] <= a:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo == 0 or a + nbytes > ends[lo - 1]:
+                return True
+            k = lo - 1
+    return False

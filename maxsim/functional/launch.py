@@ -296,7 +296,24 @@ class LaunchStream:
     def __iter__(self):
         return self
 
+    window = None  # trace positions a batch records before it pauses (see set_window)
+    sink = None
+    _open = None  # (the running batch's generator, its CTAs) while it pauses between windows
+
+    def set_window(self, positions, sink):
+        """Run each batch in windows of about ``positions`` trace positions (summed over the
+        recorder's segments: a window of a batch whose warps run together in one group gives each
+        warp about that many) instead of whole: iterating then gives a batch's CTAs with the traces
+        of its first window (a trace's ``open`` says more may come), and :meth:`more` runs the
+        next window. ``sink(traces, gone, done)`` takes the windows of a batch still running when
+        the next batch is asked for (as :meth:`more` returns them). Same results and, joined,
+        the same traces as whole batches."""
+        self.window = int(positions)
+        self.sink = sink
+
     def __next__(self):
+        while self._open is not None:  # the batch before still runs in windows: its rest first
+            self.sink(*self.more())
         start = self._next
         cta_list, progress, state = self.ctas, self._progress, self._state
         if start >= len(cta_list):
@@ -307,16 +324,53 @@ class LaunchStream:
         ctx.shared = np.zeros(max(1, len(batch) * ctx.shared_words), dtype=np.uint32)
         ctx.local = np.zeros(len(batch) * wpc * 32 * (ctx.local_bytes // 4), dtype=np.uint32)
         ctx.watchdog.reset()
+        tick = None if progress is None else _ticker(progress, state, start, len(batch), len(cta_list), self._expected)
+        rec, window = self.recorder, self.window
+        pause = None
+        if window is not None and self._hand_over:
+            def pause():
+                return rec.positions() >= window
+        self._open = (_batch_steps(ctx, self._program, batch, wpc, self.block, self._counts, state, self._limit,
+                                   rec, start, self._warp_threads, tick, pause), batch)
+        done = self._step()
+        if not self._hand_over:
+            return batch, None
+        traces = rec.take()
+        if not done:
+            gone = set(rec.take_gone())
+            for w, tr in traces.items():
+                tr.open = w not in gone
+        return batch, traces
+
+    def _step(self):
+        """Run the open batch to its next pause or its end; true at the end."""
         # fp32 overflow and NaN (inf * 0, inf - inf) are ordinary GPU results, not numpy warnings
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-            _run_batch(ctx, self._program, batch, wpc, self.block, self._counts, state, self._limit, self.recorder,
-                       start, self._warp_threads,
-                       None if progress is None else
-                       _ticker(progress, state, start, len(batch), len(cta_list), self._expected))
-        ctx.watchdog.reset()  # it let go of the batch's last groups (their registers and trace)
-        if progress is not None and self._next == len(cta_list):
-            progress(len(cta_list), len(cta_list), "functional run", "CTAs")
-        return batch, (self.recorder.take() if self._hand_over else None)
+            for _ in self._open[0]:
+                return False
+        self._open = None
+        self.recorder.take_gone() if self.recorder is not None else None
+        self._ctx.watchdog.reset()  # it let go of the batch's last groups (their registers and trace)
+        if self._progress is not None and self._next == len(self.ctas):
+            self._progress(len(self.ctas), len(self.ctas), "functional run", "CTAs")
+        return True
+
+    @property
+    def running(self):
+        """Whether a batch has paused between windows (:meth:`more` runs on)."""
+        return self._open is not None
+
+    def more(self):
+        """The next window of the running batch: ``(traces, gone, done)``: the traces the warps
+        recorded in it (``{warp id: trace}``, to be joined to theirs), the warps that exited in it
+        (their traces are complete), and whether the batch has ended (every warp's trace is)."""
+        if self._open is None:
+            raise LaunchError(f"kernel {self.kernel.name}: no batch is running to take a window from")
+        rec = self.recorder
+        done = self._step()
+        traces = rec.take()
+        gone = rec.take_gone() if not done else []
+        return traces, gone, done
 
     def release(self):
         """The launch is over: its compiled kernel may serve the next launch of the same kernel with
@@ -327,6 +381,8 @@ class LaunchStream:
 
     def finish(self, trace=None) -> LaunchResult:
         """The launch's result once every batch has run (``trace``: the warps' traces to keep in it)."""
+        while self._open is not None:  # (a batch run in windows whose warps have all been timed)
+            self.sink(*self.more())
         if self._next < len(self.ctas):
             raise LaunchError(f"kernel {self.kernel.name}: the launch's result was asked for after "
                               f"{self._next} of its {len(self.ctas)} CTAs")
@@ -520,6 +576,17 @@ def _flush_threads(g, warp_threads):
 
 def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, warp_base, warp_threads,
                tick=None):
+    for _ in _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder, warp_base,
+                          warp_threads, tick):
+        pass
+
+
+def _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder, warp_base, warp_threads,
+                 tick=None, pause=None):
+    """Run a batch of CTAs (a generator). ``pause()`` (None: never) is asked at the points where the
+    run may stop for a while, a group at a backward branch or between groups: when true, the
+    generator yields there (the consumer takes the trace recorded so far) and goes on when resumed
+    exactly as if it had not stopped; a group that goes on after a pause starts a new segment."""
     kernel = ctx.kernel
     instrs = kernel.instructions
     n_instr = len(instrs)
@@ -535,6 +602,8 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
             runnable = _release_barriers(ctx, waiting, live)
             waiting = []
             continue
+        if pause is not None and pause():
+            yield
         g = _next_group(runnable)
         if recorder is not None:
             recorder.start(g)
@@ -692,6 +761,10 @@ def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, 
                         runnable.append(g)
                         g = None
                         break
+                    if pause is not None and pause():
+                        yield
+                        if recorder is not None:
+                            recorder.start(g)  # (the recorder has handed over the segment so far)
                 continue
             if not taken.any():
                 g.pc = pc + 1

@@ -15,6 +15,7 @@ from ..isa import instruction as ins
 from ..isa.opcodes import memory_bytes
 from .atomics import atomic, subword
 from .bounds import lanes_out_of_range as out_of_range
+from .bounds import lanes_outside_allocations as outside_allocations
 from .memory import GLOBAL_BASE, texture_index
 from .opcode_table import compiles
 from .operands import NO_MASK, U32, ConstantFault, address_reader, constant_bank_fault, high_word, writer
@@ -64,6 +65,12 @@ def _memory(ctx, instr, ops, mods, zrow, values=True):
             sel = m if m is not None else (None if g.full else g.active)
             if not out_of_range(addr, limit_lo, limit_hi - nbytes, nbytes - 1,
                                 NO_MASK if sel is None else sel, sel is not None):
+                return
+        elif high_of is None and not shared and ctx.memory.allocations:
+            # a memory with gaps between its allocations: the same, against each allocation
+            sel = m if m is not None else (None if g.full else g.active)
+            bases, ends = ctx.memory.extents()
+            if not outside_allocations(addr, bases, ends, nbytes, NO_MASK if sel is None else sel, sel is not None):
                 return
         if limit_hi - nbytes < limit_lo:
             bad = np.ones(addr.shape, dtype=bool)

@@ -29,6 +29,7 @@ class GlobalMemory:
         self.allocations = []  # (base, nbytes)
         self.names = []  # the name of each allocation ("" when none was given)
         self.gapped = False  # allocations are separated by unmapped guards (check each access)
+        self._extents = None  # (allocations, their starts, their ends): see extents()
         self.invalid = None  # why the contents are not results (a timing-only launch wrote them)
         self.variables = {}  # __device__ variable name -> its address (placed by the first launch)
 
@@ -66,11 +67,19 @@ class GlobalMemory:
         self.names.append(name or "")
         return base
 
+    def extents(self):
+        """The allocations' starts (sorted) and ends as int64 arrays (kept until the next one)."""
+        ext = getattr(self, "_extents", None)
+        if ext is None or ext[0] != len(self.allocations):
+            bases = np.array([b for b, _ in self.allocations], dtype=np.int64)
+            ends = bases + np.array([(n + 3) // 4 * 4 for _, n in self.allocations], dtype=np.int64)
+            self._extents = (len(self.allocations), bases, ends)
+        return self._extents[1], self._extents[2]
+
     def unmapped(self, addr, nbytes):
         """Per lane of ``addr`` (uint32 byte addresses): the access of ``nbytes`` does not lie
         inside one allocation."""
-        bases = np.array([b for b, _ in self.allocations], dtype=np.int64)
-        ends = bases + np.array([(n + 3) // 4 * 4 for _, n in self.allocations], dtype=np.int64)
+        bases, ends = self.extents()
         a = addr.astype(np.int64)
         i = np.searchsorted(bases, a, side="right") - 1
         return (i < 0) | (a + nbytes > ends[np.maximum(i, 0)])

@@ -25,11 +25,12 @@ class Segment:
 class WarpTrace:
     """One warp's dynamic instruction stream: (segment, row) pairs."""
 
-    __slots__ = ("warp", "parts")
+    __slots__ = ("warp", "parts", "open")
 
     def __init__(self, warp):
         self.warp = warp
         self.parts = []
+        self.open = False  # more of it may come (a launch run in windows: LaunchStream.set_window)
 
     def __len__(self):
         return sum(len(seg.pcs) for seg, _ in self.parts)
@@ -99,7 +100,16 @@ class TraceRecorder:
         self.summarise = summarise
         self.key = getattr(summarise, "key", None)
         self.segments = []
-        self.warp_parts = {}
+        self.gone = []  # warps that exited since take_gone() (their traces are complete)
+
+    def positions(self):
+        """Trace positions recorded since the last :meth:`take` (summed over the segments)."""
+        return sum(len(seg.pcs) for seg in self.segments)
+
+    def take_gone(self):
+        """The warps that exited since the last call (ids), which the recorder then forgets."""
+        out, self.gone = self.gone, []
+        return out
 
     def start(self, g):
         """A new segment for group g (the launch appends the pcs the group executes to
@@ -107,8 +117,6 @@ class TraceRecorder:
         seg = Segment(g.warps.copy())
         g.segment = seg
         self.segments.append(seg)
-        for row, w in enumerate(seg.warps.tolist()):
-            self.warp_parts.setdefault(w, []).append((seg, row))
 
     def _lanes(self, g, sel):
         nw = g.warps.size
@@ -155,7 +163,7 @@ class TraceRecorder:
         g.segment.mem[len(g.segment.pcs) - 1] = arrive.tolist()
 
     def exit(self, g, gone):
-        pass
+        self.gone.extend(g.warps[gone].tolist())
 
     def split(self, g, yes, no):
         pass
@@ -168,15 +176,29 @@ class TraceRecorder:
         recorder then forgets."""
         traces = self.finish()
         self.segments = []
-        self.warp_parts = {}
         return traces
 
     trace_type = WarpTrace  # the record a warp's trace is kept in
 
     def finish(self):
+        """``{warp id: its trace}`` of the warps recorded (in the order of their ids): each warp's
+        (segment, row) pairs in the order the segments began."""
+        segs = self.segments
         traces = {}
-        for w, parts in self.warp_parts.items():
-            t = self.trace_type(w)
-            t.parts = parts
+        if not segs:
+            return traces
+        sizes = np.fromiter((seg.warps.size for seg in segs), dtype=np.int64, count=len(segs))
+        warps = np.concatenate([seg.warps for seg in segs])
+        first = np.cumsum(sizes) - sizes
+        order = np.argsort(warps, kind="stable")  # (stable: a warp's segments stay in order)
+        ids = warps[order]
+        which = np.repeat(np.arange(len(segs)), sizes)[order].tolist()
+        rows = (np.arange(warps.size) - np.repeat(first, sizes))[order].tolist()
+        cuts = [0] + (np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist() + [ids.size]
+        make = self.trace_type
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            w = int(ids[a])
+            t = make(w)
+            t.parts = [(segs[i], r) for i, r in zip(which[a:b], rows[a:b])]
             traces[w] = t
         return traces

@@ -20,7 +20,8 @@ import numpy as np
 
 from ..functional.launch import LaunchStream, launch
 from ..functional.trace import TraceRecorder
-from ..timing.clock import advance
+from ..timing.clock import advance, clock_name
+from ..timing.cores import core_name
 from ..timing.memory_system import L2_STARTS, MemorySystem, carried_over
 from ..timing.sm import SM, flatten_queued, flatten_small_queued, residency
 from ..timing.stats import Stats
@@ -66,13 +67,88 @@ def trace_ctas(kernel, grid, block, params, memory, textures, cfg, ctas=None, ma
 def stream_ctas(stream):
     """``(cta id, [warp traces])`` of each CTA of a :class:`~maxsim.functional.launch.LaunchStream`
     (made with a trace recorder), in launch order; the next batch of CTAs runs functionally when
-    the one before has been handed out. A CTA's traces leave the batch as it is handed out."""
+    the one before has been handed out. A CTA's traces leave the batch as it is handed out. A
+    stream run in windows (its ``router``, a :class:`TraceRouter`) hands its traces as they
+    begin: the router joins the next windows to them."""
     wpc = stream.wpc
     i = 0
     for batch, traces in stream:
+        router = getattr(stream, "router", None)
+        if router is not None:
+            router.handed(traces)
         for cid in batch:
             yield cid, [traces.pop(i * wpc + w) for w in range(wpc)]
             i += 1
+
+
+STREAM_WINDOW = 4096  # trace positions the functional run records (summed over its segments: about
+# that many per warp of a batch that runs as one group) before it pauses, in a whole-GPU run that
+# streams its traces in windows (a simulator setting: the traces held are about two windows per
+# resident warp; fewer positions mean more pauses and stops of the SMs)
+STREAM_MIN_ROOM = 256  # positions a warp with more trace to come keeps loaded and not issued when the
+# SMs run (at least 4 quanta at the 2 issues a warp can make per cycle; a simulator setting)
+
+
+class TraceRouter:
+    """Where the windows of a launch's traces go (:meth:`~maxsim.functional.launch.LaunchStream.set_window`):
+    a warp's next window is joined to its trace, on the SM that runs it or, before that, to the
+    trace it was handed with; a warp that has exited is closed there. :meth:`refill` runs the
+    functional run on (a window at a time) until every resident warp with more trace to come has
+    enough loaded, and says until when the SMs may run."""
+
+    def __init__(self, stream, quantum):
+        self.stream = stream
+        self.quantum = quantum
+        self.at = {}  # warp id -> its trace not yet on an SM, or (SM, slot, warp view)
+        self.sms = set()
+        self.dirty = False  # warps loaded since the last refill
+
+    def handed(self, traces):
+        for w, tr in traces.items():
+            if tr.open:
+                self.at[w] = tr
+
+    def loaded(self, warp, sm, slot, view):
+        self.at[warp] = (sm, slot, view)
+        self.sms.add(sm)
+        self.dirty = True
+
+    def take(self, traces, gone, done):
+        """A window (:meth:`~maxsim.functional.launch.LaunchStream.more`'s)."""
+        at = self.at
+        per_sm = {}
+        for w, ext in traces.items():
+            where = at.get(w)
+            if where is None:
+                continue  # (a warp whose trace was let go of: a timing run stopped early)
+            if isinstance(where, tuple):
+                per_sm.setdefault(where[0], []).append((where[1], where[2], ext.parts))
+            else:
+                where.parts.extend(ext.parts)
+        for sm, items in per_sm.items():
+            sm.extend_traces(items)
+        for w in (list(at) if done else gone):
+            where = at.pop(w, None)
+            if isinstance(where, tuple):
+                where[0].close_trace(where[1], where[2])
+            elif where is not None:
+                where.open = False
+
+    def refill(self):
+        """Run the functional run on until every resident warp with more trace to come has at
+        least ``max(STREAM_MIN_ROOM, STREAM_WINDOW / 2)`` positions loaded and not issued; returns
+        the cycle up to which the SMs may then run (no warp can issue past its loaded trace
+        before it: two issues per cycle, a quantum's overrun), or None when no trace is open."""
+        self.dirty = False
+        want = max(STREAM_MIN_ROOM, STREAM_WINDOW // 2)
+        while True:
+            rooms = [r for r in (sm.trace_room() for sm in self.sms) if r is not None]
+            if not rooms:
+                return None
+            if min(r for r, _ in rooms) < want and self.stream.running:
+                self.take(*self.stream.more())
+                continue
+            return min(t + (r - 8) // 2 - 2 * self.quantum for r, t in rooms)
 
 
 class CtaQueue:
@@ -120,7 +196,7 @@ class DispatchClock:
 
 def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards="warn", progress=None,
             total_instructions=None, until=None, keep_branch_times=True, clock=None, flatten_together=False,
-            timed=None):
+            timed=None, router=None):
     """Run ``cfg.gpu.sms`` SMs sharing ``memory_system``: SM ``i`` starts with the CTAs
     ``placement[i]`` (a list of ``(cta id, warp traces)``, or ``(cta id, warp traces, delay)`` for a
     CTA whose warps start ``delay`` cycles late, oldest first; the SMs take them: the
@@ -135,19 +211,23 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
     are flattened in one pass for all SMs before they start (:func:`~maxsim.timing.sm.flatten_queued`:
     faster, but holds them all at once; for short runs). ``timed``: SM 0 is also the launch's
     timed SM (:func:`simulate_gpu`), run with the hazard checks ``timed[0]`` and keeping its warps'
-    backward-branch times. Returns the SMs that ran CTAs."""
+    backward-branch times. ``router``: the :class:`TraceRouter` of a stream run in windows that
+    feeds the CTAs (compiled SMs and clock only). Returns the SMs that ran CTAs."""
     # an SM that starts with no CTA never runs (the dispatcher feeds only running SMs): not built
     sms = [SM(cfg, kernel, block, memory_system, hazards=timed[0] if timed and i == 0 else hazards, sm_id=i)
            for i, ctas in zip(range(cfg.gpu.sms), placement) if ctas]
     for sm in sms:
         sm.keep_branch_times = keep_branch_times or bool(timed and sm.sm_id == 0)
+        sm.router = router
     for sm in sms:
         ctas = placement[sm.sm_id]
         for cid, traces, *delay in ctas:
             sm.add_cta(cid, traces, *delay)
         ctas.clear()  # the SM holds them now, and lets each go when it has loaded it
     traces = None  # (nor does this frame hold the last one)
-    if flatten_together:
+    if router is not None:
+        pass  # (traces that grow are flattened as each CTA starts)
+    elif flatten_together:
         flatten_queued([sm for sm in sms if isinstance(sm, SM)])
     else:
         flatten_small_queued(sms)  # (a short run's, in one pass)
@@ -157,7 +237,8 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
             sm.dispatcher = queue
             sm.dispatch_clock = pace
     used = [sm for sm in sms if sm.pending]
-    advance(used, QUANTUM, clock=clock, until=until, progress=progress, total=total_instructions)
+    advance(used, QUANTUM, clock=clock, until=until, progress=progress, total=total_instructions,
+            refill=router.refill if router is not None else None)
     return used
 
 
@@ -260,16 +341,18 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
                                   progress=progress)
         stream, items = stream if isinstance(stream, tuple) else (stream, stream_ctas(stream))
         count = len(stream.ctas)
+        router = _windows(stream, clock=None)
     else:
         res, items = traced
         count = len(items)
+        router = None
     ms = memory_system if memory_system is not None else MemorySystem(cfg)
     per_sm = residency(kernel, block, cfg)[0]
     placement, queue = round_robin(items, cfg.gpu.sms, per_sm)
     used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards,
                    progress=progress if traced is not None else None,
                    total_instructions=res.warp_instructions if traced is not None else None,
-                   keep_branch_times=False, timed=timed)
+                   keep_branch_times=False, timed=timed, router=router)
     if traced is None:
         res = stream.finish()
     timed_sm = _complete_timed(used, res, ms, cfg, block) if timed else None
@@ -285,6 +368,24 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
                      waves=count / (per_sm * cfg.gpu.sms), resident_ctas=per_sm, stats=total,
                      l2_hit_rate=ms.l2_hit_rate, dram_bytes=total.dram_bytes, launch=res,
                      sim_seconds=time.perf_counter() - t0, sms=used, memory=ms, timed_sm=timed_sm)
+
+
+def _windows(stream, clock=None):
+    """A :class:`TraceRouter` for ``stream`` run in windows of ``STREAM_WINDOW`` positions (the traces
+    held then stay about two windows per resident warp however long the CTAs run), or None: when
+    the SMs are not the compiled core run by the compiled clock, or the stream has begun."""
+    if stream_windows is False or core_name(None) != "compiled" or clock_name(clock) != "compiled":
+        return None
+    if stream._next or stream.running or stream.window is not None or not stream._hand_over:
+        return None
+    router = TraceRouter(stream, QUANTUM)
+    stream.set_window(STREAM_WINDOW, router.take)
+    stream.router = router
+    return router
+
+
+stream_windows = True  # a whole-GPU run of a functional stream streams its traces in windows (a
+# simulator setting: same figures either way; False holds each batch's traces whole)
 
 
 def _complete_timed(used, res, ms, cfg, block):

@@ -92,10 +92,13 @@ class Solo:
 PROGRESS_CYCLES = 2048  # simulated cycles between two progress reports of a timing run
 
 
-def run_together(sms, quantum, *, until=None, progress=None):
+def run_together(sms, quantum, *, until=None, progress=None, refill=None):
     """Run the compiled SMs ``sms`` (sharing one memory system) until each has finished, or until
     cycle ``until``, in the order of simpy processes made in list order. ``progress()`` is called
-    every ``PROGRESS_CYCLES`` simulated cycles."""
+    every ``PROGRESS_CYCLES`` simulated cycles. ``refill()`` (traces that grow in windows, see
+    :class:`maxsim.gpu.gpu.TraceRouter`) loads more trace where warps need it and returns the
+    cycle the SMs may run to (None: no limit); it is called then, and whenever CTAs were loaded
+    (the SMs stop at a cycle as for ``until``, which changes no figure)."""
     sms = list(sms)
     if not sms:
         return
@@ -109,9 +112,10 @@ def run_together(sms, quantum, *, until=None, progress=None):
     E[K.E_CUR] = -1
     E[K.E_QUANTUM] = quantum
     mark = PROGRESS_CYCLES if progress is not None else None
+    room = None  # refill's cycle
 
     def stop():
-        marks = [m for m in (until, mark) if m is not None]
+        marks = [m for m in (until, mark, room) if m is not None]
         return min(marks) if marks else -1
     E[K.E_STOP] = stop()
     while True:
@@ -120,14 +124,18 @@ def run_together(sms, quantum, *, until=None, progress=None):
         if status == K.FINISHED:
             break
         if status == K.STOPPED:
-            if until is not None and E[K.E_STOP] == until:
+            at = int(E[K.E_STOP])
+            if until is not None and at == until:
                 for sm in sms:  # as simpy leaves them: the clock, the logs and the exits up to date
                     sm.now = int(sm._G[K.G_T])
                     sm._drain()
                     sm.flush_exits()
                 break
-            progress()
-            mark += PROGRESS_CYCLES
+            if mark is not None and at == mark:
+                progress()
+                mark += PROGRESS_CYCLES
+            if room is not None and at == room:
+                room = refill()
             E[K.E_STOP] = stop()
             continue
         sm = sms[int(E[K.E_SM])]
@@ -136,21 +144,27 @@ def run_together(sms, quantum, *, until=None, progress=None):
         elif sm._after_call(status):
             sm._end()
             E[K.E_CUR] = -1
+        if refill is not None and sm.router is not None and sm.router.dirty:
+            room = refill()
+            E[K.E_STOP] = stop()
 
 
-def advance(sms, quantum, *, clock=None, until=None, progress=None, total=None):
+def advance(sms, quantum, *, clock=None, until=None, progress=None, total=None, refill=None):
     """Run the SMs ``sms`` (sharing one memory system; each with its CTAs queued) until each has
     finished, or until cycle ``until``: compiled SMs with :func:`run_together` unless ``clock`` (or
     ``$MAXSIM_CLOCK``) is "simpy", reference SMs always as simpy processes (same order, same
     numbers). ``progress(done, total, "timing", "warp instructions")`` is told the warp
     instructions issued every ``PROGRESS_CYCLES`` simulated cycles and, when the run ends, ``total``
-    (the functional run's count); it only reads the counters."""
+    (the functional run's count); it only reads the counters. ``refill``: see :func:`run_together`
+    (compiled SMs and clock only)."""
     sms = list(sms)
     tell = None if progress is None else \
         (lambda: progress(sum(sm.issued() for sm in sms), total, "timing", "warp instructions"))
     if clock_name(clock) == "compiled" and all(sm.core == "compiled" for sm in sms):
-        run_together(sms, quantum, until=until, progress=tell)
+        run_together(sms, quantum, until=until, progress=tell, refill=refill)
     else:
+        if refill is not None:
+            raise ValueError("traces that grow in windows need the compiled SMs and clock")
         env = simpy.Environment()
         procs = [sm.run(env, quantum=quantum) for sm in sms]
         if tell is not None:

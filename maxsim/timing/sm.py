@@ -27,6 +27,7 @@ import time
 import weakref
 
 import numpy as np
+from numba import typed
 
 from .. import jit  # noqa: F401  (numba without scipy.linalg, before the core's first call)
 from ..jit import njit
@@ -94,7 +95,7 @@ class WarpView:
     Of its trace it keeps the instruction indices of each part (``parts``, for messages; the
     records are in the SM's trace buffers once loaded), until it exits."""
 
-    __slots__ = ("wid", "slot", "sched", "cta", "label", "parts", "branch_times", "done", "_flat")
+    __slots__ = ("wid", "slot", "sched", "cta", "label", "parts", "branch_times", "done", "_flat", "base")
 
     def __init__(self, wid, slot, sched, cta, label, parts):
         self.wid = wid
@@ -106,6 +107,7 @@ class WarpView:
         self.branch_times = []  # cycles at which it issued a backward branch
         self.done = False
         self._flat = None
+        self.base = 0  # trace positions before ``parts`` (let go of in a launch run in windows)
 
     def flat_pcs(self):
         if self._flat is None:
@@ -116,15 +118,86 @@ class WarpView:
         return self._flat
 
 
+def _readonly_list(arrays):
+    """A numba typed list of read-only views of ``arrays`` (one type for all, whatever their flags)."""
+    out = typed.List()
+    for a in arrays:
+        v = a.view()
+        v.flags.writeable = False
+        out.append(v)
+    return out
+
+
+_RECORD_LISTS = {}  # id(segment) -> (the segment, weakly; positions, typed lists of _record_lists)
+RECORD_LISTS = 16  # segments whose lists are kept (a simulator setting: the chunks of a segment's rows
+# are built one after another, each reading every record)
+
+
+def _record_lists(seg, sec_pos, recs):
+    """Typed lists of the sector-list records' ``flat`` and ``ends`` arrays of segment ``seg`` (at
+    positions ``sec_pos``), made once for all chunks of its rows; None when a record is not a
+    :class:`SectorLists` of int64 sectors and int32 ends."""
+    hit = _RECORD_LISTS.get(id(seg))
+    if hit is not None and hit[0]() is seg and np.array_equal(hit[1], sec_pos):
+        return hit[2]
+    if not all(isinstance(rec, SectorLists) and rec.ends.dtype == np.int32 and rec.flat.dtype == np.int64
+               for rec in recs):
+        return None
+    key = id(seg)
+
+    def gone(_, key=key):  # the segment has died: let go of its records' arrays at once
+        hit = _RECORD_LISTS.get(key)
+        if hit is not None and hit[0]() is None:
+            del _RECORD_LISTS[key]
+    out = (weakref.ref(seg, gone), sec_pos, (_readonly_list([rec.flat for rec in recs]),
+                                             _readonly_list([rec.ends for rec in recs])))
+    _RECORD_LISTS.pop(id(seg), None)
+    while len(_RECORD_LISTS) >= RECORD_LISTS:
+        del _RECORD_LISTS[next(iter(_RECORD_LISTS))]
+    _RECORD_LISTS[id(seg)] = out
+    return out[2]
+
+
 @njit(cache=True)
-def _scatter_lists(flat, to, n, src):
-    """``flat[to[k]:to[k] + n[k]]`` = list k, the lists one after another in ``src``."""
-    j = 0
-    for k in range(to.shape[0]):
-        t = to[k]
-        for i in range(n[k]):
-            flat[t + i] = src[j + i]
-        j += n[k]
+def _gather_lists(flats, ends, lo, hi):
+    """The sector blocks of rows ``lo .. hi - 1`` of sector-list records (record j: its lists one
+    after another in ``flats[j]``, row r's ending at ``ends[j][r]``): per row and record the offset
+    of the list's count in the row's block; the blocks one after another (each list: count, then
+    its sectors); where each row's block starts and its size; per row the largest count."""
+    nrec = len(flats)
+    rows = hi - lo
+    heads = np.empty((rows, nrec), np.int64)
+    per_row = np.zeros(rows, np.int64)
+    most = np.zeros(rows, np.int64)
+    for j in range(nrec):
+        e = ends[j]
+        prev = np.int64(e[lo - 1]) if lo else np.int64(0)
+        for r in range(rows):
+            x = np.int64(e[lo + r])
+            n = x - prev
+            heads[r, j] = per_row[r]
+            per_row[r] += n + 1
+            if n > most[r]:
+                most[r] = n
+            prev = x
+    starts = np.empty(rows, np.int64)
+    total = 0
+    for r in range(rows):
+        starts[r] = total
+        total += per_row[r]
+    flat = np.empty(total, np.int64)
+    for j in range(nrec):
+        e = ends[j]
+        src = flats[j]
+        prev = np.int64(e[lo - 1]) if lo else np.int64(0)
+        for r in range(rows):
+            x = np.int64(e[lo + r])
+            at = starts[r] + heads[r, j]
+            flat[at] = x - prev
+            for i in range(x - prev):
+                flat[at + 1 + i] = src[prev + i]
+            prev = x
+    return heads, flat, starts, per_row, most
 
 
 def segment_tables(seg, unit, lo=0, hi=None):
@@ -148,21 +221,20 @@ def segment_tables(seg, unit, lo=0, hi=None):
                       dtype=np.int64).reshape(-1, rows).T.copy()
     bar = (np.array([np.asarray(seg.mem[q]).astype(np.int64)[lo:hi] for q in bar_pos.tolist()], dtype=np.int64)
            .reshape(-1, rows).T.copy())
-    heads = np.zeros((rows, 0), dtype=np.int64)
+    heads = np.zeros((rows, sec_pos.size), dtype=np.int64)
     blocks = [np.zeros(0, np.int64)] * rows
     most = np.zeros(rows, dtype=np.int64)
-    if sec_pos.size:
+    if sec_pos.size and rows:
         recs = [seg.mem[q] for q in sec_pos.tolist()]
-        compact = all(isinstance(rec, SectorLists) for rec in recs)
-        if compact:
-            # each record's lists of these rows are one run of its flat array
-            ends = [rec.ends[lo:hi] for rec in recs]
-            begins = [int(rec.ends[lo - 1]) if lo else 0 for rec in recs]
-            lens = np.stack([np.diff(e, prepend=b) for e, b in zip(ends, begins)], axis=1) if rows else \
-                np.zeros((0, len(recs)), np.int64)
-        else:
-            lists = [rec[r] for r in range(lo, hi) for rec in recs]  # row-major
-            lens = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)).reshape(rows, -1)
+        lists = _record_lists(seg, sec_pos, recs)
+        if lists is not None:
+            # every record's lists of these rows gathered in one compiled pass
+            flats, ends = lists
+            heads, flat, starts, per_row, most = _gather_lists(flats, ends, lo, hi)
+            blocks = [flat[a:a + n] for a, n in zip(starts.tolist(), per_row.tolist())]
+            return pcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, most
+        lists = [rec[r] for r in range(lo, hi) for rec in recs]  # row-major
+        lens = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)).reshape(rows, -1)
         size = lens + 1
         heads = np.cumsum(size, axis=1) - size  # where each list's count goes in its row's block
         most = lens.max(axis=1)
@@ -171,19 +243,10 @@ def segment_tables(seg, unit, lo=0, hi=None):
         flat = np.empty(int(per_row.sum()), dtype=np.int64)
         at = (heads + starts[:, None]).ravel()
         flat[at] = lens.ravel()
-        if compact:
-            # record after record, its rows' lists at once: row r's list lands after its count, at
-            # starts[r] + heads[r, record] + 1 (copied in compiled code: no index arrays the size
-            # of the lists)
-            to = starts[:, None] + heads + 1
-            for j, (rec, e, b) in enumerate(zip(recs, ends, begins)):
-                if e.size and int(e[-1]) > b:
-                    _scatter_lists(flat, to[:, j], lens[:, j], rec.flat[b:int(e[-1])])
-        else:
-            body = np.ones(flat.size, dtype=bool)
-            body[at] = False
-            if body.any():
-                flat[body] = np.concatenate(lists)
+        body = np.ones(flat.size, dtype=bool)
+        body[at] = False
+        if body.any():
+            flat[body] = np.concatenate(lists)
         blocks = [flat[a:a + n] for a, n in zip(starts.tolist(), per_row.tolist())]
     return pcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, most
 
@@ -194,6 +257,8 @@ def segment_tables(seg, unit, lo=0, hi=None):
 # wave). Tables are built TABLE_ROWS rows at a time and kept up to SEGMENT_CACHE entries and
 # TABLE_BYTES in all.
 _SEGMENTS = {}
+HAZARD_HISTORY = 4096  # issued positions a trace run in windows keeps for hazard messages to name the
+# instruction a hazard waited on (a simulator setting; beyond them a message says "an earlier instruction")
 TRACE_SLACK = 0.125  # room a grown trace buffer leaves beyond the resident traces, as a share of them
 # (a simulator setting: more means fewer moves of the traces, less means less memory)
 SEGMENT_CACHE = 256  # table chunks kept (a simulator setting: bounds the memory the cache holds)
@@ -462,6 +527,7 @@ class SM:
         self.dispatcher = None  # a GPU's shared queue of further CTAs (collections.deque)
         self.dispatched = []  # (cycle, cta id) taken from the dispatcher
         self.dispatch_clock = None  # a GPU's block dispatcher's pace (``take(t)``: the start of a CTA taken at t)
+        self.router = None  # where the windows of a launch run in windows go (maxsim.gpu.gpu.TraceRouter)
         self.all_warps = []
         self.peak_warps = 0
         self.resident = 0
@@ -570,6 +636,11 @@ class SM:
         self._SEC = np.zeros(0, dtype=np.int64)
         self._tfill = self._sfill = 0  # used lengths of TPC/TAUX and SEC
         self._slot_trace = {}  # warp slot -> (start in TPC, length, start in SEC, length, offset positions)
+        # per warp slot: positions of its trace let go of before its start in TPC (a trace that grows
+        # in windows keeps only what its warp has not issued; W_TBASE is its start less these), and
+        # whether more of it may come (see extend_traces)
+        self._pos0 = np.zeros(cfg.sm.max_warps, dtype=np.int64)
+        self._open = np.zeros(cfg.sm.max_warps, dtype=bool)
         self._freed = []  # (start in TPC, length, start in SEC, length) of traces whose warps exited
         self._REQ = REQ
         self._fixed = (RC, BANKS, C, P, L, RD)
@@ -699,7 +770,7 @@ class SM:
             SEC[q:q + ns] = old_sec[sb:sb + ns]
             if offs.size:
                 TAUX[tb + offs] += q - sb
-            self._W[slot, K.W_TBASE] = tb
+            self._W[slot, K.W_TBASE] = tb - self._pos0[slot]
             live[slot] = (tb, n, q, ns, offs)
             q += ns
         self._TPC, self._TAUX, self._SEC = TPC, TAUX, SEC
@@ -751,6 +822,10 @@ class SM:
                 view = WarpView(wid, slot, self.scheds[s], cta, label + str(w), tr.parts)
                 pcs, tbase = self._load_trace(slot, flats[w])
                 flats[w] = None
+                self._pos0[slot] = 0
+                self._open[slot] = getattr(tr, "open", False)
+                if self._open[slot]:
+                    self.router.loaded(tr.warp, self, slot, view)
                 row = W[slot]
                 row[:] = start_row
                 row[K.W_TBASE] = tbase
@@ -770,6 +845,60 @@ class SM:
             # the next functional batch; these would keep their batch's records alive meanwhile)
             traces = tr = flats = None
 
+    def extend_traces(self, items):
+        """Join the next window of their traces to resident warps' (``items``: ``(slot, warp view,
+        the window's parts)``; a warp no longer in its slot is passed over). A warp's trace keeps
+        only what it has not issued, then the window: moved to a new place in the trace buffers."""
+        items = [(slot, view, parts) for slot, view, parts in items if self._slot_warp[slot] is view and not view.done]
+        if not items:
+            return
+        flats = flatten_traces([parts for _, _, parts in items], self._unit, self._unit_key)
+        W, cat = self._W, np.concatenate
+        joined = []
+        for (slot, view, parts), (pcs, aux, sec, offs, most) in zip(items, flats):
+            tb, n, sb, ns, old_offs = self._slot_trace.pop(slot)
+            pos = int(W[slot, K.W_POS])
+            r0 = pos - int(self._pos0[slot])  # the next position to issue, in the buffer's trace
+            keep = old_offs[old_offs >= r0]
+            s0 = int(self._TAUX[tb + keep[0]]) if keep.size else sb + ns  # its first sector list
+            rest_aux = self._TAUX[tb + r0:tb + n].copy()
+            rest_aux[keep - r0] -= s0
+            rest_sec = self._SEC[s0:sb + ns]
+            aux = aux.copy()
+            aux[offs] += rest_sec.size
+            joined.append((slot, pos, (cat((self._TPC[tb + r0:tb + n], pcs)), cat((rest_aux, aux)), cat((rest_sec, sec)),
+                                       cat((keep - r0, offs + (n - r0))), most)))
+            self._freed.append((tb, n, sb, ns))
+            # what a hazard message may name: the parts not yet issued
+            view.parts = list(view.parts) + [seg.pcs for seg, _ in parts]
+            view._flat = None
+            while len(view.parts) > 1 and view.base + len(view.parts[0]) <= pos - HAZARD_HISTORY:
+                view.base += len(view.parts[0])
+                view.parts.pop(0)
+        self._make_room([f for _, _, f in joined])
+        for slot, pos, flat in joined:
+            pcs, tbase = self._load_trace(slot, flat)
+            self._pos0[slot] = pos
+            W[slot, K.W_TBASE] = tbase - pos
+            W[slot, K.W_LEN] = pos + pcs.size
+
+    def close_trace(self, slot, view):
+        """The warp in ``slot`` has no more trace to come (its functional run has exited)."""
+        if self._slot_warp[slot] is view:
+            self._open[slot] = False
+
+    def trace_room(self):
+        """``(fewest positions any warp with more trace to come has loaded and not issued, the SM's
+        cycle)``, or None when no such warp is resident."""
+        open_ = self._open
+        if not open_.any():
+            return None
+        W = self._W
+        rows = np.flatnonzero(open_ & (W[:, K.W_DONE] == 0))
+        if not rows.size:
+            return None
+        return int((W[rows, K.W_LEN] - W[rows, K.W_POS]).min()), int(self._G[K.G_T])
+
     def flush_exits(self):
         """Take in the warps that exited since the last time, in the order they exited: their
         stall statistics, and their traces let go (a whole-GPU run would otherwise hold every
@@ -787,6 +916,7 @@ class SM:
             view = views[slot]
             view.done = True
             view.parts, view._flat = (), None
+            self._open[slot] = False
             tb, n, sb, ns, _ = self._slot_trace.pop(slot)
             self._freed.append((tb, n, sb, ns))
             d = st.warp_stalls.setdefault(view.label, {r: 0 for r in STALL_REASONS})
@@ -951,9 +1081,15 @@ class SM:
         n = int(G[K.G_NBLOG])
         if n:
             if self.keep_branch_times:
+                # each warp's times in the order logged, a run of them at a time
                 warps = self.all_warps
-                for wid, t in self._BLOG[:n].tolist():
-                    warps[wid].branch_times.append(t)
+                log = self._BLOG[:n]
+                order = np.argsort(log[:, 0], kind="stable")
+                wids = log[order, 0]
+                times = log[order, 1].tolist()
+                cuts = [0] + (np.flatnonzero(wids[1:] != wids[:-1]) + 1).tolist() + [n]
+                for a, b in zip(cuts[:-1], cuts[1:]):
+                    warps[int(wids[a])].branch_times.extend(times[a:b])
             G[K.G_NBLOG] = 0
         n = int(G[K.G_NILOG])
         if n:
@@ -994,7 +1130,7 @@ class SM:
     def _earlier(self, w, pos, match):
         """``"OPCODE at file:line"`` of the latest instruction before position ``pos`` of the
         warp's trace that satisfies ``match(pc)``."""
-        for q in reversed(w.flat_pcs()[:pos]):
+        for q in reversed(w.flat_pcs()[:max(0, pos - w.base)]):
             if match(q):
                 i = self.kernel.instructions[q]
                 return f"{i.full_opcode} at {i.where}"
@@ -1022,12 +1158,12 @@ class SM:
                     pos = int(W[slot, K.W_POS])
                     # the reference names the instruction before the current one within the
                     # current part of the trace, else the current one
-                    start = 0
+                    start = w.base
                     for pcs in w.parts:
                         if pos < start + len(pcs):
                             break
                         start += len(pcs)
-                    pc = w.flat_pcs()[pos - 1] if pos > start else int(W[slot, K.W_PC])
+                    pc = w.flat_pcs()[pos - 1 - w.base] if pos > start else int(W[slot, K.W_PC])
                     instr = self.kernel.instructions[pc]
                     c = w.cta.index
                     raise SimulationError(
