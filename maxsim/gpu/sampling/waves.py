@@ -31,7 +31,7 @@ import numpy as np
 
 from ...functional.trace import narrowed
 from ..gpu import round_robin, run_sms, stream_ctas
-from .dispatcher import dispatch
+from .dispatcher import makespan as laid_out
 from .kloop_history import _unit_sectors
 from .records import _add, _scale, memory_counters
 from .settings import SETTINGS
@@ -342,13 +342,13 @@ def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
     # the launch's first two waves as its first chunk ran them (the dispatcher's own start)
     first = {i: d for i, _, d in chunks[0].early + chunks[0].durations} if chunks[0].first == 0 else {}
 
-    def duration(j, i, scale=1.0):
-        return first[i] if i in first else dur[i] * scale
+    first_at = np.array(sorted(first), dtype=np.int64)
+    first_d = np.array([first[i] for i in first_at], dtype=float)
 
     def makespan(scale=1.0):
-        sched = dispatch(n, slots, lambda j, i: duration(j, i, scale), launch=cfg.sm.cta_launch_cycles,
-                         interval=cfg.gpu.cta_dispatch_interval)
-        return max(e for _, _, e in sched)
+        d = dur * scale
+        d[first_at] = first_d
+        return laid_out(d, slots, launch=cfg.sm.cta_launch_cycles, interval=cfg.gpu.cta_dispatch_interval)
     cycles = makespan()
     later = [c for c in chunks if c.first > 0] or chunks
     ratios = np.array([sum(d for _, _, d in c.durations) / sum(dur[i] for i, _, _ in c.durations) for c in later])
