@@ -46,6 +46,57 @@ def test_a_ctas_duration_is_its_groups_measured_mean_or_the_line_through_the_sam
     assert d[1] == d[4] == pytest.approx(icpt + 20 * slope)
 
 
+def test_the_compiled_layout_ends_where_the_dispatcher_model_does():
+    from maxsim.gpu.sampling.dispatcher import dispatch, makespan
+    rng = np.random.default_rng(3)
+    for n, slots in ((5, 8), (1000, 64), (20000, 256)):
+        d = rng.random(n) * 1000 + 100
+        want = max(e for _, _, e in dispatch(n, slots, lambda j, i: d[i], launch=700, interval=1))
+        assert makespan(d, slots, launch=700, interval=1) == want
+
+
+def test_a_timing_only_prediction_counts_the_ctas_not_run_from_a_stratified_sample():
+    slots, n = 256, 300_000
+    look = 1000
+    run = np.array(waves.needed(n, slots, look, seed=1))
+    span = waves.CHUNK_WAVES * slots
+    for s in waves.chunk_starts(n, slots):  # every chunk and the CTAs before it run
+        assert np.isin(np.arange(max(0, s - look), s + span), run).all()
+    assert len(run) < 0.2 * n
+    i = np.arange(n)
+    # the standard error is small for work that changes along the grid, larger for work that changes
+    # from one CTA to the next (a sample of 4,096 of 300,000 CTAs, an eighth of them 16x longer: ~2.6%)
+    for name, instr, bound in (("divergent", np.where(i % 8 == 0, 1600, 100), 0.04),
+                               ("triangular", 50 + i * 1000 // n, 0.001),
+                               ("boundary", np.where((i % 1024 == 0) | (i % 1024 == 1023), 20, 300), 0.01)):
+        partial = np.full(n, -1)
+        partial[run] = instr[run]
+        filled, total, se = waves.estimated(partial)
+        assert abs(total - instr.sum()) <= 3 * se + 1e-9 * instr.sum(), name
+        assert se < bound * instr.sum(), name
+        assert (filled[run] == instr[run]).all() and set(np.unique(filled)) <= set(np.unique(instr)), name
+
+
+def test_a_timing_only_launch_runs_a_share_of_the_ctas_and_predicts_as_the_whole_run():
+    h, w = 8192, 512  # 32,768 CTAs: 1,024 waves on two SMs
+    k = Kernel.load(SUITE, cfg=CFG, kernel="stencil2d")
+    a = np.random.default_rng(1).random(h * w, dtype=np.float32)
+    out = {}
+    for only in (False, True):
+        out[only] = launch(k, (w // 128, h), 128, params={"in": "in", "out": "out", "h": h, "w": w},
+                           buffers={"in": a, "out": np.zeros_like(a)}, config=CFG, timing=False, timing_only=only)
+    whole, part = out[False], out[True]
+    p, q = whole.prediction, part.prediction
+    assert q.method == "sampled across waves"
+    assert p.details["ctas_run"] == h * w // 128 and q.details["ctas_run"] < 0.5 * h * w // 128
+    counted, se = q.details["warp_instructions"], q.details["warp_instructions_standard_error"]
+    assert abs(counted - whole.result.warp_instructions) <= 3 * se + 1
+    assert q.cycles == pytest.approx(p.cycles, rel=0.01)
+    assert q.interval[0] <= q.cycles <= q.interval[1]
+    with pytest.raises(LaunchError, match="timing-only"):
+        part.read("out")
+
+
 def test_a_launch_of_many_waves_is_sampled_and_within_2_percent_of_the_full_simulation():
     # 2 SMs x 16 CTAs of 128 threads: 1,024 rows of 4 CTAs are 128 waves
     sampled, a = _stencil(1024, "auto")

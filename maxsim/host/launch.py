@@ -312,7 +312,7 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
            config=None,
            timing=True, predict=True, sampling=None, trace=False, sm_ctas=None, ctas=None, occupancy=None,
            hazards="warn", max_cycles=None, max_instructions=None, progress=None, timeline=None,
-           expected_instructions=None, l2_start="empty", gpu_method="auto") -> LaunchReport:
+           expected_instructions=None, l2_start="empty", gpu_method="auto", timing_only=False) -> LaunchReport:
     """Launch ``kernel`` (a :class:`Kernel`, a decoded kernel, a file path or a kernel text) over
     ``grid`` CTAs of ``block`` threads.
 
@@ -337,7 +337,11 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     :mod:`~maxsim.gpu.sampling.intime`; a shape launched again reuses the figures of its launches
     once they repeat, :mod:`~maxsim.gpu.sampling.launches`; the functional run stays whole),
     ``"full"`` (every CTA on every SM, whatever the size) or ``"sampled"`` (as "auto").
-    The prediction says how it was made (:class:`Prediction`). Returns a :class:`LaunchReport`."""
+    The prediction says how it was made (:class:`Prediction`). ``timing_only``: the functional run
+    computes only what the timing model reads (addresses, guards, control flow; no buffer can be
+    read back), and a launch sampled across waves runs functionally only the CTAs its prediction
+    needs (its chunks, their histories and a sample of the rest, whose warp instructions stand for
+    the CTAs not run: :func:`maxsim.gpu.sampling.waves.needed`). Returns a :class:`LaunchReport`."""
     from ..functional.launch import launch as run_functional
     from ..timing.memory_system import L2_STARTS
     if l2_start not in L2_STARTS:
@@ -386,7 +390,7 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     if streamed and gpu_method != "full" and l2_start == "empty" and _sampled_across_waves(code, gx * gy, bx, cfg):
         res, gpu = _waves_gpu(code, (gx, gy), bx, cfg, bound, recorder, timing and (sm_ctas or None),
                               max_instructions=max_instructions, progress=progress,
-                              expected_instructions=expected_instructions)
+                              expected_instructions=expected_instructions, timing_only=timing_only)
     elif streamed:
         # every CTA on every SM, timed as the functional run goes (see predict_gpu): the traces
         # of the CTAs the timed SM runs are kept, the others let go once timed; a launch of one
@@ -395,16 +399,16 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
                                      False if once else timing and (sm_ctas or None),
                                      max_instructions=max_instructions, progress=progress,
                                      expected_instructions=expected_instructions, l2_start=l2_start,
-                                     timed=(hazards,) if once else None)
+                                     timed=(hazards,) if once else None, timing_only=timing_only)
     elif timing and not predict and not trace:
         # the timed SM needs the traces of the launch's first CTAs only: the others are let go
         res = _first_traces(code, (gx, gy), bx, cfg, bound, recorder, sm_ctas, ctas=ctas,
                             max_instructions=max_instructions, progress=progress,
-                            expected_instructions=expected_instructions)
+                            expected_instructions=expected_instructions, timing_only=timing_only)
     else:
         res = run_functional(code, (gx, gy), bx, bound.launch_params, bound.memory, bound.textures,
                              max_instructions=max_instructions, recorder=recorder, ctas=ctas, progress=progress,
-                             expected_instructions=expected_instructions)
+                             expected_instructions=expected_instructions, timing_only=timing_only)
     report = dict(kernel=k, grid=(gx, gy), block=bx, cfg=cfg, bound=bound, result=res)
     if sm is not None:
         from ..report.fields import timing_fields
@@ -550,10 +554,22 @@ def _waves_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
     from ..gpu.sampling import waves
     from ..timing.sm import residency
     per_sm = residency(code, block, cfg)[0]
+    look = ctas = None
+    if run.get("timing_only"):  # only the CTAs the prediction needs (see launch)
+        from ..functional.trace import TraceRecorder
+        from ..timing.summaries import make_summariser
+        gx, gy = grid
+        slots = cfg.gpu.sms * per_sm
+        first = [(i % gx, i // gx) for i in range(min(gx * gy, 64))]
+        look = waves.probe_look(LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
+                                             recorder=TraceRecorder(make_summariser(cfg)), ctas=first,
+                                             timing_only=True), code, cfg, slots)
+        ctas = [(i % gx, i // gx) for i in waves.needed(gx * gy, slots, look)]
+        run = dict(run, expected_instructions=None)
     stream = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
-                          recorder=recorder, **run)
+                          recorder=recorder, ctas=ctas, **run)
     keep = 0 if sm_ctas is False else min(len(stream.ctas), sm_ctas or per_sm)
-    instr, chunks, kept = waves.stream_and_sample(stream, code, block, cfg, per_sm, keep=keep)
+    instr, chunks, kept = waves.stream_and_sample(stream, code, block, cfg, per_sm, keep=keep, look=look)
     res = stream.finish(dict(enumerate(kept)))
     w = waves.extrapolate(instr, chunks, cfg.gpu.sms * per_sm, cfg)
     seconds = cfg.cycles_to_seconds(w.cycles) + cfg.gpu.launch_overhead_us * 1e-6

@@ -31,7 +31,7 @@ import numpy as np
 
 from ...functional.trace import narrowed
 from ..gpu import round_robin, run_sms, stream_ctas
-from .dispatcher import dispatch
+from .dispatcher import makespan as laid_out
 from .kloop_history import _unit_sectors
 from .records import _add, _scale, memory_counters
 from .settings import SETTINGS
@@ -44,6 +44,7 @@ GROUPS = _W["groups"]
 CHUNK_WAVES = _W["chunk_waves"]
 MEASURED_WAVE = _W["measured_wave"]
 INTERVAL_SE = _W["interval_standard_errors"]
+COUNTED = _W["counted"]
 
 
 def applies(n_ctas, slots) -> bool:
@@ -75,6 +76,8 @@ class Chunk:
     memory: dict
     flops: float = 0.0
     instructions: int = 0  # warp instructions of all its CTAs
+    dirty_start: float = 0.0  # bytes of dirty L2 sectors when it started (after the warming) ...
+    dirty_end: float = 0.0  # ... and when its last CTA ended
 
 
 @attrs.frozen
@@ -106,6 +109,7 @@ def _simulate_chunk(kernel, block, cfg, items, history, instr, first, per_sm, pe
             ms.warm(reads)
         if len(stores):
             ms.warm(stores, True)
+    dirty_start = _dirty_bytes(ms, cfg)
     index_of = {cid: i for i, cid, _ in items}
     sms_n = cfg.gpu.sms
     dealt = [(cid, tr) if period is None or p >= per_sm * sms_n else
@@ -123,17 +127,24 @@ def _simulate_chunk(kernel, block, cfg, items, history, instr, first, per_sm, pe
     m = min(MEASURED_WAVE, len([w for w in waves if w]) - 1)
     return Chunk(first, waves[m], sum(waves[:m], ()), float(cycles),
                  memory_counters(ms, cycles, sms), float(sum(sm.stats.flops for sm in sms)),
-                 int(sum(int(instr[i]) for i in index_of.values())))
+                 int(sum(int(instr[i]) for i in index_of.values())), dirty_start, _dirty_bytes(ms, cfg))
 
 
-def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None):
+def _dirty_bytes(ms, cfg) -> float:
+    """Bytes of the dirty sectors the L2 of ``ms`` holds."""
+    return float(sum(ms.l2.dirty_sectors(s) for s in range(cfg.l2.slices)) * cfg.l2.sector)
+
+
+def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None, look=None):
     """Run ``stream`` (a :class:`~maxsim.functional.launch.LaunchStream` with a trace recorder of
     ``cfg``) to its end, simulating each chunk as soon as its CTAs have run. Returns the warp
-    instructions of every CTA (in launch order), the chunks, and copies of the first ``keep`` CTAs'
-    warp traces (the timed SM's). The sectors of a CTA are taken only when it may be in the history
-    of a chunk (the CTAs before it whose sectors fill ``HISTORY_FILL`` L2 capacities, counted from
-    the first CTAs' sectors, with room to spare)."""
-    n = len(stream.ctas)
+    instructions of every CTA of the grid (in launch order; -1 for a CTA the stream did not run:
+    see :func:`needed`), the chunks, and copies of the first ``keep`` CTAs' warp traces (the timed
+    SM's). The sectors of a CTA are taken only when it may be in the history of a chunk (the CTAs
+    before it whose sectors fill ``HISTORY_FILL`` L2 capacities, counted from the first CTAs'
+    sectors, with room to spare; ``look``: that many CTAs, known beforehand)."""
+    gx, gy = stream.grid
+    n = gx * gy
     slots = per_sm * cfg.gpu.sms
     span = CHUNK_WAVES * slots
     starts = chunk_starts(n, slots)
@@ -141,14 +152,16 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None)
     for c, s in enumerate(starts):
         for i in range(s, min(n, s + span)):
             member.setdefault(i, c)
-    instr = np.zeros(n, dtype=np.int64)
+    instr = np.full(n, -1, dtype=np.int64)
     capacity = HISTORY_FILL * cfg.l2.size // cfg.l2.sector
     history, held = collections.deque(), 0
     waiting = {c: [] for c in range(len(starts))}
     warm_of = {}
     chunks, kept = [], []
-    look, seen, probe = n, 0, min(n, 64)
-    for i, (cid, traces) in enumerate(stream_ctas(stream)):
+    probe = min(n, 64)
+    look, seen = n if look is None else look, 0
+    for cid, traces in stream_ctas(stream):
+        i = cid[1] * gx + cid[0]
         instr[i] = sum(len(t) for t in traces)
         if i < keep:
             kept += narrowed(traces)
@@ -157,7 +170,7 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None)
             if i == starts[c]:
                 warm_of[c] = list(history)
             waiting[c].append((i, cid, traces))
-            if len(waiting[c]) == span or i == n - 1:
+            if len(waiting[c]) == span or i == min(n, starts[c] + span) - 1:
                 period = None
                 if chunks and starts[c] > 0:  # the launch's first chunk gives the period of a CTA slot
                     period = np.mean([d for _, _, d in chunks[0].durations]) + cfg.sm.cta_launch_cycles
@@ -171,12 +184,75 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None)
             held += len(secs[0]) + len(secs[1])
             seen += len(secs[0]) + len(secs[1])
             if i == probe - 1:  # CTAs of history a chunk needs, with room to spare
-                look = int(2 * capacity * probe / max(1, seen)) + slots
+                look = history_ctas(seen, probe, cfg, slots)
             while history and held - len(history[0][0]) - len(history[0][1]) >= capacity:
                 old = history.popleft()
                 held -= len(old[0]) + len(old[1])
         traces = None
     return instr, chunks, kept
+
+
+def history_ctas(sectors, ctas, cfg, slots) -> int:
+    """CTAs of history a chunk needs, with room to spare, when ``ctas`` CTAs read and stored
+    ``sectors`` sectors: twice as many as fill ``HISTORY_FILL`` L2 capacities, and a wave."""
+    capacity = HISTORY_FILL * cfg.l2.size // cfg.l2.sector
+    return int(2 * capacity * ctas / max(1, sectors)) + slots
+
+
+def probe_look(stream, kernel, cfg, slots) -> int:
+    """:func:`history_ctas` from a stream of the launch's first CTAs (64 or fewer)."""
+    sectors, ctas = 0, 0
+    for _, traces in stream_ctas(stream):
+        sectors += len(_unit_sectors(traces, kernel, ("tex", "ldg"))) + len(_unit_sectors(traces, kernel, ("stg",)))
+        ctas += 1
+        traces = None
+    return history_ctas(sectors, ctas, cfg, slots)
+
+
+def needed(n, slots, look, seed=0) -> list:
+    """The CTA indices (in launch order) a prediction for timing only runs functionally: those of
+    the chunks and of the ``look`` CTAs before each, and ``counted`` more whose warp instructions
+    stand for the rest: two picked at random (``seed``) in each of ``counted / 2`` equal ranges of
+    the launch (a stratified sample: every part of the grid is represented, and the spread
+    within a range gives the estimate's standard error)."""
+    span = CHUNK_WAVES * slots
+    keep = np.zeros(n, dtype=bool)
+    for s in chunk_starts(n, slots):
+        keep[max(0, s - look):min(n, s + span)] = True
+    strata = max(1, min(n // 2, COUNTED // 2))
+    edges = np.linspace(0, n, strata + 1).astype(np.int64)
+    rng = np.random.default_rng(seed)
+    for a, b in zip(edges[:-1], edges[1:]):
+        if b > a:
+            keep[rng.choice(np.arange(a, b), size=min(2, b - a), replace=False)] = True
+    return [int(i) for i in np.flatnonzero(keep)]
+
+
+def estimated(instr):
+    """``(warp instructions of every CTA, total, its standard error)`` from ``instr`` with -1 for
+    the CTAs not run: a CTA not run counts as the mean of the CTAs run in its range of the launch
+    (the ranges of :func:`needed`), the total's standard error from the spread within the ranges."""
+    known = instr >= 0
+    if known.all():
+        return instr, float(instr.sum()), 0.0
+    n = len(instr)
+    strata = max(1, min(n // 2, COUNTED // 2))
+    which = np.arange(n) * strata // n
+    k = np.bincount(which[known], minlength=strata)
+    s1 = np.bincount(which[known], weights=instr[known].astype(float), minlength=strata)
+    s2 = np.bincount(which[known], weights=instr[known].astype(float) ** 2, minlength=strata)
+    mean = s1 / np.maximum(k, 1)
+    var = np.maximum(s2 / np.maximum(k, 1) - mean ** 2, 0.0) * k / np.maximum(k - 1, 1)
+    missing = np.bincount(which[~known], minlength=strata)
+    total = float(instr[known].sum() + (missing * mean).sum())
+    se = float(np.sqrt((missing ** 2 * var / np.maximum(k, 1)).sum()))
+    # a CTA not run takes a count of a CTA run in its range (a real one: the groups stay those of real
+    # counts); its duration is then its range's mean (see extrapolate)
+    first_known = np.full(strata, -1, dtype=np.int64)
+    order = np.flatnonzero(known)
+    first_known[which[order[::-1]]] = instr[order[::-1]]
+    filled = np.where(known, instr, first_known[which])
+    return filled, total, se
 
 
 def _groups(instr):
@@ -211,21 +287,68 @@ def durations(instr, chunks):
     return np.maximum(out, 1.0)
 
 
+def _dram_bytes(c) -> float:
+    m = c.memory
+    return m.get("dram_bytes_read", 0.0) + m.get("dram_bytes_written", 0.0)
+
+
+def dram_floor(total, chunks):
+    """The cycles the launch keeps the DRAM busy at least, from its chunks: ``(cycles, low, high)``,
+    None without a chunk in mid-launch that moved DRAM bytes.
+
+    A chunk's CTAs are timed over five waves; a launch that keeps the DRAM saturated builds up a
+    backlog of write-backs (posted: no warp waits for them) over more waves than that, and until it
+    has, reads are served ahead of the write-backs a launch in mid-course owes: the chunk's CTAs run
+    faster than the launch's (a tiled transpose: 12% faster at DRAM busy 99.7%). So the DRAM work is
+    extrapolated too, and the launch takes at least its DRAM time. The bytes a chunk in mid-launch
+    owes the DRAM are those it read and wrote back plus the dirty sectors it left in the L2 beyond
+    those it found there (they go back later); the launch's bytes are the first chunk's (it
+    started on an empty L2) and the later chunks' per warp instruction for the rest, less the
+    dirty sectors that stay in the L2 at the end (the later chunks' mean). The DRAM's cycles per byte
+    are the later chunks' (the busiest channel's). The interval: the later chunks' bytes per warp
+    instruction, ``interval_standard_errors`` standard errors of their mean either side."""
+    later = [c for c in chunks if c.first > 0 and c.instructions and _dram_bytes(c) > 0]
+    if not later:
+        return None
+    first = chunks[0] if chunks[0].first == 0 else None
+    per_instr = np.array([(_dram_bytes(c) + c.dirty_end - c.dirty_start) / c.instructions for c in later])
+    se = float(per_instr.std(ddof=1) / np.sqrt(len(later))) if len(later) > 1 else 0.0
+    busiest = [max((v for k, v in c.memory.items() if k.startswith("dram_channel") and k.endswith("_busy_cycles")),
+                   default=c.memory.get("dram_busy_cycles", 0.0)) for c in later]
+    per_byte = sum(busiest) / sum(_dram_bytes(c) for c in later)
+    base_bytes = _dram_bytes(first) + first.dirty_end if first is not None else 0.0
+    rest = total - (first.instructions if first is not None else 0)
+    left = float(np.mean([c.dirty_end for c in later]))
+
+    def cycles(b):
+        return max(0.0, base_bytes + rest * b - left) * per_byte
+    b = float(per_instr.mean())
+    return cycles(b), cycles(b - INTERVAL_SE * se), cycles(b + INTERVAL_SE * se)
+
+
 def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
     """The launch from its chunks (see the module's docstring)."""
     chunks = sorted(chunks, key=lambda c: c.first)
     n = len(instr)
+    known = instr >= 0
+    instr, total, total_se = estimated(instr)
     dur = durations(instr, chunks)
+    if not known.all():  # a CTA not run: the mean duration of the CTAs run in its range
+        strata = max(1, min(n // 2, COUNTED // 2))
+        which = np.arange(n) * strata // n
+        mean = np.bincount(which[known], weights=dur[known], minlength=strata) / np.maximum(
+            np.bincount(which[known], minlength=strata), 1)
+        dur = np.where(known, dur, mean[which])
     # the launch's first two waves as its first chunk ran them (the dispatcher's own start)
     first = {i: d for i, _, d in chunks[0].early + chunks[0].durations} if chunks[0].first == 0 else {}
 
-    def duration(j, i, scale=1.0):
-        return first[i] if i in first else dur[i] * scale
+    first_at = np.array(sorted(first), dtype=np.int64)
+    first_d = np.array([first[i] for i in first_at], dtype=float)
 
     def makespan(scale=1.0):
-        sched = dispatch(n, slots, lambda j, i: duration(j, i, scale), launch=cfg.sm.cta_launch_cycles,
-                         interval=cfg.gpu.cta_dispatch_interval)
-        return max(e for _, _, e in sched)
+        d = dur * scale
+        d[first_at] = first_d
+        return laid_out(d, slots, launch=cfg.sm.cta_launch_cycles, interval=cfg.gpu.cta_dispatch_interval)
     cycles = makespan()
     later = [c for c in chunks if c.first > 0] or chunks
     ratios = np.array([sum(d for _, _, d in c.durations) / sum(dur[i] for i, _, _ in c.durations) for c in later])
@@ -237,9 +360,18 @@ def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
     if chunks[0].first == 0 and len(chunks) > 1 and chunks[0].durations:
         own = sum(d for _, _, d in chunks[0].durations) / sum(dur[i] for i, _, _ in chunks[0].durations)
         lo_f, hi_f = min(lo_f, own), max(hi_f, own)
+    # ... and, when the CTAs not run were counted from a sample, with the launch's work off by
+    # INTERVAL_SE standard errors of that estimate
+    rel = INTERVAL_SE * total_se / total if total else 0.0
+    lo_f, hi_f = lo_f * (1 - rel), hi_f * (1 + rel)
     lo, hi = makespan(lo_f), makespan(hi_f)
     sim_instr = sum(c.instructions for c in chunks)
-    total = float(instr.sum())
+    floor = dram_floor(total, chunks)
+    bound = "dispatch"
+    if floor is not None:
+        if floor[0] > cycles:
+            bound = "dram"
+        cycles, lo, hi = max(cycles, floor[0]), max(lo, floor[1] * (1 - rel)), max(hi, floor[2] * (1 + rel))
     mem = {}
     for c in chunks:
         mem = _add(mem, c.memory)
@@ -248,6 +380,9 @@ def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
     mem["cycles"] = cycles
     details = {"chunks": [{"first_cta": c.first, "cycles": c.cycles,
                            "warp_instructions": c.instructions} for c in chunks],
-               "chunk_ratio_spread": se, "groups": int(_groups(instr).max() + 1)}
+               "chunk_ratio_spread": se, "groups": int(_groups(instr).max() + 1), "bound": bound,
+               "dram_floor_cycles": None if floor is None else floor[0],
+               "ctas_run": int(known.sum()), "warp_instructions": total,
+               "warp_instructions_standard_error": total_se}
     return WavesPrediction(cycles, factor * sum(c.flops for c in chunks), (min(lo, cycles), max(hi, cycles)), sim_instr / total if total else 1.0, mem,
                            tuple(chunks), n / slots, details)
