@@ -476,10 +476,12 @@ def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, l2_start="em
     memory_system = None
     if l2_start == "previous":
         before = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
-                              recorder=TraceRecorder(make_summariser(cfg)), max_instructions=run.get("max_instructions"))
+                              recorder=TraceRecorder(make_summariser(cfg)), max_instructions=run.get("max_instructions"),
+                              reuse=True)
         memory_system = carried_over(simulate_gpu(code, grid, block, cfg=cfg, hazards=None, stream=before).memory, cfg)
+        before.release()
     stream = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
-                          recorder=recorder, **run)
+                          recorder=recorder, reuse=True, **run)
     keep = 0 if sm_ctas is False else min(len(stream.ctas), sm_ctas or residency(code, block, cfg)[0])
     items = stream_ctas(stream)
     head = collections.deque(itertools.islice(items, keep))
@@ -494,6 +496,7 @@ def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, l2_start="em
                              l2_start=l2_start, timed=timed)
     prediction, sm = prediction if timed else (prediction, None)
     res = stream.finish(dict(enumerate(kept)))
+    stream.release()
     return res, prediction, sm
 
 
@@ -551,10 +554,11 @@ def _waves_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
     from ..timing.sm import residency
     per_sm = residency(code, block, cfg)[0]
     stream = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
-                          recorder=recorder, **run)
+                          recorder=recorder, reuse=True, **run)
     keep = 0 if sm_ctas is False else min(len(stream.ctas), sm_ctas or per_sm)
     instr, chunks, kept = waves.stream_and_sample(stream, code, block, cfg, per_sm, keep=keep)
     res = stream.finish(dict(enumerate(kept)))
+    stream.release()
     w = waves.extrapolate(instr, chunks, cfg.gpu.sms * per_sm, cfg)
     seconds = cfg.cycles_to_seconds(w.cycles) + cfg.gpu.launch_overhead_us * 1e-6
     details = dict(w.details, l2_start="empty", interval_from="the spread between the chunks")
@@ -570,14 +574,16 @@ def _first_traces(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
     from ..functional.trace import narrowed
     from ..timing.sm import residency
     stream = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
-                          recorder=recorder, **run)
+                          recorder=recorder, reuse=True, **run)
     keep = min(len(stream.ctas), sm_ctas or residency(code, block, cfg)[0]) * stream.wpc
     kept = []
     for _, traces in stream:
         if len(kept) < keep:
             kept += narrowed([traces[w] for w in range(len(kept), min(keep, len(kept) + len(traces)))])
         traces = None
-    return stream.finish(dict(enumerate(kept)))
+    res = stream.finish(dict(enumerate(kept)))
+    stream.release()
+    return res
 
 
 def _one_cta(cfg, code, block, sm) -> Prediction:
