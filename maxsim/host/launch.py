@@ -133,7 +133,9 @@ class LaunchReport:
     cfg: object = attrs.field(repr=False)  # the architecture config
     bound: Bound = attrs.field(repr=False)
     result: object = attrs.field(repr=False)  # maxsim.functional.LaunchResult
-    timing: dict = attrs.field(default=None, repr=False)  # the timed SM's figures (None: not timed)
+    # the timed SM's figures (:attr:`timing`; None: not timed), or a callable giving them, called
+    # when they are first read (the timed SM's figures of a launch no one reads are not assembled)
+    _timing: object = attrs.field(default=None, repr=False)
     prediction: Prediction = None
     sm: object = attrs.field(default=None, repr=False)  # the timed SM model
     sm_ctas: int = 0
@@ -142,6 +144,15 @@ class LaunchReport:
     @property
     def config(self) -> str:
         return self.cfg.name
+
+    @property
+    def timing(self) -> dict:
+        """The timed SM's figures (:func:`maxsim.report.fields.timing_fields`; None when not timed)."""
+        t = self._timing
+        if callable(t):
+            t = t()
+            object.__setattr__(self, "_timing", t)
+        return t
 
     @functools.cached_property
     def functional(self) -> dict:
@@ -408,7 +419,7 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     report = dict(kernel=k, grid=(gx, gy), block=bx, cfg=cfg, bound=bound, result=res)
     if sm is not None:
         from ..report.fields import timing_fields
-        report.update(timing=timing_fields(sm), sm=sm, sm_ctas=len(sm.cta_log), timed_in_gpu=True)
+        report.update(timing=functools.partial(timing_fields, sm), sm=sm, sm_ctas=len(sm.cta_log), timed_in_gpu=True)
     elif timing:
         from ..report.fields import timing_fields
         from ..timing.run import simulate
@@ -419,7 +430,7 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
                          progress=progress, log=timeline is not None, launched=res)
         if timeline is not None:
             timeline(sm)
-        report.update(timing=timing_fields(sm), sm=sm, sm_ctas=count)
+        report.update(timing=functools.partial(timing_fields, sm), sm=sm, sm_ctas=count)
     if predict:
         whole = len(res.ctas) == gx * gy
         if gpu is not None:
