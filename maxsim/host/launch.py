@@ -427,7 +427,7 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         ran = list(res.ctas)
         count = min(len(ran), sm_ctas or residency(code, bx, cfg)[0])
         _, sm = simulate(code, (gx, gy), bx, cfg=cfg, ctas=ran[:count], hazards=hazards, max_cycles=max_cycles,
-                         progress=progress, log=timeline is not None, launched=res)
+                         progress=progress, log=timeline is not None, launched=res, reuse=True)
         if timeline is not None:
             timeline(sm)
         report.update(timing=functools.partial(timing_fields, sm), sm=sm, sm_ctas=count)
