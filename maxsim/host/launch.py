@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import struct
 
 import attrs
@@ -177,7 +178,7 @@ class LaunchReport:
         if name not in self.bound.buffers:
             raise LaunchError(f"no buffer named {name!r} (buffers: {', '.join(self.bound.buffers) or 'none'})")
         addr, buf = self.bound.buffers[name]
-        size = int(np.prod(buf.shape, dtype=np.int64))
+        size = math.prod(buf.shape)
         if count is None:
             return self.bound.memory.read(addr, size, buf.dtype).reshape(buf.shape)
         if start < 0 or start + count > size:
