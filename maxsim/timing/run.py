@@ -6,6 +6,7 @@ import collections
 import time
 
 import attrs
+import numpy as np
 
 from ..arch.config import load_config
 from ..errors import SimulationError
@@ -70,10 +71,10 @@ def simulate(kernel, grid, block, params=(), memory=None, textures=None, *, cfg=
         divergent, idle = res.divergent_branches, int(res.warp_idle.sum())
     else:
         res = launched
-        traces, thread_instructions = _launched_traces(launched, cta_list, wpc, summarise.key)
-        index = {c: i for i, c in enumerate(res.ctas)}
-        divergent = sum(res.cta_threads(index[c], 1, res.warp_divergent) for c in cta_list)
-        idle = sum(res.cta_threads(index[c], 1, res.warp_idle) for c in cta_list)
+        traces, warps = _launched_traces(launched, cta_list, wpc, summarise.key)
+        thread_instructions = int(res.warp_threads[warps].sum())
+        divergent = int(res.warp_divergent[warps].sum())
+        idle = int(res.warp_idle[warps].sum())
     functional_seconds = time.perf_counter() - t0
     # the launch's instructions bound the timed CTAs' (a launch traced earlier may hold more CTAs)
     limit = cycle_limit(res.warp_instructions, max_cycles)
@@ -148,7 +149,7 @@ def _copy_of(sm, functional_seconds):
 
 def _launched_traces(res, cta_list, wpc, key):
     """The traces of ``cta_list``'s warps in a launch result (numbered 0.. in ``cta_list`` order)
-    and their thread instructions."""
+    and those warps' numbers in the result (an array, to sum its per-warp counts over)."""
     if res.trace is None:
         raise SimulationError("the launch given to time was run without a trace recorder")
     if res.trace_key != key:
@@ -158,13 +159,13 @@ def _launched_traces(res, cta_list, wpc, key):
     missing = [c for c in cta_list if c not in index]
     if missing:
         raise SimulationError(f"CTA {missing[0]} is not in the launch given to time")
-    traces, threads = {}, 0
+    traces, warps = {}, []
     for j, cid in enumerate(cta_list):
         i = index[cid]
         for w in range(wpc):
             traces[j * wpc + w] = res.trace[i * wpc + w]
-        threads += res.cta_threads(i, 1)
-    return traces, threads
+            warps.append(i * wpc + w)
+    return traces, np.array(warps, dtype=np.int64)
 
 
 SOLO_QUANTUM = 256  # cycles one SM runs between two looks at the clock (a simulator setting: with
