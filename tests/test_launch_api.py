@@ -465,3 +465,32 @@ def test_a_kernel_compiled_for_one_launch_serves_the_next_with_its_own_data(veca
     a, b, r = _vecadd(vecadd, 300, 128, timing=False, predict=False)
     np.testing.assert_array_equal(r.outputs["c"], a + b)
     assert len(built) == 2
+
+
+def test_a_timed_sm_with_the_inputs_of_an_earlier_one_takes_its_figures(vecadd, monkeypatch):
+    # the same kernel over the same addresses, other data: the timed SM's inputs (its CTAs' traces)
+    # are the same, so its run is not made again; its figures are a fresh run's
+    import collections
+
+    from maxsim.timing import run
+    monkeypatch.setattr(run, "_RUNS", collections.OrderedDict())
+    wall = {"sim_seconds", "warp_instructions_per_second", "functional_seconds"}
+
+    def once(n, seed):
+        rng = np.random.default_rng(seed)
+        a = rng.standard_normal(n).astype(np.float32)
+        b = rng.standard_normal(n).astype(np.float32)
+        r = maxsim.launch(vecadd, grid=8, block=128, params={"a": "a", "b": "b", "c": "c", "n": n},
+                          buffers={"a": a, "b": b, "c": np.zeros(n, np.float32)}, predict=False)
+        np.testing.assert_array_equal(r.outputs["c"], a + b)  # the functional run goes on
+        return r, {k: v for k, v in r.timing.items() if k not in wall}
+
+    (r1, f1), (r2, f2) = once(1000, 1), once(1000, 2)
+    assert r2.sm._G is r1.sm._G and r2.sm.stats is not r1.sm.stats  # the run of r1, not made again
+    assert f2 == f1 and r2.sm_cycles == r1.sm_cycles > 0
+    monkeypatch.setattr(run, "_RUNS", collections.OrderedDict())
+    r3, f3 = once(1000, 3)
+    assert r3.sm._G is not r1.sm._G and f3 == f2  # a fresh run: the same figures
+    r4, f4 = once(900, 4)  # other traces (threads past n leave early): run again
+    assert r4.sm._G is not r3.sm._G
+    assert f4["sm_warp_instructions"] == r4.result.warp_instructions < f3["sm_warp_instructions"]

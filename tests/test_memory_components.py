@@ -583,3 +583,14 @@ def test_a_fill_passes_its_slice_when_fills_use_bandwidth(core, fills):
     expected = math.ceil(DRAM_LAT + 256 / SLICE_BPC) if fills else DRAM_LAT
     assert ms.read(t, a) == expected
     assert ms.stats()["l2_busy_cycles"] * CFG.l2.slices == pytest.approx((3 if fills else 2) * 256 / SLICE_BPC)
+
+
+def test_the_percentile_of_the_stats_is_numpys_bit_for_bit():
+    from maxsim.timing.memory_stats import percentile
+    rng = np.random.default_rng(7)
+    for trial in range(3000):
+        n = int(rng.integers(1, 50))
+        v = rng.integers(0, 6, n).astype(np.float64) if trial % 2 else rng.random(n) * 1e3  # ties, or none
+        for q in (95, 50, 0, 100, 99.9, 12.5):
+            assert percentile(v, q) == float(np.percentile(v, q)), (v, q)
+    assert np.isnan(percentile(np.array([1.0, np.nan]), 95))

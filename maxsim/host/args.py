@@ -8,6 +8,7 @@ textures by number. Every mistake is a one-line :class:`~maxsim.errors.LaunchErr
 
 from __future__ import annotations
 
+import math
 import struct
 
 import attrs
@@ -46,7 +47,7 @@ class Buffer:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize
 
 
 @attrs.frozen(eq=False)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import struct
 
 import attrs
@@ -133,7 +134,9 @@ class LaunchReport:
     cfg: object = attrs.field(repr=False)  # the architecture config
     bound: Bound = attrs.field(repr=False)
     result: object = attrs.field(repr=False)  # maxsim.functional.LaunchResult
-    timing: dict = attrs.field(default=None, repr=False)  # the timed SM's figures (None: not timed)
+    # the timed SM's figures (:attr:`timing`; None: not timed), or a callable giving them, called
+    # when they are first read (the timed SM's figures of a launch no one reads are not assembled)
+    _timing: object = attrs.field(default=None, repr=False)
     prediction: Prediction = None
     sm: object = attrs.field(default=None, repr=False)  # the timed SM model
     sm_ctas: int = 0
@@ -142,6 +145,15 @@ class LaunchReport:
     @property
     def config(self) -> str:
         return self.cfg.name
+
+    @property
+    def timing(self) -> dict:
+        """The timed SM's figures (:func:`maxsim.report.fields.timing_fields`; None when not timed)."""
+        t = self._timing
+        if callable(t):
+            t = t()
+            object.__setattr__(self, "_timing", t)
+        return t
 
     @functools.cached_property
     def functional(self) -> dict:
@@ -166,7 +178,7 @@ class LaunchReport:
         if name not in self.bound.buffers:
             raise LaunchError(f"no buffer named {name!r} (buffers: {', '.join(self.bound.buffers) or 'none'})")
         addr, buf = self.bound.buffers[name]
-        size = int(np.prod(buf.shape, dtype=np.int64))
+        size = math.prod(buf.shape)
         if count is None:
             return self.bound.memory.read(addr, size, buf.dtype).reshape(buf.shape)
         if start < 0 or start + count > size:
@@ -412,7 +424,7 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     report = dict(kernel=k, grid=(gx, gy), block=bx, cfg=cfg, bound=bound, result=res)
     if sm is not None:
         from ..report.fields import timing_fields
-        report.update(timing=timing_fields(sm), sm=sm, sm_ctas=len(sm.cta_log), timed_in_gpu=True)
+        report.update(timing=functools.partial(timing_fields, sm), sm=sm, sm_ctas=len(sm.cta_log), timed_in_gpu=True)
     elif timing:
         from ..report.fields import timing_fields
         from ..timing.run import simulate
@@ -420,10 +432,10 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         ran = list(res.ctas)
         count = min(len(ran), sm_ctas or residency(code, bx, cfg)[0])
         _, sm = simulate(code, (gx, gy), bx, cfg=cfg, ctas=ran[:count], hazards=hazards, max_cycles=max_cycles,
-                         progress=progress, log=timeline is not None, launched=res)
+                         progress=progress, log=timeline is not None, launched=res, reuse=True)
         if timeline is not None:
             timeline(sm)
-        report.update(timing=timing_fields(sm), sm=sm, sm_ctas=count)
+        report.update(timing=functools.partial(timing_fields, sm), sm=sm, sm_ctas=count)
     if predict:
         whole = len(res.ctas) == gx * gy
         if gpu is not None:
@@ -480,10 +492,12 @@ def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, l2_start="em
     memory_system = None
     if l2_start == "previous":
         before = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
-                              recorder=TraceRecorder(make_summariser(cfg)), max_instructions=run.get("max_instructions"))
+                              recorder=TraceRecorder(make_summariser(cfg)), max_instructions=run.get("max_instructions"),
+                              reuse=True)
         memory_system = carried_over(simulate_gpu(code, grid, block, cfg=cfg, hazards=None, stream=before).memory, cfg)
+        before.release()
     stream = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
-                          recorder=recorder, **run)
+                          recorder=recorder, reuse=True, **run)
     keep = 0 if sm_ctas is False else min(len(stream.ctas), sm_ctas or residency(code, block, cfg)[0])
     items = stream_ctas(stream)
     head = collections.deque(itertools.islice(items, keep))
@@ -498,6 +512,7 @@ def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, l2_start="em
                              l2_start=l2_start, timed=timed)
     prediction, sm = prediction if timed else (prediction, None)
     res = stream.finish(dict(enumerate(kept)))
+    stream.release()
     return res, prediction, sm
 
 
@@ -567,10 +582,11 @@ def _waves_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
         ctas = [(i % gx, i // gx) for i in waves.needed(gx * gy, slots, look)]
         run = dict(run, expected_instructions=None)
     stream = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
-                          recorder=recorder, ctas=ctas, **run)
+                          recorder=recorder, ctas=ctas, reuse=True, **run)
     keep = 0 if sm_ctas is False else min(len(stream.ctas), sm_ctas or per_sm)
     instr, chunks, kept = waves.stream_and_sample(stream, code, block, cfg, per_sm, keep=keep, look=look)
     res = stream.finish(dict(enumerate(kept)))
+    stream.release()
     w = waves.extrapolate(instr, chunks, cfg.gpu.sms * per_sm, cfg)
     seconds = cfg.cycles_to_seconds(w.cycles) + cfg.gpu.launch_overhead_us * 1e-6
     details = dict(w.details, l2_start="empty", interval_from="the spread between the chunks")
@@ -586,14 +602,16 @@ def _first_traces(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
     from ..functional.trace import narrowed
     from ..timing.sm import residency
     stream = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
-                          recorder=recorder, **run)
+                          recorder=recorder, reuse=True, **run)
     keep = min(len(stream.ctas), sm_ctas or residency(code, block, cfg)[0]) * stream.wpc
     kept = []
     for _, traces in stream:
         if len(kept) < keep:
             kept += narrowed([traces[w] for w in range(len(kept), min(keep, len(kept) + len(traces)))])
         traces = None
-    return stream.finish(dict(enumerate(kept)))
+    res = stream.finish(dict(enumerate(kept)))
+    stream.release()
+    return res
 
 
 def _one_cta(cfg, code, block, sm) -> Prediction:

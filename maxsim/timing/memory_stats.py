@@ -8,6 +8,8 @@ twin) both inherit it, so the two report through one piece of code.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -24,6 +26,24 @@ def set_common(ms, cfg, bandwidth_share, dram_traffic_factor):
     ms.l2_latency = cfg.latency.l2_hit
     ms.dram_latency = cfg.latency.dram
     ms.fills_use_bandwidth = bool(cfg.l2.fills_use_bandwidth)
+
+
+def percentile(values, q) -> float:
+    """``float(np.percentile(values, q))`` (numpy's default, "linear" method) of a non-empty 1-D
+    float64 array, bit for bit, without numpy's overhead per call (a short run's report asks for
+    it once per memory system): the sorted values at the floor and ceiling of (n - 1) q / 100,
+    interpolated as numpy's ``_lerp`` does (from the upper value when the fraction is >= 0.5)."""
+    s = np.sort(values)
+    n = s.shape[0]
+    if math.isnan(s[-1]):  # (a NaN sorts last; numpy's percentile is then NaN)
+        return math.nan
+    at = (n - 1) * (q / 100)
+    lo = math.floor(at)
+    hi = min(lo + 1, n - 1)
+    a, b = float(s[lo]), float(s[hi])
+    t = at - lo
+    diff = b - a
+    return b - diff * (1 - t) if t >= 0.5 else a + diff * t
 
 
 class MemoryStats:
@@ -97,7 +117,7 @@ class MemoryStats:
         delays = np.frombuffer(self._dram_delays, dtype=np.float64) if len(self._dram_delays) else None
         d["dram_queue_delay_cycles"] = float(delays.sum()) if delays is not None else 0.0
         d["dram_mean_queue_delay"] = float(delays.mean()) if delays is not None else 0.0
-        d["dram_p95_queue_delay"] = float(np.percentile(delays, 95)) if delays is not None else 0.0
+        d["dram_p95_queue_delay"] = percentile(delays, 95) if delays is not None else 0.0
         for i, s in enumerate(self.slices):
             d[f"l2_slice{i}_busy_cycles"] = s.busy
             d[f"l2_slice{i}_utilisation"] = util(s.busy)
