@@ -70,6 +70,8 @@ class _State:
     schedule = None  # the sampled prediction's last dispatcher schedule
     taken = False  # the block dispatcher has just handed out a CTA (the next delay lookup is its)
     walk_warms = 0
+    same_pace = True  # every slot at the mean pace of the SMs (no drift of whole SMs apart)
+    sms = 1
 
 
 S = _State()
@@ -129,12 +131,21 @@ def _init(self, *a, **kw):
 # ---- the sampled prediction's dispatcher model --------------------------------------------------
 
 def _dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interval=0):
-    """maxsim.gpu.sampling.dispatcher.dispatch with each later CTA's start delayed by its delay."""
+    """maxsim.gpu.sampling.dispatcher.dispatch with each later CTA's start delayed by its delay.
+    ``S.same_pace``: a CTA's duration is the mean of what it would take on each SM (the sampled
+    prediction gives each SM the pace its window measured, and over a hundred waves SMs whose paces
+    differ by a fraction of a percent drift apart by most of a CTA; the full simulation's do not)."""
     if not timed:
         untimed = duration
 
         def duration(j, i, t):
             return untimed(j, i)
+    if S.same_pace:
+        by_slot = duration
+        sms = max(1, min(S.sms, slots))
+
+        def duration(j, i, t):
+            return sum(by_slot(x, i, t) for x in range(sms)) / sms
     out, heap = [], []
     for j in range(min(slots, n_ctas)):
         d = duration(j, j, 0.0)
@@ -277,6 +288,7 @@ def run_point(name, regs, n, cfg, mean, dist, seed, full, l2_start):
     wave = resident * cfg.gpu.sms
     S.delays = _delays(n_ctas, wave, mean, dist, seed)
     S.gx, S.n, S.k, S.schedule, S.taken, S.walk_warms = gx, n, -(-n // 8) * 8, None, False, 0
+    S.sms = cfg.gpu.sms
     t0 = time.perf_counter()
     p = predict_sgemm(name, n, cfg, kernel=kernel, full=full, l2_start=l2_start)
     wall = time.perf_counter() - t0
@@ -312,23 +324,28 @@ def main(argv=None):
     ap.add_argument("--set", dest="settings", type=_setting, action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--full", action="store_true", help="full simulation instead of the sampled prediction")
     ap.add_argument("--no-tlb-history", dest="tlb_history", action="store_false")
+    ap.add_argument("--slot-pace", dest="same_pace", action="store_false",
+                    help="each SM at the pace its window measured (the sampled prediction as shipped)")
     ap.add_argument("--l2-start", choices=("empty", "previous"), default="previous")
     args = ap.parse_args(argv)
     install()
     S.tlb_history = args.tlb_history
+    S.same_pace = args.same_pace
     cfg = load_config(args.config)
     if args.settings:
         cfg = override(cfg, dict(args.settings))
     measured = load_measurements()
     print(f"{'full' if args.full else 'sampled'} on {cfg.name}{' ' + str(dict(args.settings)) if args.settings else ''},"
-          f" start delay {args.dist} (seed {args.seed}), TLB history {'on' if args.tlb_history else 'off'}")
+          f" start delay {args.dist} (seed {args.seed}), TLB history {'on' if args.tlb_history else 'off'},"
+          f" {'one pace for all SMs' if args.same_pace else 'each SM at its own pace'}")
     print(f"{'kernel':13s} {'N':>5s} {'mean':>6s} {'GFLOPS':>7s} {'err':>7s} {'walks/kit':>9s} {'L2 hit':>6s} "
           f"{'tex hit':>7s} {'DRAM':>5s} {'pair':>6s} {'span':>6s} {'waves':>5s} {'s':>5s}")
     for spec in args.kernels.split(","):
         name, _, regs = spec.partition("@")
         regs = int(regs) if regs else None
         for n in (int(x) for x in args.sizes.split(",")):
-            m = measured.get(name, {}).get(n) if regs is None else None
+            # measured GFLOPS: the GTX 980's (maxas), for the shipped config only
+            m = measured.get(name, {}).get(n) if regs is None and not args.settings else None
             for mean in (float(x) for x in args.means.split(",")):
                 r = run_point(name, regs, n, cfg, mean, args.dist, args.seed, args.full, args.l2_start)
                 err = f"{100 * (r['gflops'] - m) / m:+6.1f}%" if m else "      -"
