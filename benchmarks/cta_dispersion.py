@@ -307,7 +307,10 @@ def run_point(name, regs, n, cfg, mean, dist, seed, full, l2_start):
         it = sum(ph["ctas"] * ph["k_samples"][0] / 8 for ph in steady)
         walks_per = 1000.0 * w / it if it else float("nan")
     pair, span = spread(S.schedule, S.k, cfg.gpu.sms) if S.schedule is not None else (float("nan"),) * 2
-    return {"gflops": p["gflops"], "cycles": p["cycles"], "walks_per_kiter": walks_per,
+    align = p.get("wave_alignment") or {}
+    return {"cv": align.get("cta_duration_cv", float("nan")),
+            "wave_spread": align.get("widest_wave_start_spread_share", float("nan")),
+            "gflops": p["gflops"], "cycles": p["cycles"], "walks_per_kiter": walks_per,
             "l2": metrics.get("l2_tex_read_hit_rate", float("nan")),
             "tex": metrics.get("tex_cache_hit_rate", float("nan")), "busy": busy, "pair": pair,
             "span": span, "wall": wall, "waves": n_ctas / wave}
@@ -351,7 +354,9 @@ def main(argv=None):
                 err = f"{100 * (r['gflops'] - m) / m:+6.1f}%" if m else "      -"
                 print(f"{spec:13s} {n:5d} {mean:6.0f} {r['gflops']:7.0f} {err:>7s} {r['walks_per_kiter']:9.2f} "
                       f"{r['l2']:6.1f} {r['tex']:7.1f} {100 * r['busy']:4.0f}% {r['pair']:6.1f} {r['span']:6.1f} "
-                      f"{r['waves']:5.1f} {r['wall']:5.0f}", flush=True)
+                      f"{r['waves']:5.1f} {r['wall']:5.0f}"
+                      + (f"  CTA CV {100 * r['cv']:.2f}%, widest wave start spread {100 * r['wave_spread']:.1f}% of a CTA"
+                         if args.full else ""), flush=True)
 
 
 if __name__ == "__main__":
