@@ -1,0 +1,363 @@
+"""CTAs spread over K on purpose: does one dispersion of the CTAs' starts reproduce the measured SGEMM
+curves through address translation?
+
+An experiment, not a model change: every CTA after the first wave starts ``delay`` cycles after the
+dispatcher hands it out, a delay drawn once per CTA (seeded by its index) from an exponential
+distribution of mean ``--mean`` cycles (``--dist uniform``: uniform on [0, 2 x mean]). Over the
+waves the slots' delays add up (a random walk), so the CTAs resident together drift apart in K
+by about ``mean x sqrt(waves)`` cycles. The delay is applied alike
+
+* in the full simulation (every SM's CTA start: ``SM._delays``, looked up for the CTAs the block
+  dispatcher hands out), and
+* in the sampled prediction (its dispatcher model, ``maxsim.gpu.sampling.kloop.dispatch``, and the
+  CTAs the steady-state windows take from the dispatcher).
+
+The sampled prediction's windows start with fresh SMs, for which a page never translated costs
+nothing (``maxsim.timing.tlb``: an SM's first touch is free), so a window would see no walk of a
+page that left the L2 TLB long before it. ``--tlb-history`` (on by default) puts every page of A
+and B into the TLBs before each window in the order the launch's CTAs last touched them (their
+place along K from the dispatcher schedule, the launch before included): the L2 TLB then holds the
+64 most recent pages and every other page walks when it comes back, as in a full simulation.
+
+Per point: GFLOPS (error against the measured curve where there is one), page walks per thousand
+CTA main-loop iterations, nvprof's ``l2_tex_read_hit_rate`` and ``tex_cache_hit_rate``, DRAM busy,
+and (sampled) how far apart in K the resident CTAs are at the middle of the launch: the median
+distance between two CTAs of one SM, and the GPU-wide 10-90% span, in K-steps (one K-step = one
+value of k; a main-loop iteration is 8).
+
+    python benchmarks/cta_dispersion.py --kernels sgemm_64,sgemm_64@168,sgemm_128 \\
+        --sizes 2048,4096,5120,6144,8192 --means 0,2000,8000 [--full] [--set KEY=VALUE ...]
+
+``sgemm_64@168``: the kernel declaring 168 registers (3 warps per scheduler, as ``--regs 168``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import math
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import maxsim.gpu.gpu as gpu_mod  # noqa: E402
+import maxsim.gpu.sampling.kloop as kloop  # noqa: E402
+import maxsim.timing.sm as sm_mod  # noqa: E402
+from maxsim.arch.config import load_config, override  # noqa: E402
+from maxsim.gpu.sampling import kloop_history  # noqa: E402
+from maxsim.gpu.sampling.dispatcher import resident_at  # noqa: E402
+from maxsim.report.metrics import profiler_metrics  # noqa: E402
+from maxsim.timing.sm import residency  # noqa: E402
+from workloads.compare import load_measurements  # noqa: E402
+from workloads.sgemm.generator import KERNELS, generate_kernel  # noqa: E402
+from workloads.sgemm.predict import predict_sgemm  # noqa: E402
+from workloads.sgemm.problem import texture_addresses  # noqa: E402
+from maxsim.timing.occupancy import with_registers  # noqa: E402
+
+
+class _State:
+    """The experiment's settings for the prediction under way."""
+    delays = None  # per CTA index: cycles its start waits (0 for the first wave)
+    gx = 1
+    n = 0
+    k = 0
+    tlb_history = True
+    schedule = None  # the sampled prediction's last dispatcher schedule
+    taken = False  # the block dispatcher has just handed out a CTA (the next delay lookup is its)
+    walk_warms = 0
+    same_pace = True  # every slot at the mean pace of the SMs (no drift of whole SMs apart)
+    sms = 1
+
+
+S = _State()
+
+
+def _delays(n_ctas, wave, mean, dist, seed):
+    rng = np.random.default_rng(seed)
+    if mean <= 0:
+        d = np.zeros(n_ctas)
+    elif dist == "uniform":
+        d = rng.uniform(0.0, 2.0 * mean, n_ctas)
+    else:
+        d = rng.exponential(mean, n_ctas)
+    d[:wave] = 0.0
+    return np.rint(d).astype(np.int64)
+
+
+def _delay_of(cid):
+    if S.delays is None:
+        return 0
+    i = cid[1] * S.gx + cid[0]
+    return int(S.delays[i]) if i < len(S.delays) else 0
+
+
+# ---- the full simulation (and the windows' dispatcher): a CTA handed out waits its delay ----------
+
+class _Clock(gpu_mod.DispatchClock):
+    __slots__ = ()
+
+    def take(self, t):
+        S.taken = True
+        return super().take(t)
+
+
+class _DelayMap(dict):
+    """``SM._delays`` that adds the experiment's delay to a CTA the dispatcher just handed out."""
+
+    def __bool__(self):
+        return True
+
+    def pop(self, cid, default=0):
+        d = dict.pop(self, cid, default)
+        if S.taken:
+            S.taken = False
+            d += _delay_of(cid)
+        return d
+
+
+_sm_init = sm_mod.SM.__init__
+
+
+def _init(self, *a, **kw):
+    _sm_init(self, *a, **kw)
+    self._delays = _DelayMap()
+
+
+# ---- the sampled prediction's dispatcher model --------------------------------------------------
+
+def _dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interval=0):
+    """maxsim.gpu.sampling.dispatcher.dispatch with each later CTA's start delayed by its delay.
+    ``S.same_pace``: a CTA's duration is the mean of what it would take on each SM (the sampled
+    prediction gives each SM the pace its window measured, and over a hundred waves SMs whose paces
+    differ by a fraction of a percent drift apart by most of a CTA; the full simulation's do not)."""
+    if not timed:
+        untimed = duration
+
+        def duration(j, i, t):
+            return untimed(j, i)
+    if S.same_pace:
+        by_slot = duration
+        sms = max(1, min(S.sms, slots))
+
+        def duration(j, i, t):
+            return sum(by_slot(x, i, t) for x in range(sms)) / sms
+    out, heap = [], []
+    for j in range(min(slots, n_ctas)):
+        d = duration(j, j, 0.0)
+        out.append((j, 0.0, d))
+        heap.append((d, j))
+    heapq.heapify(heap)
+    held = None
+    free = 0.0
+    for i in range(len(out), n_ctas):
+        t, j = heapq.heappop(heap)
+        t += launch
+        if hold is not None and i >= hold:
+            if held is None:
+                held = max(e for _, _, e in out[:hold])
+            t = max(t, held)
+        t = max(t, free)
+        free = t + interval
+        t += float(S.delays[i]) if S.delays is not None and i < len(S.delays) else 0.0
+        d = duration(j, i, t)
+        out.append((j, t, t + d))
+        heapq.heappush(heap, (t + d, j))
+    S.schedule = out
+    return out
+
+
+# ---- the TLBs before a window: every page of A and B in the order the launch last touched it -----
+
+_warm = kloop_history._History.warm
+
+
+def _pages(base, ld, k, shift):
+    rows = np.arange(k, dtype=np.int64)
+    first = (base + rows * ld * 4) >> shift
+    last = (base + (rows + 1) * ld * 4 - 1) >> shift
+    return first, last
+
+
+def _warm_tlb(history, ms, schedule, t):
+    from maxsim.timing.memory_core import F_SIZE, I_SIZE, warm_pages
+    shift = history.cfg.tlb.page_bytes.bit_length() - 1
+    n, k = S.n, S.k
+    a0, b0 = texture_addresses(n, k)
+    touched = {}  # page -> last cycle a CTA read a row of it (before t)
+    sched = np.asarray([(s, e) for _, s, e in schedule], dtype=float)
+    offsets = (0.0,) if history.period is None else (0.0, float(history.period))
+    rows_a = _pages(a0, n, k, shift)
+    rows_b = _pages(b0, n, k, shift)
+    for off in offsets:
+        s, e = sched[:, 0] - off, sched[:, 1] - off
+        ok = s < t
+        s, e = s[ok], e[ok]
+        # the last row each CTA read before t, and when
+        q = np.minimum(k - 1, np.floor((t - s) / np.maximum(e - s, 1.0) * k - 0.5)).astype(np.int64)
+        keep = q >= 0
+        s, e, q = s[keep], e[keep], q[keep]
+        if not len(q):
+            continue
+        # every row r <= q was read at s + (r + 0.5) / k x (e - s): a page's last touch by a CTA is
+        # the time of its highest row not above q
+        for first, last in (rows_a, rows_b):
+            pages = np.unique(np.concatenate([first, last]))
+            for p in pages:
+                rows = np.flatnonzero((first == p) | (last == p))
+                lo, hi = rows[0], rows[-1]
+                sel = q >= lo
+                if not sel.any():
+                    continue
+                r = np.minimum(q[sel], hi)
+                when = float(np.max(s[sel] + (r + 0.5) / k * (e[sel] - s[sel])))
+                if when > touched.get(int(p), -math.inf):
+                    touched[int(p)] = when
+    if not touched:
+        return
+    order = sorted(touched, key=touched.get)
+    addrs = np.asarray([p << shift for p in order], dtype=np.int64)
+    if hasattr(ms, "_tlb_room"):  # the compiled memory system
+        ms._tlb_room(addrs.shape[0] * ms.tlb.n_sms)
+        warm_pages(addrs, ms._I, ms._F, I_SIZE, F_SIZE)
+    else:
+        ms.tlb.warm(addrs.tolist())
+    S.walk_warms += 1
+
+
+def _history_warm(self, ms, schedule, t):
+    _warm(self, ms, schedule, t)
+    if S.tlb_history and self.shift is not None:
+        _warm_tlb(self, ms, schedule, t)
+
+
+def install():
+    gpu_mod.DispatchClock = _Clock
+    sm_mod.SM.__init__ = _init
+    kloop.dispatch = _dispatch
+    kloop_history._History.warm = _history_warm
+
+
+# ---- measures -------------------------------------------------------------------------------------
+
+def spread(schedule, k, sms, at=(0.3, 0.4, 0.5, 0.6, 0.7)):
+    """(median K-steps between two resident CTAs of one SM, GPU-wide 10-90% span in K-steps), the
+    medians over the instants ``at`` (shares of the launch)."""
+    end = max(e for _, _, e in schedule)
+    pair, span = [], []
+    for f in at:
+        live = resident_at(schedule, f * end)
+        pos = {j: (f * end - s) / (e - s) * k for j, (_, s, e) in live.items() if e > s}
+        if not pos:
+            continue
+        v = np.asarray(list(pos.values()))
+        span.append(float(np.percentile(v, 90) - np.percentile(v, 10)))
+        by_sm = {}
+        for j, x in pos.items():
+            by_sm.setdefault(j % sms, []).append(x)
+        for xs in by_sm.values():
+            xs = np.asarray(xs)
+            if len(xs) > 1:
+                d = np.abs(xs[:, None] - xs[None, :])[np.triu_indices(len(xs), 1)]
+                pair.append(float(np.median(d)))
+    return (float(np.median(pair)) if pair else float("nan"), float(np.median(span)) if span else float("nan"))
+
+
+def _setting(text):
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected KEY=VALUE (e.g. gpu.sms=4)")
+    try:
+        return key.strip(), tomllib.loads(f"v = {value.strip()}")["v"]
+    except tomllib.TOMLDecodeError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: the value is not a TOML value ({e})") from None
+
+
+def run_point(name, regs, n, cfg, mean, dist, seed, full, l2_start):
+    geo = KERNELS[name]
+    kernel = generate_kernel(name)
+    if regs is not None:
+        kernel = with_registers(kernel, regs)
+    gx = -(-n // geo.tile)
+    n_ctas = gx * gx
+    resident, _ = residency(kernel, geo.threads, cfg)
+    wave = resident * cfg.gpu.sms
+    S.delays = _delays(n_ctas, wave, mean, dist, seed)
+    S.gx, S.n, S.k, S.schedule, S.taken, S.walk_warms = gx, n, -(-n // 8) * 8, None, False, 0
+    S.sms = cfg.gpu.sms
+    t0 = time.perf_counter()
+    p = predict_sgemm(name, n, cfg, kernel=kernel, full=full, l2_start=l2_start)
+    wall = time.perf_counter() - t0
+    mem = p["memory"]
+    metrics = profiler_metrics(mem, cfg.cycles_to_seconds(p["cycles"]), cfg)
+    iters = n_ctas * S.k / 8
+    walks = mem.get("tlb_l2_misses", 0.0)
+    if full:
+        busy = mem.get("dram_utilisation", float("nan"))
+        walks_per = 1000.0 * walks / iters
+    else:
+        busy = p["dram_busy"]
+        # the steady-state windows' walks per thousand CTA iterations they ran
+        steady = [ph for ph in p["phases"] if ph["name"] == "steady state"]
+        w = sum(ph["memory"].get("tlb_l2_misses", 0.0) for ph in steady)
+        it = sum(ph["ctas"] * ph["k_samples"][0] / 8 for ph in steady)
+        walks_per = 1000.0 * w / it if it else float("nan")
+    pair, span = spread(S.schedule, S.k, cfg.gpu.sms) if S.schedule is not None else (float("nan"),) * 2
+    align = p.get("wave_alignment") or {}
+    return {"cv": align.get("cta_duration_cv", float("nan")),
+            "wave_spread": align.get("widest_wave_start_spread_share", float("nan")),
+            "gflops": p["gflops"], "cycles": p["cycles"], "walks_per_kiter": walks_per,
+            "l2": metrics.get("l2_tex_read_hit_rate", float("nan")),
+            "tex": metrics.get("tex_cache_hit_rate", float("nan")), "busy": busy, "pair": pair,
+            "span": span, "wall": wall, "waves": n_ctas / wave}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kernels", default="sgemm_64,sgemm_64@168,sgemm_128")
+    ap.add_argument("--sizes", default="2048,4096,5120,6144,8192")
+    ap.add_argument("--means", default="0,2000,8000", help="mean start delays (cycles) to try")
+    ap.add_argument("--dist", choices=("exp", "uniform"), default="exp")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--config", default="gtx980_oc")
+    ap.add_argument("--set", dest="settings", type=_setting, action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--full", action="store_true", help="full simulation instead of the sampled prediction")
+    ap.add_argument("--no-tlb-history", dest="tlb_history", action="store_false")
+    ap.add_argument("--slot-pace", dest="same_pace", action="store_false",
+                    help="each SM at the pace its window measured (the sampled prediction as shipped)")
+    ap.add_argument("--l2-start", choices=("empty", "previous"), default="previous")
+    args = ap.parse_args(argv)
+    install()
+    S.tlb_history = args.tlb_history
+    S.same_pace = args.same_pace
+    cfg = load_config(args.config)
+    if args.settings:
+        cfg = override(cfg, dict(args.settings))
+    measured = load_measurements()
+    print(f"{'full' if args.full else 'sampled'} on {cfg.name}{' ' + str(dict(args.settings)) if args.settings else ''},"
+          f" start delay {args.dist} (seed {args.seed}), TLB history {'on' if args.tlb_history else 'off'},"
+          f" {'one pace for all SMs' if args.same_pace else 'each SM at its own pace'}")
+    print(f"{'kernel':13s} {'N':>5s} {'mean':>6s} {'GFLOPS':>7s} {'err':>7s} {'walks/kit':>9s} {'L2 hit':>6s} "
+          f"{'tex hit':>7s} {'DRAM':>5s} {'pair':>6s} {'span':>6s} {'waves':>5s} {'s':>5s}")
+    for spec in args.kernels.split(","):
+        name, _, regs = spec.partition("@")
+        regs = int(regs) if regs else None
+        for n in (int(x) for x in args.sizes.split(",")):
+            # measured GFLOPS: the GTX 980's (maxas), for the shipped config only
+            m = measured.get(name, {}).get(n) if regs is None and not args.settings else None
+            for mean in (float(x) for x in args.means.split(",")):
+                r = run_point(name, regs, n, cfg, mean, args.dist, args.seed, args.full, args.l2_start)
+                err = f"{100 * (r['gflops'] - m) / m:+6.1f}%" if m else "      -"
+                print(f"{spec:13s} {n:5d} {mean:6.0f} {r['gflops']:7.0f} {err:>7s} {r['walks_per_kiter']:9.2f} "
+                      f"{r['l2']:6.1f} {r['tex']:7.1f} {100 * r['busy']:4.0f}% {r['pair']:6.1f} {r['span']:6.1f} "
+                      f"{r['waves']:5.1f} {r['wall']:5.0f}"
+                      + (f"  CTA CV {100 * r['cv']:.2f}%, widest wave start spread {100 * r['wave_spread']:.1f}% of a CTA"
+                         if args.full else ""), flush=True)
+
+
+if __name__ == "__main__":
+    main()
