@@ -1,5 +1,6 @@
-"""The first timed run compiles the timing model in a second process (maxsim/cli/warm.py): the
-worker's small kernel needs the very compiled signatures a timed SGEMM does, and a function of the
+"""The first timed run compiles the timing model in two other processes (maxsim/cli/warm.py): the
+worker's small kernel needs the very compiled signatures a timed SGEMM does, the memory system's
+process compiles those of the memory system's functions the SM core calls, and a function of a
 worker's modules waits for the worker before it loads from the cache (maxsim.jit.compiled_elsewhere)."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 
 def test_the_workers_kernel_compiles_what_a_timed_sgemm_runs():
@@ -24,15 +26,33 @@ def test_the_workers_kernel_compiles_what_a_timed_sgemm_runs():
     assert after == seen  # no signature the worker did not compile
 
 
-def test_a_function_of_the_workers_modules_waits_for_it(tmp_path, monkeypatch):
-    (tmp_path / "elsewhere_mod.py").write_text("import numba\n\n@numba.njit(cache=True)\ndef f(x):\n    return x + 1\n")
+def test_the_memory_process_compiles_what_the_sm_core_calls():
+    from maxsim.cli import warm
+    from maxsim.timing import core, memory_core
+    from workloads.sgemm.harness import run_workload
+    warm.warm_memory()
+    funcs = (memory_core.read_request, memory_core.write_requests, core._post_queued)
+    seen = {f: set(f.signatures) for f in funcs}
+    assert all(seen.values())
+    out = run_workload("sgemm_64", m=64, n=64, k=64)  # compiles (or loads) the SM core
+    assert out["verified"]
+    assert {f: set(f.signatures) for f in funcs} == seen  # it called them with those signatures only
+    assert set(warm.MEMORY_MODULES) >= {f.py_func.__module__ for f in funcs[:2]}
+    assert f"{core.__name__}._post_queued" in warm.MEMORY_MODULES
+
+
+@pytest.mark.parametrize("module, named", [("elsewhere_mod", "elsewhere_mod"), ("elsewhere_fn", "elsewhere_fn.f")])
+def test_a_function_of_the_workers_modules_waits_for_it(tmp_path, monkeypatch, module, named):
+    """Named by its module, or by its module and name."""
+    import importlib
+    (tmp_path / f"{module}.py").write_text("import numba\n\n@numba.njit(cache=True)\ndef f(x):\n    return x + 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("MAXSIM_COMPILE_NOTICE", "0")
     from maxsim import jit
-    import elsewhere_mod
+    mod = importlib.import_module(module)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"])
     monkeypatch.setattr(jit, "_ELSEWHERE", [])
-    jit.compiled_elsewhere(proc, ("elsewhere_mod",), "a test function")
+    jit.compiled_elsewhere(proc, (named,), "a test function")
     t = time.perf_counter()
-    assert elsewhere_mod.f(np.int64(1)) == 2
+    assert mod.f(np.int64(1)) == 2
     assert proc.poll() == 0 and time.perf_counter() - t > 0.5  # it waited for the worker to end

@@ -140,3 +140,43 @@ def test_the_sm_core_indexes_without_wraparound_and_other_code_keeps_it():
     view = np.arange(10)[5:]
     assert njit(last)(view) == 9  # Python's meaning: the last element
     assert njit(last_in_core)(view) == 4  # as it is: base[5 - 1]
+
+
+INLINED_PROGRAM = """
+import sys
+if sys.argv[1] == "numba":  # numba's own copying of an inlined function's IR, block by block
+    from numba.core import inline_closurecall as icc
+    icc.InlineWorker.inline_ir.maxsim = True
+from maxsim import jit
+from numba.core import inline_closurecall as icc
+
+@jit.njit(inline="always")
+def helper(a, i):
+    total = 0
+    for k in range(i):
+        if a[k] > 2:
+            total += a[k] * k
+        else:
+            total -= k
+    return total
+
+@jit.njit
+def caller(a, n):
+    return helper(a, n) + helper(a, n - 1)
+
+import numpy as np
+print(type(icc.copy).__name__, caller(np.arange(10), 7))
+print(caller.inspect_llvm(caller.signatures[0]))
+"""
+
+
+def test_numbas_inliner_copies_a_scope_once_and_compiles_the_same_code():
+    out = {}
+    for how in ("maxsim", "numba"):
+        p = subprocess.run([sys.executable, "-c", INLINED_PROGRAM, how], capture_output=True, text=True,
+                           env=dict(os.environ, MAXSIM_COMPILE_NOTICE="0"))
+        assert p.returncode == 0, p.stderr
+        out[how] = p.stdout.split("\n", 1)
+    expected = sum(k * k for k in range(3, 7)) - 3 + sum(k * k for k in range(3, 6)) - 3
+    assert out["maxsim"][0] == f"_Copy {expected}" and out["numba"][0] == f"module {expected}"
+    assert out["maxsim"][1] == out["numba"][1]  # the same LLVM IR

@@ -1,10 +1,16 @@
-"""Compiling the timing model ahead, in a second process: the first ``maxsim run`` of a fresh
+"""Compiling the timing model ahead, in two other processes: the first ``maxsim run`` of a fresh
 install compiles the SM core, the clock of SMs run together and the L2/DRAM memory system (about
 nine tenths of its compile time, most of it the SM core) in a worker process, while this process
 builds the kernel, runs it functionally and compiles what that needs. The worker times a small
 kernel of its own (loads, an integer add, a store: the same compiled signatures as any timed
 launch), numba writes the compiled code to the cache, and this process loads it from there when its
 timing run starts (:func:`maxsim.jit.compiled_elsewhere` waits for the worker first).
+
+The worker leaves the memory system (its ``read_request``, about a fifth of the whole compile, and
+``write_requests``, which the SM core calls, and the core's ``_post_queued``, which calls the latter)
+to a process of its own (``python -m maxsim.cli.warm memory``), which compiles them by calling them
+as the core does; the worker's compile of the core loads them from the cache when it gets to them
+(waiting for that process if it has not finished), so on two CPUs the two compiles overlap.
 
 ``python -m maxsim.cli.warm`` is the worker.
 """
