@@ -312,12 +312,12 @@ class LaunchStream:
         self.sink = sink
 
     def __next__(self):
-        while self._open is not None:  # the batch before still runs in windows: its rest first
-            self.sink(*self.more())
         start = self._next
         cta_list, progress, state = self.ctas, self._progress, self._state
         if start >= len(cta_list):
-            raise StopIteration
+            raise StopIteration  # (a batch still running in windows goes on: see more)
+        while self._open is not None:  # the batch before still runs in windows: its rest first
+            self.sink(*self.more())
         ctx, wpc = self._ctx, self.wpc
         batch = cta_list[start:start + self.per_batch]
         self._next = start + len(batch)

@@ -100,11 +100,13 @@ class TraceRecorder:
         self.summarise = summarise
         self.key = getattr(summarise, "key", None)
         self.segments = []
+        self._closed = 0  # positions of the segments before the newest (see positions)
         self.gone = []  # warps that exited since take_gone() (their traces are complete)
 
     def positions(self):
-        """Trace positions recorded since the last :meth:`take` (summed over the segments)."""
-        return sum(len(seg.pcs) for seg in self.segments)
+        """Trace positions recorded since the last :meth:`take` (summed over the segments: only the
+        newest, the running group's, still grows)."""
+        return self._closed + (len(self.segments[-1].pcs) if self.segments else 0)
 
     def take_gone(self):
         """The warps that exited since the last call (ids), which the recorder then forgets."""
@@ -116,6 +118,8 @@ class TraceRecorder:
         ``g.segment.pcs``, a block of instructions at a time)."""
         seg = Segment(g.warps.copy())
         g.segment = seg
+        if self.segments:
+            self._closed += len(self.segments[-1].pcs)
         self.segments.append(seg)
 
     def _lanes(self, g, sel):
@@ -176,6 +180,7 @@ class TraceRecorder:
         recorder then forgets."""
         traces = self.finish()
         self.segments = []
+        self._closed = 0
         return traces
 
     trace_type = WarpTrace  # the record a warp's trace is kept in

@@ -310,7 +310,10 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
     such a stream and the ``(cta id, warp traces)`` of :func:`stream_ctas` over it), as
     the block dispatcher needs CTAs, and an SM lets go of a warp's trace when the warp exits: the
     run holds the traces of the resident CTAs and of one batch, not the grid's (the result's
-    ``launch`` carries no trace). ``traced``: a ``(launch result, [(cta id, warp traces)])`` pair
+    ``launch`` carries no trace). A stream not yet begun (compiled SMs and clock) is run in windows
+    (:func:`_windows`): a batch's traces are recorded and loaded ``STREAM_WINDOW`` positions at a
+    time as the SMs need them, so a launch of few long CTAs holds a few windows per resident warp,
+    not its CTAs' whole traces; the figures are the same. ``traced``: a ``(launch result, [(cta id, warp traces)])`` pair
     from :func:`trace_ctas` to time instead.
     ``progress`` (``progress(done, total, what, unit)``, see :mod:`maxsim.report.progress`) is told
     the CTAs done by the functional run as it goes; with ``traced``, the warp instructions issued
