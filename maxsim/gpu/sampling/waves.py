@@ -45,6 +45,8 @@ CHUNK_WAVES = _W["chunk_waves"]
 MEASURED_WAVE = _W["measured_wave"]
 INTERVAL_SE = _W["interval_standard_errors"]
 COUNTED = _W["counted"]
+COUNTED_SHARE = _W["counted_share"]
+AGREEMENT = _W["agreement"]
 
 
 def applies(n_ctas, slots) -> bool:
@@ -219,7 +221,7 @@ def needed(n, slots, look, seed=0) -> list:
     keep = np.zeros(n, dtype=bool)
     for s in chunk_starts(n, slots):
         keep[max(0, s - look):min(n, s + span)] = True
-    strata = max(1, min(n // 2, COUNTED // 2))
+    strata = _strata(n, slots)
     edges = np.linspace(0, n, strata + 1).astype(np.int64)
     rng = np.random.default_rng(seed)
     for a, b in zip(edges[:-1], edges[1:]):
@@ -228,7 +230,14 @@ def needed(n, slots, look, seed=0) -> list:
     return [int(i) for i in np.flatnonzero(keep)]
 
 
-def estimated(instr):
+def _strata(n, slots) -> int:
+    """The ranges of :func:`needed`: ``counted / 2``, at most ``counted_share`` of the chunks' CTAs
+    over two."""
+    counted = min(COUNTED, int(COUNTED_SHARE * CHUNKS * CHUNK_WAVES * slots))
+    return max(1, min(n // 2, counted // 2))
+
+
+def estimated(instr, slots):
     """``(warp instructions of every CTA, total, its standard error)`` from ``instr`` with -1 for
     the CTAs not run: a CTA not run counts as the mean of the CTAs run in its range of the launch
     (the ranges of :func:`needed`), the total's standard error from the spread within the ranges."""
@@ -236,7 +245,7 @@ def estimated(instr):
     if known.all():
         return instr, float(instr.sum()), 0.0
     n = len(instr)
-    strata = max(1, min(n // 2, COUNTED // 2))
+    strata = _strata(n, slots)
     which = np.arange(n) * strata // n
     k = np.bincount(which[known], minlength=strata)
     s1 = np.bincount(which[known], weights=instr[known].astype(float), minlength=strata)
@@ -331,10 +340,10 @@ def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
     chunks = sorted(chunks, key=lambda c: c.first)
     n = len(instr)
     known = instr >= 0
-    instr, total, total_se = estimated(instr)
+    instr, total, total_se = estimated(instr, slots)
     dur = durations(instr, chunks)
     if not known.all():  # a CTA not run: the mean duration of the CTAs run in its range
-        strata = max(1, min(n // 2, COUNTED // 2))
+        strata = _strata(n, slots)
         which = np.arange(n) * strata // n
         mean = np.bincount(which[known], weights=dur[known], minlength=strata) / np.maximum(
             np.bincount(which[known], minlength=strata), 1)
@@ -372,6 +381,7 @@ def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
         if floor[0] > cycles:
             bound = "dram"
         cycles, lo, hi = max(cycles, floor[0]), max(lo, floor[1] * (1 - rel)), max(hi, floor[2] * (1 + rel))
+    lo, hi = min(lo, cycles * (1 - AGREEMENT)), max(hi, cycles * (1 + AGREEMENT))
     mem = {}
     for c in chunks:
         mem = _add(mem, c.memory)
