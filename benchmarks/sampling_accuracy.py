@@ -191,11 +191,11 @@ def main(argv=None):
 
 
 def huge(cfg, target):
-    """A naive SGEMM (k = 256) of about ``target`` warp instructions predicted for timing only: the
+    """A naive SGEMM (n = 2,048, k = 128) of about ``target`` warp instructions predicted for timing only: the
     warp instructions counted, the prediction and its interval, the wall and CPU seconds."""
     k = Kernel.load(SUITE, cfg=cfg, kernel="sgemm_naive")
-    sn, sk = 512, 256
-    per_row = 4 * sk * 7.1  # warp instructions of a row of C (4 CTAs of 128 threads), measured
+    sn, sk = 2048, 128
+    per_row = sn // 32 * sk * 6.45  # warp instructions of a row of C (its warps' ~6.45 per step of k, measured)
     rows = max(64, int(target / per_row))
     rng = np.random.default_rng(3)
     a, b = _f32(rng, rows * sk), _f32(rng, sk * sn)
@@ -206,7 +206,7 @@ def huge(cfg, target):
     w, t = time.perf_counter() - w, time.process_time() - t
     p = r.prediction
     d = p.details
-    print(f"sgemm_naive {rows:,d} x {sn} x {sk}: {4 * rows:,d} CTAs, {p.waves:.0f} waves, "
+    print(f"sgemm_naive {rows:,d} x {sn} x {sk}: {sn // 128 * rows:,d} CTAs, {p.waves:.0f} waves, "
           f"{d['warp_instructions']:,.0f} warp instructions (counted from {d['ctas_run']:,d} CTAs run, standard error "
           f"{d['warp_instructions_standard_error']:,.0f}); {p.method}: {p.cycles:,.0f} cycles "
           f"({p.interval[0]:,.0f}-{p.interval[1]:,.0f}), {100 * p.simulated_share:.2f}% simulated; "

@@ -93,6 +93,8 @@ def test_a_timing_only_launch_runs_a_share_of_the_ctas_and_predicts_as_the_whole
     assert abs(counted - whole.result.warp_instructions) <= 3 * se + 1
     assert q.cycles == pytest.approx(p.cycles, rel=0.01)
     assert q.interval[0] <= q.cycles <= q.interval[1]
+    f = part.fields()
+    assert f["warp_instructions_estimated"] and f["warp_instructions"] == counted and f["gpu_ctas_run"] < h * w // 128
     with pytest.raises(LaunchError, match="timing-only"):
         part.read("out")
 

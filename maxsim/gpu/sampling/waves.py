@@ -19,7 +19,12 @@ counters are the chunks' scaled by the launch's warp instructions over theirs. T
 from the spread between the chunks: each chunk's measured cycles over its CTAs' modelled ones, two
 standard errors of their mean either side, widened to the launch as its first chunk measured its
 CTAs (that chunk's waves start together, the others' staggered: the two ways of starting a chunk
-bracket a launch in mid-course, see ``methods.toml``).
+bracket a launch in mid-course, see ``methods.toml``), and to the method's measured agreement.
+The launch takes at least its DRAM time (:func:`dram_floor`: a chunk starts with no backlog of
+write-backs and runs a DRAM-saturated launch's CTAs fast).
+
+For timing only, the functional run covers only the CTAs the prediction needs (:func:`needed`):
+the others' warp instructions are estimated from a stratified sample (:func:`estimated`).
 """
 
 from __future__ import annotations
