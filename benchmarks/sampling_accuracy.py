@@ -153,6 +153,9 @@ def main(argv=None):
                          fo.get("gpu_l2_hit_rate", 0.0) - rf.fields().get("gpu_l2_hit_rate", 0.0), to,
                          po.details.get("ctas_run", 0), po.details.get("warp_instructions_standard_error", 0.0)
                          / max(1.0, po.details.get("warp_instructions", 1.0))))
+            print(f"{name:16s} timing only: {po.cycles:12,.0f} {100 * only[-1][1]:+6.2f}% {lo:8,.0f}-{hi:8,.0f} "
+                  f"{'yes' if only[-1][2] else 'no':>3s} cpu {to:.1f}s ({tf / to:.1f}x), "
+                  f"{only[-1][6]:,d} CTAs run", flush=True)
         ps, pf = rs.prediction, rf.prediction
         fs, ff = rs.fields(), rf.fields()
         err = ps.cycles / pf.cycles - 1
