@@ -11,7 +11,10 @@ Then the time-stepped kernel is launched ``--steps`` times both ways (``"auto"``
 launches' figures once they repeat, :mod:`maxsim.gpu.sampling.launches`).
 Prints per kernel the waves, warp instructions, both cycle counts and the sampled one's error, its
 interval and whether the full figure lies in it, the share simulated, the L2 and texture hit rates
-of both, and both wall times; then the median and worst error and the median speed-up.
+of both, and both CPU times; then the median and worst error and the median speed-up.
+``--timing-only`` adds a prediction for timing only (``launch(timing_only=True)``: only the CTAs the
+sampled prediction needs run functionally) and its error and speed-up; ``--huge N`` predicts, for
+timing only, a naive SGEMM of about N warp instructions (e.g. 1e9) and prints its time.
 ``--scale`` multiplies the number of CTAs (rows of the grid). The SGEMM workloads' own sampled
 method is measured by ``benchmarks/sgemm_sampling_accuracy.py``.
 """
@@ -90,12 +93,23 @@ def _setting(text):
     return key.strip(), tomllib.loads(f"v = {value.strip()}")["v"]
 
 
-def _run(kernel, case, cfg, method):
+def _run(kernel, case, cfg, method, timing_only=False):
+    """The launch and its CPU seconds (the machine may be shared: wall time would count the others)."""
     _, grid, block, params, buffers = case
-    t = time.perf_counter()
+    t = time.process_time()
     r = launch(kernel, grid, block, params=params, buffers={k: v.copy() for k, v in buffers.items()}, config=cfg,
-               timing=False, gpu_method=method)
-    return r, time.perf_counter() - t
+               timing=False, gpu_method=method, timing_only=timing_only)
+    return r, time.process_time() - t
+
+
+def _warm_up(cfg):
+    """One small launch each way, so that compiling the model (once per process and source
+    version) is not counted in the first kernel's time."""
+    name, grid, block, params, buffers = cases(1 / 16)["stencil2d"]
+    k = Kernel.load(SUITE, cfg=cfg, kernel=name)
+    for method, only in (("auto", False), ("full", False), ("auto", True)):
+        launch(k, grid, block, params=params, buffers={n: v.copy() for n, v in buffers.items()}, config=cfg,
+               timing=False, gpu_method=method, timing_only=only)
 
 
 def main(argv=None):
@@ -105,22 +119,43 @@ def main(argv=None):
     ap.add_argument("--only", default=None, help="comma-separated kernel names")
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--steps", type=int, default=20, help="launches of the time-stepped kernel (0: none)")
+    ap.add_argument("--timing-only", action="store_true",
+                    help="also predict each launch for timing only (launch(timing_only=True): only the CTAs the "
+                         "prediction needs run functionally), its error and speed-up against the full simulation")
+    ap.add_argument("--huge", type=float, default=0.0, metavar="WARP_INSTRUCTIONS",
+                    help="only predict, for timing only, a naive SGEMM of about this many warp instructions")
     args = ap.parse_args(argv)
     cfg = load_config(args.config)
     if args.set:
         cfg = override(cfg, dict(args.set))
+    _warm_up(cfg)
+    if args.huge:
+        return huge(cfg, args.huge)
     suite = cases(args.scale)
     names = args.only.split(",") if args.only else list(suite)
-    print(f"{cfg.name}, {cfg.gpu.sms} SMs; sampled = gpu_method 'auto', full = 'full'")
+    print(f"{cfg.name}, {cfg.gpu.sms} SMs; sampled = gpu_method 'auto', full = 'full'; times in CPU seconds")
     print(f"{'kernel':16s} {'waves':>6s} {'warp instr':>11s} {'full cycles':>12s} {'sampled':>12s} {'error':>7s} "
           f"{'interval':>17s} {'in':>3s} {'share':>6s} {'L2 full/samp':>13s} {'tex full/samp':>13s} "
-          f"{'wall full':>9s} {'sampled':>8s} {'x':>5s}")
+          f"{'cpu full':>9s} {'sampled':>8s} {'x':>5s}")
     errors, speedups, covered, l2d, texd = [], [], 0, [], []
+    only = []
     for name in names:
         case = suite[name]
         k = Kernel.load(SUITE, cfg=cfg, kernel=case[0])
         rs, ts = _run(k, case, cfg, "auto")
         rf, tf = _run(k, case, cfg, "full")
+        if args.timing_only:
+            ro, to = _run(k, case, cfg, "auto", timing_only=True)
+            po = ro.prediction
+            lo, hi = po.interval or (po.cycles, po.cycles)
+            fo = ro.fields()
+            only.append((name, po.cycles / rf.prediction.cycles - 1, lo <= rf.prediction.cycles <= hi, tf / to,
+                         fo.get("gpu_l2_hit_rate", 0.0) - rf.fields().get("gpu_l2_hit_rate", 0.0), to,
+                         po.details.get("ctas_run", 0), po.details.get("warp_instructions_standard_error", 0.0)
+                         / max(1.0, po.details.get("warp_instructions", 1.0))))
+            print(f"{name:16s} timing only: {po.cycles:12,.0f} {100 * only[-1][1]:+6.2f}% {lo:8,.0f}-{hi:8,.0f} "
+                  f"{'yes' if only[-1][2] else 'no':>3s} cpu {to:.1f}s ({tf / to:.1f}x), "
+                  f"{only[-1][6]:,d} CTAs run", flush=True)
         ps, pf = rs.prediction, rf.prediction
         fs, ff = rs.fields(), rf.fields()
         err = ps.cycles / pf.cycles - 1
@@ -143,8 +178,42 @@ def main(argv=None):
               f"worst {100 * max(errors):.2f}%; L2 hit rate within {100 * max(l2d):.2f} points, texture within "
               f"{100 * max(texd):.2f}; interval covered the full figure in {covered}/{len(errors)}; "
               f"wall-time speed-up median {statistics.median(speedups):.1f}x (min {min(speedups):.1f}x)")
+    if only:
+        print("timing only (launch(timing_only=True)):")
+        print(f"{'kernel':16s} {'error':>7s} {'in':>3s} {'L2 diff':>8s} {'cpu':>7s} {'x full':>7s} {'CTAs run':>9s} "
+              f"{'count se':>8s}")
+        for name, err, inside, x, l2, t, run, se in only:
+            print(f"{name:16s} {100 * err:+6.2f}% {'yes' if inside else 'no':>3s} {100 * l2:+7.2f} {t:6.1f}s {x:6.1f}x "
+                  f"{run:9,d} {100 * se:7.2f}%")
+        errs = [abs(e) for _, e, *_ in only]
+        print(f"timing only: |cycles error| median {100 * statistics.median(errs):.2f}%, worst {100 * max(errs):.2f}%; "
+              f"interval covered the full figure in {sum(o[2] for o in only)}/{len(only)}; speed-up against the full "
+              f"simulation median {statistics.median(o[3] for o in only):.1f}x (min {min(o[3] for o in only):.1f}x)")
     if args.steps:
         repeated(cfg, args.steps, args.scale)
+
+
+def huge(cfg, target):
+    """A naive SGEMM (n = 2,048, k = 128) of about ``target`` warp instructions predicted for timing only: the
+    warp instructions counted, the prediction and its interval, the wall and CPU seconds."""
+    k = Kernel.load(SUITE, cfg=cfg, kernel="sgemm_naive")
+    sn, sk = 2048, 128
+    per_row = sn // 32 * sk * 6.45  # warp instructions of a row of C (its warps' ~6.45 per step of k, measured)
+    rows = max(64, int(target / per_row))
+    rng = np.random.default_rng(3)
+    a, b = _f32(rng, rows * sk), _f32(rng, sk * sn)
+    w, t = time.perf_counter(), time.process_time()
+    r = launch(k, (sn // 128, rows), 128, params={"a": "a", "b": "b", "c": "c", "n": sn, "k": sk},
+               buffers={"a": a, "b": b, "c": np.zeros(rows * sn, np.float32)}, config=cfg, timing=False,
+               timing_only=True)
+    w, t = time.perf_counter() - w, time.process_time() - t
+    p = r.prediction
+    d = p.details
+    print(f"sgemm_naive {rows:,d} x {sn} x {sk}: {sn // 128 * rows:,d} CTAs, {p.waves:.0f} waves, "
+          f"{d['warp_instructions']:,.0f} warp instructions (counted from {d['ctas_run']:,d} CTAs run, standard error "
+          f"{d['warp_instructions_standard_error']:,.0f}); {p.method}: {p.cycles:,.0f} cycles "
+          f"({p.interval[0]:,.0f}-{p.interval[1]:,.0f}), {100 * p.simulated_share:.2f}% simulated; "
+          f"{w:.1f} s wall, {t:.1f} s CPU")
 
 
 def repeated(cfg, steps, scale):

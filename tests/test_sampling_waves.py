@@ -65,13 +65,13 @@ def test_a_timing_only_prediction_counts_the_ctas_not_run_from_a_stratified_samp
     assert len(run) < 0.2 * n
     i = np.arange(n)
     # the standard error is small for work that changes along the grid, larger for work that changes
-    # from one CTA to the next (a sample of 4,096 of 300,000 CTAs, an eighth of them 16x longer: ~2.6%)
-    for name, instr, bound in (("divergent", np.where(i % 8 == 0, 1600, 100), 0.04),
+    # from one CTA to the next (a sample of 2,560 of 300,000 CTAs, an eighth of them 16x longer: ~3.4%)
+    for name, instr, bound in (("divergent", np.where(i % 8 == 0, 1600, 100), 0.05),
                                ("triangular", 50 + i * 1000 // n, 0.001),
                                ("boundary", np.where((i % 1024 == 0) | (i % 1024 == 1023), 20, 300), 0.01)):
         partial = np.full(n, -1)
         partial[run] = instr[run]
-        filled, total, se = waves.estimated(partial)
+        filled, total, se = waves.estimated(partial, slots)
         assert abs(total - instr.sum()) <= 3 * se + 1e-9 * instr.sum(), name
         assert se < bound * instr.sum(), name
         assert (filled[run] == instr[run]).all() and set(np.unique(filled)) <= set(np.unique(instr)), name
@@ -93,6 +93,8 @@ def test_a_timing_only_launch_runs_a_share_of_the_ctas_and_predicts_as_the_whole
     assert abs(counted - whole.result.warp_instructions) <= 3 * se + 1
     assert q.cycles == pytest.approx(p.cycles, rel=0.01)
     assert q.interval[0] <= q.cycles <= q.interval[1]
+    f = part.fields()
+    assert f["warp_instructions_estimated"] and f["warp_instructions"] == counted and f["gpu_ctas_run"] < h * w // 128
     with pytest.raises(LaunchError, match="timing-only"):
         part.read("out")
 

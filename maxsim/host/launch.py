@@ -233,6 +233,10 @@ class LaunchReport:
             out.update(how_predicted(p, self.cfg))
             if "dram_bound" in p.details:
                 out.update(gpu_dram_busy=p.details["dram_busy"], gpu_dram_bound=p.details["dram_bound"])
+            if p.details.get("ctas_run", self.grid[0] * self.grid[1]) < self.grid[0] * self.grid[1]:
+                # a prediction for timing only ran a share of the CTAs: the launch's count is estimated
+                out.update(warp_instructions=p.details["warp_instructions"], warp_instructions_estimated=True,
+                           gpu_ctas_run=p.details["ctas_run"])
         out.update(self.profiler_fields())
         return out
 

@@ -19,7 +19,12 @@ counters are the chunks' scaled by the launch's warp instructions over theirs. T
 from the spread between the chunks: each chunk's measured cycles over its CTAs' modelled ones, two
 standard errors of their mean either side, widened to the launch as its first chunk measured its
 CTAs (that chunk's waves start together, the others' staggered: the two ways of starting a chunk
-bracket a launch in mid-course, see ``methods.toml``).
+bracket a launch in mid-course, see ``methods.toml``), and to the method's measured agreement.
+The launch takes at least its DRAM time (:func:`dram_floor`: a chunk starts with no backlog of
+write-backs and runs a DRAM-saturated launch's CTAs fast).
+
+For timing only, the functional run covers only the CTAs the prediction needs (:func:`needed`):
+the others' warp instructions are estimated from a stratified sample (:func:`estimated`).
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ CHUNK_WAVES = _W["chunk_waves"]
 MEASURED_WAVE = _W["measured_wave"]
 INTERVAL_SE = _W["interval_standard_errors"]
 COUNTED = _W["counted"]
+COUNTED_SHARE = _W["counted_share"]
+AGREEMENT = _W["agreement"]
 
 
 def applies(n_ctas, slots) -> bool:
@@ -219,7 +226,7 @@ def needed(n, slots, look, seed=0) -> list:
     keep = np.zeros(n, dtype=bool)
     for s in chunk_starts(n, slots):
         keep[max(0, s - look):min(n, s + span)] = True
-    strata = max(1, min(n // 2, COUNTED // 2))
+    strata = _strata(n, slots)
     edges = np.linspace(0, n, strata + 1).astype(np.int64)
     rng = np.random.default_rng(seed)
     for a, b in zip(edges[:-1], edges[1:]):
@@ -228,7 +235,14 @@ def needed(n, slots, look, seed=0) -> list:
     return [int(i) for i in np.flatnonzero(keep)]
 
 
-def estimated(instr):
+def _strata(n, slots) -> int:
+    """The ranges of :func:`needed`: ``counted / 2``, at most ``counted_share`` of the chunks' CTAs
+    over two."""
+    counted = min(COUNTED, int(COUNTED_SHARE * CHUNKS * CHUNK_WAVES * slots))
+    return max(1, min(n // 2, counted // 2))
+
+
+def estimated(instr, slots):
     """``(warp instructions of every CTA, total, its standard error)`` from ``instr`` with -1 for
     the CTAs not run: a CTA not run counts as the mean of the CTAs run in its range of the launch
     (the ranges of :func:`needed`), the total's standard error from the spread within the ranges."""
@@ -236,7 +250,7 @@ def estimated(instr):
     if known.all():
         return instr, float(instr.sum()), 0.0
     n = len(instr)
-    strata = max(1, min(n // 2, COUNTED // 2))
+    strata = _strata(n, slots)
     which = np.arange(n) * strata // n
     k = np.bincount(which[known], minlength=strata)
     s1 = np.bincount(which[known], weights=instr[known].astype(float), minlength=strata)
@@ -331,10 +345,10 @@ def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
     chunks = sorted(chunks, key=lambda c: c.first)
     n = len(instr)
     known = instr >= 0
-    instr, total, total_se = estimated(instr)
+    instr, total, total_se = estimated(instr, slots)
     dur = durations(instr, chunks)
     if not known.all():  # a CTA not run: the mean duration of the CTAs run in its range
-        strata = max(1, min(n // 2, COUNTED // 2))
+        strata = _strata(n, slots)
         which = np.arange(n) * strata // n
         mean = np.bincount(which[known], weights=dur[known], minlength=strata) / np.maximum(
             np.bincount(which[known], minlength=strata), 1)
@@ -372,6 +386,7 @@ def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
         if floor[0] > cycles:
             bound = "dram"
         cycles, lo, hi = max(cycles, floor[0]), max(lo, floor[1] * (1 - rel)), max(hi, floor[2] * (1 + rel))
+    lo, hi = min(lo, cycles * (1 - AGREEMENT)), max(hi, cycles * (1 + AGREEMENT))
     mem = {}
     for c in chunks:
         mem = _add(mem, c.memory)
