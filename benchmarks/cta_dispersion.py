@@ -12,9 +12,9 @@ by about ``mean x sqrt(waves)`` cycles. The delay is applied alike
 * in the sampled prediction (its dispatcher model, ``maxsim.gpu.sampling.kloop.dispatch``, and the
   CTAs the steady-state windows take from the dispatcher).
 
-The sampled prediction puts every page of A and B into the TLBs before each window in the order
-the launch's CTAs last read them (``_History.pages_read``); ``--no-tlb-history`` leaves that out, as
-the prediction did before: a window's fresh SMs then find a page that left the L2 TLB long before
+The sampled prediction's setting ``kloop.tlb_history`` (off as shipped) is turned on: every page of
+A and B is put into the TLBs before each window in the order the launch's CTAs last read them
+(``_History.pages_read``); ``--no-tlb-history`` leaves that out, as the shipped prediction does: a window's fresh SMs then find a page that left the L2 TLB long before
 never translated, which costs nothing (``maxsim.timing.tlb``: an SM's first touch is free), and no
 window walks.
 
@@ -48,6 +48,7 @@ import maxsim.gpu.sampling.kloop as kloop  # noqa: E402
 import maxsim.timing.sm as sm_mod  # noqa: E402
 from maxsim.arch.config import load_config, override  # noqa: E402
 from maxsim.gpu.sampling import kloop_history  # noqa: E402
+from maxsim.gpu.sampling import settings as sampling_settings  # noqa: E402
 from maxsim.gpu.sampling.dispatcher import resident_at  # noqa: E402
 from maxsim.report.metrics import profiler_metrics  # noqa: E402
 from maxsim.timing.sm import residency  # noqa: E402
@@ -168,9 +169,10 @@ def _dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interva
 
 
 # ---- the TLBs before a window ---------------------------------------------------------------------
-# The sampled prediction puts every page of A and B into the TLBs before each window, in the order
-# the launch last read them (maxsim.gpu.sampling.kloop_history._History.pages_read);
-# ``--no-tlb-history`` leaves that out (only the pages of the sectors the L2 replay holds).
+# The sampled prediction's setting kloop.tlb_history (off as shipped), turned on here: every page of
+# A and B in the TLBs before each window, in the order the launch last read them
+# (maxsim.gpu.sampling.kloop_history._History.pages_read); ``--no-tlb-history`` leaves that out
+# (only the pages of the sectors the L2 replay holds).
 
 _pages_read = kloop_history._History.pages_read
 
@@ -184,6 +186,7 @@ def install():
     sm_mod.SM.__init__ = _init
     kloop.dispatch = _dispatch
     kloop_history._History.pages_read = _history_pages
+    sampling_settings.TLB_HISTORY = True  # the sampled prediction's setting kloop.tlb_history (off as shipped)
 
 
 # ---- measures -------------------------------------------------------------------------------------

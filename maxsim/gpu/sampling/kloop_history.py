@@ -12,6 +12,7 @@ from ...functional.trace import Segment, WarpTrace
 from ...timing.summaries import SectorLists, make_summariser
 from ..gpu import trace_ctas
 from ..sector_lru import SectorLRU, SectorSet
+from . import settings
 from .settings import HISTORY_FILL, KNOWN_PROBLEMS
 
 
@@ -417,9 +418,10 @@ class _History:
                 run = [secs for secs, _ in picked[start:j]]
                 ms.warm(np.concatenate(run) if len(run) > 1 else run[0], picked[start][1])
                 start = j
-        pages = self.pages_read(schedule, t)
-        if pages.size:
-            ms.warm_tlb(pages)
+        if settings.TLB_HISTORY:
+            pages = self.pages_read(schedule, t)
+            if pages.size:
+                ms.warm_tlb(pages)
 
     def pages_read(self, schedule, t):
         """The pages (``tlb.page_bytes``, as byte addresses) of the data ``shift`` moves along K that
