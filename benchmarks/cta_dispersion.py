@@ -12,12 +12,11 @@ by about ``mean x sqrt(waves)`` cycles. The delay is applied alike
 * in the sampled prediction (its dispatcher model, ``maxsim.gpu.sampling.kloop.dispatch``, and the
   CTAs the steady-state windows take from the dispatcher).
 
-The sampled prediction's windows start with fresh SMs, for which a page never translated costs
-nothing (``maxsim.timing.tlb``: an SM's first touch is free), so a window would see no walk of a
-page that left the L2 TLB long before it. ``--tlb-history`` (on by default) puts every page of A
-and B into the TLBs before each window in the order the launch's CTAs last touched them (their
-place along K from the dispatcher schedule, the launch before included): the L2 TLB then holds the
-64 most recent pages and every other page walks when it comes back, as in a full simulation.
+The sampled prediction's setting ``kloop.tlb_history`` (off as shipped) is turned on: every page of
+A and B is put into the TLBs before each window in the order the launch's CTAs last read them
+(``_History.pages_read``); ``--no-tlb-history`` leaves that out, as the shipped prediction does: a window's fresh SMs then find a page that left the L2 TLB long before
+never translated, which costs nothing (``maxsim.timing.tlb``: an SM's first touch is free), and no
+window walks.
 
 Per point: GFLOPS (error against the measured curve where there is one), page walks per thousand
 CTA main-loop iterations, nvprof's ``l2_tex_read_hit_rate`` and ``tex_cache_hit_rate``, DRAM busy,
@@ -35,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import heapq
-import math
 import sys
 import time
 import tomllib
@@ -50,13 +48,13 @@ import maxsim.gpu.sampling.kloop as kloop  # noqa: E402
 import maxsim.timing.sm as sm_mod  # noqa: E402
 from maxsim.arch.config import load_config, override  # noqa: E402
 from maxsim.gpu.sampling import kloop_history  # noqa: E402
+from maxsim.gpu.sampling import settings as sampling_settings  # noqa: E402
 from maxsim.gpu.sampling.dispatcher import resident_at  # noqa: E402
 from maxsim.report.metrics import profiler_metrics  # noqa: E402
 from maxsim.timing.sm import residency  # noqa: E402
 from workloads.compare import load_measurements  # noqa: E402
 from workloads.sgemm.generator import KERNELS, generate_kernel  # noqa: E402
 from workloads.sgemm.predict import predict_sgemm  # noqa: E402
-from workloads.sgemm.problem import texture_addresses  # noqa: E402
 from maxsim.timing.occupancy import with_registers  # noqa: E402
 
 
@@ -69,7 +67,6 @@ class _State:
     tlb_history = True
     schedule = None  # the sampled prediction's last dispatcher schedule
     taken = False  # the block dispatcher has just handed out a CTA (the next delay lookup is its)
-    walk_warms = 0
     same_pace = True  # every slot at the mean pace of the SMs (no drift of whole SMs apart)
     sms = 1
 
@@ -171,75 +168,25 @@ def _dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interva
     return out
 
 
-# ---- the TLBs before a window: every page of A and B in the order the launch last touched it -----
+# ---- the TLBs before a window ---------------------------------------------------------------------
+# The sampled prediction's setting kloop.tlb_history (off as shipped), turned on here: every page of
+# A and B in the TLBs before each window, in the order the launch last read them
+# (maxsim.gpu.sampling.kloop_history._History.pages_read); ``--no-tlb-history`` leaves that out
+# (only the pages of the sectors the L2 replay holds).
 
-_warm = kloop_history._History.warm
-
-
-def _pages(base, ld, k, shift):
-    rows = np.arange(k, dtype=np.int64)
-    first = (base + rows * ld * 4) >> shift
-    last = (base + (rows + 1) * ld * 4 - 1) >> shift
-    return first, last
+_pages_read = kloop_history._History.pages_read
 
 
-def _warm_tlb(history, ms, schedule, t):
-    from maxsim.timing.memory_core import F_SIZE, I_SIZE, warm_pages
-    shift = history.cfg.tlb.page_bytes.bit_length() - 1
-    n, k = S.n, S.k
-    a0, b0 = texture_addresses(n, k)
-    touched = {}  # page -> last cycle a CTA read a row of it (before t)
-    sched = np.asarray([(s, e) for _, s, e in schedule], dtype=float)
-    offsets = (0.0,) if history.period is None else (0.0, float(history.period))
-    rows_a = _pages(a0, n, k, shift)
-    rows_b = _pages(b0, n, k, shift)
-    for off in offsets:
-        s, e = sched[:, 0] - off, sched[:, 1] - off
-        ok = s < t
-        s, e = s[ok], e[ok]
-        # the last row each CTA read before t, and when
-        q = np.minimum(k - 1, np.floor((t - s) / np.maximum(e - s, 1.0) * k - 0.5)).astype(np.int64)
-        keep = q >= 0
-        s, e, q = s[keep], e[keep], q[keep]
-        if not len(q):
-            continue
-        # every row r <= q was read at s + (r + 0.5) / k x (e - s): a page's last touch by a CTA is
-        # the time of its highest row not above q
-        for first, last in (rows_a, rows_b):
-            pages = np.unique(np.concatenate([first, last]))
-            for p in pages:
-                rows = np.flatnonzero((first == p) | (last == p))
-                lo, hi = rows[0], rows[-1]
-                sel = q >= lo
-                if not sel.any():
-                    continue
-                r = np.minimum(q[sel], hi)
-                when = float(np.max(s[sel] + (r + 0.5) / k * (e[sel] - s[sel])))
-                if when > touched.get(int(p), -math.inf):
-                    touched[int(p)] = when
-    if not touched:
-        return
-    order = sorted(touched, key=touched.get)
-    addrs = np.asarray([p << shift for p in order], dtype=np.int64)
-    if hasattr(ms, "_tlb_room"):  # the compiled memory system
-        ms._tlb_room(addrs.shape[0] * ms.tlb.n_sms)
-        warm_pages(addrs, ms._I, ms._F, I_SIZE, F_SIZE)
-    else:
-        ms.tlb.warm(addrs.tolist())
-    S.walk_warms += 1
-
-
-def _history_warm(self, ms, schedule, t):
-    _warm(self, ms, schedule, t)
-    if S.tlb_history and self.shift is not None:
-        _warm_tlb(self, ms, schedule, t)
+def _history_pages(self, schedule, t):
+    return _pages_read(self, schedule, t) if S.tlb_history else np.zeros(0, np.int64)
 
 
 def install():
     gpu_mod.DispatchClock = _Clock
     sm_mod.SM.__init__ = _init
     kloop.dispatch = _dispatch
-    kloop_history._History.warm = _history_warm
+    kloop_history._History.pages_read = _history_pages
+    sampling_settings.TLB_HISTORY = True  # the sampled prediction's setting kloop.tlb_history (off as shipped)
 
 
 # ---- measures -------------------------------------------------------------------------------------
@@ -287,7 +234,7 @@ def run_point(name, regs, n, cfg, mean, dist, seed, full, l2_start):
     resident, _ = residency(kernel, geo.threads, cfg)
     wave = resident * cfg.gpu.sms
     S.delays = _delays(n_ctas, wave, mean, dist, seed)
-    S.gx, S.n, S.k, S.schedule, S.taken, S.walk_warms = gx, n, -(-n // 8) * 8, None, False, 0
+    S.gx, S.n, S.k, S.schedule, S.taken = gx, n, -(-n // 8) * 8, None, False
     S.sms = cfg.gpu.sms
     t0 = time.perf_counter()
     p = predict_sgemm(name, n, cfg, kernel=kernel, full=full, l2_start=l2_start)

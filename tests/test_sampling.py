@@ -314,6 +314,45 @@ def test_writeback_time_equals_the_replay_of_the_whole_launch(skewed):
     assert got == want
 
 
+@pytest.mark.parametrize("skewed", [False, True])
+def test_pages_read_are_the_launchs_pages_least_recently_read_first(skewed):
+    # the TLB history of a window (_History.pages_read): every page of A and B the launch's CTAs
+    # read before the cycle asked for, in the order of their last reads; against a replay of every
+    # (cycle, CTA, slice) read in time order, each read's pages taken from the sectors it names
+    import heapq
+
+    from maxsim.gpu.sampling import _History
+    from workloads.sgemm.generator import generate_kernel
+    from workloads.sgemm.problem import _builder, _shift
+
+    cfg = override(CFG4, {"tlb.page_bytes": 64 * 1024})  # A and B: 4 pages each of 64 rows of K
+    n, k_step = 256, 8
+    kernel = generate_kernel("sgemm_64")
+    grid = (n // 64, n // 64)
+    ctas = grid[0] * grid[1]
+    iters = n // k_step
+    schedule = dispatch(ctas, 8, lambda j, i: 4000.0 + (370.0 * (i % 5) if skewed else 0.0))
+    history = _History(kernel, grid, 64, _builder(n, n, n), _shift(n, n), cfg, k_step, iters, grid[0], 8)
+    history._trace(list(range(ctas)))
+    shift = cfg.tlb.page_bytes.bit_length() - 1
+    for t in (1500.0, 5100.0, max(e for _, _, e in schedule) + 1):
+        events = []
+        for i, (_, s, e) in enumerate(schedule):
+            events += [(s + (q + 0.5) / iters * (e - s), i, q) for q in range(iters)]
+        heapq.heapify(events)
+        lru = {}
+        while events and events[0][0] < t:
+            when, i, q = heapq.heappop(events)
+            for p in np.unique(history.sectors(i, q) >> shift):
+                lru.pop(int(p), None)
+                lru[int(p)] = when
+        want = sorted(lru, key=lambda p: (lru[p], p))
+        got = [int(a) >> shift for a in history.pages_read(schedule, t)]
+        assert got == want
+        assert len(want) > 1
+    assert len(want) == 8  # after the launch: all of A and B
+
+
 def test_relocated_records_are_each_rows_own_moved_by_its_ranges():
     """A window's copy of a segment (_moved_records): the chosen rows in their order, a texture or
     global load's sectors moved by the row's ranges (the addresses in [lo, hi) by its delta), a

@@ -999,6 +999,12 @@ class CompiledMemorySystem(MemoryStats):
         self._tlb_room(a.shape[0] * self.tlb.n_sms)
         warm_pages(a, self._I, self._F, I_SIZE, F_SIZE)
 
+    def warm_tlb(self, addresses) -> None:
+        """Put the pages of ``addresses`` into the TLBs, nothing into the L2 (MemorySystem.warm_tlb)."""
+        a = np.ascontiguousarray(addresses, dtype=np.int64)
+        self._tlb_room(a.shape[0] * self.tlb.n_sms)
+        warm_pages(a, self._I, self._F, I_SIZE, F_SIZE)
+
     def _tlb_room(self, more):
         """Room in the TLB's record of translated pages for ``more`` new keys."""
         grown = self.tlb.grown(more)

@@ -320,6 +320,11 @@ class MemorySystem(MemoryStats):
             if dirty:
                 e[-1] |= 1 << i
 
+    def warm_tlb(self, addresses) -> None:
+        """Put the pages of ``addresses`` (byte addresses, most recent last) into the TLBs as
+        :meth:`warm` does with the pages of its sectors, and nothing into the L2."""
+        self.tlb.warm([int(a) for a in addresses])
+
     def flush(self, now: int) -> int:
         """Write every dirty L2 sector back to DRAM; returns the cycle the last write ends."""
         end = float(now)

@@ -12,6 +12,7 @@ from ...functional.trace import Segment, WarpTrace
 from ...timing.summaries import SectorLists, make_summariser
 from ..gpu import trace_ctas
 from ..sector_lru import SectorLRU, SectorSet
+from . import settings
 from .settings import HISTORY_FILL, KNOWN_PROBLEMS
 
 
@@ -417,3 +418,56 @@ class _History:
                 run = [secs for secs, _ in picked[start:j]]
                 ms.warm(np.concatenate(run) if len(run) > 1 else run[0], picked[start][1])
                 start = j
+        if settings.TLB_HISTORY:
+            pages = self.pages_read(schedule, t)
+            if pages.size:
+                ms.warm_tlb(pages)
+
+    def pages_read(self, schedule, t):
+        """The pages (``tlb.page_bytes``, as byte addresses) of the data ``shift`` moves along K that
+        the launch's CTAs (and, with a ``period``, the launch before) read before cycle ``t``, least
+        recently read first: the order in which the TLBs saw them. CTA i reads slice q at
+        ``start + (q + 1/2) / iterations x (end - start)``, as in :meth:`warm`. The L2 replay above
+        puts into the TLBs only the pages of the sectors the L2 still holds (the last few
+        iterations); a launch whose A and B span more pages than the L2 TLB holds sweeps them in K
+        order, wave after wave, and a page comes back to the TLBs after the others have evicted it:
+        a walk in the full simulation. Without the whole history, a window's SMs would find such a
+        page never translated, which costs nothing (:mod:`maxsim.timing.tlb`). A page no CTA read
+        before ``t`` is left out (its first touch is free, as in the launch)."""
+        if self.shift is None or self.textures is None or not schedule:
+            return np.zeros(0, np.int64)
+        page_shift = self.cfg.tlb.page_bytes.bit_length() - 1
+        iters = self.iters
+        q = np.arange(iters, dtype=np.int64)
+        spans = []  # per page: (page, first slice that reads it, last slice that reads it)
+        for lo, hi, delta in self.shift(self.textures, self.k_step):
+            if hi <= lo:
+                continue
+            first = (lo + q * delta) >> page_shift
+            last = (hi - 1 + q * delta) >> page_shift
+            for p in np.unique(np.concatenate([first, last])):
+                on = np.flatnonzero((first <= p) & (last >= p))
+                spans.append((int(p), int(on[0]), int(on[-1])))
+        if not spans:
+            return np.zeros(0, np.int64)
+        sched = np.asarray([(s, e) for _, s, e in schedule], dtype=float)
+        offsets = (0.0,) if self.period is None else (0.0, float(self.period))
+        latest = {}
+        for off in offsets:
+            s, e = sched[:, 0] - off, sched[:, 1] - off
+            length = np.maximum(e - s, 1e-9)
+            # the last slice each CTA read before t (all of them once it ended)
+            done = np.minimum(iters - 1, np.floor((t - s) / length * iters - 0.5)).astype(np.int64)
+            live = (s < t) & (done >= 0)
+            s, length, done = s[live], length[live], done[live]
+            if not done.size:
+                continue
+            for p, q0, q1 in spans:
+                read = done >= q0
+                if read.any():
+                    r = np.minimum(done[read], q1)
+                    when = float(np.max(s[read] + (r + 0.5) / iters * length[read]))
+                    if when > latest.get(p, -np.inf):
+                        latest[p] = when
+        order = sorted(latest, key=lambda p: (latest[p], p))
+        return np.asarray(order, dtype=np.int64) << page_shift

@@ -20,4 +20,5 @@ WAVE_START_K = _K["wave_start_k"]  # K to which the start of a later wave is sim
 DRAM_SATURATED = _K["dram_saturated"]  # DRAM busy share of a window from which a launch is dram_bound
 WINDOW_SHIFTS = _K["window_shifts"]  # candidate window starts tried on each side of the middle
 KNOWN_PROBLEMS = _K["known_problems"]  # problems whose CTAs' sectors are kept
+TLB_HISTORY = _K["tlb_history"]  # the TLBs before a window hold the launch's pages in the order last read
 KLOOP_AGREEMENT = _K["agreement"]  # the K-loop method's interval: its tested agreement with full simulations
