@@ -177,7 +177,7 @@ def main(argv=None):
         print(f"sampled launches: {len(errors)}; |cycles error| median {100 * statistics.median(errors):.2f}%, "
               f"worst {100 * max(errors):.2f}%; L2 hit rate within {100 * max(l2d):.2f} points, texture within "
               f"{100 * max(texd):.2f}; interval covered the full figure in {covered}/{len(errors)}; "
-              f"wall-time speed-up median {statistics.median(speedups):.1f}x (min {min(speedups):.1f}x)")
+              f"CPU-time speed-up median {statistics.median(speedups):.1f}x (min {min(speedups):.1f}x)")
     if only:
         print("timing only (launch(timing_only=True)):")
         print(f"{'kernel':16s} {'error':>7s} {'in':>3s} {'L2 diff':>8s} {'cpu':>7s} {'x full':>7s} {'CTAs run':>9s} "
