@@ -292,6 +292,7 @@ class LaunchStream:
         self._warp_threads, self._progress, self._expected = warp_threads, progress, expected_instructions
         self._next = 0
         self._hand_over = hand_over and recorder is not None
+        self._key = recorder.key if recorder is not None else None
 
     def __iter__(self):
         return self
@@ -372,6 +373,12 @@ class LaunchStream:
         gone = rec.take_gone() if not done else []
         return traces, gone, done
 
+    def stop_recording(self):
+        """Run the batches still to come without recording their traces (for a consumer that holds
+        the traces it needs already); the result keeps the recorder's key."""
+        self.recorder = self._ctx.recorder = None
+        self._hand_over = False
+
     def release(self):
         """The launch is over: its compiled kernel may serve the next launch of the same kernel with
         the same constants (made with ``reuse``; see :func:`_idle_program`)."""
@@ -386,10 +393,10 @@ class LaunchStream:
         if self._next < len(self.ctas):
             raise LaunchError(f"kernel {self.kernel.name}: the launch's result was asked for after "
                               f"{self._next} of its {len(self.ctas)} CTAs")
-        state, rec = self._state, self.recorder
+        state = self._state
         return LaunchResult(self.kernel, self.grid, self.block, state["total"], int(self._warp_threads.sum()),
                             self._counts, trace, self.timing_only, self._warp_threads, tuple(self.ctas),
-                            rec.key if rec is not None else None, state["warp_divergent"], state["warp_idle"])
+                            self._key, state["warp_divergent"], state["warp_idle"])
 
 
 MAX_BLOCK = 256  # instructions one straight-line step may run

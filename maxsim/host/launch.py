@@ -613,6 +613,8 @@ def _first_traces(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
         if len(kept) < keep:
             kept += narrowed([traces[w] for w in range(len(kept), min(keep, len(kept) + len(traces)))])
         traces = None
+        if len(kept) >= keep:
+            stream.stop_recording()  # the later CTAs' traces would not be read
     res = stream.finish(dict(enumerate(kept)))
     stream.release()
     return res
