@@ -57,8 +57,9 @@ def cases(scale):
     nr = h * 4096
     out["reduce_sum"] = ("reduce_sum", nr // 1024, 256, {"in": "in", "out": "out", "n": nr},
                          {"in": _f32(rng, nr), "out": np.zeros(nr // 1024, np.float32)})
-    out["tri_band"] = ("tri_band", (w // 128, h), 128, {"a": "a", "out": "out", "w": w},
-                       {"a": img, "out": np.zeros_like(img)})
+    tb = min(h, w)  # rows of the triangle (the kernel reads row y up to column y)
+    out["tri_band"] = ("tri_band", (w // 128, tb), 128, {"a": "a", "out": "out", "w": w},
+                       {"a": img[:tb * w], "out": np.zeros(tb * w, np.float32)})
     nd = h * 1024
     out["divergent_ctas"] = ("divergent_ctas", nd // 128, 128, {"in": "in", "out": "out", "n": nd},
                              {"in": _f32(rng, nd), "out": np.zeros(nd, np.float32)})

@@ -61,14 +61,14 @@ extern "C" __global__ void reduce_sum(const float* __restrict__ in, float* out, 
 }
 
 // a triangular band: thread (x, y) of the lower triangle (x <= y) sums row y from x on, up to 64
-// elements and the row's end (CTAs above the diagonal leave at once, those near it work less)
+// elements (CTAs above the diagonal leave at once, those near it work less)
 extern "C" __global__ void tri_band(const float* __restrict__ a, float* out, int w)
 {
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y;
     if (x >= w || x > y) return;
     float s = 0.0f;
-    for (int k = x; k <= y && k < x + 64 && k < w; k++)
+    for (int k = x; k <= y && k < x + 64; k++)
         s += a[y * w + k];
     out[y * w + x] = s;
 }
