@@ -103,3 +103,51 @@ def test_struct_parameters_are_given_as_bytes(tmp_path):
     with pytest.raises(MaxsimError, match="has 12 bytes; 8 bytes given"):
         launch(k, 1, 32, params={"p": b"\0" * 8, "out": "out"}, buffers={"out": np.zeros(32, np.float32)},
                timing=False, predict=False)
+
+
+@pytest.mark.parametrize("imm,want", [(0xFFFBF, -65), (0xFFFFE, -2), (0x80000, -(1 << 19)), (0x7FFFF, (1 << 19) - 1),
+                                      (0x41, 65)])
+def test_iadd3_immediate_is_signed_20_bits(imm, want):
+    """IADD3's immediate is 20 bits with its sign in bit 19: nvdisasm prints 0xfffbf where ptxas
+    means -65 (the kernel below)."""
+    got = run_lanes(f"IADD3 R13, R10, 0x{imm:x}, R11", A, B)
+    assert got.tolist() == [(int(a) + int(b) + want) & 0xFFFFFFFF for a, b in zip(A, B)]
+
+
+TRIANGLE = """
+extern "C" __global__ void band_sum(const float* __restrict__ a, float* out, int w)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y;
+    if (x >= w || x > y) return;
+    float s = 0.0f;
+    int end = min(min(y + 1, w), x + 64);
+    for (int k = x; k < end; k++)
+        s += a[y * w + k];
+    out[y * w + x] = s;
+}
+"""
+
+
+def test_a_loop_bound_ptxas_builds_with_signed_iadd3_immediates(tmp_path):
+    """ptxas turns min(min(y + 1, w), x + 64) into VMNMX.MX.MAX of complements and counts the loop's
+    trips with IADD3 immediates 0xfffbf (-65) and 0xffffe (-2): every row's sums against numpy, and
+    no read past the rows (a guard gap follows each buffer)."""
+    require_nvrtc()
+    from maxsim.host import Kernel, launch
+    p = tmp_path / "band.cu"
+    p.write_text(TRIANGLE)
+    k = Kernel.load(p)
+    assert any(i.opcode == "IADD3" and any(o.kind == "imm" and o.value == 0xFFFBF for o in i.operands)
+               for i in k.code.instructions)
+    h, w = 140, 128
+    a = np.random.default_rng(5).random(h * w, dtype=np.float32)
+    r = launch(k, (w // 64, h), 64, params={"a": "a", "out": "out", "w": w},
+               buffers={"a": a, "out": np.zeros_like(a)}, timing=False, predict=False)
+    got, rows = r.outputs["out"].reshape(h, w), a.reshape(h, w)
+    for y in range(h):
+        for x in range(min(w, y + 1)):
+            want = np.float32(0)
+            for kk in range(x, min(y + 1, w, x + 64)):
+                want = np.float32(want + rows[y, kk])
+            assert got[y, x] == want, (y, x)

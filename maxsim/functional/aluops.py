@@ -47,8 +47,20 @@ def _iadd(ctx, instr, ops, mods, zrow):
     return run
 
 
+def _imm20(op):
+    """IADD3's 20-bit immediate as the adder sees it: sign-extended from bit 19 (the bit encoded in
+    bit 56). nvdisasm prints the field unsigned (``0xfffbf``), but ptxas uses it as a signed
+    constant: for ``min(min(y + 1, w), x + 64)`` it writes ``IADD3 R6, -R11, 0xfffbf, -R4`` for
+    ``~(x + 64) = -x - 65`` and ``IADD3 R4, -R11, 0xffffe, -R4`` for ``-x - 2``, a trip count that is
+    right only with the sign (tests/test_ptxas_forms.py runs that kernel against numpy)."""
+    if op.kind == ins.IMM and 0x80000 <= op.value < 0x100000:
+        return attrs.evolve(op, value=op.value | 0xFFF00000)
+    return op
+
+
 @compiles("IADD3")
 def _iadd3(ctx, instr, ops, mods, zrow):
+    ops = (ops[0], *map(_imm20, ops[1:]))
     use_x, set_cc = "X" in mods, "CC" in mods
     if use_x or set_cc:
         return _iadd3_carry(ctx, instr, ops, mods, zrow, use_x, set_cc)
