@@ -140,6 +140,17 @@ PTXAS_SM52 = [
 ]
 
 
+# ISET with its condition-code output (bit 47): words of a ptxas sm_52 kernel with that bit set,
+# as cuobjdump 12.8 prints them ("R10.CC" written as the modifier ".CC")
+PTXAS_SM52 += [
+    (0x5B5D83800067000A, "ISET.GE.AND.CC R10, R0, R6, PT"),
+    (0x4B5D838005470800, "ISET.GE.AND.CC R0, R8, c[0x0][0x150], PT"),
+    (0x4B52938005470AFF, "ISET.BF.LT.U32.AND.CC RZ, R10, c[0x0][0x150], PT"),
+    (0x36538B8000770B0D, "ISET.LT.X.AND.CC R13, R11, 0x7, PT"),
+    (0x5B5BA48000370201, "ISET.NE.OR.CC R1, R2, R3, !P1"),
+]
+
+
 @pytest.mark.parametrize("word,text", PTXAS_SM52)
 def test_ptxas_words_decode(word, text):
     cw = 0x7E0 | 0x7E0 << 21 | 0x7E0 << 42  # --:-:-:Y:0, no reuse

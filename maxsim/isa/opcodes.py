@@ -93,7 +93,8 @@ OPCODES = {s.name: s for s in (
     _spec("ISETP", "alu_half", 2, "P P R R|C|I P", _CMP, {"U32", "S32"}, _BOOL, {"X"}),
     # ISET: the comparison (combined with a predicate) as a register: all ones when true, 0 when
     # false; .BF gives 1.0 / 0.0 (nvdisasm's ISET; its values as Ryujinx's Maxwell translator has them)
-    _spec("ISET", "alu_half", 1, "R R R|C|I P", _CMP, {"U32", "S32"}, _BOOL, {"BF"}, {"X"}),
+    # .CC: the zero and sign flags of the register it writes, as FSET.CC (BRA CC.test reads them)
+    _spec("ISET", "alu_half", 1, "R R R|C|I P", _CMP, {"U32", "S32"}, _BOOL, {"BF"}, {"X"}, {"CC"}),
     # ICMP d, a, b, c: d = a if (c cmp 0) else b (nvdisasm's ICMP; ptxas selects with it)
     _spec("ICMP", "alu_half", 1, "R R R|C|I R", _CMP, {"U32", "S32"}),
     _spec("S2R", "s2r", 1, "R S"),
