@@ -125,7 +125,8 @@ OPCODES = {s.name: s for s in (
     # those scoreboards are clear (nvdisasm's scoreboard set)
     _spec("DEPBAR", "nop", 0, "W I", {"LE"}, min_operands=1),
     # integer
-    _spec("IMNMX", "alu_half", 1, "R R R|C|I P", {"U32", "S32"}),
+    # .XHI[.CC] / .XLO: the high and low halves of a 64-bit min / max (see functional/intops.py)
+    _spec("IMNMX", "alu_half", 1, "R R R|C|I P", {"U32", "S32"}, {"XLO", "XHI"}, {"CC"}),
     _spec("POPC", "xu", 1, "R R|C|I"),
     _spec("FLO", "xu", 1, "R R|C|I", {"U32", "S32"}, {"SH"}),
     _spec("BFI", "alu_half", 1, "R R R|C|I R|C"),
