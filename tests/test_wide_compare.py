@@ -243,3 +243,24 @@ def test_cuda_c_window_sum_with_a_64_bit_bound(cuda_min_max, n, w, length):
                buffers={"in": src, "out": np.zeros(n, np.int32)}, timing=False, predict=False)
     want = [int(src[x:max(x, min(x + length, w))].sum()) for x in range(n)]
     assert r.outputs["out"].view(np.int32).tolist() == want
+
+
+@pytest.mark.parametrize("plain,with_cc", [
+    ("ISET.LT.AND R5, R1, R2, PT;", "ISET.LT.AND R5.CC, R1, R2, PT;"),
+    ("IMNMX.XHI R5, R1, R2, PT;", "IMNMX.XHI R5.CC, R1, R2, PT;"),
+])
+def test_condition_code_forms_time_as_their_plain_forms(plain, with_cc):
+    """ISET.CC and IMNMX.XHI.CC are their opcode's timing class: a back-to-back run of eight issues
+    as the plain form's, one every 1 / pipes.alu_half cycles (the half-rate pipe), the same in the
+    reference and the compiled timing core."""
+    from test_core_parity import twin_simulate
+    from maxsim.arch.config import load_config
+    from maxsim.validate import kernels as K
+    every = 1 / load_config().pipes.alu_half
+    times = []
+    for text in (plain, with_cc):
+        src = "\n".join([f"--:-:-:-:1 {text}"] * 8 + [K.exit_line()])
+        _, sm = twin_simulate(K.kernel(src), 1, 32, log=True)
+        times.append([t for t, _ in K.issues(sm)])
+    assert times[0] == times[1]
+    assert times[1][:8] == [k * every for k in range(8)]
