@@ -258,6 +258,12 @@ def test_unknown_words_are_named_by_offset():
     (0x2000000000070000, r"VADD is not in the Maxwell encoding table \(a video instruction; not modelled\)"),
     # a known opcode in an unknown form: the bits that differ from the nearest form
     (0x3700000000070000, r"XMAD in a form the Maxwell encoding table does not know \(bits 56 differ"),
+    # the VMNMX forms of PTX vmin / vmax with selectors (ptxas's sm_52 words): named
+    (0x3B3C7F9020670409, r"VMNMX with a byte or half-word source \(\.B0-\.B3, \.H0, \.H1: PTX vmin / vmax with a "
+                         r"source selector\) is not modelled$"),
+    (0x3A6704D040670400, r"VMNMX with a byte or half-word source"),
+    (0x3B1405E06067040B, r"VMNMX merging into c \(\.MRG_16H0/H1, \.MRG_8B0-B3: PTX vmin / vmax with a destination "
+                         r"selector\) is not modelled$"),
     # a modifier value the table does not know: the field and the values it knows
     (0x5080000000970900, r"MUFU with a modifier the encoding table does not know: value 9 in bits 20-23 "
                          r"\(known: COS, SIN, EX2, LG2, RCP, RSQ, RCP64H, RSQ64H, SQRT\)"),
