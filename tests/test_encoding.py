@@ -140,6 +140,22 @@ PTXAS_SM52 = [
 ]
 
 
+# ISET with its condition-code output (bit 47): words of a ptxas sm_52 kernel with that bit set,
+# as cuobjdump 12.8 prints them ("R10.CC" written as the modifier ".CC")
+PTXAS_SM52 += [
+    (0x5B5D83800067000A, "ISET.GE.AND.CC R10, R0, R6, PT"),
+    (0x4B5D838005470800, "ISET.GE.AND.CC R0, R8, c[0x0][0x150], PT"),
+    (0x4B52938005470AFF, "ISET.BF.LT.U32.AND.CC RZ, R10, c[0x0][0x150], PT"),
+    (0x36538B8000770B0D, "ISET.LT.X.AND.CC R13, R11, 0x7, PT"),
+    (0x5B5BA48000370201, "ISET.NE.OR.CC R1, R2, R3, !P1"),
+    # the 64-bit min / max of NVRTC 12.9's sm_52 code for long long and unsigned long long min()
+    (0x5C219B800077090B, "IMNMX.XHI.CC R11, R9, R7, PT"),
+    (0x5C209F8000A7030A, "IMNMX.U32.XHI.CC R10, R3, R10, !PT"),
+    (0x5C200B800067080A, "IMNMX.U32.XLO R10, R8, R6, PT"),
+    (0x5C200F8000270402, "IMNMX.U32.XLO R2, R4, R2, !PT"),
+]
+
+
 @pytest.mark.parametrize("word,text", PTXAS_SM52)
 def test_ptxas_words_decode(word, text):
     cw = 0x7E0 | 0x7E0 << 21 | 0x7E0 << 42  # --:-:-:Y:0, no reuse
@@ -242,6 +258,12 @@ def test_unknown_words_are_named_by_offset():
     (0x2000000000070000, r"VADD is not in the Maxwell encoding table \(a video instruction; not modelled\)"),
     # a known opcode in an unknown form: the bits that differ from the nearest form
     (0x3700000000070000, r"XMAD in a form the Maxwell encoding table does not know \(bits 56 differ"),
+    # the VMNMX forms of PTX vmin / vmax with selectors (ptxas's sm_52 words): named
+    (0x3B3C7F9020670409, r"VMNMX with a byte or half-word source \(\.B0-\.B3, \.H0, \.H1: PTX vmin / vmax with a "
+                         r"source selector\) is not modelled$"),
+    (0x3A6704D040670400, r"VMNMX with a byte or half-word source"),
+    (0x3B1405E06067040B, r"VMNMX merging into c \(\.MRG_16H0/H1, \.MRG_8B0-B3: PTX vmin / vmax with a destination "
+                         r"selector\) is not modelled$"),
     # a modifier value the table does not know: the field and the values it knows
     (0x5080000000970900, r"MUFU with a modifier the encoding table does not know: value 9 in bits 20-23 "
                          r"\(known: COS, SIN, EX2, LG2, RCP, RSQ, RCP64H, RSQ64H, SQRT\)"),

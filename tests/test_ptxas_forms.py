@@ -85,7 +85,7 @@ def test_fset_cc_and_a_branch_on_the_condition_code():
 
 
 def test_a_branch_on_a_condition_code_nothing_set_is_refused():
-    with pytest.raises(MaxsimError, match="BRA CC.EQ reads a condition code that no FSET.CC set"):
+    with pytest.raises(MaxsimError, match="BRA CC.EQ reads a condition code that no FSET.CC or ISET.CC set"):
         run_lanes(["MOV R13, RZ", "--:-:-:-:5 BRA CC.EQ, DONE", "DONE:"], A)
 
 
@@ -151,3 +151,97 @@ def test_a_loop_bound_ptxas_builds_with_signed_iadd3_immediates(tmp_path):
             for kk in range(x, min(y + 1, w, x + 64)):
                 want = np.float32(want + rows[y, kk])
             assert got[y, x] == want, (y, x)
+
+
+def _s32(x):
+    return [int(v) - (1 << 32) if int(v) >> 31 else int(v) for v in x]
+
+
+@pytest.mark.parametrize("cmp,ref", [("LT", lambda a, b: a < b), ("GE", lambda a, b: a >= b),
+                                     ("NE", lambda a, b: a != b)])
+def test_iset_cc_and_a_branch_on_the_condition_code(cmp, ref):
+    """ISET.cmp.AND d.CC writes all ones (a negative value) where the compare holds, else 0, and
+    leaves the zero and sign flags of that value [PTX set.cmp.u32.s32 gives 0xffffffff / 0; the CC
+    tests as envytools has them: EQ = Z, LT = S]: BRA CC.EQ takes the lanes where it fails, CC.LT
+    those where it holds, and d holds the value."""
+    a, b = _s32(A), _s32(B)
+    body = ["MOV R14, RZ", f"ISET.{cmp}.AND R13.CC, R10, R11, PT", "--:-:-:-:5 BRA CC.EQ, FAILS",
+            "MOV32I R14, 0x1", "FAILS:", "--:-:-:-:5 BRA CC.GE, DONE", "IADD32I R14, R14, 0x10", "DONE:"]
+    got, path = run_lanes(body, A, B, outs=("R13", "R14"))
+    want = [ref(x, y) for x, y in zip(a, b)]
+    assert got.tolist() == [0xFFFFFFFF if w else 0 for w in want]
+    assert path.tolist() == [0x11 if w else 0 for w in want]
+
+
+def test_iset_bf_cc_flags_follow_the_one_point_zero_it_writes():
+    """ISET.BF writes 1.0 (0x3f800000, positive) where the compare holds: CC.GT takes those lanes,
+    CC.EQ the others; U32 compares the words unsigned."""
+    body = ["MOV R14, RZ", "ISET.BF.LT.U32.AND RZ.CC, R10, R11, PT", "--:-:-:-:5 BRA CC.GT, HOLDS",
+            "--:-:-:-:5 BRA CC.EQ, FAILS", "MOV32I R14, 0x5", "--:-:-:-:5 BRA DONE",
+            "HOLDS:", "MOV32I R14, 0x1", "--:-:-:-:5 BRA DONE", "FAILS:", "MOV32I R14, 0x2", "DONE:",
+            "MOV R13, R14"]
+    assert run_lanes(body, A, B).tolist() == [1 if int(x) < int(y) else 2 for x, y in zip(A, B)]
+
+
+def test_iset_x_cc_reads_the_carry_then_replaces_it():
+    """A 64-bit a < b as ptxas writes it (IADD RZ.CC, a_lo, -b_lo; ISET.LT.X a_hi, b_hi) with .CC on
+    the ISET: the compare uses the carry of the low words, then the flags are those of its result."""
+    lo_a = np.array([5, 0, 7, 0xFFFFFFFF, 3], np.uint32)
+    hi_a = np.array([1, 0xFFFFFFFF, 2, 0, 9], np.uint32)
+    lo_b = np.array([6, 1, 7, 0, 3], np.uint32)
+    hi_b = np.array([1, 0xFFFFFFFF, 2, 1, 8], np.uint32)
+    body = ["MOV R14, RZ", "IADD RZ.CC, R10, -R12", "ISET.LT.X.AND R13.CC, R11, R13, PT",
+            "--:-:-:-:5 BRA CC.EQ, DONE", "MOV32I R14, 0x1", "DONE:"]
+    got, path = run_lanes(body, lo_a, hi_a, lo_b, hi_b, outs=("R13", "R14"))
+    sa = [(int(h) << 32 | int(l)) - ((1 << 64) if int(h) >> 31 else 0) for l, h in zip(lo_a, hi_a)]
+    sb = [(int(h) << 32 | int(l)) - ((1 << 64) if int(h) >> 31 else 0) for l, h in zip(lo_b, hi_b)]
+    want = [x < y for x, y in zip(sa, sb)]
+    assert want == [True, True, False, True, False]
+    assert got.tolist() == [0xFFFFFFFF if w else 0 for w in want]
+    assert path.tolist() == [int(w) for w in want]
+
+
+# a loop bound as ptxas could test it: ISET.CC on loaded values, BRA CC.EQ leaves the loop; the
+# data decides how many loads each warp makes
+ISET_CC_LOOP = """\
+--:-:1:-:1      S2R R0, SR_TID.X;
+01:-:-:-:6      SHR.U32 R1, R0, 0x5;
+--:-:-:-:6      SHL R1, R1, 0x2;
+--:-:-:-:6      IADD R2, R1, c[0x0][0x140];
+--:-:1:-:1      LDG R3, [R2];
+--:-:-:-:1      MOV R4, RZ;
+LOOP:
+01:-:-:-:6      ISET.LT.AND R5.CC, R4, R3, PT;
+--:-:-:-:5      BRA CC.EQ, DONE;
+--:-:1:-:1      LDG R6, [R2+0x40];
+--:-:-:-:6      IADD32I R4, R4, 0x1;
+--:-:-:-:5      BRA LOOP;
+DONE:
+--:-:-:-:6      SHL R7, R0, 0x2;
+--:-:-:-:6      IADD R7, R7, c[0x0][0x144];
+--:-:-:-:1      STG.CG [R7], R4;
+--:-:-:-:5      EXIT;
+"""
+
+
+def test_the_timing_only_slice_follows_iset_cc():
+    """A timing-only run must compute the ISET.CC a branch reads (and the load it compares): its
+    trace equals the full run's, and each warp loops as many times as its loaded count."""
+    import timing_only_check as toc
+    from maxsim.functional import GlobalMemory, slicing
+    from maxsim.sass import parse_text
+    from sasskit import header
+
+    k = parse_text(header("isetcc", regs=32, nparams=2) + ISET_CC_LOOP)
+    s = slicing.timing_slice(k)
+    iset = next(i for i in k.instructions if i.opcode == "ISET")
+    first_ldg = next(i for i in k.instructions if i.opcode == "LDG")
+    assert s.computed[iset.index] and s.computed[first_ldg.index] and s.global_loads_needed
+    mem = GlobalMemory()
+    src, dst = mem.alloc(4 * 64), mem.alloc(4 * 128)
+    counts = [3, 0, 5, 1]
+    mem.write(src, np.array(counts + [0] * 60, np.uint32))
+    full, fast = toc.compare(k, 1, 128, [src, dst], mem)
+    ldg = {i.index for i in k.instructions if i.opcode == "LDG"}
+    loads = [sum(1 for pc in full.trace[w].pcs() if pc in ldg) for w in range(4)]
+    assert loads == [1 + c for c in counts]

@@ -151,3 +151,116 @@ def test_wide_compare_times_as_a_compare(x):
         _, sm = twin_simulate(K.kernel(src), 1, 32, log=True)
         assert [t for t, _ in K.issues(sm)] == [0, lat.alu, lat.alu + pstall, lat.alu + pstall + 1]
         assert sm.stats.to_dict()["hazards"] == hazards
+
+
+@pytest.mark.parametrize("signed", [True, False])
+@pytest.mark.parametrize("take_min", [True, False])
+def test_wide_min_max_is_the_64_bit_min_max(signed, take_min):
+    """IMNMX[.U32].XHI d_hi.CC, a_hi, b_hi, p then IMNMX.U32.XLO d_lo, a_lo, b_lo, p (ptxas's
+    long long / unsigned long long min and max): numpy's 64-bit minimum / maximum, high words
+    equal or not."""
+    a, b = _pairs()
+    (alo, ahi), (blo, bhi) = _words(a), _words(b)
+    t, p = ("" if signed else ".U32"), ("PT" if take_min else "!PT")
+    body = [f"IMNMX{t}.XHI R15.CC, R11, R13, {p}", f"IMNMX.U32.XLO R14, R10, R12, {p}"]
+    lo, hi = run_lanes(body, alo, ahi, blo, bhi, outs=("R14", "R15"))
+    x, y = (a.view(np.int64), b.view(np.int64)) if signed else (a, b)
+    want = (np.minimum if take_min else np.maximum)(x, y).view(np.uint64)
+    assert _wide(lo, hi).tolist() == want.tolist()
+
+
+def test_the_low_half_of_a_wide_min_max_needs_the_high_halfs_flags():
+    """Without the high half's flags (an IADD.CC before the low half instead) the low half is not
+    the 64-bit answer: the flags carry the decision."""
+    a = np.array([0x0000000100000000, 0x00000002FFFFFFFF], np.uint64)
+    b = np.array([0x00000000FFFFFFFF, 0x0000000300000000], np.uint64)
+    (alo, ahi), (blo, bhi) = _words(a), _words(b)
+    good = ["IMNMX.U32.XHI R15.CC, R11, R13, PT", "IMNMX.U32.XLO R14, R10, R12, PT"]
+    lo, hi = run_lanes(good, alo, ahi, blo, bhi, outs=("R14", "R15"))
+    assert _wide(lo, hi).tolist() == [0x00000000FFFFFFFF, 0x00000002FFFFFFFF]
+    bad = ["IMNMX.U32.XHI R15, R11, R13, PT", "IADD RZ.CC, RZ, RZ", "IMNMX.U32.XLO R14, R10, R12, PT"]
+    lo, hi = run_lanes(bad, alo, ahi, blo, bhi, outs=("R14", "R15"))
+    assert lo.tolist() == [0, 0]  # the zero flag of the IADD: the plain min of the low words
+
+
+CUDA_MIN_MAX = r"""
+extern "C" __global__ void minmax64(const long long *a, const long long *b, long long *lo, long long *hi, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { lo[i] = min(a[i], b[i]); hi[i] = max(a[i], b[i]); }
+}
+extern "C" __global__ void minmaxu64(const unsigned long long *a, const unsigned long long *b,
+                                    unsigned long long *lo, unsigned long long *hi, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { lo[i] = min(a[i], b[i]); hi[i] = max(a[i], b[i]); }
+}
+// a window sum with a 64-bit bound: ptxas clamps the trip count with a 64-bit max (IMNMX.XHI.CC)
+extern "C" __global__ void window64(const int *in, int *out, long long w, int n, int len)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= n) return;
+    int s = 0;
+    for (long long k = x; k < x + len && k < w; k++) s += in[k];
+    out[x] = s;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def cuda_min_max(tmp_path_factory):
+    from nvidia_tools import require_nvrtc
+    require_nvrtc()
+    path = tmp_path_factory.mktemp("minmax64") / "minmax64.cu"
+    path.write_text(CUDA_MIN_MAX)
+    return path
+
+
+@pytest.mark.parametrize("n", [5, 70, 300])
+@pytest.mark.parametrize("name,dt", [("minmax64", np.int64), ("minmaxu64", np.uint64)])
+def test_cuda_c_long_long_min_max(cuda_min_max, name, dt, n):
+    from maxsim.host import Kernel, launch
+    k = Kernel.load(cuda_min_max, kernel=name)
+    assert any(i.opcode == "IMNMX" and "XHI" in i.mods and "CC" in i.mods for i in k.code.instructions)
+    rng = np.random.default_rng(n)
+    info = np.iinfo(dt)
+    a = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+    b = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+    b[::3] = a[::3] ^ dt(0x5A5A5A5A)  # the same high words
+    b[1::5] = a[1::5]
+    r = launch(k, (n + 63) // 64, 64, params={"a": "a", "b": "b", "lo": "lo", "hi": "hi", "n": n},
+               buffers={"a": a, "b": b, "lo": np.zeros(n, dt), "hi": np.zeros(n, dt)}, timing=False, predict=False)
+    assert np.array_equal(r.outputs["lo"].view(dt), np.minimum(a, b))
+    assert np.array_equal(r.outputs["hi"].view(dt), np.maximum(a, b))
+
+
+@pytest.mark.parametrize("n,w,length", [(40, 37, 5), (100, 120, 9), (200, 150, 1)])
+def test_cuda_c_window_sum_with_a_64_bit_bound(cuda_min_max, n, w, length):
+    from maxsim.host import Kernel, launch
+    k = Kernel.load(cuda_min_max, kernel="window64")
+    src = np.arange(1, n + length + 1, dtype=np.int32) * 3
+    r = launch(k, (n + 63) // 64, 64, params={"in": "in", "out": "out", "w": w, "n": n, "len": length},
+               buffers={"in": src, "out": np.zeros(n, np.int32)}, timing=False, predict=False)
+    want = [int(src[x:max(x, min(x + length, w))].sum()) for x in range(n)]
+    assert r.outputs["out"].view(np.int32).tolist() == want
+
+
+@pytest.mark.parametrize("plain,with_cc", [
+    ("ISET.LT.AND R5, R1, R2, PT;", "ISET.LT.AND R5.CC, R1, R2, PT;"),
+    ("IMNMX.XHI R5, R1, R2, PT;", "IMNMX.XHI R5.CC, R1, R2, PT;"),
+])
+def test_condition_code_forms_time_as_their_plain_forms(plain, with_cc):
+    """ISET.CC and IMNMX.XHI.CC are their opcode's timing class: a back-to-back run of eight issues
+    as the plain form's, one every 1 / pipes.alu_half cycles (the half-rate pipe), the same in the
+    reference and the compiled timing core."""
+    from test_core_parity import twin_simulate
+    from maxsim.arch.config import load_config
+    from maxsim.validate import kernels as K
+    every = 1 / load_config().pipes.alu_half
+    times = []
+    for text in (plain, with_cc):
+        src = "\n".join([f"--:-:-:-:1 {text}"] * 8 + [K.exit_line()])
+        _, sm = twin_simulate(K.kernel(src), 1, 32, log=True)
+        times.append([t for t, _ in K.issues(sm)])
+    assert times[0] == times[1]
+    assert times[1][:8] == [k * every for k in range(8)]

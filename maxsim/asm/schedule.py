@@ -71,7 +71,7 @@ CC_KEY = PRED_KEY + 8  # the carry flag: .CC writes it, .X reads it ([maxas] Sch
 def _keys(instr):
     reads = list(instr.src_regs) + [PRED_KEY + p for p in pred_sources(instr)]
     writes = list(instr.dst_regs) + [PRED_KEY + p for p in instr.dst_preds]
-    if "X" in instr.mods:
+    if "X" in instr.mods or "XLO" in instr.mods:  # IMNMX.XLO reads the flags of IMNMX.XHI.CC
         reads.append(CC_KEY)
     if "CC" in instr.mods:
         writes.append(CC_KEY)

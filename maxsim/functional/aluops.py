@@ -15,7 +15,7 @@ from ..isa import instruction as ins
 from . import alu
 from .opcode_table import compiles
 from .operands import (CC_CARRY, CC_ZERO, U32, attr_plain, carry_in, geometry, pred_reader, reader_u32,
-                       set_carry_zero, write_pred, writer)
+                       set_carry_zero, set_zero_sign, write_pred, writer)
 
 
 @compiles("IADD")
@@ -287,10 +287,14 @@ def _iset(ctx, instr, ops, mods, zrow):
     true = U32(0x3F800000) if "BF" in mods else U32(0xFFFFFFFF)
     write = writer(ops[0].reg, zrow)
     compare = _compare(cmp, signed, "X" in mods)
+    set_cc = "CC" in mods
 
     def run(g, m):
         r = bop(compare(g, a(g), b(g)), pc(g))
-        write(g, np.where(r, true, U32(0)).astype(np.uint32), m)
+        v = np.broadcast_to(np.where(r, true, U32(0)).astype(np.uint32), g.tid.shape).copy()
+        if set_cc:  # after the compare: ISET.X.CC reads the flags it then replaces
+            set_zero_sign(g, v, m)
+        write(g, v, m)
     return run
 
 

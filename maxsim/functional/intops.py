@@ -15,21 +15,39 @@ import numpy as np
 from ..errors import SimulationError
 from ..isa import instruction as ins
 from .opcode_table import compiles
-from .operands import U32, carry_in, pred_reader, reader_u32, set_carry_zero, write_pred, writer
+from .operands import CC_SIGN, CC_ZERO, U32, carry_in, pred_reader, reader_u32, set_carry_zero, write_pred, writer
 
 
 @compiles("IMNMX")
 def _imnmx(ctx, instr, ops, mods, zrow):
-    """IMNMX d, a, b, p: min(a, b) when p holds, else max (signed unless .U32)."""
+    """IMNMX d, a, b, p: min(a, b) when p holds, else max (signed unless .U32).
+
+    A 64-bit min / max is two of them, high words first [ptxas's long long min / max; the pair as
+    Mesa's nouveau lowers one: the high part with the HIGH sub-op sets the flags, the low part with
+    the LOW sub-op reads them]: ``IMNMX.XHI d_hi.CC, a_hi, b_hi, p`` is the plain min / max of the
+    high words and, with .CC, leaves the flags of comparing them (zero: equal, sign: a_hi below
+    b_hi); ``IMNMX.U32.XLO d_lo, a_lo, b_lo, p`` then takes the low word of the source whose high
+    word won, and min / max of the low words where the high words are equal. Which condition-code
+    bits the hardware uses is not published: these are a documented choice, and BRA CC tests on
+    them are refused (the 'flags set' bit stays clear)."""
     a, b = (reader_u32(ctx, instr, o, zrow) for o in ops[1:3])
     p = pred_reader(ops[3])
     write = writer(ops[0].reg, zrow)
     view = np.uint32 if "U32" in mods else np.int32
+    set_cc, low = "CC" in mods, "XLO" in mods
 
     def run(g, m):
-        x = np.asarray(a(g), dtype=np.uint32).view(view)
-        y = np.asarray(b(g), dtype=np.uint32).view(view)
-        r = np.where(p(g), np.minimum(x, y), np.maximum(x, y))
+        x = np.broadcast_to(np.asarray(a(g), dtype=np.uint32).view(view), g.cc.shape)
+        y = np.broadcast_to(np.asarray(b(g), dtype=np.uint32).view(view), g.cc.shape)
+        pick_min = np.broadcast_to(p(g), g.cc.shape)
+        r = np.where(pick_min, np.minimum(x, y), np.maximum(x, y))
+        if low:  # the high words decided where they differ
+            equal = (g.cc & U32(CC_ZERO)) != 0
+            a_below = (g.cc & U32(CC_SIGN)) != 0
+            r = np.where(equal, r, np.where(pick_min == a_below, x, y))
+        if set_cc:
+            cc = np.where(x == y, U32(CC_ZERO), U32(0)) | np.where(x < y, U32(CC_SIGN), U32(0))
+            np.copyto(g.cc, cc, where=True if m is None else m)
         write(g, np.asarray(r).astype(view).view(np.uint32), m)
     return run
 

@@ -813,7 +813,7 @@ def _next_group(runnable):
     return Group.merge(same)
 
 
-# the condition-code tests the model evaluates: on FSET.CC's zero (Z) and sign (S) flags, with
+# the condition-code tests the model evaluates: on FSET.CC's / ISET.CC's zero (Z) and sign (S) flags, with
 # carry and overflow clear (a signed comparison of the result with 0) [the flag tests of the CC
 # register as envytools documents them for Fermi-Maxwell: LT = S xor O, EQ = Z, LE = Z or (S xor O)]
 _CC_TESTS = {"F": lambda z, s: np.zeros_like(z), "LT": lambda z, s: s, "EQ": lambda z, s: z,
@@ -831,8 +831,8 @@ def _cc_test(ctx, instr, g, m):
     unset = lanes & (g.cc & CC_FLAGS == 0)
     if unset.any():
         raise SimulationError(ctx.where(instr, g, int(np.flatnonzero(unset)[0])).format(
-            f"BRA CC.{test} reads a condition code that no FSET.CC set (the model keeps the zero and sign "
-            f"flags of FSET.CC only)"))
+            f"BRA CC.{test} reads a condition code that no FSET.CC or ISET.CC set (the model keeps the zero "
+            f"and sign flags of FSET.CC and ISET.CC only)"))
     return lanes & fn((g.cc & CC_ZERO) != 0, (g.cc & CC_SIGN) != 0)
 
 

@@ -18,7 +18,7 @@ from ..isa import instruction as ins
 
 U32 = np.uint32
 
-# the condition code of a lane (Group.cc): the carry of IADD.CC and friends (bit 0); FSET.CC's
+# the condition code of a lane (Group.cc): the carry of IADD.CC and friends (bit 0); FSET.CC's (ISET.CC's)
 # zero and sign flags (bits 1, 2) with bit 3 saying they are set (BRA CC.test reads them)
 CC_CARRY, CC_ZERO, CC_SIGN, CC_FLAGS = 1, 2, 4, 8
 # a second carry: a three-input add (IADD3.CC) carries out 2 as CC_CARRY | CC_CARRY2
@@ -193,7 +193,7 @@ def attr_plain(op):
 
 
 def set_zero_sign(g, v, m):
-    """The condition code a set with .CC (FSET, DSET) leaves: the zero and sign flags of its 32-bit
+    """The condition code a set with .CC (FSET, DSET, ISET) leaves: the zero and sign flags of its 32-bit
     result ``v`` and the 'flags set' bit; carry and overflow cleared (ptxas's IEEE division tests
     them with BRA CC.EQ)."""
     cc = np.where(v == 0, U32(CC_ZERO), U32(0)) | np.where(v >> U32(31), U32(CC_SIGN), U32(0)) | U32(CC_FLAGS)

@@ -104,7 +104,8 @@ def accesses(instr):
                 uses.append(PRED_BASE + o.reg)
         if op == "P2R":  # the predicates of its mask
             uses += [PRED_BASE + p for p in mask_predicates(instr)]
-        if "X" in instr.mods:  # an add or compare with the carry (and zero) flags in
+        if "X" in instr.mods or "XLO" in instr.mods:  # an add or compare with the carry (and zero) flags in,
+            # or the low half of a 64-bit min / max (the flags of its high half)
             uses.append(CC)
         if "CC" in instr.mods:
             defs.append(CC)

@@ -93,7 +93,8 @@ OPCODES = {s.name: s for s in (
     _spec("ISETP", "alu_half", 2, "P P R R|C|I P", _CMP, {"U32", "S32"}, _BOOL, {"X"}),
     # ISET: the comparison (combined with a predicate) as a register: all ones when true, 0 when
     # false; .BF gives 1.0 / 0.0 (nvdisasm's ISET; its values as Ryujinx's Maxwell translator has them)
-    _spec("ISET", "alu_half", 1, "R R R|C|I P", _CMP, {"U32", "S32"}, _BOOL, {"BF"}, {"X"}),
+    # .CC: the zero and sign flags of the register it writes, as FSET.CC (BRA CC.test reads them)
+    _spec("ISET", "alu_half", 1, "R R R|C|I P", _CMP, {"U32", "S32"}, _BOOL, {"BF"}, {"X"}, {"CC"}),
     # ICMP d, a, b, c: d = a if (c cmp 0) else b (nvdisasm's ICMP; ptxas selects with it)
     _spec("ICMP", "alu_half", 1, "R R R|C|I R", _CMP, {"U32", "S32"}),
     _spec("S2R", "s2r", 1, "R S"),
@@ -124,7 +125,8 @@ OPCODES = {s.name: s for s in (
     # those scoreboards are clear (nvdisasm's scoreboard set)
     _spec("DEPBAR", "nop", 0, "W I", {"LE"}, min_operands=1),
     # integer
-    _spec("IMNMX", "alu_half", 1, "R R R|C|I P", {"U32", "S32"}),
+    # .XHI[.CC] / .XLO: the high and low halves of a 64-bit min / max (see functional/intops.py)
+    _spec("IMNMX", "alu_half", 1, "R R R|C|I P", {"U32", "S32"}, {"XLO", "XHI"}, {"CC"}),
     _spec("POPC", "xu", 1, "R R|C|I"),
     _spec("FLO", "xu", 1, "R R|C|I", {"U32", "S32"}, {"SH"}),
     _spec("BFI", "alu_half", 1, "R R R|C|I R|C"),

@@ -477,6 +477,21 @@ def _bit_list(bits: int) -> str:
     return ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in runs)
 
 
+def _known_unmodelled_form(name: str, w: int):
+    """What a word of a known opcode is, when its form is one the model leaves out by choice:
+    VMNMX on sub-word sources or merging into c [nvdisasm 12.8 on ptxas's sm_52 code for PTX vmax /
+    vmin with selectors: 0x3b3c7f9020670409 = VMNMX.UD.U8.U8.MX R9, R4.B1, R6.B2, RZ (selectors in
+    bits 36-38 and 28-30: 0-3 a byte, 4 / 5 a half, 6 the register); 0x3b1405e06067040b =
+    VMNMX.UD.U32.U32.MX.MRG_8B0 (bits 51-53 below 4: a merge)]."""
+    if name != "VMNMX":
+        return None
+    if (w >> 36) & 7 != 6 or (w >> 28) & 7 != 6:
+        return "with a byte or half-word source (.B0-.B3, .H0, .H1: PTX vmin / vmax with a source selector)"
+    if (w >> 51) & 7 < 4:
+        return "merging into c (.MRG_16H0/H1, .MRG_8B0-B3: PTX vmin / vmax with a destination selector)"
+    return None
+
+
 def _unknown_form(w: int) -> str:
     """What a word the table cannot decode is: the opcode its bits name (the opcode field of
     :data:`encoding_table.OPCODE_FIELD`), and what of it the table lacks: the whole opcode (with
@@ -491,6 +506,9 @@ def _unknown_form(w: int) -> str:
         what = NOT_MODELLED.get(name)
         return f"{name} is not in the Maxwell encoding table" + (f" ({what}; not modelled)" if what else
                                                                  " (an opcode the model does not know)")
+    known = _known_unmodelled_form(name, w)
+    if known:
+        return f"{name} {known} is not modelled"
     best = min(forms, key=lambda c: bin((w ^ c.code) & c.mask).count("1"))
     diff = (w ^ best.code) & best.mask
     what = (f"bits {_bit_list(diff)} differ from its nearest {name} form" if diff else
@@ -516,6 +534,9 @@ def _decode_word(w: int, reuse: int, address: int):
             lo = (gmask & -gmask).bit_length() - 1
             hi = gmask.bit_length() - 1
             known = ", ".join(n for n in rev.values())
+            what = _known_unmodelled_form(form.opcode, w)
+            if what:
+                raise EncodingError(f"code+0x{address:x}: {form.opcode} {what} is not modelled")
             raise EncodingError(f"code+0x{address:x}: {form.opcode} with a modifier the encoding table does not "
                                 f"know: value {v >> lo} in bits {lo}-{hi} (known: {known})")
         parts.append(name)

@@ -44,7 +44,7 @@ _CONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\s*\[(0[xX][0-9a-fA-F]+|\d+
 _ICONST_RE = re.compile(r"c\[(0[xX][0-9a-fA-F]+|\d+)\]\[(R\d+|RZ)(?:\+?(-?(?:0[xX][0-9a-fA-F]+|\d+)))?\]$", re.ASCII)
 # maxas writes the carry-out of an add on its destination: IADD R72.CC, ... ([maxas-grammar] $r0cc)
 _DST_CC_RE = re.compile(r"([A-Z][A-Z0-9]*(?:\.[A-Z0-9_]+)*)(\s+)(R\d+|RZ)\.CC(?=\s*,)", re.ASCII)
-_CC_MODELLED = ("IADD", "IADD32I", "IADD3", "ISCADD", "LEA", "FSET")  # opcodes whose condition-code output maxsim models
+_CC_MODELLED = ("IADD", "IADD32I", "IADD3", "ISCADD", "LEA", "FSET", "ISET", "IMNMX")  # opcodes whose condition-code output maxsim models
 _HEADER_RE = re.compile(r"#\s*(Kernel|Arch|InsCnt|RegCnt|SharedSize|BarCnt|LocalSize)\s*:\s*(\S+)\s*$", re.ASCII)
 _PARAMS_RE = re.compile(r"#\s*Params\((\d+)\)\s*:\s*$", re.ASCII)
 _PARAM_RE = re.compile(r"#\s*(\d+):(0[xX][0-9a-fA-F]+|\d+):(\d+):(\d+)(?:\s+[A-Za-z_]\w*)?\s*$", re.ASCII)  # name: maxsim.host
@@ -223,7 +223,7 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
         op0 = m.group(1)
         if op0.split(".")[0] not in _CC_MODELLED:
             raise line.error(f"the condition-code output of {op0.split('.')[0]} ({m.group(3)}.CC) is not modelled "
-                             f"(only IADD's, IADD32I's, ISCADD's, LEA's carry and FSET's flags)", m.start(3))
+                             f"(only IADD's, IADD32I's, ISCADD's, LEA's carry, FSET's, ISET's and IMNMX's flags)", m.start(3))
         cc = "" if "CC" in op0.split(".")[1:] else ".CC"
         src = src[:pos] + op0 + cc + m.group(2) + m.group(3) + src[m.end():] + " " * (3 - len(cc))
         line = _Line(src, line.number, line.filename)
