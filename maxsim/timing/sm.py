@@ -27,7 +27,6 @@ import time
 import weakref
 
 import numpy as np
-from numba import typed
 
 from .. import jit  # noqa: F401  (numba without scipy.linalg, before the core's first call)
 from ..jit import njit
@@ -118,30 +117,23 @@ class WarpView:
         return self._flat
 
 
-def _readonly_list(arrays):
-    """A numba typed list of read-only views of ``arrays`` (one type for all, whatever their flags)."""
-    out = typed.List()
-    for a in arrays:
-        v = a.view()
-        v.flags.writeable = False
-        out.append(v)
-    return out
-
-
-_RECORD_LISTS = {}  # id(segment) -> (the segment, weakly; positions, typed lists of _record_lists)
+_RECORD_LISTS = {}  # id(segment) -> (the segment, weakly; positions, the arrays of _record_lists)
 RECORD_LISTS = 16  # segments whose lists are kept (a simulator setting: the chunks of a segment's rows
 # are built one after another, each reading every record)
 
 
 def _record_lists(seg, sec_pos, recs):
-    """Typed lists of the sector-list records' ``flat`` and ``ends`` arrays of segment ``seg`` (at
-    positions ``sec_pos``), made once for all chunks of its rows; None when a record is not a
-    :class:`SectorLists` of int64 sectors and int32 ends."""
+    """The sector-list records of segment ``seg`` (at positions ``sec_pos``) as three arrays, made
+    once for all chunks of its rows: every record's ``flat`` one after another (int64), where each
+    record's starts in it (int64, one more than records), and the records' ``ends`` stacked (int32,
+    records x rows); None when a record is not a :class:`SectorLists` of int64 sectors and int32
+    ends over the same rows. (Plain arrays, not a numba typed list: a typed list's methods compile
+    in every new process, ~0.7 s.)"""
     hit = _RECORD_LISTS.get(id(seg))
     if hit is not None and hit[0]() is seg and np.array_equal(hit[1], sec_pos):
         return hit[2]
     if not all(isinstance(rec, SectorLists) and rec.ends.dtype == np.int32 and rec.flat.dtype == np.int64
-               for rec in recs):
+               and rec.ends.shape == recs[0].ends.shape for rec in recs):
         return None
     key = id(seg)
 
@@ -149,31 +141,33 @@ def _record_lists(seg, sec_pos, recs):
         hit = _RECORD_LISTS.get(key)
         if hit is not None and hit[0]() is None:
             del _RECORD_LISTS[key]
-    out = (weakref.ref(seg, gone), sec_pos, (_readonly_list([rec.flat for rec in recs]),
-                                             _readonly_list([rec.ends for rec in recs])))
+    starts = np.zeros(len(recs) + 1, np.int64)
+    np.cumsum([rec.flat.size for rec in recs], out=starts[1:])
+    arrays = (np.concatenate([rec.flat for rec in recs]), starts, np.stack([rec.ends for rec in recs]))
+    out = (weakref.ref(seg, gone), sec_pos, arrays)
     _RECORD_LISTS.pop(id(seg), None)
     while len(_RECORD_LISTS) >= RECORD_LISTS:
         del _RECORD_LISTS[next(iter(_RECORD_LISTS))]
     _RECORD_LISTS[id(seg)] = out
-    return out[2]
+    return arrays
 
 
 @njit(cache=True)
-def _gather_lists(flats, ends, lo, hi):
+def _gather_lists(flats, first, ends, lo, hi):
     """The sector blocks of rows ``lo .. hi - 1`` of sector-list records (record j: its lists one
-    after another in ``flats[j]``, row r's ending at ``ends[j][r]``): per row and record the offset
-    of the list's count in the row's block; the blocks one after another (each list: count, then
-    its sectors); where each row's block starts and its size; per row the largest count."""
-    nrec = len(flats)
+    after another in ``flats[first[j]:first[j + 1]]``, row r's ending at ``ends[j, r]``): per row
+    and record the offset of the list's count in the row's block; the blocks one after another
+    (each list: count, then its sectors); where each row's block starts and its size; per row the
+    largest count."""
+    nrec = ends.shape[0]
     rows = hi - lo
     heads = np.empty((rows, nrec), np.int64)
     per_row = np.zeros(rows, np.int64)
     most = np.zeros(rows, np.int64)
     for j in range(nrec):
-        e = ends[j]
-        prev = np.int64(e[lo - 1]) if lo else np.int64(0)
+        prev = np.int64(ends[j, lo - 1]) if lo else np.int64(0)
         for r in range(rows):
-            x = np.int64(e[lo + r])
+            x = np.int64(ends[j, lo + r])
             n = x - prev
             heads[r, j] = per_row[r]
             per_row[r] += n + 1
@@ -187,15 +181,14 @@ def _gather_lists(flats, ends, lo, hi):
         total += per_row[r]
     flat = np.empty(total, np.int64)
     for j in range(nrec):
-        e = ends[j]
-        src = flats[j]
-        prev = np.int64(e[lo - 1]) if lo else np.int64(0)
+        base = first[j]
+        prev = np.int64(ends[j, lo - 1]) if lo else np.int64(0)
         for r in range(rows):
-            x = np.int64(e[lo + r])
+            x = np.int64(ends[j, lo + r])
             at = starts[r] + heads[r, j]
             flat[at] = x - prev
             for i in range(x - prev):
-                flat[at + 1 + i] = src[prev + i]
+                flat[at + 1 + i] = flats[base + prev + i]
             prev = x
     return heads, flat, starts, per_row, most
 
@@ -229,8 +222,7 @@ def segment_tables(seg, unit, lo=0, hi=None):
         lists = _record_lists(seg, sec_pos, recs)
         if lists is not None:
             # every record's lists of these rows gathered in one compiled pass
-            flats, ends = lists
-            heads, flat, starts, per_row, most = _gather_lists(flats, ends, lo, hi)
+            heads, flat, starts, per_row, most = _gather_lists(*lists, lo, hi)
             blocks = [flat[a:a + n] for a, n in zip(starts.tolist(), per_row.tolist())]
             return pcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, most
         lists = [rec[r] for r in range(lo, hi) for rec in recs]  # row-major
