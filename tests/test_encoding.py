@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 import struct
 
 import attrs
@@ -49,7 +50,9 @@ def same_instruction(a: ins.Instruction, b: ins.Instruction) -> bool:
             return ins.Operand(ins.IMM, value=E._float_bits(o))  # fp32 bits, as the executor reads them
         if i.opcode in FP64_IMMEDIATES and o.kind in (ins.IMM, ins.FIMM):
             # an fp64 immediate by its value (the executor reads 0x0 as 0.0; the decoder prints 0.0)
-            return ins.Operand(ins.FIMM, fvalue=float(o.fvalue if o.kind == ins.FIMM else o.value))
+            v = float(o.fvalue if o.kind == ins.FIMM else o.value)
+            # (NaN by name: NAN reads back as NAN, and NaN != NaN would make equal records unequal)
+            return ins.Operand(ins.FIMM, text="NAN") if math.isnan(v) else ins.Operand(ins.FIMM, fvalue=v)
         if o.kind == ins.IMM:  # an integer immediate by its 32-bit word (IADD32I's -0x1 is 0xffffffff)
             return attrs.evolve(o, text="", value=o.value & 0xFFFFFFFF)
         return attrs.evolve(o, text="", name="" if o.kind == ins.LABEL else o.name)
