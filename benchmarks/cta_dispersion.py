@@ -33,10 +33,8 @@ value of k; a main-loop iteration is 8).
 from __future__ import annotations
 
 import argparse
-import heapq
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -49,13 +47,14 @@ import maxsim.timing.sm as sm_mod  # noqa: E402
 from maxsim.arch.config import load_config, override  # noqa: E402
 from maxsim.gpu.sampling import kloop_history  # noqa: E402
 from maxsim.gpu.sampling import settings as sampling_settings  # noqa: E402
-from maxsim.gpu.sampling.dispatcher import resident_at  # noqa: E402
+from maxsim.gpu.sampling.dispatcher import dispatch as _model_dispatch, resident_at  # noqa: E402
 from maxsim.report.metrics import profiler_metrics  # noqa: E402
 from maxsim.timing.sm import residency  # noqa: E402
 from workloads.compare import load_measurements  # noqa: E402
 from workloads.sgemm.generator import KERNELS, generate_kernel  # noqa: E402
 from workloads.sgemm.predict import predict_sgemm  # noqa: E402
 from maxsim.timing.occupancy import with_registers  # noqa: E402
+from setting_arg import setting  # noqa: E402
 
 
 class _State:
@@ -143,27 +142,7 @@ def _dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interva
 
         def duration(j, i, t):
             return sum(by_slot(x, i, t) for x in range(sms)) / sms
-    out, heap = [], []
-    for j in range(min(slots, n_ctas)):
-        d = duration(j, j, 0.0)
-        out.append((j, 0.0, d))
-        heap.append((d, j))
-    heapq.heapify(heap)
-    held = None
-    free = 0.0
-    for i in range(len(out), n_ctas):
-        t, j = heapq.heappop(heap)
-        t += launch
-        if hold is not None and i >= hold:
-            if held is None:
-                held = max(e for _, _, e in out[:hold])
-            t = max(t, held)
-        t = max(t, free)
-        free = t + interval
-        t += float(S.delays[i]) if S.delays is not None and i < len(S.delays) else 0.0
-        d = duration(j, i, t)
-        out.append((j, t, t + d))
-        heapq.heappush(heap, (t + d, j))
+    out = _model_dispatch(n_ctas, slots, duration, hold, True, launch, interval, S.delays)
     S.schedule = out
     return out
 
@@ -214,14 +193,6 @@ def spread(schedule, k, sms, at=(0.3, 0.4, 0.5, 0.6, 0.7)):
     return (float(np.median(pair)) if pair else float("nan"), float(np.median(span)) if span else float("nan"))
 
 
-def _setting(text):
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"{text!r}: expected KEY=VALUE (e.g. gpu.sms=4)")
-    try:
-        return key.strip(), tomllib.loads(f"v = {value.strip()}")["v"]
-    except tomllib.TOMLDecodeError as e:
-        raise argparse.ArgumentTypeError(f"{text!r}: the value is not a TOML value ({e})") from None
 
 
 def run_point(name, regs, n, cfg, mean, dist, seed, full, l2_start):
@@ -271,7 +242,7 @@ def main(argv=None):
     ap.add_argument("--dist", choices=("exp", "uniform"), default="exp")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--config", default="gtx980_oc")
-    ap.add_argument("--set", dest="settings", type=_setting, action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--set", dest="settings", type=setting, action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--full", action="store_true", help="full simulation instead of the sampled prediction")
     ap.add_argument("--no-tlb-history", dest="tlb_history", action="store_false")
     ap.add_argument("--slot-pace", dest="same_pace", action="store_false",

@@ -25,12 +25,12 @@ import argparse
 import collections
 import statistics
 import time
-import tomllib
 
 import numpy as np
 
 from maxsim.arch.config import load_config, override
 from maxsim.host import Kernel, launch
+from setting_arg import setting
 
 SUITE = "workloads/cuda/sampling_suite.cu"
 
@@ -87,11 +87,6 @@ def cases(scale):
     return out
 
 
-def _setting(text):
-    key, sep, value = text.partition("=")
-    if not sep:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected KEY=VALUE")
-    return key.strip(), tomllib.loads(f"v = {value.strip()}")["v"]
 
 
 def _run(kernel, case, cfg, method, timing_only=False):
@@ -116,7 +111,7 @@ def _warm_up(cfg):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="gm204")
-    ap.add_argument("--set", type=_setting, action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--set", type=setting, action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--only", default=None, help="comma-separated kernel names")
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--steps", type=int, default=20, help="launches of the time-stepped kernel (0: none)")

@@ -19,21 +19,13 @@ from __future__ import annotations
 
 import argparse
 import time
-import tomllib
 
 from maxsim.arch.config import load_config, override
 from maxsim.report.metrics import profiler_metrics
 from workloads.sgemm.predict import predict_sgemm
+from setting_arg import setting
 
 
-def _setting(text):
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"{text!r}: expected KEY=VALUE (e.g. gpu.sms=4)")
-    try:
-        return key.strip(), tomllib.loads(f"v = {value.strip()}")["v"]
-    except tomllib.TOMLDecodeError as e:
-        raise argparse.ArgumentTypeError(f"{text!r}: the value is not a TOML value ({e})") from None
 
 
 def _hit_rates(p, cfg):
@@ -52,7 +44,7 @@ def main():
     ap.add_argument("--sizes", default="256,512,1024")
     ap.add_argument("--config", default="gtx980_oc")
     ap.add_argument("--kernels", default="sgemm_64,sgemm_128")
-    ap.add_argument("--set", dest="settings", type=_setting, action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--set", dest="settings", type=setting, action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--l2-start", choices=("empty", "previous"), default="empty")
     args = ap.parse_args()
     cfg = load_config(args.config)

@@ -9,7 +9,7 @@ import numpy as np
 from ...jit import njit
 
 
-def dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interval=0):
+def dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interval=0, delays=None):
     """CTA-level model of the block dispatcher.
 
     ``slots`` CTA slots (SM i mod S, as the first wave is dealt round-robin: slot j holds CTA j of
@@ -19,7 +19,8 @@ def dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interval
     slot), ``launch`` cycles after that slot's CTA ended (``sm.cta_launch_cycles``) and no earlier
     than ``interval`` cycles after the CTA handed out before it (``gpu.cta_dispatch_interval``), as
     the full simulation starts them. ``hold``: the CTAs from this index on wait until every CTA
-    before it has ended."""
+    before it has ended. ``delays``: extra cycles before each later CTA starts, by CTA index (an
+    experiment's spread of start times; none as the model stands)."""
     if not timed:
         untimed = duration
 
@@ -43,6 +44,8 @@ def dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interval
             t = max(t, held)
         t = max(t, free)
         free = t + interval
+        if delays is not None and i < len(delays):
+            t += float(delays[i])
         d = duration(j, i, t)
         out.append((j, t, t + d))
         heapq.heappush(heap, (t + d, j))
