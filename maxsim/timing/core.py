@@ -75,6 +75,7 @@ from .static import (ALU_HALF, BAR, BAR_HIST, BRANCH, DUAL_CONST, DUAL_FIRST, DU
 from .stats import (PC_BANK_CONFLICTS, PC_BANK_CYCLES, PC_DELAYED, PC_DUAL, PC_EXEC, PC_L2_HITS,
                     PC_L2_MISSES, PC_REUSE_HITS, PC_SHARED_REQ, PC_SHARED_WF, PC_STALLS, PC_TEX_HITS,
                     PC_TEX_REQ, PC_TEX_SECTORS)
+from .summaries import sort_prefix
 
 # ---- statuses returned by run() ----
 OK, YIELD, DONE, MEM, EXITED, DRAIN, ERR_LIMIT, ERR_DEADLOCK, ERR_TRACE_END, ERR_HAZARD, ROOM = range(11)
@@ -670,14 +671,7 @@ def _depbar_clear(W, w, b, n, t):
             m += 1
     if m <= n:
         return t
-    # sorted by insertion (at most BAR_HIST values; np.sort's quicksort took 1.5 s of the first compile)
-    for i in range(1, m):
-        c = out[i]
-        j = i - 1
-        while j >= 0 and out[j] > c:
-            out[j + 1] = out[j]
-            j -= 1
-        out[j + 1] = c
+    sort_prefix(out, m)  # (at most BAR_HIST values)
     return out[m - n - 1]
 
 

@@ -64,6 +64,19 @@ def sectors(addr, active, nbytes, sector=32):
 
 
 @njit(cache=True)
+def sort_prefix(a, m):
+    """Sort ``a[:m]`` in place by insertion: the short, mostly ordered runs of compiled code (a warp's
+    sectors, a barrier's few completion cycles), where np.sort's quicksort costs seconds of compile."""
+    for i in range(1, m):
+        x = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > x:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = x
+
+
+@njit(cache=True)
 def _sectors(addr, active, nbytes, sector):
     """The sectors of :func:`sectors` for all warps: (byte addresses, warp after warp; the end of
     each warp's run). A lane touches the sectors of its first byte onwards, as many as ``nbytes``
@@ -85,14 +98,7 @@ def _sectors(addr, active, nbytes, sector):
                     if first + j <= last:
                         run[m] = first + j
                         m += 1
-        # insertion sort (a warp's lanes mostly come in address order already)
-        for j in range(1, m):
-            x = run[j]
-            i = j - 1
-            while i >= 0 and run[i] > x:
-                run[i + 1] = run[i]
-                i -= 1
-            run[i + 1] = x
+        sort_prefix(run, m)  # (a warp's lanes mostly come in address order already)
         for j in range(m):
             if j == 0 or run[j] != run[j - 1]:
                 out[k] = run[j] * sector
