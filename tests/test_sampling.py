@@ -273,6 +273,22 @@ def test_a_steady_window_does_not_start_just_before_aligned_ctas_end():
     assert _clear_of_ends(schedule, 195.0, 190.0, 199.0, 100, 2) == pytest.approx(195.0 - step)
 
 
+def _sgemm_64_launch(cfg, skewed, n=256, k_step=8):
+    """sgemm_64 at n on 8 CTA slots: the dispatcher model's schedule (CTAs of unequal length when
+    ``skewed``, as the model gives them after the first wave), the launch's _History, its CTA count
+    and K-loop iterations."""
+    from maxsim.gpu.sampling import _History
+    from workloads.sgemm.generator import generate_kernel
+    from workloads.sgemm.problem import _builder, _shift
+
+    grid = (n // 64, n // 64)
+    ctas, iters = grid[0] * grid[1], n // k_step
+    schedule = dispatch(ctas, 8, lambda j, i: 4000.0 + (370.0 * (i % 5) if skewed else 0.0))
+    history = _History(generate_kernel("sgemm_64"), grid, 64, _builder(n, n, n), _shift(n, n), cfg, k_step,
+                       iters, grid[0], 8)
+    return schedule, history, ctas, iters
+
+
 @pytest.mark.parametrize("skewed", [False, True])
 def test_writeback_time_equals_the_replay_of_the_whole_launch(skewed):
     # the replay starts at the launch's first store; the answer must be that of replaying every
@@ -280,20 +296,10 @@ def test_writeback_time_equals_the_replay_of_the_whole_launch(skewed):
     # a 4-SM GPU; a wave stores 128 KB of C) fills with results in its second wave
     import heapq
 
-    from maxsim.gpu.sampling import _History
     from maxsim.gpu.sector_lru import ReferenceLRU
-    from workloads.sgemm.generator import generate_kernel
-    from workloads.sgemm.problem import _builder, _shift
 
     cfg = override(CFG4, {"l2.size": 256 * 1024})
-    n, k_step = 256, 8
-    kernel = generate_kernel("sgemm_64")
-    grid = (n // 64, n // 64)
-    ctas = grid[0] * grid[1]
-    iters = n // k_step
-    # CTAs of unequal length (as the dispatcher model gives them after the first wave)
-    schedule = dispatch(ctas, 8, lambda j, i: 4000.0 + (370.0 * (i % 5) if skewed else 0.0))
-    history = _History(kernel, grid, 64, _builder(n, n, n), _shift(n, n), cfg, k_step, iters, grid[0], 8)
+    schedule, history, ctas, iters = _sgemm_64_launch(cfg, skewed)
     until = max(e for _, _, e in schedule)
     got = history.writeback_time(schedule, until)
     # the reference: every (cycle, CTA, slice) read and each CTA's store at its end, in time order
@@ -321,18 +327,8 @@ def test_pages_read_are_the_launchs_pages_least_recently_read_first(skewed):
     # (cycle, CTA, slice) read in time order, each read's pages taken from the sectors it names
     import heapq
 
-    from maxsim.gpu.sampling import _History
-    from workloads.sgemm.generator import generate_kernel
-    from workloads.sgemm.problem import _builder, _shift
-
     cfg = override(CFG4, {"tlb.page_bytes": 64 * 1024})  # A and B: 4 pages each of 64 rows of K
-    n, k_step = 256, 8
-    kernel = generate_kernel("sgemm_64")
-    grid = (n // 64, n // 64)
-    ctas = grid[0] * grid[1]
-    iters = n // k_step
-    schedule = dispatch(ctas, 8, lambda j, i: 4000.0 + (370.0 * (i % 5) if skewed else 0.0))
-    history = _History(kernel, grid, 64, _builder(n, n, n), _shift(n, n), cfg, k_step, iters, grid[0], 8)
+    schedule, history, ctas, iters = _sgemm_64_launch(cfg, skewed)
     history._trace(list(range(ctas)))
     shift = cfg.tlb.page_bytes.bit_length() - 1
     for t in (1500.0, 5100.0, max(e for _, _, e in schedule) + 1):
