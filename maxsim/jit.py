@@ -385,6 +385,68 @@ def _copy_scope_once():
 _copy_scope_once()
 
 
+# ---- calls through a pointer ----
+# numba compiles a call between compiled functions by linking the callee's code, and every function
+# it calls, into the caller's and optimising and translating it all again there (LLVM): the SM core's
+# calls of the memory system cost its compile about as much as the memory system's own. A call
+# through a pointer (:class:`Callee`) leaves the callee's code where it was compiled (another
+# process may have built it; the caller's machine code holds only the name of the pointer, resolved
+# when it is loaded, so it is cached as any other).
+class Callee:
+    """A compiled function called through a pointer named ``name``: :meth:`bind` points it at the
+    compiled code of a function for some argument types (compiling or loading it then), and
+    :func:`call_through` makes the call. While unbound the call is not made (the caller is told)."""
+
+    def __init__(self, name):
+        import ctypes
+
+        import llvmlite.binding as ll
+        self.symbol = f"maxsim_callee_{name}"
+        self.cell = ctypes.c_void_p(0)
+        ll.add_symbol(self.symbol, ctypes.addressof(self.cell))
+
+    @property
+    def bound(self):
+        return bool(self.cell.value)
+
+    def bind(self, dispatcher, argtypes, restype):
+        """Point at ``dispatcher``'s compiled code for ``argtypes`` (numba types), which must return
+        ``restype``."""
+        argtypes = tuple(argtypes)
+        dispatcher.compile(argtypes)
+        cres = dispatcher.overloads[argtypes]
+        if cres.signature.return_type != restype:
+            raise TypeError(f"{dispatcher.py_func.__qualname__}{argtypes} returns {cres.signature.return_type}, "
+                            f"not {restype}")
+        self.cell.value = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+
+    def unbind(self):
+        self.cell.value = None
+
+
+def call_through(context, builder, sig, args, callee, unbound):
+    """An intrinsic's code: call ``callee`` (a :class:`Callee`) with ``args`` as a compiled function of
+    signature ``sig`` (numba's calling convention; its exception, if any, goes on to the caller's
+    caller); while it is unbound the value is ``unbound`` (an LLVM constant of the return type; None
+    for a function that returns None) and nothing is called."""
+    from llvmlite import ir
+    module = builder.module
+    cell = module.globals.get(callee.symbol)
+    if cell is None:
+        cell = ir.GlobalVariable(module, ir.IntType(8).as_pointer(), callee.symbol)
+        cell.linkage = "external"
+    raw = builder.load(cell)
+    fn = builder.bitcast(raw, context.call_conv.get_function_type(sig.return_type, sig.args).as_pointer())
+    out = None if unbound is None else cgutils.alloca_once_value(builder, unbound)
+    with builder.if_then(cgutils.is_not_null(builder, raw), likely=True):
+        status, res = context.call_conv.call_function(builder, fn, sig.return_type, sig.args, args)
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_status_propagate(builder, status)
+        if out is not None:
+            builder.store(res, out)
+    return context.get_dummy_value() if out is None else builder.load(out)
+
+
 class InlinedDispatcher(CPUDispatcher):
     """A helper compiled as its own always-inline function (``forceinline``), specialised on the
     types of its arguments only: a call from compiled code with constant arguments compiles (or
@@ -415,5 +477,6 @@ def njit(*args, **options):
     return wrap(args[0]) if args else wrap
 
 
-__all__ = ["njit", "types", "cgutils", "intrinsic", "Dict", "InlinedDispatcher", "CACHE_DIR", "cache_place"]
+__all__ = ["njit", "types", "cgutils", "intrinsic", "Dict", "InlinedDispatcher", "Callee", "call_through", "CACHE_DIR",
+           "cache_place"]
 

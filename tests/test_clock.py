@@ -151,3 +151,44 @@ def test_sms_driven_together_must_share_a_memory_system():
         sm.add_cta(cid, tr)
     with pytest.raises(ValueError, match="share one memory system"):
         run_together(sms, 32)
+
+
+def test_the_core_calls_the_memory_system_through_pointers_and_unbound_python_does_it(monkeypatch):
+    """The compiled SMs serve reads and hand on their stores with the compiled memory system's code,
+    called through pointers (maxsim.timing.core.bind_memory, maxsim.jit.Callee); with the pointers
+    unbound the core leaves both to Python: the same figures, and Python then serves every read."""
+    from maxsim.timing import core as K
+    from maxsim.timing.memory_core import CompiledMemorySystem
+    calls = {"read": 0, "write_queue": 0}
+
+    def counted(name):
+        original = getattr(CompiledMemorySystem, name)
+
+        def call(self, *args, **kwargs):
+            calls[name] += 1
+            return original(self, *args, **kwargs)
+        monkeypatch.setattr(CompiledMemorySystem, name, call)
+    counted("read")
+    counted("write_queue")
+    cfg = override(CFG, {"gpu.sms": 3})
+    out = {}
+    for bound in (True, False):
+        if not bound:
+            monkeypatch.setattr(K, "bind_memory", lambda MS: None)
+            K.READ_REQUEST.unbind()
+            K.POST_QUEUED.unbind()
+        calls.update(read=0, write_queue=0)
+        kernel, grid, block, params, mem, tex = sgemm_launch("sgemm_64", 192, 64)
+        traced = trace_ctas(kernel, grid, block, params, mem, tex, cfg)
+        ms = MemorySystem(cfg)
+        assert isinstance(ms, CompiledMemorySystem)
+        placement, queue = round_robin(traced[1], 3, residency(kernel, block, cfg)[0])
+        used = run_sms(kernel, block, cfg, placement, ms, queue=queue)
+        assert (K.READ_REQUEST.bound, K.POST_QUEUED.bound) == (bound, bound)
+        out[bound] = ([sm_figures(sm) for sm in used], memory_figures(ms), dict(calls))
+    assert out[True][:2] == out[False][:2]
+    # (bound: Python serves only the reads the core leaves it, e.g. those after a posted store)
+    assert 2 * out[True][2]["read"] < out[False][2]["read"]
+    assert out[True][2]["write_queue"] < out[False][2]["write_queue"]
+    monkeypatch.undo()
+    K.bind_memory(ms._read_args)

@@ -180,3 +180,59 @@ def test_numbas_inliner_copies_a_scope_once_and_compiles_the_same_code():
     expected = sum(k * k for k in range(3, 7)) - 3 + sum(k * k for k in range(3, 6)) - 3
     assert out["maxsim"][0] == f"_Copy {expected}" and out["numba"][0] == f"module {expected}"
     assert out["maxsim"][1] == out["numba"][1]  # the same LLVM IR
+
+
+CALLEE_PROGRAM = """
+import sys
+import numpy as np
+from llvmlite import ir
+from maxsim import jit
+from numba import types
+
+ADD = jit.Callee("test_add")
+
+
+@jit.njit(cache=True)
+def add(x, A):
+    if x < 0:
+        raise ValueError("negative")
+    A[0] += 1
+    return x + A[1]
+
+
+@jit.intrinsic
+def _add(typingctx, x, A):
+    def codegen(context, builder, sig, args):
+        return jit.call_through(context, builder, sig, args, ADD, ir.Constant(ir.DoubleType(), -1.0))
+    return types.float64(x, A), codegen
+
+
+@jit.njit(cache=True)
+def caller(x, A):
+    return _add(x, A) * 2.0
+
+
+A = np.array([0.0, 10.0])
+print(caller(1.0, A), A[0], ADD.bound, end=" ")  # unbound: nothing called
+ADD.bind(add, (types.float64, types.float64[::1]), types.float64)
+print(caller(1.0, A), A[0], ADD.bound, end=" ")
+try:
+    caller(-1.0, A)
+except ValueError as e:
+    print(e, end=" ")
+print(len(caller.stats.cache_hits), len(add.stats.cache_hits))
+"""
+
+
+def test_a_call_through_a_pointer_calls_the_bound_code_raises_its_errors_and_is_cached(tmp_path):
+    """maxsim.jit.Callee: unbound, the caller gets the stand-in value and nothing runs; bound, the
+    callee runs (its side effects, its value, its exception); the caller's machine code is cached and
+    loads in a new process (the pointer is resolved by name then), where the callee is loaded too."""
+    (tmp_path / "callee_prog.py").write_text(CALLEE_PROGRAM)
+    env = {**os.environ, "MAXSIM_CACHE_DIR": str(tmp_path / "cache"), "MAXSIM_COMPILE_NOTICE": "0"}
+    outs = [subprocess.run([sys.executable, "callee_prog.py"], capture_output=True, text=True, cwd=tmp_path,
+                           env={**env, "PYTHONPATH": str(ROOT)}, timeout=300) for _ in range(2)]
+    for p in outs:
+        assert p.returncode == 0, p.stderr
+    assert outs[0].stdout == "-2.0 0.0 False 22.0 1.0 True negative 0 0\n"
+    assert outs[1].stdout == "-2.0 0.0 False 22.0 1.0 True negative 1 1\n"  # both loaded from the cache

@@ -56,7 +56,8 @@ their traces as interleaved streams, which the CPU's prefetchers do not follow: 
 the trace lines two ahead (``_prefetch``); the pc table (int32) and
 the warp table keep the fields every issue reads in the first cache lines of their rows (perf put
 the next-pc load first among the core's instructions before). The L2/DRAM model's
-``read_request`` stays a call. Every index into the core's arrays is non-negative, so the module
+``read_request`` (and ``_post_queued``, which hands stores to it) stays a call, through a pointer
+(:func:`bind_memory`): its code is not compiled again into the core's. Every index into the core's arrays is non-negative, so the module
 is compiled without numba's negative-index wrap-around (:data:`maxsim.jit.NO_WRAPAROUND`; ~10% of
 the core's time). Compiling the core takes ~15 s of CPU, once (cached); numba's own inliner for the
 whole issue path took ~45 s.
@@ -65,10 +66,13 @@ whole issue path took ~45 s.
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
+from numba import types
 from numba.core import cgutils
+from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
-from ..jit import njit
+from ..jit import Callee, call_through, njit
 from .memory_core import I_READ_HITS, I_READ_MISSES, I_ROOM, read_request, write_requests
 from .static import (ALU_HALF, BAR, BAR_HIST, BRANCH, DUAL_CONST, DUAL_FIRST, DUAL_SECOND, EXIT, LDG, LDS,
                      NEVER, S2R, STG, STS, TEX)
@@ -179,6 +183,53 @@ def _prefetch(typingctx, arr, idx):
         builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
         return context.get_dummy_value()
     return types.void(arr, idx), codegen
+
+
+# ---- the memory system's functions the core calls, through pointers (maxsim.jit.Callee) ----
+# Their compiled code stays out of the core's (the core's compile neither waits for nor repeats
+# theirs); bind_memory points at it before the SMs run. Unbound, a read is left to Python (as when
+# the memory system's tables have no room) and so are the queued stores (as when the memory system
+# is Python's): the same figures.
+READ_REQUEST = Callee("read_request")
+POST_QUEUED = Callee("post_queued")
+
+
+@intrinsic
+def _read_request(typingctx, now, A, sm, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAYS):
+    """``memory_core.read_request(...)`` through ``READ_REQUEST``; NaN (the read left to Python)
+    while it is unbound."""
+    sig = types.float64(now, A, sm, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAYS)
+    if (now, A, sm) != READ_HEAD:
+        raise TypingError(f"read_request through a pointer takes {READ_HEAD} first, not {(now, A, sm)}")
+
+    def codegen(context, builder, sig, args):
+        return call_through(context, builder, sig, args, READ_REQUEST, ir.Constant(ir.DoubleType(), float("nan")))
+    return sig, codegen
+
+
+@intrinsic
+def _post_queued_through(typingctx, G, REQ, MS):
+    """``_post_queued(G, REQ, MS)`` through ``POST_QUEUED``; nothing while it is unbound (the
+    stores stay queued for Python)."""
+    sig = types.none(G, REQ, MS)
+
+    def codegen(context, builder, sig, args):
+        return call_through(context, builder, sig, args, POST_QUEUED, None)
+    return sig, codegen
+
+
+READ_HEAD = (types.float64, types.Array(types.int64, 1, "C"), types.int64)  # a read's cycle, sectors, SM
+
+
+def bind_memory(MS):
+    """Point the core's calls of the compiled memory system at its code for the arrays ``MS``
+    (``CompiledMemorySystem._read_args``), compiling or loading it now if this process has not."""
+    if READ_REQUEST.bound and POST_QUEUED.bound:
+        return
+    import numba
+    ms = tuple(numba.typeof(a) for a in MS)
+    READ_REQUEST.bind(read_request, READ_HEAD + ms, types.float64)
+    POST_QUEUED.bind(_post_queued, (types.Array(types.int64, 1, "C"),) * 2 + (numba.typeof(tuple(MS)),), types.none)
 
 
 @njit(cache=True, forceinline=True)
@@ -783,8 +834,8 @@ def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC,
             if G[G_MEMC] and G[G_REQ_KIND] != REQ_STG and G[G_WQ_N] == 0 and not MS[1][I_ROOM] \
                     and G[G_REQ_N] <= G[G_SAFE_N]:
                 h0, m0 = MS[1][I_READ_HITS], MS[1][I_READ_MISSES]
-                r = read_request(float(G[G_REQ_NOW]), REQ[:G[G_REQ_N]], G[G_SM_ID], MS[0], MS[1], MS[2], MS[3],
-                                 MS[4], MS[5], MS[6], MS[7], MS[8], MS[9], MS[10], MS[11])
+                r = _read_request(float(G[G_REQ_NOW]), REQ[:G[G_REQ_N]], G[G_SM_ID], MS[0], MS[1], MS[2], MS[3],
+                                  MS[4], MS[5], MS[6], MS[7], MS[8], MS[9], MS[10], MS[11])
                 CNT[PC_L2_HITS, pc] += MS[1][I_READ_HITS] - h0
                 CNT[PC_L2_MISSES, pc] += MS[1][I_READ_MISSES] - m0
                 if r == r:  # NaN: a negative address, left to Python to report
@@ -1105,6 +1156,6 @@ def drive(SMS, MS, H, E):
         else:
             G[G_NEXT_YIELD] = t + quantum
         if G[G_WQ_N] and G[G_MEMC] and not MS[1][I_ROOM]:
-            _post_queued(G, a[21], MS)
+            _post_queued_through(G, a[21], MS)
         if G[G_WQ_N] or G[G_NHLOG] or MS[1][I_ROOM]:
             return YIELD
