@@ -257,16 +257,16 @@ event.register("numba:compile", NOTICE)
 _ELSEWHERE = []  # (process, module names) of workers compiling into the cache
 
 
-def compiled_elsewhere(proc, modules, what, where="a second process"):
+def compiled_elsewhere(proc, modules, what, where="a second process", say=True):
     """``proc`` (a running process) is compiling the functions of ``modules`` (module names, or
     module.function names) into the cache: a function of theirs that this process needs waits for it
     to end, then loads from the cache
-    (compiling itself only if the worker failed). The notice says so now (``what``, ``where``); a worker still
-    running when this process ends is stopped."""
+    (compiling itself only if the worker failed). The notice says so now (``what``, ``where``;
+    unless ``say`` is false); a worker still running when this process ends is stopped."""
     import atexit
     _ELSEWHERE.append((proc, tuple(modules)))
     atexit.register(lambda: proc.poll() is None and proc.terminate())
-    if os.environ.get("MAXSIM_COMPILE_NOTICE", "1") != "0":
+    if say and os.environ.get("MAXSIM_COMPILE_NOTICE", "1") != "0":
         try:
             sys.stderr.write(f"maxsim: compiling {what} to machine code (numba) in {where}; this "
                              f"happens once, later runs load it from the cache in {cache_place()}\n")

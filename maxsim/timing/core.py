@@ -1096,6 +1096,24 @@ def _post_queued(G, REQ, MS):
     G[G_WQ_N] = n - j
 
 
+def drive_types():
+    """The argument types of :func:`drive` as every timed run calls it (the arrays
+    ``maxsim.timing.sm.SM`` and ``maxsim.timing.memory_core.CompiledMemorySystem`` build, all
+    C-contiguous): its signature compiled ahead without running anything
+    (tests/test_compile_ahead.py checks it is the one a timed run uses)."""
+    def a(dtype, ndim):
+        return types.Array(dtype, ndim, "C")
+    i64, i32, f64 = types.int64, types.int32, types.float64
+    # G F W REGS Q S SW RC BANKS C, P L RD TPC TAUX SEC L1, ILOG SLOG BLOG HLOG REQ CNT
+    state = (a(i64, 1), a(f64, 1), a(i64, 2), a(i64, 3), a(i64, 2), a(i64, 2), a(i64, 2), a(i64, 3), a(i64, 3),
+             a(i64, 2), a(i32, 2), a(i32, 1), a(i32, 2), a(i32, 1), a(i32, 1), a(i64, 1), a(i64, 3),
+             a(i64, 2), a(i64, 2), a(i64, 2), a(i64, 2), a(i64, 1), a(i64, 2))
+    # the memory system's P I F T LINES READY SF SI HK HV HP DELAYS
+    ms = (a(i64, 1), a(i64, 1), a(f64, 1), a(i64, 2), a(i64, 3), a(f64, 3), a(f64, 2), a(i64, 2), a(i64, 2),
+          a(f64, 2), a(i64, 2), a(f64, 1))
+    return types.ListType(types.Tuple(state)), types.Tuple(ms), a(i64, 2), a(i64, 1)
+
+
 @njit(cache=True)
 def drive(SMS, MS, H, E):
     """Run the SMs ``SMS`` (a typed list of their state tuples, ``run``'s arguments but ``MS``)
