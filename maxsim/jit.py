@@ -17,7 +17,8 @@ or faster: benchmarks/sm_speed.py).
 installed package (an uninstall would leave it behind, and the leftover folder would shadow a later
 install): in the folder ``numba/KEY`` of maxsim's cache folder (``platformdirs``' user cache folder,
 on Linux ``~/.cache/maxsim``, or ``$MAXSIM_CACHE_DIR``), a folder per package folder inside. KEY
-names maxsim's version, the hash of its Python sources, the numba and Python versions and the CPU,
+names maxsim's version, the hash of its Python sources, the numba and Python versions and the CPU
+(with numba's optimisation level, ``NUMBA_OPT``),
 so a new version, a changed source, another interpreter or another CPU compiles again instead of
 loading stale code; when a new KEY is made, entries unused for ``KEEP_DAYS`` days or beyond the
 ``KEEP_ENTRIES`` most recently used are removed. ``maxsim cache info`` / ``maxsim cache clear``
@@ -96,7 +97,7 @@ def source_hash():
 def cache_key():
     """The name of the folder the compiled code of this maxsim lives in: its version, the hash of
     its sources, the numba and Python it is compiled with, and the CPU (its name and a hash of its
-    features) the machine code is for. Anything else finds a folder of its own, never stale code."""
+    features and of numba's optimisation level) the machine code is for. Anything else finds a folder of its own, never stale code."""
     import hashlib
 
     import llvmlite.binding as ll
@@ -104,7 +105,8 @@ def cache_key():
     from ._version import __version__
     cpu = numba.config.CPU_NAME or ll.get_host_cpu_name()
     features = numba.config.CPU_FEATURES or ll.get_host_cpu_features().flatten()
-    tag = hashlib.sha256(features.encode()).hexdigest()[:8]
+    opt = numba.config.OPT  # (NUMBA_OPT: LLVM's optimisation level changes the machine code too)
+    tag = hashlib.sha256(f"{features} opt={'max' if opt.is_opt_max else int(opt)}".encode()).hexdigest()[:8]
     py = f"py{sys.version_info[0]}{sys.version_info[1]}"
     return f"{__version__}-{source_hash()}-numba{numba.__version__}-{py}-{cpu}-{tag}"
 

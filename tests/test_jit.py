@@ -65,9 +65,10 @@ def test_the_compiled_code_never_lives_in_the_package(tmp_path):
     assert summaries == str(Path(where) / "timing") and core == summaries
 
 
-def _key(tree):
+def _key(tree, **env):
     p = subprocess.run([sys.executable, "-c", "import maxsim.jit as j; print(j.cache_key())"], capture_output=True,
-                       text=True, cwd=tree, env={**os.environ, "MAXSIM_CACHE_DIR": str(tree / "cache")}, timeout=120)
+                       text=True, cwd=tree, env={**os.environ, "MAXSIM_CACHE_DIR": str(tree / "cache"), **env},
+                       timeout=120)
     assert p.returncode == 0, p.stderr
     return p.stdout.strip()
 
@@ -92,6 +93,9 @@ def test_the_key_names_the_version_numba_python_and_cpu_and_changes_with_any_sou
         f.write("\n# a change\n")
     other = _key(tree)
     assert other != here and other.split("-")[1] != sources and other.split("-")[2:] == here.split("-")[2:]
+    # numba's optimisation level (NUMBA_OPT) changes the machine code: another key, the CPU's tag
+    lower = _key(ROOT, NUMBA_OPT="1")
+    assert lower != here and lower.split("-")[:5] == here.split("-")[:5]
 
 
 def test_old_entries_are_pruned(tmp_path):
