@@ -45,6 +45,32 @@ def test_a_compiling_process_says_what_once_and_where_a_cached_one_says_nothing(
     assert second.stderr == ""
 
 
+# what numba's compiler imports before it compiles (its implementations of NumPy, BLAS through SciPy)
+COMPILER_MODULES = ("numba.np.arraymath", "numba.np.random.legacy", "numba.np.npdatetime", "scipy.linalg")
+SHOW_COMPILER_MODULES = ("import sys\n"
+                         f"print(sorted(m for m in {COMPILER_MODULES!r} if m in sys.modules))\n")
+
+
+def test_a_process_that_loads_cached_code_imports_no_compiler_registries_and_can_still_compile(tmp_path):
+    """Loading compiled code from the cache does not make numba import what its compiler needs
+    (a third of the loading time of a warm ``maxsim run``): the loaded function gives the same
+    answer, and the same process can still compile a new function afterwards (numba then loads its
+    registries itself, scipy.linalg still hidden)."""
+    cache = tmp_path / "cache"
+    first = _run(CALL_SECTORS + SHOW_COMPILER_MODULES, cache)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines()[1] == str(sorted(COMPILER_MODULES[:3]))  # compiled: all but SciPy's
+    loaded = _run(CALL_SECTORS + SHOW_COMPILER_MODULES, cache)
+    assert loaded.returncode == 0 and loaded.stderr == ""
+    assert loaded.stdout.splitlines() == ["[0, 64]", "[]"]
+    then = ("import numba\n"
+            "f = numba.njit(lambda a: np.cumsum(a)[-1] + np.sort(a)[1])\n"
+            "print(f(np.arange(5.0)))\n")
+    both = _run(CALL_SECTORS + then + SHOW_COMPILER_MODULES, cache)
+    assert both.returncode == 0, both.stderr
+    assert both.stdout.splitlines() == ["[0, 64]", "11.0", str(sorted(COMPILER_MODULES[:3]))]
+
+
 def test_the_notice_can_be_silenced(tmp_path):
     env = {**os.environ, "MAXSIM_CACHE_DIR": str(tmp_path), "MAXSIM_COMPILE_NOTICE": "0"}
     p = subprocess.run([sys.executable, "-c", CALL_SECTORS], capture_output=True, text=True, cwd=ROOT, env=env,
