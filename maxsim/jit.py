@@ -52,10 +52,15 @@ class _HideScipyLinalg:
         return None
 
 
+# changes to numba's compiler modules made when numba loads them (before a compile), so that a process
+# that only loads compiled code from the cache does not import them
+_WHEN_COMPILING = []
+
+
 def _without_scipy_linalg():
     """numba's CPU target imports its implementations of NumPy (``load_additional_registries``, on
     the first compile of a process) with ``scipy.linalg`` hidden: numba.np.linalg records "no BLAS"
-    instead of importing it."""
+    instead of importing it. The changes of ``_WHEN_COMPILING`` are made then."""
     from numba.core import cpu
     original = cpu.CPUContext.load_additional_registries
     if getattr(original, "maxsim", False):
@@ -63,13 +68,17 @@ def _without_scipy_linalg():
 
     def load_additional_registries(self):
         if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
-            return original(self)
-        finder = _HideScipyLinalg()
-        sys.meta_path.insert(0, finder)
-        try:
-            return original(self)
-        finally:
-            sys.meta_path.remove(finder)
+            out = original(self)
+        else:
+            finder = _HideScipyLinalg()
+            sys.meta_path.insert(0, finder)
+            try:
+                out = original(self)
+            finally:
+                sys.meta_path.remove(finder)
+        for change in _WHEN_COMPILING:
+            change()
+        return out
     load_additional_registries.maxsim = True
     cpu.CPUContext.load_additional_registries = load_additional_registries
 
@@ -81,7 +90,6 @@ from numba import types  # noqa: E402
 from numba.core import cgutils, event  # noqa: E402
 from numba.core.registry import CPUDispatcher  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
-from numba.typed import Dict  # noqa: E402
 
 PACKAGE = Path(__file__).resolve().parent
 KEEP_ENTRIES = 4  # entries (keys) kept besides the one in use: the most recently used ones ...
@@ -372,7 +380,10 @@ def _without_wraparound():
     arrayobj.fix_integer_index = fix_integer_index
 
 
-_without_wraparound()
+if "numba.np.arrayobj" in sys.modules:
+    _without_wraparound()
+else:
+    _WHEN_COMPILING.append(_without_wraparound)  # numba imports it before it compiles
 
 
 # ---- numba's inliner copies a function's variables once, not once per block ----
@@ -428,7 +439,10 @@ def _copy_scope_once():
     worker.inline_ir = inline_ir
 
 
-_copy_scope_once()
+if "numba.core.inline_closurecall" in sys.modules:
+    _copy_scope_once()
+else:
+    _WHEN_COMPILING.append(_copy_scope_once)  # numba imports it before it compiles
 
 
 class InlinedDispatcher(CPUDispatcher):
@@ -461,5 +475,5 @@ def njit(*args, **options):
     return wrap(args[0]) if args else wrap
 
 
-__all__ = ["njit", "types", "cgutils", "intrinsic", "Dict", "InlinedDispatcher", "CACHE_DIR", "cache_place"]
+__all__ = ["njit", "types", "cgutils", "intrinsic", "InlinedDispatcher", "CACHE_DIR", "cache_place"]
 

@@ -168,6 +168,22 @@ def test_the_sm_core_indexes_without_wraparound_and_other_code_keeps_it():
     assert njit(last_in_core)(view) == 4  # as it is: base[5 - 1]
 
 
+def test_the_wraparound_change_is_made_in_a_process_that_had_not_imported_numbas_arrays():
+    """maxsim.jit changes numba's array indexing when numba first loads it, before a compile (a
+    process that only loads cached code never imports it): the change holds all the same."""
+    code = ("import sys, numpy as np\n"
+            "from maxsim.jit import NO_WRAPAROUND, njit\n"
+            "print('numba.np.arrayobj' in sys.modules)\n"
+            "def last(a):\n    return a[-1]\n"
+            "def last_in_core(a):\n    return a[-1]\n"
+            "last_in_core.__module__ = NO_WRAPAROUND[0]\n"
+            "view = np.arange(10)[5:]\n"
+            "print(njit(last)(view), njit(last_in_core)(view))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["False", "9", "4"]
+
+
 INLINED_PROGRAM = """
 import sys
 if sys.argv[1] == "numba":  # numba's own copying of an inlined function's IR, block by block
@@ -191,7 +207,8 @@ def caller(a, n):
     return helper(a, n) + helper(a, n - 1)
 
 import numpy as np
-print(type(icc.copy).__name__, caller(np.arange(10), 7))
+result = caller(np.arange(10), 7)
+print(type(icc.copy).__name__, result)
 print(caller.inspect_llvm(caller.signatures[0]))
 """
 
