@@ -26,15 +26,15 @@ show and empty it. Whenever a process starts to build compiled code (no cached v
 on stderr says what is being compiled, that it happens once, and where the cache lives
 (``MAXSIM_COMPILE_NOTICE=0`` silences it).
 
-The first call of a compiled function (compiled now or loaded from numba's disk cache) makes numba
-import its implementations of NumPy, and one of them (``numba.np.arraymath``) imports
-``scipy.linalg`` when SciPy is installed, only to learn whether ``np.dot`` may call BLAS. Those
-imports (scipy.linalg pulls in numpy.f2py, unittest, ...) cost about half a second of CPU in every
-maxsim process, a sixth of a whole ``maxsim run sgemm_64``, and no compiled function of maxsim
-uses BLAS. This module imports numba and that implementation once with ``scipy.linalg`` hidden,
-so numba records that BLAS is absent (its ``np.dot`` / ``np.convolve`` of 1-D arrays then use
-their plain-loop versions in this process; a compiled ``np.dot`` of matrices still imports SciPy
-when it is compiled). Nothing changes when ``scipy.linalg`` is already imported.
+Before numba compiles anything in a process it imports its implementations of NumPy, and one of
+them (``numba.np.arraymath``) imports ``scipy.linalg`` when SciPy is installed, only to learn whether
+``np.dot`` may call BLAS. Those imports (scipy.linalg pulls in numpy.f2py, unittest, ...) cost about
+half a second of CPU, and no compiled function of maxsim uses BLAS. This module hides
+``scipy.linalg`` while numba loads those implementations, so numba records that BLAS is absent (its
+``np.dot`` / ``np.convolve`` of 1-D arrays then use their plain-loop versions in this process; a
+compiled ``np.dot`` of matrices still imports SciPy when it is compiled). Nothing changes when
+``scipy.linalg`` is already imported. A process that only loads compiled code from the cache imports
+none of them (see "loading cached code" below).
 """
 
 from __future__ import annotations
@@ -53,25 +53,44 @@ class _HideScipyLinalg:
         return None
 
 
-def _import_numba():
-    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+# changes to numba's compiler modules made when numba loads them (before a compile), so that a process
+# that only loads compiled code from the cache does not import them
+_WHEN_COMPILING = []
+
+
+def _without_scipy_linalg():
+    """numba's CPU target imports its implementations of NumPy (``load_additional_registries``, on
+    the first compile of a process) with ``scipy.linalg`` hidden: numba.np.linalg records "no BLAS"
+    instead of importing it. The changes of ``_WHEN_COMPILING`` are made then."""
+    from numba.core import cpu
+    original = cpu.CPUContext.load_additional_registries
+    if getattr(original, "maxsim", False):
         return
-    finder = _HideScipyLinalg()
-    sys.meta_path.insert(0, finder)
-    try:
-        import numba.np.arraymath  # noqa: F401  (records "no BLAS" instead of importing scipy.linalg)
-    finally:
-        sys.meta_path.remove(finder)
+
+    def load_additional_registries(self):
+        if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+            out = original(self)
+        else:
+            finder = _HideScipyLinalg()
+            sys.meta_path.insert(0, finder)
+            try:
+                out = original(self)
+            finally:
+                sys.meta_path.remove(finder)
+        for change in _WHEN_COMPILING:
+            change()
+        return out
+    load_additional_registries.maxsim = True
+    cpu.CPUContext.load_additional_registries = load_additional_registries
 
 
-_import_numba()
+_without_scipy_linalg()
 
 import numba  # noqa: E402
 from numba import types  # noqa: E402
 from numba.core import cgutils, event  # noqa: E402
 from numba.core.registry import CPUDispatcher  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
-from numba.typed import Dict  # noqa: E402
 
 PACKAGE = Path(__file__).resolve().parent
 KEEP_ENTRIES = 4  # entries (keys) kept besides the one in use: the most recently used ones ...
@@ -161,6 +180,7 @@ def _install_locator():
     installed: never beside the installed modules, where an uninstall would leave it behind."""
     from numba.core import caching
     impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
+    ready = set()  # the folders found writable
 
     class MaxsimCacheLocator(caching._CacheLocator):
         def __init__(self, py_func, py_file, folder):
@@ -184,10 +204,13 @@ def _install_locator():
             except (ValueError, OSError):
                 return None  # not maxsim's: numba's own places
             self = cls(py_func, py_file, folder)
+            if self._cache_path in ready:
+                return self
             try:
-                self.ensure_cache_path()
+                self.ensure_cache_path()  # (makes the folder and writes a file to see it can)
             except OSError:
                 return None
+            ready.add(self._cache_path)  # once per folder, not once per compiled function
             return self
 
     if not any(c.__name__ == "MaxsimCacheLocator" for c in impl._locator_classes):
@@ -278,6 +301,37 @@ def compiled_elsewhere(proc, modules, what, where="a second process", say=True):
         NOTICE.told.add(what)  # later lines say "too"
 
 
+# ---- loading cached code without numba's compiler registries ----
+# numba's cache, before it loads a compiled function, "refreshes" the target context: it imports and
+# registers every implementation the compiler may need (NumPy's random generators, datetimes,
+# polynomials, typed containers, ...), ~0.15 s of a process that only loads maxsim's compiled code
+# (a third of the loading in `maxsim run sgemm_64` with a warm cache). Loaded machine code needs none
+# of it; it needs the symbols it links to: numba's runtime (NRT), its C helpers and math functions
+# (installed when the context is made) and the hash secret (numba.cpython.hashing). Those are set up
+# here instead; a compile in the same process refreshes the context itself, as it always does.
+def _ready_to_load(target_context):
+    from numba.core.runtime import rtsys
+    rtsys.initialize(target_context)
+    import numba.cpython.hashing  # noqa: F401  (its import gives LLVM the hash secret's symbols)
+
+
+def _load_without_refresh():
+    from numba.core import caching
+    original = caching.Cache.load_overload
+    if getattr(original, "lean", False):
+        return
+
+    def load_overload(self, sig, target_context):
+        _ready_to_load(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+    load_overload.lean = True
+    caching.Cache.load_overload = load_overload
+
+
+_load_without_refresh()
+
+
 def _wait_for_others():
     from numba.core import caching
     original = caching.Cache.load_overload
@@ -328,7 +382,10 @@ def _without_wraparound():
     arrayobj.fix_integer_index = fix_integer_index
 
 
-_without_wraparound()
+if "numba.np.arrayobj" in sys.modules:
+    _without_wraparound()
+else:
+    _WHEN_COMPILING.append(_without_wraparound)  # numba imports it before it compiles
 
 
 # ---- numba's inliner copies a function's variables once, not once per block ----
@@ -384,7 +441,10 @@ def _copy_scope_once():
     worker.inline_ir = inline_ir
 
 
-_copy_scope_once()
+if "numba.core.inline_closurecall" in sys.modules:
+    _copy_scope_once()
+else:
+    _WHEN_COMPILING.append(_copy_scope_once)  # numba imports it before it compiles
 
 
 # ---- calls through a pointer ----
@@ -479,6 +539,6 @@ def njit(*args, **options):
     return wrap(args[0]) if args else wrap
 
 
-__all__ = ["njit", "types", "cgutils", "intrinsic", "Dict", "InlinedDispatcher", "Callee", "call_through", "CACHE_DIR",
+__all__ = ["njit", "types", "cgutils", "intrinsic", "InlinedDispatcher", "Callee", "call_through", "CACHE_DIR",
            "cache_place"]
 

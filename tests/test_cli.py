@@ -428,3 +428,37 @@ def test_cache_info_and_clear(tmp_path, monkeypatch, capsys):
     assert main(["cache", "clear"]) == 0
     assert "cleared the compiled code: 0.0 MB freed" in capsys.readouterr().out
     assert not (tmp_path / "numba").exists()
+
+
+# what `maxsim run` must not import: plotting, data frames and files, ELF reading, SciPy's linear
+# algebra, and numba's compiler (a process that finds the compiled code in the cache only loads it)
+NOT_IMPORTED_BY_RUN = ("matplotlib", "dask", "pyarrow", "pandas", "elftools", "scipy.linalg", "numba.np.arraymath",
+                       "numba.np.random.legacy", "numba.core.inline_closurecall", "numba.typed.dictobject")
+AS_PROGRAM = """
+import gc, sys
+from maxsim.cli import main
+sys.argv = ["maxsim", "run", "sgemm_64"]
+status = main()
+print(sorted(m for m in {modules!r} if m in sys.modules), gc.get_freeze_count() > 0, file=sys.stderr)
+sys.exit(status)
+"""
+
+
+def test_a_second_run_imports_no_plotting_nor_the_compiler_and_freezes_the_modules_objects():
+    """`maxsim run sgemm_64` as a program, twice (the first may compile into the cache, the second
+    only loads): the second imports none of NOT_IMPORTED_BY_RUN, prints what the first printed, and
+    has moved the modules' objects out of the cycle collector's reach (cli/common.py); a call of
+    main() from Python leaves the collector as it was."""
+    code = AS_PROGRAM.format(modules=NOT_IMPORTED_BY_RUN)
+    root = Path(__file__).resolve().parents[1]
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=600)
+            for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr
+    def figures(out):  # the output but the host's timing of the run
+        return [line for line in out.splitlines() if not line.startswith(("timing model wall time", "simulated warp"))]
+    assert figures(runs[1].stdout) == figures(runs[0].stdout) and "predicted on the GPU" in runs[1].stdout
+    assert runs[1].stderr.splitlines()[-1] == "[] True"
+    import gc
+    before = gc.get_freeze_count()
+    assert main(["run", "sgemm_64", "--functional", "--json"]) == 0
+    assert gc.get_freeze_count() == before

@@ -45,6 +45,32 @@ def test_a_compiling_process_says_what_once_and_where_a_cached_one_says_nothing(
     assert second.stderr == ""
 
 
+# what numba's compiler imports before it compiles (its implementations of NumPy, BLAS through SciPy)
+COMPILER_MODULES = ("numba.np.arraymath", "numba.np.random.legacy", "numba.np.npdatetime", "scipy.linalg")
+SHOW_COMPILER_MODULES = ("import sys\n"
+                         f"print(sorted(m for m in {COMPILER_MODULES!r} if m in sys.modules))\n")
+
+
+def test_a_process_that_loads_cached_code_imports_no_compiler_registries_and_can_still_compile(tmp_path):
+    """Loading compiled code from the cache does not make numba import what its compiler needs
+    (a third of the loading time of a warm ``maxsim run``): the loaded function gives the same
+    answer, and the same process can still compile a new function afterwards (numba then loads its
+    registries itself, scipy.linalg still hidden)."""
+    cache = tmp_path / "cache"
+    first = _run(CALL_SECTORS + SHOW_COMPILER_MODULES, cache)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines()[1] == str(sorted(COMPILER_MODULES[:3]))  # compiled: all but SciPy's
+    loaded = _run(CALL_SECTORS + SHOW_COMPILER_MODULES, cache)
+    assert loaded.returncode == 0 and loaded.stderr == ""
+    assert loaded.stdout.splitlines() == ["[0, 64]", "[]"]
+    then = ("import numba\n"
+            "f = numba.njit(lambda a: np.cumsum(a)[-1] + np.sort(a)[1])\n"
+            "print(f(np.arange(5.0)))\n")
+    both = _run(CALL_SECTORS + then + SHOW_COMPILER_MODULES, cache)
+    assert both.returncode == 0, both.stderr
+    assert both.stdout.splitlines() == ["[0, 64]", "11.0", str(sorted(COMPILER_MODULES[:3]))]
+
+
 def test_the_notice_can_be_silenced(tmp_path):
     env = {**os.environ, "MAXSIM_CACHE_DIR": str(tmp_path), "MAXSIM_COMPILE_NOTICE": "0"}
     p = subprocess.run([sys.executable, "-c", CALL_SECTORS], capture_output=True, text=True, cwd=ROOT, env=env,
@@ -146,6 +172,22 @@ def test_the_sm_core_indexes_without_wraparound_and_other_code_keeps_it():
     assert njit(last_in_core)(view) == 4  # as it is: base[5 - 1]
 
 
+def test_the_wraparound_change_is_made_in_a_process_that_had_not_imported_numbas_arrays():
+    """maxsim.jit changes numba's array indexing when numba first loads it, before a compile (a
+    process that only loads cached code never imports it): the change holds all the same."""
+    code = ("import sys, numpy as np\n"
+            "from maxsim.jit import NO_WRAPAROUND, njit\n"
+            "print('numba.np.arrayobj' in sys.modules)\n"
+            "def last(a):\n    return a[-1]\n"
+            "def last_in_core(a):\n    return a[-1]\n"
+            "last_in_core.__module__ = NO_WRAPAROUND[0]\n"
+            "view = np.arange(10)[5:]\n"
+            "print(njit(last)(view), njit(last_in_core)(view))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["False", "9", "4"]
+
+
 INLINED_PROGRAM = """
 import sys
 if sys.argv[1] == "numba":  # numba's own copying of an inlined function's IR, block by block
@@ -169,7 +211,8 @@ def caller(a, n):
     return helper(a, n) + helper(a, n - 1)
 
 import numpy as np
-print(type(icc.copy).__name__, caller(np.arange(10), 7))
+result = caller(np.arange(10), 7)
+print(type(icc.copy).__name__, result)
 print(caller.inspect_llvm(caller.signatures[0]))
 """
 

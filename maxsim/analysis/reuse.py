@@ -92,6 +92,7 @@ def with_reuse_mask(instr: ins.Instruction, mask: int) -> ins.Instruction:
     n_dst = spec_of(instr).n_dst
     operands = list(instr.operands)
     slot = 1 if instr.opcode == "MOV" else 0  # MOV's source is the second slot (as the parser counts)
+    changed = False
     for n in range(n_dst, len(operands)):
         op = operands[n]
         if op.kind not in _SLOT_KINDS:
@@ -99,7 +100,10 @@ def with_reuse_mask(instr: ins.Instruction, mask: int) -> ins.Instruction:
         want = slot < 3 and op.kind == ins.REG and bool(mask >> slot & 1)
         if op.reuse != want:
             operands[n] = attrs.evolve(op, reuse=want)
+            changed = True
         slot += 1
+    if not changed and instr.reuse_mask == mask:
+        return instr  # already so (instructions are immutable)
     return attrs.evolve(instr, operands=tuple(operands), reuse_mask=mask)
 
 

@@ -15,7 +15,7 @@ import warnings
 
 from ..errors import MaxsimError, SourceWarning
 from . import analyze, asm, cache, compare, configs, plot, run, sweep, validate
-from .common import PROGRESS_DELAY, WORKLOADS, Parser, UsageError, subject
+from .common import PROGRESS_DELAY, WORKLOADS, Parser, UsageError, as_program, subject
 from .run import run_sass_file
 
 EXAMPLES = """examples:
@@ -118,6 +118,8 @@ def _show_warning(message, category, filename, lineno, file=None, line=None, _de
 
 
 def main(argv=None):
+    if argv is None:  # the maxsim program (console script, python -m maxsim.cli), not a call from Python
+        as_program()
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         return _main(argv)

@@ -7,7 +7,7 @@ import os
 import sys
 
 from .common import (PROGRESS_DELAY, WORKLOADS, UsageError, is_kernel_file, occupancy_choice,
-                     occupancy_options, shape, size, subject)
+                     imported, occupancy_options, shape, size, subject)
 
 
 def add_parser(sub):
@@ -157,6 +157,9 @@ def command(args):
     flag, choice = occupancy_choice(args)
     from ..report.progress import Progress
     from ..timing.occupancy import OccupancyError
+    if args.target in WORKLOADS:
+        import workloads.sgemm.harness  # noqa: F401
+    imported()
     bar = Progress(quiet=args.quiet or args.json, delay=PROGRESS_DELAY)
     try:
         if args.target in WORKLOADS:

@@ -411,36 +411,42 @@ def _static_tables(static, kernel, cfg):
     P = _aligned((max(n, 1), K.P_SIZE), np.int32)
     L = []
     RD = []
-
-    def put(pc, field, regs):
-        P[pc, field] = len(L)
-        P[pc, field + 1] = len(regs)
-        L.extend(regs)
+    rows = []  # P's rows as lists, written into P at once (a numpy store per field was most of the time)
 
     for pc in range(n):
-        P[pc, K.P_UNIT] = static.unit[pc]
-        P[pc, K.P_DUAL] = static.dual[pc]
-        P[pc, K.P_READ] = static.read_delay[pc]
-        P[pc, K.P_LATE_REG], P[pc, K.P_LATE_READ] = static.late_reg[pc], static.late_read[pc]
-        P[pc, K.P_STALL] = static.stall[pc]
-        P[pc, K.P_YIELD] = static.yld[pc]
-        P[pc, K.P_WAITS] = sum(1 << b for b in static.waits[pc])
-        P[pc, K.P_RBAR] = static.rbar[pc]
-        P[pc, K.P_WBAR] = static.wbar[pc]
-        P[pc, K.P_DEPBAR], P[pc, K.P_DEPBAR_N] = static.depbar[pc]
-        P[pc, K.P_LATENCY] = static.latency[pc]
-        P[pc, K.P_PIPE] = static.pipe[pc]
-        P[pc, K.P_INTERVAL] = static.interval[pc]
-        P[pc, K.P_BACK] = static.back_branch[pc]
-        put(pc, K.P_SRC, static.srcs[pc])
-        put(pc, K.P_DST, static.dsts[pc])
-        put(pc, K.P_PSRC, static.psrcs[pc])
-        put(pc, K.P_PDST, static.pdsts[pc])
-        put(pc, K.P_MREADS, static.mem_reads[pc])
-        P[pc, K.P_READS] = len(RD)
-        P[pc, K.P_NREADS] = len(static.reads[pc])
+        row = [0] * K.P_SIZE
+
+        def put(field, regs):
+            row[field] = len(L)
+            row[field + 1] = len(regs)
+            L.extend(regs)
+
+        row[K.P_UNIT] = static.unit[pc]
+        row[K.P_DUAL] = static.dual[pc]
+        row[K.P_READ] = static.read_delay[pc]
+        row[K.P_LATE_REG], row[K.P_LATE_READ] = static.late_reg[pc], static.late_read[pc]
+        row[K.P_STALL] = static.stall[pc]
+        row[K.P_YIELD] = static.yld[pc]
+        row[K.P_WAITS] = sum(1 << b for b in static.waits[pc])
+        row[K.P_RBAR] = static.rbar[pc]
+        row[K.P_WBAR] = static.wbar[pc]
+        row[K.P_DEPBAR], row[K.P_DEPBAR_N] = static.depbar[pc]
+        row[K.P_LATENCY] = static.latency[pc]
+        row[K.P_PIPE] = static.pipe[pc]
+        row[K.P_INTERVAL] = static.interval[pc]
+        row[K.P_BACK] = static.back_branch[pc]
+        put(K.P_SRC, static.srcs[pc])
+        put(K.P_DST, static.dsts[pc])
+        put(K.P_PSRC, static.psrcs[pc])
+        put(K.P_PDST, static.pdsts[pc])
+        put(K.P_MREADS, static.mem_reads[pc])
+        row[K.P_READS] = len(RD)
+        row[K.P_NREADS] = len(static.reads[pc])
         for slot, r, bank, flagged, _dup in static.reads[pc]:
             RD.append((slot, r, bank, int(flagged)))
+        rows.append(row)
+    if rows:
+        P[:n] = rows
     L = np.array(L or [0], dtype=np.int32)
     RD = np.array(RD or [(0, 0, 0, 0)], dtype=np.int32).reshape(-1, 4)
     return P, L, RD

@@ -10,7 +10,6 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from maxsim.asm import load_kernel
 from maxsim.errors import LaunchError
 from maxsim.host import Sampling, launch
 from maxsim.timing.occupancy import with_registers
@@ -53,6 +52,7 @@ def check_params(kernel, path="<kernel>"):
 
 def _kernel(kernel_name, traversal, regmap, reuse, sass_path, regs=None):
     if sass_path is not None:
+        from maxsim.asm import load_kernel
         kernel = load_kernel(sass_path)
         check_params(kernel, str(sass_path))
         geo = KERNELS[kernel_name]
