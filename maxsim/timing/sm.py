@@ -23,6 +23,7 @@ too); ``core="compiled"`` is the default.
 
 from __future__ import annotations
 
+import math
 import time
 import weakref
 
@@ -484,7 +485,7 @@ def _static_tables(static, kernel, cfg):
 def _aligned(shape, dtype, align=64):
     """A zeroed C-order array whose data starts on an ``align``-byte boundary (a cache line: a row
     of the core's pc table then spans as few lines as its size allows)."""
-    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    size = math.prod(shape) * np.dtype(dtype).itemsize
     raw = np.zeros(size + align, dtype=np.uint8)
     start = -raw.ctypes.data % align
     return raw[start:start + size].view(dtype).reshape(shape)
@@ -500,6 +501,48 @@ def _pc_summaries(static, kernel):
     return (np.array([index[op] for op in names], dtype=np.int64), opcodes,
             np.asarray(static.flops, dtype=np.int64), np.array([len(r) for r in static.reads], dtype=np.int64),
             np.asarray(static.is_ffma, dtype=bool))
+
+
+_EMPTY_L1 = {}  # shape -> the core's tag array of an empty L1/texture cache
+_CONFIG_FIELDS = {}  # id(config) -> (config, the core's G fields that only the config sets)
+
+
+def _config_fields(cfg):
+    """The core's scalars G with the fields only the config sets (every SM of a GPU starts from a
+    copy: building them is per config, not per SM)."""
+    hit = _CONFIG_FIELDS.get(id(cfg))
+    if hit is not None and hit[0] is cfg:
+        return hit[1]
+    lat, rf, pipes, l1c = cfg.latency, cfg.regfile, cfg.pipes, cfg.l1tex
+    G = np.zeros(K.G_SIZE, dtype=np.int64)
+    G[K.G_NSCHED] = cfg.sm.schedulers
+    G[K.G_LOOKAHEAD] = rf.collector_lookahead
+    G[K.G_REUSE_ENTRIES] = rf.reuse_entries_per_slot
+    G[K.G_SWITCH_CLEARS] = rf.reuse_lost_on_warp_switch
+    G[K.G_PENALTY] = rf.conflict_penalty
+    G[K.G_MEM_INTERVAL] = pipes.mem_issue_interval
+    G[K.G_PIPE_INT0] = pipes.alu_interval
+    G[K.G_PIPE_INT1] = int(round(pipes.alu_half_interval))
+    G[K.G_REUSE_SLOTS] = rf.reuse_slots
+    G[K.G_SHARED_DEPTH] = pipes.shared_queue_depth
+    G[K.G_GLOBAL_DEPTH] = pipes.global_queue_depth
+    G[K.G_SECTOR] = l1c.sector
+    G[K.G_DUAL_ON] = pipes.dual_issue
+    G[K.G_BAR_DELAY] = lat.barrier_set_delay
+    G[K.G_LAT_S2R] = lat.s2r
+    G[K.G_READ_SHARED] = lat.mem_operand_read_shared
+    G[K.G_READ_TEX] = lat.mem_operand_read_tex
+    G[K.G_READ_GLOBAL] = lat.mem_operand_read_global
+    G[K.G_READ_BAR_RELEASE] = lat.read_barrier_release
+    G[K.G_BRANCH_TAKEN] = lat.branch_taken
+    G[K.G_TEX_L1_HIT] = lat.tex_l1_hit
+    G[K.G_BARRIER_SYNC] = lat.barrier_sync
+    G[K.G_LAT_LDS] = lat.lds
+    G[K.G_LAT_STS] = lat.sts
+    if len(_CONFIG_FIELDS) >= 8:
+        del _CONFIG_FIELDS[next(iter(_CONFIG_FIELDS))]
+    _CONFIG_FIELDS[id(cfg)] = (cfg, G)
+    return G
 
 
 # (id(kernel), id(config)) -> (kernel, config, StaticInfo, tables): the SMs of a GPU share them
@@ -594,37 +637,13 @@ class SM:
     # ---- state arrays ----------------------------------------------------------------------
     def _build_state(self, log):
         cfg = self.cfg
-        lat, rf, pipes, l1c = cfg.latency, cfg.regfile, cfg.pipes, cfg.l1tex
+        rf, pipes, l1c = cfg.regfile, cfg.pipes, cfg.l1tex
         nsched, nwarps = cfg.sm.schedulers, cfg.sm.max_warps
-        G = np.zeros(K.G_SIZE, dtype=np.int64)
+        G = _config_fields(cfg).copy()
         G[K.G_LIMIT] = -1 if self.max_cycles is None else self.max_cycles
-        G[K.G_NSCHED] = nsched
         G[K.G_HAZARDS] = 0 if not self.hazard_mode else (2 if self.hazard_mode == "strict" else 1)
         G[K.G_LOG] = 1 if log else 0
-        G[K.G_LOOKAHEAD] = rf.collector_lookahead
-        G[K.G_REUSE_ENTRIES] = rf.reuse_entries_per_slot
-        G[K.G_SWITCH_CLEARS] = rf.reuse_lost_on_warp_switch
-        G[K.G_PENALTY] = rf.conflict_penalty
-        G[K.G_MEM_INTERVAL] = pipes.mem_issue_interval
-        G[K.G_PIPE_INT0] = pipes.alu_interval
-        G[K.G_PIPE_INT1] = int(round(pipes.alu_half_interval))
-        G[K.G_REUSE_SLOTS] = rf.reuse_slots
-        G[K.G_SHARED_DEPTH] = pipes.shared_queue_depth
-        G[K.G_GLOBAL_DEPTH] = pipes.global_queue_depth
-        G[K.G_SECTOR] = l1c.sector
         G[K.G_SM_ID] = self.sm_id
-        G[K.G_DUAL_ON] = pipes.dual_issue
-        G[K.G_BAR_DELAY] = lat.barrier_set_delay
-        G[K.G_LAT_S2R] = lat.s2r
-        G[K.G_READ_SHARED] = lat.mem_operand_read_shared
-        G[K.G_READ_TEX] = lat.mem_operand_read_tex
-        G[K.G_READ_GLOBAL] = lat.mem_operand_read_global
-        G[K.G_READ_BAR_RELEASE] = lat.read_barrier_release
-        G[K.G_BRANCH_TAKEN] = lat.branch_taken
-        G[K.G_TEX_L1_HIT] = lat.tex_l1_hit
-        G[K.G_BARRIER_SYNC] = lat.barrier_sync
-        G[K.G_LAT_LDS] = lat.lds
-        G[K.G_LAT_STS] = lat.sts
         G[K.G_SHARED_FREE] = self.shared.next_free
         F = np.zeros(K.F_SIZE, dtype=np.float64)
         F[K.F_TEX_BPC] = l1c.bytes_per_clk
@@ -696,8 +715,15 @@ class SM:
         G[K.G_L1_SPL] = l1.sectors_per_line
         G[K.G_L1_SETS] = l1.n_sets
         G[K.G_L1_ASSOC] = l1.assoc
-        arr = np.full((l1.n_sets, l1.assoc, 2 + l1.sectors_per_line), K.NO_FILL, dtype=np.int64)
-        arr[:, :, 0] = -1
+        shape = (l1.n_sets, l1.assoc, 2 + l1.sectors_per_line)
+        empty = _EMPTY_L1.get(shape)
+        if empty is None:
+            empty = _EMPTY_L1[shape] = np.full(shape, K.NO_FILL, dtype=np.int64)
+            empty[:, :, 0] = -1
+        arr = empty.copy()
+        if l1._tags is None and not any(l1._set_list):  # an empty cache (a new SM's)
+            G[K.G_L1_CLOCK] = 0
+            return arr
         clock = 0
         for si, s in enumerate(l1._sets):
             for way, (ln, entry) in enumerate(s.items()):
