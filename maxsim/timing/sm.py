@@ -436,9 +436,13 @@ def _flatten_together(group, unit, key):
 
 
 def _place_for(freed, pcs, sec):
-    """The first of the exited warps' places ``freed`` ((start in TPC, length, start in SEC,
-    length)) that holds a trace of ``pcs`` positions and ``sec`` sector-list entries, or None."""
-    return next((f for f in freed if f[1] >= pcs.size and f[3] >= sec.size), None)
+    """The index of the first of the exited warps' places ``freed`` ((start in TPC, length, start
+    in SEC, length)) that holds a trace of ``pcs`` positions and ``sec`` sector-list entries, or -1."""
+    n, ns = pcs.size, sec.size
+    for k, f in enumerate(freed):
+        if f[1] >= n and f[3] >= ns:
+            return k
+    return -1
 
 
 def _static_tables(static, kernel, cfg):
@@ -752,9 +756,9 @@ class SM:
         # the place of an exited warp's trace when this one fits there (a CTA's successor runs
         # traces of about the same length: most loads then move nothing), else the end, after
         # moving the live traces to the front when there is no room
-        place = _place_for(self._freed, pcs, sec)
-        if place is not None:
-            self._freed.remove(place)
+        k = _place_for(self._freed, pcs, sec)
+        if k >= 0:
+            place = self._freed.pop(k)
             tb, sb = place[0], place[2]
         else:
             if self._tfill + pcs.size > self._TPC.size or self._sfill + sec.size > self._SEC.size:
@@ -786,9 +790,9 @@ class SM:
         free = list(self._freed)
         rest = rest_sec = 0
         for pcs, _, sec, _, _ in flats:
-            place = _place_for(free, pcs, sec)
-            if place is not None:
-                free.remove(place)
+            k = _place_for(free, pcs, sec) if free else -1
+            if k >= 0:
+                del free[k]
             else:
                 rest += pcs.size
                 rest_sec += sec.size
