@@ -3,6 +3,7 @@ prediction, per launch shape.
 
     python benchmarks/general_speed.py [--cases matvec,stencil,tiny,conv] [--matvec 4096]
                                        [--stencil 2048] [--tiny 200] [--conv-taps 1560] [--config gm204]
+                                       [--method auto|full]
 
 Each case runs in a child process (after a warm-up launch there that loads the compiled code) and
 prints the launch's CPU seconds (user + system of the child over the timed launches, from
@@ -22,8 +23,10 @@ rate in millions of warp-instructions per CPU second, and the child's peak resid
   instructions each; 2,500 taps give a launch of about 40 M warp-instructions): the peak memory
   of a one-wave launch of long CTAs.
 
-Every launch is predicted in full (every CTA on every SM); the functional outputs are checked
-against numpy. SGEMM's speed on the SM core is ``benchmarks/sm_speed.py``'s. CPU seconds are the
+Each launch is predicted with ``--method`` (``gpu_method`` of :func:`maxsim.launch`): "auto" (the
+default: the stencil's many waves are then sampled across waves, the tiny launch repeated reuses
+its figures) or "full" (every CTA on every SM); the method used is printed. The functional outputs
+are checked against numpy. SGEMM's speed on the SM core is ``benchmarks/sm_speed.py``'s. CPU seconds are the
 steadier figure on a shared machine; the load average is printed first.
 """
 
@@ -43,7 +46,7 @@ import json, os, sys, time
 import numpy as np
 import maxsim
 from maxsim.host.kernel import Kernel
-case, size, config, root = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+case, size, config, root, method = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 rng = np.random.default_rng(0)
 
 def matvec(n):
@@ -51,7 +54,7 @@ def matvec(n):
     A = rng.standard_normal((n, n)).astype(np.float32)
     x = rng.standard_normal(n).astype(np.float32)
     r = maxsim.launch(k, grid=(n + 127) // 128, block=128, params=dict(A="A", x="x", y="y", m=n, n=n),
-                      buffers=dict(A=A, x=x, y=np.zeros(n, np.float32)), config=config)
+                      buffers=dict(A=A, x=x, y=np.zeros(n, np.float32)), config=config, gpu_method=method)
     # (in float32: a float64 copy of A would be counted in the peak)
     np.testing.assert_allclose(r.outputs["y"], A @ x, rtol=1e-3, atol=1e-3 * np.sqrt(n))
     return r
@@ -61,7 +64,7 @@ def stencil(n):
     a = rng.standard_normal((n, n)).astype(np.float32)
     r = maxsim.launch(k, grid=(n // 32, n // 8), block=(32, 8),
                       params={"in": "a", "out": "o", "h": n, "w": n, "c0": 0.5, "c1": 0.125},
-                      buffers=dict(a=a, o=np.zeros_like(a)), config=config)
+                      buffers=dict(a=a, o=np.zeros_like(a)), config=config, gpu_method=method)
     want = a.copy()
     want[1:-1, 1:-1] = 0.5 * a[1:-1, 1:-1] + 0.125 * (a[1:-1, :-2] + a[1:-1, 2:] + a[:-2, 1:-1] + a[2:, 1:-1])
     np.testing.assert_allclose(r.outputs["o"], want, rtol=1e-5, atol=1e-5)
@@ -73,7 +76,7 @@ def tiny(_):
     k = VECADD
     a = rng.standard_normal(1024).astype(np.float32)
     r = maxsim.launch(k, grid=8, block=128, params=dict(a="a", b="b", c="c", n=1024),
-                      buffers=dict(a=a, b=a, c=np.zeros(1024, np.float32)), config=config)
+                      buffers=dict(a=a, b=a, c=np.zeros(1024, np.float32)), config=config, gpu_method=method)
     np.testing.assert_array_equal(r.outputs["c"], a + a)
     return r
 
@@ -87,7 +90,7 @@ def conv(taps):
     x = rng.standard_normal(n + taps - 1).astype(np.float32)
     w = rng.standard_normal((taps, 8)).astype(np.float32)
     r = maxsim.launch(k, grid=grid, block=64, params=dict(x="x", w="w", out="out", n=n, taps=taps),
-                      buffers=dict(x=x, w=w, out=np.zeros((8, n), np.float32)), config=config)
+                      buffers=dict(x=x, w=w, out=np.zeros((8, n), np.float32)), config=config, gpu_method=method)
     want = np.stack([np.convolve(x.astype(np.float64), w[::-1, c].astype(np.float64), "valid")[:n]
                      for c in range(8)])
     np.testing.assert_allclose(r.outputs["out"], want, rtol=1e-3, atol=1e-3 * np.sqrt(taps))
@@ -107,9 +110,9 @@ print(json.dumps({"warm": warm, "loop": t.user + t.system - warm, "launches": co
 """
 
 
-def run_case(case, size, config):
+def run_case(case, size, config, method="auto"):
     """The child's figures, its CPU seconds and peak RSS (MB), from os.wait4."""
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, case, str(size), config, ROOT],
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, case, str(size), config, ROOT, method],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out = proc.stdout.read()
     err = proc.stderr.read()
@@ -129,11 +132,12 @@ def main():
     ap.add_argument("--tiny", type=int, default=200, help="tiny launches timed")
     ap.add_argument("--conv-taps", type=int, default=1560, help="taps of the one-wave conv1d8 launch")
     ap.add_argument("--config", default="gm204")
+    ap.add_argument("--method", default="auto", choices=("auto", "full"), help="gpu_method of every launch")
     args = ap.parse_args()
-    print(f"load average {os.getloadavg()[0]:.2f}; config {args.config}")
+    print(f"load average {os.getloadavg()[0]:.2f}; config {args.config}; gpu_method {args.method}")
     sizes = {"matvec": args.matvec, "stencil": args.stencil, "tiny": args.tiny, "conv": args.conv_taps}
     for case in args.cases.split(","):
-        f, cpu, rss = run_case(case, sizes[case], args.config)
+        f, cpu, rss = run_case(case, sizes[case], args.config, args.method)
         n = f["instructions"]
         if case == "tiny":
             print(f"tiny  vecadd 1,024 x {f['launches']} launches: {cpu / f['launches'] * 1e3:.2f} ms CPU per launch, "

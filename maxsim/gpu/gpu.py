@@ -23,7 +23,7 @@ from ..functional.trace import TraceRecorder
 from ..timing.clock import advance, clock_name
 from ..timing.cores import core_name
 from ..timing.memory_system import L2_STARTS, MemorySystem, carried_over
-from ..timing.sm import SM, flatten_queued, flatten_small_queued, residency
+from ..timing.sm import SM, flatten_items, flatten_queued, flatten_small_queued, residency
 from ..timing.stats import Stats
 from ..timing.summaries import make_summariser
 
@@ -76,7 +76,10 @@ def stream_ctas(stream):
         router = getattr(stream, "router", None)
         if router is not None:
             router.handed(traces)
+        left = len(batch)
         for cid in batch:
+            left -= 1
+            stream.batch_left = left  # CTAs of this batch still to come (taken without running more)
             yield cid, [traces.pop(i * wpc + w) for w in range(wpc)]
             i += 1
 
@@ -151,20 +154,38 @@ class TraceRouter:
             return min(t + (r - 8) // 2 - 2 * self.quantum for r, t in rooms)
 
 
+AHEAD_CTAS = 64  # CTAs the block dispatcher takes from its functional batch at once, their complete
+# traces flattened together (CtaQueue; a simulator setting: more saves Python work per CTA, and
+# holds more flattened traces at once; bounded by FLATTEN_TOGETHER_POSITIONS positions too)
+
+
 class CtaQueue:
     """The block dispatcher's queue of CTAs (what an SM's ``dispatcher`` reads: truth, ``popleft``)
     over an iterator of ``(cta id, [warp traces])``, taken from it only when asked for: fed by
     :func:`stream_ctas`, a whole-GPU run holds the traces of the CTAs resident on the SMs and of
-    the rest of the functional batch, whatever the size of the grid."""
+    the rest of the functional batch, whatever the size of the grid. ``ready()``: how many items
+    can be taken without running more of the functional run (the rest of its batch); up to
+    AHEAD_CTAS of them are taken at once and, once :meth:`flatten_with` has named the SMs' pc
+    units, their complete traces flattened together (``flats``: cta id -> its warps' flattened
+    traces, which the SM that starts the CTA takes)."""
 
-    def __init__(self, items):
+    def __init__(self, items, ready=None):
         self._items = iter(items)
         self._head = collections.deque()
+        self._ready = ready
+        self._unit = None
+        self.flats = {}
+
+    def flatten_with(self, unit, unit_key):
+        self._unit = (unit, unit_key)
 
     def _fill(self):
         if not self._head:
-            for item in itertools.islice(self._items, 1):
+            n = 1 if self._ready is None else max(1, min(self._ready(), AHEAD_CTAS))
+            for item in itertools.islice(self._items, n):
                 self._head.append(item)
+            if len(self._head) > 1 and self._unit is not None:
+                self.flats.update(flatten_items(self._head, *self._unit))
         return bool(self._head)
 
     def __bool__(self):
@@ -225,12 +246,14 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
             sm.add_cta(cid, traces, *delay)
         ctas.clear()  # the SM holds them now, and lets each go when it has loaded it
     traces = None  # (nor does this frame hold the last one)
-    if router is not None:
-        pass  # (traces that grow are flattened as each CTA starts)
-    elif flatten_together:
+    if flatten_together and router is None:
         flatten_queued([sm for sm in sms if isinstance(sm, SM)])
     else:
-        flatten_small_queued(sms)  # (a short run's, in one pass)
+        # (a short run's, in one pass; with a router, traces that may grow are flattened as each
+        # CTA starts)
+        flatten_small_queued(sms, closed_only=router is not None)
+    if isinstance(queue, CtaQueue) and sms and all(isinstance(sm, SM) for sm in sms):
+        queue.flatten_with(sms[0]._unit, sms[0]._unit_key)
     if queue is not None:
         pace = DispatchClock(cfg.gpu.cta_dispatch_interval)
         for sm in sms:
@@ -242,10 +265,11 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
     return used
 
 
-def round_robin(ctas, sms, per_sm):
+def round_robin(ctas, sms, per_sm, ready=None):
     """The first wave: CTA 0 to SM 0, CTA 1 to SM 1, ... until each SM holds ``per_sm``; returns the
     placement (one list per SM) and the CTAs left for the dispatcher (a deque of a list's, a
-    :class:`CtaQueue` of an iterator's, which it reads only as the dispatcher asks)."""
+    :class:`CtaQueue` of an iterator's, which it reads only as the dispatcher asks; ``ready``:
+    see :class:`CtaQueue`)."""
     placement = [[] for _ in range(sms)]
     lazy = not isinstance(ctas, (list, tuple, collections.deque))
     items = iter(ctas)
@@ -254,7 +278,7 @@ def round_robin(ctas, sms, per_sm):
         for p in placement:
             if queue:
                 p.append(queue.popleft())
-    return placement, (CtaQueue(items) if lazy else queue)
+    return placement, (CtaQueue(items, ready) if lazy else queue)
 
 
 def wave_alignment(sms, per_wave):
@@ -345,13 +369,16 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
         stream, items = stream if isinstance(stream, tuple) else (stream, stream_ctas(stream))
         count = len(stream.ctas)
         router = _windows(stream, clock=None)
+
+        def ready():  # the CTAs of the functional batch not yet handed out
+            return getattr(stream, "batch_left", 0)
     else:
         res, items = traced
         count = len(items)
-        router = None
+        router = ready = None
     ms = memory_system if memory_system is not None else MemorySystem(cfg)
     per_sm = residency(kernel, block, cfg)[0]
-    placement, queue = round_robin(items, cfg.gpu.sms, per_sm)
+    placement, queue = round_robin(items, cfg.gpu.sms, per_sm, ready)
     used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards,
                    progress=progress if traced is not None else None,
                    total_instructions=res.warp_instructions if traced is not None else None,

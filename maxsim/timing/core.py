@@ -981,6 +981,59 @@ def _next_time(G, W, S, SW):
     return nxt
 
 
+@njit(cache=True, forceinline=True)
+def _unit_free(G, W, Q, S, P, w, pc, t, s):
+    """A cycle after ``t`` before which warp ``w``'s unit cannot take ``pc`` (as :func:`_unit_ok`
+    tests it at cycle ``t``, no other warp issuing meanwhile): when its pipe, the memory issue
+    interval and a place in its full memory queue are free; ``t + 1`` for a unit always free."""
+    u = P[pc, P_UNIT]
+    if u <= ALU_HALF:
+        pipe = P[pc, P_PIPE]
+        f = S[s, S_PIPE0 + pipe if pipe < 2 else (S_PIPE2 if pipe == 2 else S_PIPE3)]
+        return f if f > t else t + 1
+    if u >= LDS and u <= STG:
+        f = S[s, S_MEM_FREE]
+        if f <= t:
+            f = t + 1
+        if u == LDS or u == STS:
+            base, nf, depth = 0, W_NQ0, G[G_SHARED_DEPTH]
+        else:
+            base, nf, depth = G[G_SHARED_DEPTH], W_NQ1, G[G_GLOBAL_DEPTH]
+        live = 0
+        first = NEVER
+        for k in range(W[w, nf]):
+            c = Q[w, base + k]
+            if c > t:
+                live += 1
+                if c < first:
+                    first = c
+        if live >= depth and first > f:
+            f = first  # (the queue has a place once its earliest request completes)
+        return f
+    return t + 1
+
+
+@njit(cache=True, forceinline=True)
+def _next_unblocked(G, W, Q, S, SW, P, t):
+    """After a cycle ``t`` in which no warp issued though some were ready by then (their units
+    were not, :func:`_unit_ok`): the first cycle at which any warp may issue, as far as the SM alone
+    decides (a warp ready, its scheduler and unit free; nothing changes before a warp issues)."""
+    nxt = NEVER
+    for s in range(G[G_NSCHED]):
+        busy = S[s, S_BUSY]
+        for k in range(S[s, S_NW]):
+            x = SW[s, k]
+            if not W[x, W_AT_BAR]:
+                r = W[x, W_READY]
+                if r < busy:
+                    r = busy
+                if r <= t:
+                    r = _unit_free(G, W, Q, S, P, x, W[x, W_PC], t, s)
+                if r < nxt:
+                    nxt = r
+    return nxt
+
+
 @njit(cache=True, inline="always")
 def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, SLOG, BLOG, HLOG,
         REQ, CNT, MS):
@@ -1057,7 +1110,20 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
             nxt = _next_time(G, W, S, SW)
             if nxt >= NEVER:
                 return ERR_DEADLOCK
-            t = nxt if nxt > t + 1 else t + 1
+            if nxt > t + 1:
+                t = nxt
+            else:
+                # a warp was ready but its unit was busy: the cycles before any unit frees would
+                # only repeat this one (no issue, the same stall reasons), so they are passed over,
+                # as far as the quantum's end (and the cycle limit) where the cycle-by-cycle run
+                # stops too
+                nxt = _next_unblocked(G, W, Q, S, SW, P, t)
+                cap = G[G_NEXT_YIELD]
+                if G[G_LIMIT] >= 0 and G[G_LIMIT] + 1 < cap:
+                    cap = G[G_LIMIT] + 1
+                if nxt > cap:
+                    nxt = cap
+                t = nxt if nxt > t + 1 else t + 1
         G[G_T] = t
         if G[G_LIMIT] >= 0 and t > G[G_LIMIT]:
             return ERR_LIMIT

@@ -817,6 +817,21 @@ def _counter(index, doc):
     return property(lambda self: int(self._I[index]), doc=doc)
 
 
+_BYTE_TABLES = {}  # id(SliceMap byte tables) -> (the tables, their array): read only, shared
+
+
+def _byte_table_array(tables):
+    """A SliceMap's byte tables (or none) as the int64 array the compiled code reads, made once per
+    tables (they are cached per polynomial, read only: every memory system of a process shares the
+    array, which nothing writes)."""
+    if not tables:
+        return np.zeros((SliceMap.TABLE_BYTES, 256), np.int64)
+    hit = _BYTE_TABLES.get(id(tables))
+    if hit is None or hit[0] is not tables:
+        hit = _BYTE_TABLES[id(tables)] = (tables, np.array(tables, dtype=np.int64))
+    return hit[1]
+
+
 class CompiledMemorySystem(MemoryStats):
     """Sliced L2 + DRAM channels shared by the SMs of one simulated GPU, compiled: the model and
     the interface of :class:`~maxsim.timing.memory_system.MemorySystem` (see there)."""
@@ -841,7 +856,7 @@ class CompiledMemorySystem(MemoryStats):
         P[P_WINDOW], P[P_KEEP], P[P_TABLE_BYTES] = BandwidthServer.WINDOW, BandwidthServer.KEEP, SliceMap.TABLE_BYTES
         P[P_FILLS] = self.fills_use_bandwidth
         self._P = P
-        self._T = (np.array(m._tables, dtype=np.int64) if m._tables else np.zeros((SliceMap.TABLE_BYTES, 256), np.int64))
+        self._T = _byte_table_array(m._tables)
         # the SMs' L1 TLBs and the L2 TLB (maxsim.timing.tlb) in the tails of I and F
         self.tlb = tlb = TlbArrays(cfg, I_SIZE, F_SIZE)
         self._I = np.zeros(I_SIZE + tlb.int_size(), np.int64)

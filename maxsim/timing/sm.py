@@ -23,6 +23,7 @@ too); ``core="compiled"`` is the default.
 
 from __future__ import annotations
 
+import math
 import time
 import weakref
 
@@ -322,13 +323,48 @@ def flatten_traces(traces, unit, unit_key=None):
     return out
 
 
-def flatten_queued(sms):
+def _closed(traces):
+    """Whether no more of these warp traces may come (a launch run in windows: see extend_traces)."""
+    return not any(getattr(tr, "open", False) for tr in traces)
+
+
+def flatten_items(items, unit, unit_key):
+    """{cta id: its warps' flattened traces} of the CTAs ``items`` (``(cta id, warp traces, ...)``)
+    whose traces are complete, flattened in one pass (:func:`flatten_traces`), up to
+    FLATTEN_TOGETHER_POSITIONS trace positions in all (the CTAs after them are left out: each is
+    flattened as it starts)."""
+    chosen = []
+    total = 0
+    for item in items:
+        traces = item[1]
+        if not _closed(traces):
+            continue
+        for tr in traces:
+            for seg, _ in tr.parts:
+                total += len(seg.pcs)
+        if total > FLATTEN_TOGETHER_POSITIONS:
+            break
+        chosen.append(item)
+    if len(chosen) < 2:
+        return {}
+    flats = flatten_traces([tr.parts for item in chosen for tr in item[1]], unit, unit_key)
+    out = {}
+    k = 0
+    for item in chosen:
+        n = len(item[1])
+        out[item[0]] = flats[k:k + n]
+        k += n
+    return out
+
+
+def flatten_queued(sms, closed_only=False):
     """Flatten the traces of the CTAs queued on the compiled SMs ``sms`` (of one kernel) all together,
     for each SM to load when it starts: the warps of every SM that ran the same segments in one
     pass per segment (a first wave's CTAs come from one functional launch). Holds every queued
     CTA's flattened traces at once: for short runs (the sampled prediction's), not a whole grid's
-    first wave of long CTAs."""
-    items = [(sm, cid, traces) for sm in sms for cid, traces in sm.pending]
+    first wave of long CTAs. ``closed_only``: only the CTAs whose traces are complete (a launch
+    run in windows: the others' traces may grow before they start)."""
+    items = [(sm, cid, traces) for sm in sms for cid, traces in sm.pending if not closed_only or _closed(traces)]
     if not items:
         return
     flats = flatten_traces([tr.parts for _, _, traces in items for tr in traces], sms[0]._unit,
@@ -344,11 +380,11 @@ FLATTEN_TOGETHER_POSITIONS = 1 << 16  # queued trace positions up to which the C
 # saves Python work per CTA of larger runs, and holds their flattened traces all at once)
 
 
-def flatten_small_queued(sms):
+def flatten_small_queued(sms, closed_only=False):
     """:func:`flatten_queued` when the CTAs queued on ``sms`` hold at most
     FLATTEN_TOGETHER_POSITIONS trace positions in all (a short run: its CTAs' warps flattened in one
     pass, not CTA by CTA as each starts); else nothing (each CTA is flattened as it starts). Same
-    flattened traces either way."""
+    flattened traces either way. ``closed_only``: see :func:`flatten_queued`."""
     sms = [sm for sm in sms if isinstance(sm, SM) and sm.pending]
     if not sms or any(sm.kernel is not sms[0].kernel or sm.cfg is not sms[0].cfg for sm in sms):
         return
@@ -360,7 +396,7 @@ def flatten_small_queued(sms):
                     total += len(seg.pcs)
                 if total > FLATTEN_TOGETHER_POSITIONS:
                     return
-    flatten_queued(sms)
+    flatten_queued(sms, closed_only)
 
 
 def _flatten_together(group, unit, key):
@@ -400,9 +436,13 @@ def _flatten_together(group, unit, key):
 
 
 def _place_for(freed, pcs, sec):
-    """The first of the exited warps' places ``freed`` ((start in TPC, length, start in SEC,
-    length)) that holds a trace of ``pcs`` positions and ``sec`` sector-list entries, or None."""
-    return next((f for f in freed if f[1] >= pcs.size and f[3] >= sec.size), None)
+    """The index of the first of the exited warps' places ``freed`` ((start in TPC, length, start
+    in SEC, length)) that holds a trace of ``pcs`` positions and ``sec`` sector-list entries, or -1."""
+    n, ns = pcs.size, sec.size
+    for k, f in enumerate(freed):
+        if f[1] >= n and f[3] >= ns:
+            return k
+    return -1
 
 
 def _static_tables(static, kernel, cfg):
@@ -455,7 +495,7 @@ def _static_tables(static, kernel, cfg):
 def _aligned(shape, dtype, align=64):
     """A zeroed C-order array whose data starts on an ``align``-byte boundary (a cache line: a row
     of the core's pc table then spans as few lines as its size allows)."""
-    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    size = math.prod(shape) * np.dtype(dtype).itemsize
     raw = np.zeros(size + align, dtype=np.uint8)
     start = -raw.ctypes.data % align
     return raw[start:start + size].view(dtype).reshape(shape)
@@ -471,6 +511,48 @@ def _pc_summaries(static, kernel):
     return (np.array([index[op] for op in names], dtype=np.int64), opcodes,
             np.asarray(static.flops, dtype=np.int64), np.array([len(r) for r in static.reads], dtype=np.int64),
             np.asarray(static.is_ffma, dtype=bool))
+
+
+_EMPTY_L1 = {}  # shape -> the core's tag array of an empty L1/texture cache
+_CONFIG_FIELDS = {}  # id(config) -> (config, the core's G fields that only the config sets)
+
+
+def _config_fields(cfg):
+    """The core's scalars G with the fields only the config sets (every SM of a GPU starts from a
+    copy: building them is per config, not per SM)."""
+    hit = _CONFIG_FIELDS.get(id(cfg))
+    if hit is not None and hit[0] is cfg:
+        return hit[1]
+    lat, rf, pipes, l1c = cfg.latency, cfg.regfile, cfg.pipes, cfg.l1tex
+    G = np.zeros(K.G_SIZE, dtype=np.int64)
+    G[K.G_NSCHED] = cfg.sm.schedulers
+    G[K.G_LOOKAHEAD] = rf.collector_lookahead
+    G[K.G_REUSE_ENTRIES] = rf.reuse_entries_per_slot
+    G[K.G_SWITCH_CLEARS] = rf.reuse_lost_on_warp_switch
+    G[K.G_PENALTY] = rf.conflict_penalty
+    G[K.G_MEM_INTERVAL] = pipes.mem_issue_interval
+    G[K.G_PIPE_INT0] = pipes.alu_interval
+    G[K.G_PIPE_INT1] = int(round(pipes.alu_half_interval))
+    G[K.G_REUSE_SLOTS] = rf.reuse_slots
+    G[K.G_SHARED_DEPTH] = pipes.shared_queue_depth
+    G[K.G_GLOBAL_DEPTH] = pipes.global_queue_depth
+    G[K.G_SECTOR] = l1c.sector
+    G[K.G_DUAL_ON] = pipes.dual_issue
+    G[K.G_BAR_DELAY] = lat.barrier_set_delay
+    G[K.G_LAT_S2R] = lat.s2r
+    G[K.G_READ_SHARED] = lat.mem_operand_read_shared
+    G[K.G_READ_TEX] = lat.mem_operand_read_tex
+    G[K.G_READ_GLOBAL] = lat.mem_operand_read_global
+    G[K.G_READ_BAR_RELEASE] = lat.read_barrier_release
+    G[K.G_BRANCH_TAKEN] = lat.branch_taken
+    G[K.G_TEX_L1_HIT] = lat.tex_l1_hit
+    G[K.G_BARRIER_SYNC] = lat.barrier_sync
+    G[K.G_LAT_LDS] = lat.lds
+    G[K.G_LAT_STS] = lat.sts
+    if len(_CONFIG_FIELDS) >= 8:
+        del _CONFIG_FIELDS[next(iter(_CONFIG_FIELDS))]
+    _CONFIG_FIELDS[id(cfg)] = (cfg, G)
+    return G
 
 
 # (id(kernel), id(config)) -> (kernel, config, StaticInfo, tables): the SMs of a GPU share them
@@ -565,37 +647,13 @@ class SM:
     # ---- state arrays ----------------------------------------------------------------------
     def _build_state(self, log):
         cfg = self.cfg
-        lat, rf, pipes, l1c = cfg.latency, cfg.regfile, cfg.pipes, cfg.l1tex
+        rf, pipes, l1c = cfg.regfile, cfg.pipes, cfg.l1tex
         nsched, nwarps = cfg.sm.schedulers, cfg.sm.max_warps
-        G = np.zeros(K.G_SIZE, dtype=np.int64)
+        G = _config_fields(cfg).copy()
         G[K.G_LIMIT] = -1 if self.max_cycles is None else self.max_cycles
-        G[K.G_NSCHED] = nsched
         G[K.G_HAZARDS] = 0 if not self.hazard_mode else (2 if self.hazard_mode == "strict" else 1)
         G[K.G_LOG] = 1 if log else 0
-        G[K.G_LOOKAHEAD] = rf.collector_lookahead
-        G[K.G_REUSE_ENTRIES] = rf.reuse_entries_per_slot
-        G[K.G_SWITCH_CLEARS] = rf.reuse_lost_on_warp_switch
-        G[K.G_PENALTY] = rf.conflict_penalty
-        G[K.G_MEM_INTERVAL] = pipes.mem_issue_interval
-        G[K.G_PIPE_INT0] = pipes.alu_interval
-        G[K.G_PIPE_INT1] = int(round(pipes.alu_half_interval))
-        G[K.G_REUSE_SLOTS] = rf.reuse_slots
-        G[K.G_SHARED_DEPTH] = pipes.shared_queue_depth
-        G[K.G_GLOBAL_DEPTH] = pipes.global_queue_depth
-        G[K.G_SECTOR] = l1c.sector
         G[K.G_SM_ID] = self.sm_id
-        G[K.G_DUAL_ON] = pipes.dual_issue
-        G[K.G_BAR_DELAY] = lat.barrier_set_delay
-        G[K.G_LAT_S2R] = lat.s2r
-        G[K.G_READ_SHARED] = lat.mem_operand_read_shared
-        G[K.G_READ_TEX] = lat.mem_operand_read_tex
-        G[K.G_READ_GLOBAL] = lat.mem_operand_read_global
-        G[K.G_READ_BAR_RELEASE] = lat.read_barrier_release
-        G[K.G_BRANCH_TAKEN] = lat.branch_taken
-        G[K.G_TEX_L1_HIT] = lat.tex_l1_hit
-        G[K.G_BARRIER_SYNC] = lat.barrier_sync
-        G[K.G_LAT_LDS] = lat.lds
-        G[K.G_LAT_STS] = lat.sts
         G[K.G_SHARED_FREE] = self.shared.next_free
         F = np.zeros(K.F_SIZE, dtype=np.float64)
         F[K.F_TEX_BPC] = l1c.bytes_per_clk
@@ -667,8 +725,15 @@ class SM:
         G[K.G_L1_SPL] = l1.sectors_per_line
         G[K.G_L1_SETS] = l1.n_sets
         G[K.G_L1_ASSOC] = l1.assoc
-        arr = np.full((l1.n_sets, l1.assoc, 2 + l1.sectors_per_line), K.NO_FILL, dtype=np.int64)
-        arr[:, :, 0] = -1
+        shape = (l1.n_sets, l1.assoc, 2 + l1.sectors_per_line)
+        empty = _EMPTY_L1.get(shape)
+        if empty is None:
+            empty = _EMPTY_L1[shape] = np.full(shape, K.NO_FILL, dtype=np.int64)
+            empty[:, :, 0] = -1
+        arr = empty.copy()
+        if l1._tags is None and not any(l1._set_list):  # an empty cache (a new SM's)
+            G[K.G_L1_CLOCK] = 0
+            return arr
         clock = 0
         for si, s in enumerate(l1._sets):
             for way, (ln, entry) in enumerate(s.items()):
@@ -697,9 +762,9 @@ class SM:
         # the place of an exited warp's trace when this one fits there (a CTA's successor runs
         # traces of about the same length: most loads then move nothing), else the end, after
         # moving the live traces to the front when there is no room
-        place = _place_for(self._freed, pcs, sec)
-        if place is not None:
-            self._freed.remove(place)
+        k = _place_for(self._freed, pcs, sec)
+        if k >= 0:
+            place = self._freed.pop(k)
             tb, sb = place[0], place[2]
         else:
             if self._tfill + pcs.size > self._TPC.size or self._sfill + sec.size > self._SEC.size:
@@ -731,9 +796,9 @@ class SM:
         free = list(self._freed)
         rest = rest_sec = 0
         for pcs, _, sec, _, _ in flats:
-            place = _place_for(free, pcs, sec)
-            if place is not None:
-                free.remove(place)
+            k = _place_for(free, pcs, sec) if free else -1
+            if k >= 0:
+                del free[k]
             else:
                 rest += pcs.size
                 rest_sec += sec.size
@@ -787,6 +852,7 @@ class SM:
     def _launch_ready_ctas(self, t):
         W, S, SW, C = self._W, self._S, self._SW, self._C
         nsched = len(self.scheds)
+        ahead = getattr(self.dispatcher, "flats", None)  # CTAs the dispatcher flattened ahead
         while self.resident < self.max_ctas:
             if self.pending:
                 cid, traces = self.pending.pop(0)
@@ -804,37 +870,45 @@ class SM:
             self._ctas[c] = cta
             slots = cta_warp_slots(cid, c, self.block, len(traces))
             flats = self._flat_of.pop(cid, None)
+            if flats is None and ahead is not None:
+                flats = ahead.pop(cid, None)
             if flats is None:
                 flats = flatten_traces([tr.parts for tr in traces], self._unit, self._unit_key)
             self._make_room(flats)
-            # a warp's row as it starts: the CTA's fields, then the warp's own
-            start_row = np.zeros(W.shape[1], dtype=W.dtype)
-            start_row[K.W_CTA] = c
-            start_row[K.W_READY] = start_row[K.W_STALL_UNTIL] = start_row[K.W_DEP_UNTIL] = t0
-            start_row[K.W_LAST_ISSUE] = t0 - 1
-            start_row[K.W_BAR_SET:K.W_BAR_SET + 7] = -K.NEVER
             label = f"cta{cid[0]},{cid[1]}.w"
+            wid0 = len(self.all_warps)
+            span = slice(slots.start, slots.stop)  # (a CTA slot's warp slots are consecutive)
+            self._pos0[span] = 0
+            firsts = []
             for w, (slot, tr) in enumerate(zip(slots, traces)):
                 s = slot % nsched
-                wid = len(self.all_warps)
-                view = WarpView(wid, slot, self.scheds[s], cta, label + str(w), tr.parts)
-                pcs, tbase = self._load_trace(slot, flats[w])
+                view = WarpView(wid0 + w, slot, self.scheds[s], cta, label + str(w), tr.parts)
+                pcs, _ = self._load_trace(slot, flats[w])
                 flats[w] = None
-                self._pos0[slot] = 0
-                self._open[slot] = getattr(tr, "open", False)
-                if self._open[slot]:
+                firsts.append(pcs[0] if pcs.size else 0)
+                if getattr(tr, "open", False):
+                    self._open[slot] = True
                     self.router.loaded(tr.warp, self, slot, view)
-                row = W[slot]
-                row[:] = start_row
-                row[K.W_TBASE] = tbase
-                row[K.W_WID] = wid
-                row[K.W_PC] = pcs[0] if pcs.size else 0
-                row[K.W_LEN] = pcs.size
-                self._REGS[slot] = 0
+                else:
+                    self._open[slot] = False
                 SW[s, S[s, K.S_NW]] = slot
                 S[s, K.S_NW] += 1
                 self._slot_warp[slot] = view
                 self.all_warps.append(view)
+            # the warps' rows as they start: the CTA's fields, then each warp's own (its trace's
+            # place as the loads left it)
+            live = self._slot_trace
+            rows = W[span]  # (a view)
+            rows[:] = 0
+            rows[:, K.W_CTA] = c
+            rows[:, K.W_READY] = rows[:, K.W_STALL_UNTIL] = rows[:, K.W_DEP_UNTIL] = t0
+            rows[:, K.W_LAST_ISSUE] = t0 - 1
+            rows[:, K.W_BAR_SET:K.W_BAR_SET + 7] = -K.NEVER
+            rows[:, K.W_TBASE] = [live[slot][0] for slot in slots]
+            rows[:, K.W_WID] = np.arange(wid0, wid0 + len(slots))
+            rows[:, K.W_PC] = firsts
+            rows[:, K.W_LEN] = [live[slot][1] for slot in slots]
+            self._REGS[span] = 0
             C[c, K.C_LIVE] = len(traces)
             C[c, K.C_NARRIVED] = 0
             self.resident += 1
@@ -906,21 +980,32 @@ class SM:
         views = self._slot_warp
         pending = [slot for slot in np.flatnonzero(W[:, K.W_DONE]).tolist()
                    if views[slot] is not None and not views[slot].done]
-        pending.sort(key=lambda slot: W[slot, K.W_EXIT_SEQ])
+        if not pending:
+            return
+        if len(pending) > 1:
+            seq = W[:, K.W_EXIT_SEQ].tolist()
+            pending.sort(key=seq.__getitem__)
         st = self.stats
         totals = st.stall_reasons
-        nreasons = len(STALL_REASONS)
-        for slot in pending:
+        # the exited warps' stall counts as one block: their sums to the totals, a row to each warp
+        rows = W[pending, K.W_STALLS:K.W_STALLS + len(STALL_REASONS)]
+        for r, n in zip(STALL_REASONS, rows.sum(axis=0).tolist()):
+            totals[r] += n
+        per_warp = st.warp_stalls
+        open_, live, freed = self._open, self._slot_trace, self._freed
+        for slot, counts in zip(pending, rows.tolist()):
             view = views[slot]
             view.done = True
             view.parts, view._flat = (), None
-            self._open[slot] = False
-            tb, n, sb, ns, _ = self._slot_trace.pop(slot)
-            self._freed.append((tb, n, sb, ns))
-            d = st.warp_stalls.setdefault(view.label, {r: 0 for r in STALL_REASONS})
-            for r, n in zip(STALL_REASONS, W[slot, K.W_STALLS:K.W_STALLS + nreasons].tolist()):
-                d[r] += n
-                totals[r] += n
+            open_[slot] = False
+            tb, n, sb, ns, _ = live.pop(slot)
+            freed.append((tb, n, sb, ns))
+            d = per_warp.get(view.label)
+            if d is None:
+                per_warp[view.label] = dict(zip(STALL_REASONS, counts))
+            else:
+                for r, n in zip(STALL_REASONS, counts):
+                    d[r] += n
 
     def _cta_ended(self):
         """The core returned EXITED: the warp in ``G_EXIT_SLOT`` was its CTA's last (the core
