@@ -5,7 +5,8 @@
 
 Each kernel of ``workloads/cuda/sampling_suite.cu`` (convolution, stencils, reduction, triangular
 band, divergent CTAs, row- and column-order matrix-vector products, one step of a time-stepped
-kernel, two SGEMMs, blur, transpose) is launched over many waves of CTAs twice: ``gpu_method="auto"``
+kernel, two SGEMMs, blur, transpose, and two that read through the texture path: a 1-D convolution and
+a sparse matrix-vector product gathering its vector) is launched over many waves of CTAs twice: ``gpu_method="auto"``
 (sampled across waves, :mod:`maxsim.gpu.sampling.waves`) and ``"full"`` (every CTA on every SM).
 Then the time-stepped kernel is launched ``--steps`` times both ways (``"auto"`` reuses the
 launches' figures once they repeat, :mod:`maxsim.gpu.sampling.launches`).
@@ -30,6 +31,7 @@ import numpy as np
 
 from maxsim.arch.config import load_config, override
 from maxsim.host import Kernel, launch
+from maxsim.host.args import Texture
 from setting_arg import setting
 
 SUITE = "workloads/cuda/sampling_suite.cu"
@@ -84,6 +86,24 @@ def cases(scale):
     at = _f32(rng, tr * sk)
     out["sgemm_tiled"] = ("sgemm_tiled", (sn // 16, tr // 16), (16, 16), {"a": "a", "b": "b", "c": "c", "n": sn, "k": sk},
                           {"a": at, "b": b, "c": np.zeros(tr * sn, np.float32)})
+    out.update(texture_cases(rng, h * 1024, taps=9, width=8))
+    return out
+
+
+def texture_cases(rng, n, taps, width):
+    """The two kernels that read through the texture path (texture objects: TLDS), over ``n``
+    outputs: a 1-D convolution of ``taps`` weights, and an ELL sparse matrix-vector product of
+    ``width`` entries a row whose columns lie within 2,048 of the diagonal (the vector gathered
+    through the texture cache)."""
+    x = _f32(rng, n + taps)
+    out = {"conv_tex": ("conv_tex", n // 128, 128, {"in": 0, "wt": "wt", "out": "out", "n": n, "taps": taps},
+                        {"wt": _f32(rng, taps), "out": np.zeros(n, np.float32)},
+                        {0: Texture(x, format="float1")})}
+    col = (np.arange(n)[None, :] + rng.integers(-2048, 2048, (width, n))) % n
+    out["spmv_ell_tex"] = ("spmv_ell_tex", n // 128, 128,
+                           {"col": "col", "val": "val", "x": 0, "y": "y", "rows": n, "width": width},
+                           {"col": col.astype(np.int32).ravel(), "val": _f32(rng, width * n),
+                            "y": np.zeros(n, np.float32)}, {0: Texture(_f32(rng, n), format="float1")})
     return out
 
 
@@ -91,10 +111,10 @@ def cases(scale):
 
 def _run(kernel, case, cfg, method, timing_only=False):
     """The launch and its CPU seconds (the machine may be shared: wall time would count the others)."""
-    _, grid, block, params, buffers = case
+    _, grid, block, params, buffers, *textures = case
     t = time.process_time()
     r = launch(kernel, grid, block, params=params, buffers={k: v.copy() for k, v in buffers.items()}, config=cfg,
-               timing=False, gpu_method=method, timing_only=timing_only)
+               textures=textures[0] if textures else None, timing=False, gpu_method=method, timing_only=timing_only)
     return r, time.process_time() - t
 
 
