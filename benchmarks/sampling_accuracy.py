@@ -1,11 +1,12 @@
 """Sampled whole-GPU prediction versus full simulation on a suite of kernels of different shapes.
 
     python benchmarks/sampling_accuracy.py [--config gm204] [--set KEY=VALUE ...] [--only NAME,...]
-                                           [--scale 1.0]
+                                           [--scale 1.0] [--one-wave]
 
 Each kernel of ``workloads/cuda/sampling_suite.cu`` (convolution, stencils, reduction, triangular
 band, divergent CTAs, row- and column-order matrix-vector products, one step of a time-stepped
-kernel, two SGEMMs, blur, transpose) is launched over many waves of CTAs twice: ``gpu_method="auto"``
+kernel, two SGEMMs, blur, transpose, and two that read through the texture path: a 1-D convolution and
+a sparse matrix-vector product gathering its vector) is launched over many waves of CTAs twice: ``gpu_method="auto"``
 (sampled across waves, :mod:`maxsim.gpu.sampling.waves`) and ``"full"`` (every CTA on every SM).
 Then the time-stepped kernel is launched ``--steps`` times both ways (``"auto"`` reuses the
 launches' figures once they repeat, :mod:`maxsim.gpu.sampling.launches`).
@@ -15,7 +16,9 @@ of both, and both CPU times; then the median and worst error and the median spee
 ``--timing-only`` adds a prediction for timing only (``launch(timing_only=True)``: only the CTAs the
 sampled prediction needs run functionally) and its error and speed-up; ``--huge N`` predicts, for
 timing only, a naive SGEMM of about N warp instructions (e.g. 1e9) and prints its time.
-``--scale`` multiplies the number of CTAs (rows of the grid). The SGEMM workloads' own sampled
+``--scale`` multiplies the number of CTAs (rows of the grid). ``--one-wave``: instead, the kernels
+that loop at one wave of long CTAs, which ``"auto"`` samples in time
+(:mod:`maxsim.gpu.sampling.intime`) once their rates are stable. The SGEMM workloads' own sampled
 method is measured by ``benchmarks/sgemm_sampling_accuracy.py``.
 """
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import statistics
 import time
 
@@ -30,6 +34,7 @@ import numpy as np
 
 from maxsim.arch.config import load_config, override
 from maxsim.host import Kernel, launch
+from maxsim.host.args import Texture
 from setting_arg import setting
 
 SUITE = "workloads/cuda/sampling_suite.cu"
@@ -84,17 +89,60 @@ def cases(scale):
     at = _f32(rng, tr * sk)
     out["sgemm_tiled"] = ("sgemm_tiled", (sn // 16, tr // 16), (16, 16), {"a": "a", "b": "b", "c": "c", "n": sn, "k": sk},
                           {"a": at, "b": b, "c": np.zeros(tr * sn, np.float32)})
+    out.update(texture_cases(rng, h * 1024, taps=9, width=8))
+    return out
+
+
+def texture_cases(rng, n, taps, width):
+    """The two kernels that read through the texture path (texture objects: TLDS), over ``n``
+    outputs: a 1-D convolution of ``taps`` weights, and an ELL sparse matrix-vector product of
+    ``width`` entries a row whose columns lie within 2,048 of the diagonal (the vector gathered
+    through the texture cache)."""
+    x = _f32(rng, n + taps)
+    out = {"conv_tex": ("conv_tex", n // 128, 128, {"in": 0, "wt": "wt", "out": "out", "n": n, "taps": taps},
+                        {"wt": _f32(rng, taps), "out": np.zeros(n, np.float32)},
+                        {0: Texture(x, format="float1")})}
+    col = (np.arange(n)[None, :] + rng.integers(-2048, 2048, (width, n))) % n
+    out["spmv_ell_tex"] = ("spmv_ell_tex", n // 128, 128,
+                           {"col": "col", "val": "val", "x": 0, "y": "y", "rows": n, "width": width},
+                           {"col": col.astype(np.int32).ravel(), "val": _f32(rng, width * n),
+                            "y": np.zeros(n, np.float32)}, {0: Texture(_f32(rng, n), format="float1")})
     return out
 
 
 
 
+def one_wave_cases(slots=256):
+    """name -> case: the suite's kernels that loop, at one wave of long CTAs on a GPU of ``slots``
+    CTA slots (of 128 threads; the GTX 980's 256), sampled in time. Their sizes differ from those of
+    the launches the stop rule's settings were chosen on (``methods.toml``, ``[in_time]``)."""
+    rng = np.random.default_rng(11)
+    rows = slots * 128
+    out = {}
+    for name, cols in (("matvec_cols", 1200), ("matvec_rows", 600)):
+        out[name] = (name, rows // 128, 128, {"a": "a", "x": "x", "y": "y", "rows": rows, "cols": cols},
+                     {"a": _f32(rng, rows * cols), "x": _f32(rng, cols), "y": np.zeros(rows, np.float32)})
+    sn, sk = 512, 2048
+    sr = slots // (sn // 128)
+    out["sgemm_naive"] = ("sgemm_naive", (sn // 128, sr), 128, {"a": "a", "b": "b", "c": "c", "n": sn, "k": sk},
+                          {"a": _f32(rng, sr * sk), "b": _f32(rng, sk * sn), "c": np.zeros(sr * sn, np.float32)})
+    tk, tr = 4096, slots // 2 // (sn // 16) * 16  # 256-thread CTAs: half as many slots
+    out["sgemm_tiled"] = ("sgemm_tiled", (sn // 16, tr // 16), (16, 16), {"a": "a", "b": "b", "c": "c", "n": sn, "k": tk},
+                          {"a": _f32(rng, tr * tk), "b": _f32(rng, tk * sn), "c": np.zeros(tr * sn, np.float32)})
+    n3, d3 = 256, 640
+    vol = _f32(rng, n3 * n3 * d3)
+    out["stencil3d"] = ("stencil3d", (n3 // 128, slots * 3 // 4 // 2), 128, {"in": "in", "out": "out", "n": n3, "d": d3},
+                        {"in": vol, "out": np.zeros_like(vol)})
+    out.update(texture_cases(rng, rows, taps=1024, width=512))
+    return out
+
+
 def _run(kernel, case, cfg, method, timing_only=False):
     """The launch and its CPU seconds (the machine may be shared: wall time would count the others)."""
-    _, grid, block, params, buffers = case
+    _, grid, block, params, buffers, *textures = case
     t = time.process_time()
     r = launch(kernel, grid, block, params=params, buffers={k: v.copy() for k, v in buffers.items()}, config=cfg,
-               timing=False, gpu_method=method, timing_only=timing_only)
+               textures=textures[0] if textures else None, timing=False, gpu_method=method, timing_only=timing_only)
     return r, time.process_time() - t
 
 
@@ -118,6 +166,8 @@ def main(argv=None):
     ap.add_argument("--timing-only", action="store_true",
                     help="also predict each launch for timing only (launch(timing_only=True): only the CTAs the "
                          "prediction needs run functionally), its error and speed-up against the full simulation")
+    ap.add_argument("--one-wave", action="store_true",
+                    help="the kernels that loop at one wave of long CTAs (sampled in time) instead of many waves")
     ap.add_argument("--huge", type=float, default=0.0, metavar="WARP_INSTRUCTIONS",
                     help="only predict, for timing only, a naive SGEMM of about this many warp instructions")
     args = ap.parse_args(argv)
@@ -127,9 +177,10 @@ def main(argv=None):
     _warm_up(cfg)
     if args.huge:
         return huge(cfg, args.huge)
-    suite = cases(args.scale)
+    suite = one_wave_cases() if args.one_wave else cases(args.scale)
     names = args.only.split(",") if args.only else list(suite)
-    print(f"{cfg.name}, {cfg.gpu.sms} SMs; sampled = gpu_method 'auto', full = 'full'; times in CPU seconds")
+    print(f"{cfg.name}, {cfg.gpu.sms} SMs; sampled = gpu_method 'auto', full = 'full'; times in CPU seconds; "
+          f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'kernel':16s} {'waves':>6s} {'warp instr':>11s} {'full cycles':>12s} {'sampled':>12s} {'error':>7s} "
           f"{'interval':>17s} {'in':>3s} {'share':>6s} {'L2 full/samp':>13s} {'tex full/samp':>13s} "
           f"{'cpu full':>9s} {'sampled':>8s} {'x':>5s}")
@@ -159,6 +210,9 @@ def main(argv=None):
         inside = lo <= pf.cycles <= hi
         l2s, l2f = fs.get("gpu_l2_hit_rate", 0.0), ff.get("gpu_l2_hit_rate", 0.0)
         txs, txf = fs.get("gpu_texture_hit_rate", 0.0), ff.get("gpu_texture_hit_rate", 0.0)
+        if args.one_wave:
+            print(f"{name:16s} {ps.method}" + (f", stopped at cycle {ps.details['stopped_at_cycle']:,d}"
+                                                if "stopped_at_cycle" in ps.details else ""))
         print(f"{name:16s} {pf.waves:6.1f} {rs.result.warp_instructions:11,d} {pf.cycles:12,.0f} {ps.cycles:12,.0f} "
               f"{100 * err:+6.2f}% {lo:8,.0f}-{hi:8,.0f} {'yes' if inside else 'no':>3s} "
               f"{100 * ps.simulated_share:5.1f}% {100 * l2f:5.1f}/{100 * l2s:5.1f}% {100 * txf:5.1f}/{100 * txs:5.1f}% "

@@ -462,3 +462,26 @@ def test_a_second_run_imports_no_plotting_nor_the_compiler_and_freezes_the_modul
     before = gc.get_freeze_count()
     assert main(["run", "sgemm_64", "--functional", "--json"]) == 0
     assert gc.get_freeze_count() == before
+
+
+def test_run_timing_only(capsys, files):
+    """--timing-only: the functional run computes what the timing model reads, not the results; the
+    figures are those of the whole run and the output says the results were not computed."""
+    vecadd = Path(__file__).resolve().parents[1] / "workloads" / "cuda" / "vecadd.cu"
+    args = ["run", vecadd, "--grid", "64", "--block", "128", "--param", "n=8192", "--param", "a=a", "--param", "b=b",
+            "--param", "c=c", "--buffer", "a=zeros:8192",
+            "--buffer", "b=zeros:8192", "--buffer", "c=zeros:8192", "--predict"]
+    assert cli(args + ["--json"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert cli(args + ["--json", "--timing-only"]) == 0
+    only = json.loads(capsys.readouterr().out)
+    assert only["timing_only"] is True and "timing_only" not in whole
+    for key in ("warp_instructions", "sm_cycles", "cycles", "gpu_l2_hit_rate", "gpu_dram_bytes"):
+        assert only[key] == whole[key], key
+    assert cli(args + ["--timing-only"]) == 0
+    assert "functional results not computed (--timing-only" in capsys.readouterr().out
+    one_line_error(capsys, ["run", files["tiny"], "--timing-only", "--functional"],
+                   "--timing-only", "not --functional")
+    one_line_error(capsys, ["run", files["tiny"], "--timing-only", "--out", files["dir"] / "o"],
+                   "--out saves the output buffers, which --timing-only does not compute")
+    one_line_error(capsys, ["run", "sgemm_64", "--timing-only"], "--timing-only", "does not apply")

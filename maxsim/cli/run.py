@@ -74,6 +74,11 @@ def add_parser(sub):
                    help="architecture config: a shipped name (see `maxsim configs`) or a TOML file "
                         "(default gm204)")
     r.add_argument("--functional", action="store_true", help="functional run only (no timing)")
+    r.add_argument("--timing-only", action="store_true",
+                   help="a kernel file: the functional run computes only what the timing model reads "
+                        "(addresses, guards, control flow), not the results (no output buffer is computed: "
+                        "not with --out); with --predict, a launch sampled across waves runs functionally only "
+                        "the CTAs its prediction needs")
     r.add_argument("--check", choices=("auto", "all", "sampled"), default=None,
                    help="SGEMM result check: 'all' runs the whole grid functionally and checks all of C "
                         "(its time estimate is printed); 'sampled' runs the timed SM's CTAs and the last "
@@ -137,12 +142,17 @@ def command(args):
         ("--shared", args.shared, True), ("--param", args.param, True), ("--buffer", args.buffer, True),
         ("--texture", args.texture, True), ("--constant", args.constant, True), ("--out", args.out, True),
         ("--predict", args.predict or None, True), ("--kernel", args.kernel, True),
+        ("--timing-only", args.timing_only or None, True),
         ("-D", args.define, True), ("--nvrtc-option", args.nvrtc_option, True))
         if val is not None and file_only != is_file]
     if wrong and (is_file or args.target in WORKLOADS):
         what = "a .sass file" if is_file else f"the {args.target} workload"
         raise UsageError(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to {what} "
                          f"(see `maxsim run --help`)")
+    if args.timing_only and args.functional:
+        raise UsageError("--timing-only computes what the timing run reads: it needs the timing run (not --functional)")
+    if args.timing_only and args.out is not None:
+        raise UsageError("--out saves the output buffers, which --timing-only does not compute")
     if args.gpu_method is not None and is_file and not args.predict:
         raise UsageError("--gpu-method sets how the whole-GPU prediction is made: it needs --predict for a kernel file")
     if args.l2_start is not None and (args.functional or (is_file and not args.predict)):
@@ -186,7 +196,7 @@ def command(args):
                                         predict=args.predict, kernel=args.kernel,
                                         l2_start=args.l2_start or "empty", options=_compile_options(args),
                                         gpu_method="full" if args.gpu_method == "full" else "auto",
-                                        **arguments)
+                                        timing_only=args.timing_only, **arguments)
         else:
             raise UsageError(f"unknown workload {args.target!r}: expected one of {', '.join(WORKLOADS)} or a .sass file")
     except OccupancyError as e:
@@ -317,7 +327,7 @@ def _trace_writer(args):
 def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn", max_cycles=None,
                   max_instructions=None, progress=None, timeline=None, occupancy=None, shared=0,
                   params=None, buffers=None, textures=None, constants=None, report=False, predict=False,
-                  kernel=None, l2_start="empty", options=None, gpu_method="auto"):
+                  kernel=None, l2_start="empty", options=None, gpu_method="auto", timing_only=False):
     """Run a kernel file through the launch API (:func:`maxsim.host.launch`) and report what it
     executed: the fields of ``maxsim run --json`` (and the :class:`~maxsim.host.LaunchReport` with
     ``report``). ``progress``: a progress callback (:mod:`maxsim.report.progress`); ``timeline``:
@@ -327,7 +337,8 @@ def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn",
     too (with ``timing``), from an L2 that is ``l2_start`` (see :func:`maxsim.host.launch`);
     ``options``: the compiler options of a .cu / .ptx file (-D macros included); ``gpu_method``: how
     the prediction is made ("auto": sampled where the launch is large enough, see
-    :func:`maxsim.host.launch`; "full": every CTA on every SM)."""
+    :func:`maxsim.host.launch`; "full": every CTA on every SM); ``timing_only``: the functional run
+    computes only what the timing model reads (the figures say ``timing_only``: no results)."""
     from ..host import Kernel, launch
     kernel = Kernel.load(path, cfg=cfg, kernel=kernel, options=options or ())
     for note in kernel.notes:
@@ -342,9 +353,11 @@ def run_sass_file(path, cfg, grid=(1, 1), block=32, timing=True, hazards="warn",
                constants=constants, config=cfg,
                timing=timing, predict=timing and predict, occupancy=occupancy, hazards=hazards, max_cycles=max_cycles,
                max_instructions=max_instructions, progress=progress, timeline=timeline, l2_start=l2_start,
-               gpu_method=gpu_method)
+               gpu_method=gpu_method, timing_only=timing_only)
     out = {"workload": path}
     out.update(r.fields())
+    if timing_only:
+        out["timing_only"] = True
     if out.get("sm_ctas") == r.grid[0] * r.grid[1]:
         del out["sm_ctas"]  # the timed SM ran the whole launch: the summary says so in its words
     return (out, r) if report else out

@@ -37,6 +37,7 @@ class LaunchResult:
     trace_key: object = None  # the trace summariser's parameters (see TraceRecorder)
     warp_divergent: np.ndarray = None  # divergent branches of each warp (numbered as warp_threads)
     warp_idle: np.ndarray = None  # per warp: lanes not active, summed over its warp instructions
+    warp_counts: np.ndarray = None  # per warp: its warp instructions (LaunchStream's warp_counts)
 
     @property
     def divergent_branches(self) -> int:
@@ -231,12 +232,13 @@ class LaunchStream:
     a trace once timed holds only the traces of the CTAs it has not finished; ``hand_over``
     false: the recorder keeps them all and the batch's are None). A warp id numbers CTA i's warp w
     as ``i * warps per CTA + w`` (CTAs in ``ctas`` order). Once every batch has run,
-    :meth:`finish` gives the :class:`LaunchResult`. Other arguments as for :func:`launch`.
+    :meth:`finish` gives the :class:`LaunchResult`. ``warp_counts``: the result counts each warp's
+    warp instructions (``warp_counts``). Other arguments as for :func:`launch`.
     """
 
     def __init__(self, kernel, grid, block, params=(), memory=None, textures=None, *, max_instructions=None,
                  recorder=None, ctas=None, progress=None, expected_instructions=None, timing_only=False,
-                 hand_over=True, reuse=False):
+                 hand_over=True, reuse=False, warp_counts=False):
         from .memory import GlobalMemory, Texture1D
 
         gx, gy = (grid, 1) if isinstance(grid, int) else (tuple(grid) + (1,))[:2]
@@ -269,7 +271,8 @@ class LaunchStream:
         # divergent branches and idle lanes (32 less the active lanes, summed over the warp's
         # instructions) of each warp
         state = {"total": 0, "divergent": 0, "warp_divergent": np.zeros_like(warp_threads),
-                 "warp_idle": np.zeros_like(warp_threads)}
+                 "warp_idle": np.zeros_like(warp_threads),
+                 "warp_counts": np.zeros_like(warp_threads) if warp_counts else None}
         ctx = Context(kernel, const_bank, shared_words, 0, memory, textures, block, (gx, gy), constants=banks)
         ctx.recorder = recorder
         ctx.watchdog = Watchdog(kernel, counts, limit, len(cta_list) * wpc, given=max_instructions is not None)
@@ -396,7 +399,7 @@ class LaunchStream:
         state = self._state
         return LaunchResult(self.kernel, self.grid, self.block, state["total"], int(self._warp_threads.sum()),
                             self._counts, trace, self.timing_only, self._warp_threads, tuple(self.ctas),
-                            self._key, state["warp_divergent"], state["warp_idle"])
+                            self._key, state["warp_divergent"], state["warp_idle"], state["warp_counts"])
 
 
 MAX_BLOCK = 256  # instructions one straight-line step may run
@@ -600,6 +603,7 @@ def _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder
     runnable = [_initial_group(kernel, batch, wpc, block, ctx.shared_words, warp_base)]
     warp_divergent = state["warp_divergent"]
     warp_idle = state["warp_idle"]
+    warp_counts = state.get("warp_counts")
     live = np.full(len(batch), wpc, dtype=np.int64)  # live warps per CTA
     waiting = []
     while runnable or waiting:
@@ -628,6 +632,8 @@ def _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder
                 state["total"] += length * nw
                 if not g.full:
                     warp_idle[g.warps] += length * (32 - g.active.reshape(-1, 32).sum(axis=1))
+                if warp_counts is not None:
+                    warp_counts[g.warps] += length
                 if state["total"] > limit:
                     raise ctx.watchdog.limit_error(ctx, instr, g)
                 base = 0
@@ -656,6 +662,8 @@ def _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder
             state["total"] += nw
             if not g.full:
                 warp_idle[g.warps] += 32 - g.active.reshape(-1, 32).sum(axis=1)
+            if warp_counts is not None:
+                warp_counts[g.warps] += 1
             if state["total"] > limit:
                 raise ctx.watchdog.limit_error(ctx, instr, g)
             if seg is not None:

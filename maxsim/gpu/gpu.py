@@ -20,7 +20,7 @@ import numpy as np
 
 from ..functional.launch import LaunchStream, launch
 from ..functional.trace import TraceRecorder
-from ..timing.clock import advance, clock_name
+from ..timing.clock import PROGRESS_CYCLES, advance, clock_name
 from ..timing.cores import core_name
 from ..timing.memory_system import L2_STARTS, MemorySystem, carried_over
 from ..timing.sm import SM, flatten_items, flatten_queued, flatten_small_queued, residency
@@ -47,6 +47,7 @@ class GpuResult:
     sms: list = attrs.field(factory=list, repr=False)  # the SM models that ran CTAs
     memory: object = attrs.field(default=None, repr=False)  # the memory system they shared
     timed_sm: object = attrs.field(default=None, repr=False)  # SM 0 as the timed SM (``timed``)
+    stopped: object = attrs.field(default=None, repr=False)  # the Watch that stopped the run (``watch``)
 
 
 def trace_ctas(kernel, grid, block, params, memory, textures, cfg, ctas=None, max_instructions=None,
@@ -217,7 +218,7 @@ class DispatchClock:
 
 def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards="warn", progress=None,
             total_instructions=None, until=None, keep_branch_times=True, clock=None, flatten_together=False,
-            timed=None, router=None):
+            timed=None, router=None, watch=None):
     """Run ``cfg.gpu.sms`` SMs sharing ``memory_system``: SM ``i`` starts with the CTAs
     ``placement[i]`` (a list of ``(cta id, warp traces)``, or ``(cta id, warp traces, delay)`` for a
     CTA whose warps start ``delay`` cycles late, oldest first; the SMs take them: the
@@ -233,7 +234,9 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
     faster, but holds them all at once; for short runs). ``timed``: SM 0 is also the launch's
     timed SM (:func:`simulate_gpu`), run with the hazard checks ``timed[0]`` and keeping its warps'
     backward-branch times. ``router``: the :class:`TraceRouter` of a stream run in windows that
-    feeds the CTAs (compiled SMs and clock only). Returns the SMs that ran CTAs."""
+    feeds the CTAs (compiled SMs and clock only). ``watch``: a progress report given the SMs first
+    (:class:`maxsim.gpu.sampling.intime.Watch`: it may stop the run by raising). Returns the SMs
+    that ran CTAs."""
     # an SM that starts with no CTA never runs (the dispatcher feeds only running SMs): not built
     sms = [SM(cfg, kernel, block, memory_system, hazards=timed[0] if timed and i == 0 else hazards, sm_id=i)
            for i, ctas in zip(range(cfg.gpu.sms), placement) if ctas]
@@ -260,6 +263,9 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
             sm.dispatcher = queue
             sm.dispatch_clock = pace
     used = [sm for sm in sms if sm.pending]
+    if watch is not None:
+        watch.start(used, memory_system)
+        progress = watch
     advance(used, QUANTUM, clock=clock, until=until, progress=progress, total=total_instructions,
             refill=router.refill if router is not None else None)
     return used
@@ -325,7 +331,7 @@ def merge_stats(sms, cfg):
 
 def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, cfg, ctas=None,
                  hazards="warn", max_instructions=None, progress=None, memory_system=None, traced=None,
-                 stream=None, l2_start="empty", timed=None):
+                 stream=None, l2_start="empty", timed=None, watch=None):
     """Run the kernel functionally and every CTA in time on ``cfg.gpu.sms`` SMs (sharing
     ``memory_system``, by default a new :class:`~maxsim.timing.memory_system.MemorySystem`).
 
@@ -351,7 +357,11 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
     run is also the launch's timed SM (``timed_sm`` of the result, its statistics completed as
     ``simulate`` completes its SM's), so a launch that fits on the GPU is simulated once: its
     figures are those of the CTAs the block dispatcher gave SM 0 (CTA 0, then every ``sms``-th),
-    timed beside the other SMs, sharing the L2 and DRAM with them."""
+    timed beside the other SMs, sharing the L2 and DRAM with them.
+
+    ``watch`` (a :class:`maxsim.gpu.sampling.intime.Watch`, with ``stream``): the run stops once it
+    says the rates are stable; the functional run then goes on to its end untimed, and the result
+    has ``stopped`` set (its cycles those simulated, its SMs and memory system as they stopped)."""
     if l2_start not in L2_STARTS:
         raise ValueError(f"l2_start {l2_start!r}: expected one of {', '.join(L2_STARTS)}")
     if l2_start == "previous":
@@ -379,10 +389,25 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
     ms = memory_system if memory_system is not None else MemorySystem(cfg)
     per_sm = residency(kernel, block, cfg)[0]
     placement, queue = round_robin(items, cfg.gpu.sms, per_sm, ready)
-    used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards,
-                   progress=progress if traced is not None else None,
-                   total_instructions=res.warp_instructions if traced is not None else None,
-                   keep_branch_times=False, timed=timed, router=router)
+    if watch is not None:
+        from .sampling.intime import Stable
+        try:
+            run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards, keep_branch_times=False,
+                    router=router, watch=watch)
+        except Stable:
+            placement = queue = items = None
+            res = _untimed_rest(stream, router)
+            return GpuResult(cycles=watch.stop[0] * PROGRESS_CYCLES, seconds=0.0, sms_used=len(watch.sms),
+                             waves=count / (per_sm * cfg.gpu.sms), resident_ctas=per_sm, stats=Stats(),
+                             l2_hit_rate=ms.l2_hit_rate, dram_bytes=ms.dram_bytes_read + ms.dram_bytes_written,
+                             launch=res, sim_seconds=time.perf_counter() - t0, sms=watch.sms, memory=ms,
+                             stopped=watch)
+        used = watch.sms
+    else:
+        used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards,
+                       progress=progress if traced is not None else None,
+                       total_instructions=res.warp_instructions if traced is not None else None,
+                       keep_branch_times=False, timed=timed, router=router)
     if traced is None:
         res = stream.finish()
     timed_sm = _complete_timed(used, res, ms, cfg, block) if timed else None
@@ -398,6 +423,19 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
                      waves=count / (per_sm * cfg.gpu.sms), resident_ctas=per_sm, stats=total,
                      l2_hit_rate=ms.l2_hit_rate, dram_bytes=total.dram_bytes, launch=res,
                      sim_seconds=time.perf_counter() - t0, sms=used, memory=ms, timed_sm=timed_sm)
+
+
+def _untimed_rest(stream, router):
+    """A stream whose timing run stopped: its functional run on to its end, recording no more trace
+    (the windows of the batch under way are taken and dropped), and its result."""
+    if router is not None:
+        router.at.clear()  # (no warp takes more trace)
+    while stream.running:
+        stream.more()
+    stream.stop_recording()
+    for _ in stream:
+        pass
+    return stream.finish()
 
 
 def _windows(stream, clock=None):

@@ -394,15 +394,15 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         if reuse is not None:
             streamed = predict = False  # the figures of the launches before; the functional run goes on
             recorder = recorder if timing else None
-    # sampling in time is asked for (gpu_method="sampled"), not chosen by "auto": its stop rule misses
-    # launches that speed up after their first windows (docs/prediction-methods.md); "auto" simulates
-    # a launch of one wave once, streamed (the timed SM being SM 0 of the GPU)
-    in_time = streamed and gpu_method == "sampled" and l2_start == "empty" and _one_wave(code, gx * gy, bx, cfg)
-    if in_time:
-        streamed = False  # every CTA's trace held (at most one wave), sampled in time if long enough
     gpu = sm = None
     once = streamed and timing and timed_in_gpu and not sm_ctas and timeline is None and max_cycles is None \
         and l2_start == "empty" and _fits_one_wave(code, gx * gy, bx, cfg)
+    # a launch of one wave whose timed SM is not SM 0 of its run is watched for stable rates and
+    # sampled in time once they are (maxsim.gpu.sampling.intime); one timed on SM 0 runs to its end
+    watch = None
+    if streamed and not once and gpu_method != "full" and l2_start == "empty" and _one_wave(code, gx * gy, bx, cfg):
+        from ..gpu.sampling.intime import Watch
+        watch = Watch()
     if streamed and gpu_method != "full" and l2_start == "empty" and _sampled_across_waves(code, gx * gy, bx, cfg):
         res, gpu = _waves_gpu(code, (gx, gy), bx, cfg, bound, recorder, timing and (sm_ctas or None),
                               max_instructions=max_instructions, progress=progress,
@@ -415,7 +415,7 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
                                      False if once else timing and (sm_ctas or None),
                                      max_instructions=max_instructions, progress=progress,
                                      expected_instructions=expected_instructions, l2_start=l2_start,
-                                     timed=(hazards,) if once else None, timing_only=timing_only)
+                                     timed=(hazards,) if once else None, timing_only=timing_only, watch=watch)
     elif timing and not predict and not trace:
         # the timed SM needs the traces of the launch's first CTAs only: the others are let go
         res = _first_traces(code, (gx, gy), bx, cfg, bound, recorder, sm_ctas, ctas=ctas,
@@ -446,8 +446,6 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
             report["prediction"] = gpu
         elif whole and gx * gy == 1 and sm is not None and max_cycles is None and l2_start == "empty":
             report["prediction"] = _one_cta(cfg, code, bx, sm)
-        elif in_time and whole and _long_enough(res):
-            report["prediction"] = _in_time_gpu(code, bx, cfg, res)
         elif sampling is not None or whole:
             report["prediction"] = predict_gpu(code, (gx, gy), bx, cfg, sampling=sampling, bound=bound,
                                                traced=res if whole else None, l2_start=l2_start)
@@ -475,7 +473,7 @@ def _fits_one_wave(code, ctas, block, cfg):
         return False
 
 
-def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, l2_start="empty", timed=None, **run):
+def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, l2_start="empty", timed=None, watch=None, **run):
     """The functional run of the whole grid streamed into the whole-GPU simulation (:func:`predict_gpu`
     with ``stream``): ``(launch result, prediction)``. The result's trace holds the warps of the
     CTAs the timed SM will run (``sm_ctas``, default one SM's resident CTAs; none when
@@ -501,7 +499,7 @@ def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, l2_start="em
         memory_system = carried_over(simulate_gpu(code, grid, block, cfg=cfg, hazards=None, stream=before).memory, cfg)
         before.release()
     stream = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
-                          recorder=recorder, reuse=True, **run)
+                          recorder=recorder, reuse=True, warp_counts=watch is not None, **run)
     keep = 0 if sm_ctas is False else min(len(stream.ctas), sm_ctas or residency(code, block, cfg)[0])
     items = stream_ctas(stream)
     head = collections.deque(itertools.islice(items, keep))
@@ -513,7 +511,7 @@ def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, l2_start="em
             yield head.popleft()
         yield from items
     prediction = predict_gpu(code, grid, block, cfg, stream=(stream, every()), memory_system=memory_system,
-                             l2_start=l2_start, timed=timed)
+                             l2_start=l2_start, timed=timed, watch=watch)
     prediction, sm = prediction if timed else (prediction, None)
     res = stream.finish(dict(enumerate(kept)))
     stream.release()
@@ -543,26 +541,16 @@ def _one_wave(code, n_ctas, block, cfg) -> bool:
     return applies(n_ctas, cfg.gpu.sms * residency(code, block, cfg)[0])
 
 
-def _long_enough(res) -> bool:
-    from ..gpu.sampling.intime import MIN_INSTRUCTIONS
-    return res.warp_instructions >= MIN_INSTRUCTIONS
-
-
-def _in_time_gpu(code, block, cfg, res) -> Prediction:
-    """A launch of at most one wave from its traced functional run, sampled in time
+def _in_time(r, grid, block, cfg) -> Prediction:
+    """The prediction of a launch of one wave whose run stopped once its rates were stable
     (:mod:`maxsim.gpu.sampling.intime`)."""
     from ..gpu.sampling import intime
-    from ..timing.sm import residency
-    wpc = (block + 31) // 32
-    per_sm = residency(code, block, cfg)[0]
-    items = [(cid, [res.trace[i * wpc + w] for w in range(wpc)]) for i, cid in enumerate(res.ctas)]
-    t = intime.predict(code, block, cfg, items, per_sm)
+    t = intime.extrapolate(r.stopped, r.launch, cfg)
     seconds = cfg.cycles_to_seconds(t.cycles) + cfg.gpu.launch_overhead_us * 1e-6
-    stable = t.details["stable"]
-    details = dict(t.details, l2_start="empty", interval_from="the rates of the two blocks of windows")
-    return Prediction(cfg.name, cfg.gpu.name, cfg.gpu.sms, seconds, t.cycles, len(res.ctas) / (cfg.gpu.sms * per_sm),
-                      "sampled in time" if stable else "full", gflops=t.flops / seconds / 1e9, memory=t.memory,
-                      details=details, simulated_share=t.simulated_share, interval=t.interval if stable else None)
+    details = dict(t.details, l2_start="empty", interval_from="the spread between the windows' rates and the check")
+    return Prediction(cfg.name, cfg.gpu.name, cfg.gpu.sms, seconds, t.cycles, r.waves, "sampled in time",
+                      gflops=t.flops / seconds / 1e9, memory=t.memory, details=details,
+                      simulated_share=t.simulated_share, interval=t.interval)
 
 
 def _waves_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
@@ -633,7 +621,7 @@ def _one_cta(cfg, code, block, sm) -> Prediction:
 
 def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=None, hazards=None,
                 max_instructions=None, progress=None, args=None, stream=None, l2_start="empty",
-                memory_system=None, timed=None) -> Prediction:
+                memory_system=None, timed=None, watch=None) -> Prediction:
     """The launch of ``code`` over ``grid`` on the whole GPU of ``cfg``.
 
     With ``sampling`` (:class:`Sampling`): sampled (:func:`maxsim.gpu.sampling.predict`);
@@ -649,7 +637,9 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
     simulation's (default a new one); given with ``l2_start="previous"``, it is taken as holding what
     the launch before left (:func:`~maxsim.timing.memory_system.carried_over`), and the launch is
     not run twice. ``timed`` (``(hazards,)``, full simulation only): SM 0 of the run is also the
-    launch's timed SM (:func:`maxsim.gpu.simulate_gpu`); returns ``(prediction, that SM)``."""
+    launch's timed SM (:func:`maxsim.gpu.simulate_gpu`); returns ``(prediction, that SM)``.
+    ``watch`` (a :class:`maxsim.gpu.sampling.intime.Watch`, with ``stream``): a launch of one wave
+    sampled in time once its rates are stable (method "sampled in time"; "full" when they never are)."""
     if isinstance(code, Kernel):
         code = code.code
     if sampling is not None:
@@ -682,7 +672,9 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
     r = simulate_gpu(code, grid, block, params, memory, textures, cfg=cfg, hazards=hazards,
                      max_instructions=max_instructions, traced=pair, stream=stream,
                      l2_start="empty" if memory_system is not None else l2_start, memory_system=memory_system,
-                     timed=timed)
+                     timed=timed, watch=watch)
+    if r.stopped is not None:
+        return _in_time(r, grid, block, cfg)
     mem = {key: float(v) for key, v in r.memory.stats().items() if isinstance(v, (int, float))
            and not key.endswith("rate")}
     from ..gpu.sampling import memory_counters  # every SM's L1/texture counters and resident warps

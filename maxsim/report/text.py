@@ -232,6 +232,9 @@ def format_run(out: dict) -> str:
     summary = out.get("summary")
     if summary:
         lines += summary["text"] + [""]
+    if out.get("timing_only"):
+        lines += ["functional results not computed (--timing-only: the functional run computed the addresses, "
+                  "guards and control flow the timing model reads, not the values)", ""]
     for key, label in _ORDER:
         if key in out and out[key] is not None:
             if key == "warp_instructions" and out.get("warp_instructions_estimated"):

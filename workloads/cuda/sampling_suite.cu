@@ -184,3 +184,29 @@ extern "C" __global__ void sgemm_tiled(const float* __restrict__ a, const float*
     }
     c[row * n + col] = s;
 }
+
+// 1-D convolution of n samples with `taps` weights, the samples read through the texture path
+// (a texture object: TLD), the weights from a buffer; one thread an output
+extern "C" __global__ void conv_tex(cudaTextureObject_t in, const float* __restrict__ wt, float* out, int n,
+                                   int taps)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float s = 0.0f;
+    for (int j = 0; j < taps; j++)
+        s += wt[j] * tex1Dfetch<float>(in, i + j);
+    out[i] = s;
+}
+
+// sparse matrix-vector product in ELL format (`width` entries a row, stored column by column), the
+// vector gathered through the texture path (a texture object: TLD); one thread a row
+extern "C" __global__ void spmv_ell_tex(const int* __restrict__ col, const float* __restrict__ val,
+                                       cudaTextureObject_t x, float* y, int rows, int width)
+{
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    float s = 0.0f;
+    for (int j = 0; j < width; j++)
+        s += val[j * rows + r] * tex1Dfetch<float>(x, col[j * rows + r]);
+    y[r] = s;
+}
