@@ -228,6 +228,44 @@ def test_sm_rate_needs_every_resident_cta_in_its_loop():
     assert _sm_loop_cycles(steady[:8] + ending, stop=10 ** 9) is None
 
 
+def test_sm_rate_over_whole_page_periods_charges_a_walk_at_its_real_rate():
+    """Warps at 2,000 cycles per iteration that stall 1,600 cycles once per page crossing, every
+    10.7 iterations: 2,149.5 cycles per iteration over the loop. Measured over a whole number of
+    periods (a window of 18 iterations) the rate is that at every phase of the crossings, but for
+    the stall's position at whole iterations (one phase: 2.1% short); over the 12 iterations of a
+    window as they come (no period) it is -7.0% or +5.5% by the phase."""
+    from maxsim.gpu.sampling import _sm_loop_cycles
+    period, base, stall = 10.7, 2000.0, 1600.0
+    want = base + stall / period
+    with_period, without = [], []
+    for phase in np.linspace(0.0, period, 12, endpoint=False):
+        crossings = phase + period * np.arange(4)
+        times = [100.0 + base * i + stall * np.count_nonzero(crossings < i) for i in range(18)]
+        with_period.append(_sm_loop_cycles([_Warp(times)] * 8, stop=10 ** 9, period=period) / want - 1)
+        without.append(_sm_loop_cycles([_Warp(times[:12])] * 8, stop=10 ** 9) / want - 1)
+    assert max(abs(r) for r in with_period) < 0.025
+    assert sum(abs(r) < 0.001 for r in with_period) >= 10
+    assert min(without) < -0.05 and max(without) > 0.05
+
+
+def test_page_period_of_sgemm_operands_above_the_l2_tlb_reach():
+    """A CTA of an SGEMM (A and B stored K-major, N floats per row of K) enters a new page every
+    page / (4 N x 8) main-loop iterations; below the L2 TLB's reach (A and B in fewer pages than
+    it holds) no period: a sweep in K order finds its pages translated."""
+    from maxsim.gpu.sampling import _History
+    from workloads.sgemm.generator import generate_kernel
+    from workloads.sgemm.problem import _builder, _shift
+
+    def period(n, entries):
+        cfg = override(CFG4, {"tlb.page_bytes": 64 * 1024, "tlb.l2_entries": entries, "tlb.l2_assoc": 4})
+        grid = (n // 64, n // 64)
+        return _History(generate_kernel("sgemm_64"), grid, 64, _builder(n, n, n), _shift(n, n), cfg, 8,
+                        n // 8, grid[0], 8).page_period()
+
+    assert period(256, 4) == pytest.approx(64 * 1024 / (256 * 4 * 8))  # 8 pages of A and B: 4 entries
+    assert period(256, 16) is None
+
+
 def test_prediction_stays_below_the_fp32_peak_when_a_window_has_ctas_ending():
     """sgemm_128 at N = 4864 on the GTX 980 (45 waves + 4): in the second steady-state window some
     SMs have a CTA that ends early; their rate, measured while that CTA was in its epilogue, once

@@ -18,7 +18,7 @@ from .kloop_choose import _tail_sms, _window_times
 from .kloop_history import _History
 from .kloop_run import _backlog, _steady_state, _wave_start, _whole
 from .records import Prediction, _add, _scale, dram_busy
-from .settings import DRAM_SATURATED, KLOOP_AGREEMENT, STEADY_ITERATIONS
+from .settings import DRAM_SATURATED, KLOOP_AGREEMENT
 
 
 def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progress=None, traced=None,
@@ -208,7 +208,7 @@ def simulated_share(p, grid, k, k_step):
     done = 0.0
     for ph in p.phases:
         if ph.name == "steady state":
-            done += ph.ctas * STEADY_ITERATIONS * k_step
+            done += ph.ctas * ph.ks[0]  # (its iterations x k_step)
         else:
             done += ph.ctas * sum(ph.ks)
     return min(1.0, done / max(1, grid[0] * grid[1] * k))

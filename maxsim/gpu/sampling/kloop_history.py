@@ -423,6 +423,27 @@ class _History:
             if pages.size:
                 ms.warm_tlb(pages)
 
+    def page_period(self):
+        """Main-loop iterations between two crossings of a TLB page (``tlb.page_bytes``) by a CTA
+        moving along K through the data ``shift`` moves, when that data spans more pages over the
+        launch's K than the L2 TLB holds (else None: CTAs sweeping it in K order find their pages
+        translated). Data stored K-major (SGEMM's A and B) moves ``ld x 4`` bytes per row of K, so a
+        CTA enters a new page every ``page / (ld x 4 x k_step)`` iterations (N = 8,192 on the
+        GTX 980: 8). Of several data moving at different rates, the fastest's period."""
+        if self.shift is None:
+            return None
+        textures = self.textures
+        if textures is None:
+            _, _, textures = self.build(self.k_step)
+        page = self.cfg.tlb.page_bytes
+        moves = [abs(d) for lo, hi, d in self.shift(textures, self.k_step) if hi > lo and d]
+        if not moves:
+            return None
+        pages = sum(m * self.iters / page + 1 for m in moves)
+        if pages <= self.cfg.tlb.l2_entries:
+            return None
+        return page / max(moves)
+
     def pages_read(self, schedule, t):
         """The pages (``tlb.page_bytes``, as byte addresses) of the data ``shift`` moves along K that
         the launch's CTAs (and, with a ``period``, the launch before) read before cycle ``t``, least

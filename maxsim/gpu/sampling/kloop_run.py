@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import attrs
 import collections
+import math
 import numpy as np
 
 from ...timing.sm import residency
@@ -13,6 +14,7 @@ from ..gpu import round_robin, run_sms, trace_ctas
 from .dispatcher import resident_at
 from .kloop_choose import _staggered
 from .kloop_history import _relocated
+from . import settings
 from .records import Phase, memory_counters
 from .settings import STEADY_ITERATIONS, STEADY_SKIP, TAIL_SETTLE, WAVE_K_SAMPLES, WAVE_SETTLE, WAVE_SETTLE_MAX_K, WAVE_START_K
 
@@ -185,6 +187,12 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
     CTA whose trace was cut short (one that would run past the window) ends."""
     total_iters = int(k // k_step)
     window = STEADY_ITERATIONS
+    # with the launch's pages in the TLBs, a window long enough to measure a whole number of page
+    # periods (see _sm_loop_cycles), at least the iterations it measures otherwise
+    period = history.page_period() if settings.TLB_HISTORY and history is not None else None
+    if period is not None:
+        measured = STEADY_ITERATIONS - STEADY_SKIP
+        window = max(window, STEADY_SKIP + math.ceil(period * math.ceil(measured / period)) + 2)
     live = resident_at(schedule, mid)
     sms = cfg.gpu.sms
     pop = []  # (slot, cta id, iterations done, iterations to run)
@@ -242,7 +250,7 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
     present = {cid for _, cid, _, _ in pop}  # the CTAs resident when the window starts
     per_sm = {}
     for sm in used:
-        rate = _sm_loop_cycles([w for w in sm.all_warps if w.cta.cid in present], stop)
+        rate = _sm_loop_cycles([w for w in sm.all_warps if w.cta.cid in present], stop, period)
         if rate is not None:
             per_sm[sm.sm_id] = rate
     # an SM whose resident CTAs share no steady interval (one of them ends early in the window)
@@ -290,11 +298,16 @@ def _wave_start(kernel, block, grid, k, k_step, build, cfg, schedule, live, rate
     extra = [d - rate[i] * kb / k_step for i, d in zip(ids, start.sampled)]
     return _WaveStart(start.phase, float(np.mean(extra)))
 
-def _sm_loop_cycles(warps, stop):
+def _sm_loop_cycles(warps, stop, period=None):
     """Cycles per main-loop iteration of one CTA on an SM, from the SM's throughput: over the
     interval in which every one of ``warps`` is past its first ``STEADY_SKIP`` iterations and
     still in its loop (up to ``stop``), the interval's length over the mean number of iterations
     the warps completed in it (each warp's progress interpolated between its loop branches).
+    ``period``: the main-loop iterations between two page crossings of the data moved along K
+    (:meth:`_History.page_period`); the interval then ends where the warps have completed, on
+    average, the largest whole number of periods that fits in it (the whole interval when not
+    one does), so that a cost that comes once per period (a page walk) is counted at its real
+    rate whatever the window's phase.
     The CTAs sharing an SM need not progress at one pace (the schedulers favour older warps):
     pooling each warp's own gaps would weigh the faster CTA's short gaps more, and the SM would
     appear to issue more than it can. A warp's last iteration is left out: a trace cut short for
@@ -310,6 +323,15 @@ def _sm_loop_cycles(warps, stop):
         return None
     done = [np.interp(t1, b, np.arange(len(b))) - np.interp(t0, b, np.arange(len(b))) for b in bts]
     mean = float(np.mean(done))
+    if period is not None and mean >= period:
+        # the cycle at which the mean progress since t0 reaches the whole periods (piecewise linear
+        # between the warps' branches)
+        want = period * math.floor(mean / period)
+        at = np.unique(np.concatenate([b[(b > t0) & (b < t1)] for b in bts] + [np.asarray([t0, t1])]))
+        progress = np.mean([np.interp(at, b, np.arange(len(b))) for b in bts], axis=0)
+        progress -= progress[0]
+        t1 = float(np.interp(want, progress, at))
+        mean = want
     return (t1 - t0) / mean if mean > 0 else None
 
 def _backlog(ms, end):
