@@ -1030,6 +1030,8 @@ def _next_unblocked(G, W, Q, S, SW, P, t):
                 if r <= t:
                     r = _unit_free(G, W, Q, S, P, x, W[x, W_PC], t, s)
                 if r < nxt:
+                    if r <= t + 1:
+                        return t + 1  # (the next cycle: none can come sooner)
                     nxt = r
     return nxt
 
@@ -1112,6 +1114,8 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
                 return ERR_DEADLOCK
             if nxt > t + 1:
                 t = nxt
+            elif nxt == t + 1:
+                t += 1  # (a warp becomes ready then)
             else:
                 # a warp was ready but its unit was busy: the cycles before any unit frees would
                 # only repeat this one (no issue, the same stall reasons), so they are passed over,
