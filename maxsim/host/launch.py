@@ -574,7 +574,7 @@ def _waves_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
         ctas = [(i % gx, i // gx) for i in waves.needed(gx * gy, slots, look)]
         run = dict(run, expected_instructions=None)
     stream = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
-                          recorder=recorder, ctas=ctas, reuse=True, **run)
+                          recorder=recorder, ctas=ctas, reuse=True, warp_counts=True, **run)
     keep = 0 if sm_ctas is False else min(len(stream.ctas), sm_ctas or per_sm)
     instr, chunks, kept = waves.stream_and_sample(stream, code, block, cfg, per_sm, keep=keep, look=look)
     res = stream.finish(dict(enumerate(kept)))
