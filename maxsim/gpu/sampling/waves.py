@@ -37,7 +37,7 @@ import numpy as np
 from ...functional.trace import narrowed
 from ..gpu import round_robin, run_sms, stream_ctas
 from .dispatcher import makespan as laid_out
-from .kloop_history import _unit_sectors
+from .kloop_history import _units_sectors
 from .records import _add, _scale, memory_counters
 from .settings import SETTINGS
 
@@ -196,7 +196,7 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
                 if progress is not None:
                     progress(len(chunks), len(starts), "chunks simulated", "chunks")
         if i < probe or any(0 < s - i <= look for s in starts):
-            secs = (_unit_sectors(traces, kernel, ("tex", "ldg")), _unit_sectors(traces, kernel, ("stg",)))
+            secs = tuple(_units_sectors(traces, kernel, _MOVED))
             history.append(secs)
             held += len(secs[0]) + len(secs[1])
             seen += len(secs[0]) + len(secs[1])
@@ -207,6 +207,9 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
                 held -= len(old[0]) + len(old[1])
         traces = None
     return instr, chunks, kept
+
+
+_MOVED = (("tex", "ldg"), ("stg",))  # the units of what a CTA reads and of what it stores
 
 
 def history_ctas(sectors, ctas, cfg, slots) -> int:
@@ -220,7 +223,7 @@ def probe_look(stream, kernel, cfg, slots) -> int:
     """:func:`history_ctas` from a stream of the launch's first CTAs (64 or fewer)."""
     sectors, ctas = 0, 0
     for _, traces in stream_ctas(stream):
-        sectors += len(_unit_sectors(traces, kernel, ("tex", "ldg"))) + len(_unit_sectors(traces, kernel, ("stg",)))
+        sectors += sum(len(x) for x in _units_sectors(traces, kernel, _MOVED))
         ctas += 1
         traces = None
     return history_ctas(sectors, ctas, cfg, slots)
