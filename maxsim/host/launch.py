@@ -349,8 +349,9 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     ``"previous"``, what the same launch left there (back-to-back launches, the way benchmarks time
     a kernel: the launch before is run too, functionally where the whole grid is simulated, and
     the buffers read back are those after both). ``gpu_method``: ``"auto"`` (a launch of many
-    waves is sampled across waves, :mod:`maxsim.gpu.sampling.waves`; one wave of long CTAs in time,
-    :mod:`~maxsim.gpu.sampling.intime`; a shape launched again reuses the figures of its launches
+    waves is sampled across waves, :mod:`maxsim.gpu.sampling.waves`; one wave of long CTAs in time
+    once its rates are stable, :mod:`~maxsim.gpu.sampling.intime`, unless its timed SM is SM 0 of the
+    GPU run (``timing`` with the default CTAs: it runs to its end); a shape launched again reuses the figures of its launches
     once they repeat, :mod:`~maxsim.gpu.sampling.launches`; the functional run stays whole),
     ``"full"`` (every CTA on every SM, whatever the size) or ``"sampled"`` (as "auto").
     The prediction says how it was made (:class:`Prediction`). ``timing_only``: the functional run
