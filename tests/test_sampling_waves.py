@@ -232,3 +232,23 @@ def test_the_in_time_watch_stops_on_a_checked_rate_and_not_on_a_pace_that_change
     assert _watch([1000.0 * 1.01 ** i for i in range(400)])[0] is None
     noisy, w = _watch([1000.0 + (50 if i % 2 else -50) for i in range(400)])
     assert noisy is not None and noisy > n
+
+
+def test_batches_whose_traces_no_one_reads_run_unrecorded_with_the_same_prediction(monkeypatch):
+    # 64 waves on two SMs: the batches of CTAs outside the chunks and their histories run without
+    # recording their traces (their warps counted instead); the prediction is the same as with every
+    # batch recorded
+    from maxsim.functional.launch import LaunchStream
+    answers = []
+
+    def counted(self, want):  # the stream's record(batch), its answers noted
+        self._record = lambda batch: answers.append(want(batch)) or answers[-1]
+    monkeypatch.setattr(LaunchStream, "record", property(lambda self: getattr(self, "_record", None), counted),
+                        raising=False)
+    r, _ = _stencil(2048, "auto")
+    assert False in answers and True in answers  # some batches went unrecorded, some not
+    monkeypatch.setattr(LaunchStream, "record", property(lambda self: None, lambda self, want: None))
+    whole, _ = _stencil(2048, "auto")
+    assert r.prediction.method == whole.prediction.method == "sampled across waves"
+    assert r.prediction.cycles == whole.prediction.cycles and r.prediction.memory == whole.prediction.memory
+    assert r.result.warp_instructions == whole.result.warp_instructions

@@ -301,6 +301,9 @@ class LaunchStream:
         return self
 
     window = None  # trace positions a batch records before it pauses (see set_window)
+    # record(batch's CTA ids) -> whether to record the batch's traces (None: every batch); a batch not
+    # recorded is handed out with None for its traces (its warps' counts: cta_instructions)
+    record = None
     sink = None
     _open = None  # (the running batch's generator, its CTAs) while it pauses between windows
 
@@ -330,6 +333,9 @@ class LaunchStream:
         ctx.watchdog.reset()
         tick = None if progress is None else _ticker(progress, state, start, len(batch), len(cta_list), self._expected)
         rec, window = self.recorder, self.window
+        if rec is not None and self.record is not None and not self.record(batch):
+            rec = None  # a batch whose traces no one reads: run without recording them
+        ctx.recorder = rec
         pause = None
         if window is not None and self._hand_over:
             def pause():
@@ -337,7 +343,7 @@ class LaunchStream:
         self._open = (_batch_steps(ctx, self._program, batch, wpc, self.block, self._counts, state, self._limit,
                                    rec, start, self._warp_threads, tick, pause), batch)
         done = self._step()
-        if not self._hand_over:
+        if not self._hand_over or rec is None:
             return batch, None
         traces = rec.take()
         if not done:
@@ -375,6 +381,12 @@ class LaunchStream:
         traces = rec.take()
         gone = rec.take_gone() if not done else []
         return traces, gone, done
+
+    def cta_instructions(self, position) -> int:
+        """The warp instructions of the CTA at ``position`` of ``ctas``, once its batch has run
+        (made with ``warp_counts``)."""
+        wpc = self.wpc
+        return int(self._state["warp_counts"][position * wpc:(position + 1) * wpc].sum())
 
     def stop_recording(self):
         """Run the batches still to come without recording their traces (for a consumer that holds

@@ -68,12 +68,18 @@ def trace_ctas(kernel, grid, block, params, memory, textures, cfg, ctas=None, ma
 def stream_ctas(stream):
     """``(cta id, [warp traces])`` of each CTA of a :class:`~maxsim.functional.launch.LaunchStream`
     (made with a trace recorder), in launch order; the next batch of CTAs runs functionally when
-    the one before has been handed out. A CTA's traces leave the batch as it is handed out. A
+    the one before has been handed out. A CTA's traces leave the batch as it is handed out (None:
+    its batch was not recorded, see ``LaunchStream.record``). A
     stream run in windows (its ``router``, a :class:`TraceRouter`) hands its traces as they
     begin: the router joins the next windows to them."""
     wpc = stream.wpc
     i = 0
     for batch, traces in stream:
+        if traces is None:  # a batch run without recording (the stream's ``record``)
+            for cid in batch:
+                yield cid, None
+            i += len(batch)
+            continue
         router = getattr(stream, "router", None)
         if router is not None:
             router.handed(traces)

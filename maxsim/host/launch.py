@@ -349,8 +349,9 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     ``"previous"``, what the same launch left there (back-to-back launches, the way benchmarks time
     a kernel: the launch before is run too, functionally where the whole grid is simulated, and
     the buffers read back are those after both). ``gpu_method``: ``"auto"`` (a launch of many
-    waves is sampled across waves, :mod:`maxsim.gpu.sampling.waves`; one wave of long CTAs in time,
-    :mod:`~maxsim.gpu.sampling.intime`; a shape launched again reuses the figures of its launches
+    waves is sampled across waves, :mod:`maxsim.gpu.sampling.waves`; one wave of long CTAs in time
+    once its rates are stable, :mod:`~maxsim.gpu.sampling.intime`, unless its timed SM is SM 0 of the
+    GPU run (``timing`` with the default CTAs: it runs to its end); a shape launched again reuses the figures of its launches
     once they repeat, :mod:`~maxsim.gpu.sampling.launches`; the functional run stays whole),
     ``"full"`` (every CTA on every SM, whatever the size) or ``"sampled"`` (as "auto").
     The prediction says how it was made (:class:`Prediction`). ``timing_only``: the functional run
@@ -574,7 +575,7 @@ def _waves_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
         ctas = [(i % gx, i // gx) for i in waves.needed(gx * gy, slots, look)]
         run = dict(run, expected_instructions=None)
     stream = LaunchStream(code, grid, block, bound.launch_params, bound.memory, bound.textures,
-                          recorder=recorder, ctas=ctas, reuse=True, **run)
+                          recorder=recorder, ctas=ctas, reuse=True, warp_counts=True, **run)
     keep = 0 if sm_ctas is False else min(len(stream.ctas), sm_ctas or per_sm)
     instr, chunks, kept = waves.stream_and_sample(stream, code, block, cfg, per_sm, keep=keep, look=look)
     res = stream.finish(dict(enumerate(kept)))

@@ -175,9 +175,10 @@ def _shift(sectors, ranges):
         out = np.where((a >= lo) & (a < hi), a + d, out)
     return out
 
-def _unit_sectors(traces, kernel, units_wanted):
-    """The distinct sectors (sorted byte addresses) the warp traces ``traces`` access with
-    instructions of ``units_wanted`` (e.g. ("tex", "ldg"): the texture fetches and global loads)."""
+def _units_sectors(traces, kernel, groups):
+    """For each group of units in ``groups`` (e.g. ("tex", "ldg"): the texture fetches and global
+    loads), the distinct sectors (sorted byte addresses) the warp traces ``traces`` access with
+    instructions of those units: one pass over the traces."""
     units = kernel.instructions
     rows_of = {}  # id(segment) -> (segment, the rows the warps ran it as): the warps share segments
     for tr in traces:
@@ -186,21 +187,25 @@ def _unit_sectors(traces, kernel, units_wanted):
             if ent is None:
                 ent = rows_of[id(seg)] = (seg, set())
             ent[1].add(row)
-    out = []
+    outs = [[] for _ in groups]
     for seg, rows in rows_of.values():
-        at = [pos for pos in seg.mem if units[seg.pcs[pos]].unit in units_wanted]
+        at = [(pos, units[seg.pcs[pos]].unit) for pos in seg.mem]
         if not at:
             continue
         rows = sorted(rows)
         lo, hi = rows[0], rows[-1] + 1
-        for pos in at:
-            summ = seg.mem[pos]
-            if hi - lo == len(rows) and isinstance(summ, SectorLists):
-                # a CTA's warps are consecutive rows: their lists are one run of the flat array
-                out.append(summ.flat[(int(summ.ends[lo - 1]) if lo else 0):int(summ.ends[hi - 1])])
-            else:
-                out.extend(summ[r] for r in rows)
-    return np.unique(np.concatenate(out).astype(np.int64, copy=False)) if out else np.zeros(0, np.int64)
+        for pos, unit in at:
+            for out, wanted in zip(outs, groups):
+                if unit not in wanted:
+                    continue
+                summ = seg.mem[pos]
+                if hi - lo == len(rows) and isinstance(summ, SectorLists):
+                    # a CTA's warps are consecutive rows: their lists are one run of the flat array
+                    out.append(summ.flat[(int(summ.ends[lo - 1]) if lo else 0):int(summ.ends[hi - 1])])
+                else:
+                    out.extend(summ[r] for r in rows)
+    return [np.unique(np.concatenate(out).astype(np.int64, copy=False)) if out else np.zeros(0, np.int64)
+            for out in outs]
 
 _KNOWN = {}  # the sectors of CTAs traced for a history, by problem (see _known_sectors), latest last
 
@@ -290,8 +295,7 @@ class _History:
         _, traced = trace_ctas(self.kernel, self.grid, self.block, params, memory, textures, self.cfg, ids,
                                timing_only=True)
         for i, (_, traces) in zip(need, traced):
-            self.base[i] = _unit_sectors(traces, self.kernel, ("tex", "ldg"))
-            self.stores[i] = _unit_sectors(traces, self.kernel, ("stg",))
+            self.base[i], self.stores[i] = _units_sectors(traces, self.kernel, (("tex", "ldg"), ("stg",)))
 
     def writeback_time(self, schedule, until):
         """The cycle at which the launch first makes the L2 write a dirty sector back: its reads,

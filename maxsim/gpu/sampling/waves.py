@@ -37,7 +37,7 @@ import numpy as np
 from ...functional.trace import narrowed
 from ..gpu import round_robin, run_sms, stream_ctas
 from .dispatcher import makespan as laid_out
-from .kloop_history import _unit_sectors
+from .kloop_history import _units_sectors
 from .records import _add, _scale, memory_counters
 from .settings import SETTINGS
 
@@ -144,7 +144,9 @@ def _dirty_bytes(ms, cfg) -> float:
 
 def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None, look=None):
     """Run ``stream`` (a :class:`~maxsim.functional.launch.LaunchStream` with a trace recorder of
-    ``cfg``) to its end, simulating each chunk as soon as its CTAs have run. Returns the warp
+    ``cfg``) to its end, simulating each chunk as soon as its CTAs have run; a stream made with
+    ``warp_counts`` records the traces of only the batches of CTAs whose traces are read (the
+    others' warp instructions are counted). Returns the warp
     instructions of every CTA of the grid (in launch order; -1 for a CTA the stream did not run:
     see :func:`needed`), the chunks, and copies of the first ``keep`` CTAs' warp traces (the timed
     SM's). The sectors of a CTA are taken only when it may be in the history of a chunk (the CTAs
@@ -167,8 +169,16 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
     chunks, kept = [], []
     probe = min(n, 64)
     look, seen = n if look is None else look, 0
-    for cid, traces in stream_ctas(stream):
+
+    def wanted(i):  # whether a CTA's traces are read: timed SM, chunk, sectors of a history
+        return i < keep or i < probe or i in member or any(0 < s - i <= look for s in starts)
+    if stream._state.get("warp_counts") is not None:
+        stream.record = lambda batch: any(wanted(y * gx + x) for x, y in batch)
+    for p, (cid, traces) in enumerate(stream_ctas(stream)):
         i = cid[1] * gx + cid[0]
+        if traces is None:  # (a batch no one reads the traces of: its warps' counts)
+            instr[i] = stream.cta_instructions(p)
+            continue
         instr[i] = sum(len(t) for t in traces)
         if i < keep:
             kept += narrowed(traces)
@@ -186,7 +196,7 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
                 if progress is not None:
                     progress(len(chunks), len(starts), "chunks simulated", "chunks")
         if i < probe or any(0 < s - i <= look for s in starts):
-            secs = (_unit_sectors(traces, kernel, ("tex", "ldg")), _unit_sectors(traces, kernel, ("stg",)))
+            secs = tuple(_units_sectors(traces, kernel, _MOVED))
             history.append(secs)
             held += len(secs[0]) + len(secs[1])
             seen += len(secs[0]) + len(secs[1])
@@ -197,6 +207,9 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
                 held -= len(old[0]) + len(old[1])
         traces = None
     return instr, chunks, kept
+
+
+_MOVED = (("tex", "ldg"), ("stg",))  # the units of what a CTA reads and of what it stores
 
 
 def history_ctas(sectors, ctas, cfg, slots) -> int:
@@ -210,7 +223,7 @@ def probe_look(stream, kernel, cfg, slots) -> int:
     """:func:`history_ctas` from a stream of the launch's first CTAs (64 or fewer)."""
     sectors, ctas = 0, 0
     for _, traces in stream_ctas(stream):
-        sectors += len(_unit_sectors(traces, kernel, ("tex", "ldg"))) + len(_unit_sectors(traces, kernel, ("stg",)))
+        sectors += sum(len(x) for x in _units_sectors(traces, kernel, _MOVED))
         ctas += 1
         traces = None
     return history_ctas(sectors, ctas, cfg, slots)
