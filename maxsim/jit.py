@@ -31,8 +31,8 @@ them (``numba.np.arraymath``) imports ``scipy.linalg`` when SciPy is installed, 
 ``np.dot`` may call BLAS. Those imports (scipy.linalg pulls in numpy.f2py, unittest, ...) cost about
 half a second of CPU, and no compiled function of maxsim uses BLAS. This module hides
 ``scipy.linalg`` while numba loads those implementations, so numba records that BLAS is absent (its
-``np.dot`` / ``np.convolve`` of 1-D arrays then use their plain-loop versions in this process; a
-compiled ``np.dot`` of matrices still imports SciPy when it is compiled). Nothing changes when
+``np.convolve`` / ``np.correlate`` then use their plain-loop versions in this process; a compiled
+``np.dot`` or other linear algebra still imports SciPy when it is compiled). Nothing changes when
 ``scipy.linalg`` is already imported. A process that only loads compiled code from the cache imports
 none of them (see "loading cached code" below).
 """

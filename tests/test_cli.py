@@ -439,7 +439,7 @@ import gc, sys
 from maxsim.cli import main
 sys.argv = ["maxsim", "run", "sgemm_64"]
 status = main()
-print(sorted(m for m in {modules!r} if m in sys.modules), gc.get_freeze_count() > 0, file=sys.stderr)
+print(sorted(m for m in {modules!r} if m in sys.modules), gc.get_freeze_count() > 0, gc.isenabled(), file=sys.stderr)
 sys.exit(status)
 """
 
@@ -447,8 +447,8 @@ sys.exit(status)
 def test_a_second_run_imports_no_plotting_nor_the_compiler_and_freezes_the_modules_objects():
     """`maxsim run sgemm_64` as a program, twice (the first may compile into the cache, the second
     only loads): the second imports none of NOT_IMPORTED_BY_RUN, prints what the first printed, and
-    has moved the modules' objects out of the cycle collector's reach (cli/common.py); a call of
-    main() from Python leaves the collector as it was."""
+    has moved the modules' objects out of the cycle collector's reach and collects again
+    (cli/common.py); a call of main() from Python leaves the collector as it was."""
     code = AS_PROGRAM.format(modules=NOT_IMPORTED_BY_RUN)
     root = Path(__file__).resolve().parents[1]
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=600)
@@ -457,11 +457,11 @@ def test_a_second_run_imports_no_plotting_nor_the_compiler_and_freezes_the_modul
     def figures(out):  # the output but the host's timing of the run
         return [line for line in out.splitlines() if not line.startswith(("timing model wall time", "simulated warp"))]
     assert figures(runs[1].stdout) == figures(runs[0].stdout) and "predicted on the GPU" in runs[1].stdout
-    assert runs[1].stderr.splitlines()[-1] == "[] True"
+    assert runs[1].stderr.splitlines()[-1] == "[] True True"  # none imported, frozen, collecting again
     import gc
     before = gc.get_freeze_count()
     assert main(["run", "sgemm_64", "--functional", "--json"]) == 0
-    assert gc.get_freeze_count() == before
+    assert gc.get_freeze_count() == before and gc.isenabled()
 
 
 def test_run_timing_only(capsys, files):
@@ -485,3 +485,14 @@ def test_run_timing_only(capsys, files):
     one_line_error(capsys, ["run", files["tiny"], "--timing-only", "--out", files["dir"] / "o"],
                    "--out saves the output buffers, which --timing-only does not compute")
     one_line_error(capsys, ["run", "sgemm_64", "--timing-only"], "--timing-only", "does not apply")
+
+
+def test_every_command_run_as_the_program_collects_again():
+    """The maxsim program collects no cycles until a command has imported what it runs: a command
+    other than `run` (which says so itself) gets its collector back before it starts."""
+    code = ("import gc, sys\nfrom maxsim.cli import main\nsys.argv = ['maxsim', 'configs']\n"
+            "status = main()\nprint(gc.isenabled(), gc.get_freeze_count() > 0)\nsys.exit(status)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=Path(__file__).resolve().parents[1], timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-1] == "True True"

@@ -15,7 +15,7 @@ import warnings
 
 from ..errors import MaxsimError, SourceWarning
 from . import analyze, asm, cache, compare, configs, plot, run, sweep, validate
-from .common import PROGRESS_DELAY, WORKLOADS, Parser, UsageError, as_program, subject
+from .common import PROGRESS_DELAY, WORKLOADS, Parser, UsageError, as_program, imported, subject
 from .run import run_sass_file
 
 EXAMPLES = """examples:
@@ -136,6 +136,8 @@ def _main(argv=None):
         if args.command is None:
             parser.print_help()
             return 2
+        if not getattr(args, "says_when_imported", False):
+            imported()  # (`run` says so itself, once it has imported the timing model)
         return args.handler(args)
     except MaxsimError as e:
         print(f"maxsim: error: {_name_the_file(e, subject(args))}", file=sys.stderr)

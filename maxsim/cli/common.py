@@ -18,31 +18,35 @@ class UsageError(MaxsimError):
 # ---- Python's cycle collector in the maxsim program ----
 # A full collection traverses every object the process holds; in a maxsim process most of them
 # (~100,000) are the imported modules' own (numba's types and registries, maxsim's tables), alive
-# until the process ends. Two full collections did so in `maxsim run sgemm_64` (one during the run,
-# one when the interpreter exits), a tenth of its time. The maxsim program moves the modules' objects
-# out of the collector's reach once a command has imported them (:func:`imported`) and everything
-# when it exits (gc.freeze): later collections traverse only the objects made since. A call of
-# :func:`maxsim.cli.main` from Python leaves the caller's collector alone (frozen objects are never
-# freed, garbage included).
+# until the process ends. `maxsim run sgemm_64` spent a fifth of its time in the collector: full
+# collections while it imported and ran, one more when the interpreter exits, and ~20 younger ones
+# while the imports made their objects. The maxsim program does not collect until the command has
+# imported what it runs (:func:`imported`), then moves the objects made so far out of the
+# collector's reach (gc.freeze) and collects as usual: later collections traverse only the objects
+# made since; everything is frozen when it exits. A call of :func:`maxsim.cli.main` from Python
+# leaves the caller's collector alone (frozen objects are never freed, garbage included).
 _PROGRAM = []  # [True] in the maxsim program (console script, python -m maxsim.cli)
 
 
 def as_program():
-    """This process is the maxsim program: its objects are frozen when it exits (the interpreter's
-    last collection then has nothing of the modules' to traverse)."""
+    """This process is the maxsim program: no cycle collection until :func:`imported`; every object
+    frozen when it exits (the interpreter's last collection then has none of the modules' to
+    traverse)."""
     import atexit
     import gc
     if not _PROGRAM:
         _PROGRAM.append(True)
+        gc.disable()
         atexit.register(gc.freeze)
 
 
 def imported():
     """The command has imported the modules it runs: in the maxsim program, the objects made so far
-    leave the cycle collector's reach (gc.freeze)."""
+    leave the cycle collector's reach (gc.freeze) and collection resumes."""
     if _PROGRAM:
         import gc
         gc.freeze()
+        gc.enable()
 
 
 class Parser(argparse.ArgumentParser):

@@ -128,7 +128,7 @@ def add_parser(sub):
     r.add_argument("--quiet", action="store_true",
                    help="no progress bar (drawn on stderr when it is a terminal, or when "
                         "MAXSIM_PROGRESS=1)")
-    r.set_defaults(handler=command)
+    r.set_defaults(handler=command, says_when_imported=True)  # (common.imported)
 
 
 def command(args):
