@@ -277,6 +277,19 @@ def test_texel_size_enters_the_trace():
     assert sectors == {"float1": 4, "float4": 16}
 
 
+def test_a_texture_without_an_address_lives_at_the_same_place_at_every_launch():
+    """Texture n bound without an address gets texture_address(n) whatever textures were made before
+    (the L2 slices and TLB pages of its texels, hence a launch's cycles, do not depend on them)."""
+    from maxsim.functional.memory import Texture1D
+    from maxsim.host.args import _textures, texture_address
+    k = Kernel.load(TEXREAD)
+    first = _textures(k, {"src": Texture(np.zeros((8, 4), np.float32))})
+    Texture1D(np.zeros((8, 4), np.float32))  # another texture made between the two launches
+    second = _textures(k, {0: Texture(np.zeros((8, 4), np.float32))})
+    assert first[0].address == second[0].address == texture_address(0) != texture_address(1)
+    assert _textures(k, {0: Texture(np.zeros(8, np.float32), "float1", address=0x1000)})[0].address == 0x1000
+
+
 @pytest.mark.parametrize("kw, message", [
     (dict(params={"a": "a", "b": "b", "c": "c"}), "parameter n (c[0x0][0x14c], 4 bytes) not given"),
     (dict(params={"a": "a", "b": "b", "c": "c", "n": 8, "m": 8}), "has no parameter named 'm' (its parameters: a, b, c, n)"),

@@ -54,7 +54,7 @@ class Buffer:
 class Texture:
     """A 1D texture bound to ``data`` in ``format`` (:data:`maxsim.functional.memory.FORMATS`:
     float1/2/4, int1/2/4, uint1/2/4); ``address``: where its texels live for the caches (None: an
-    address range of its own)."""
+    address range of its own, the same at every launch: :func:`texture_address`)."""
 
     data: np.ndarray
     format: str = "float4"
@@ -212,6 +212,18 @@ def _encode(kernel, key, p, value, buffers) -> bytes:
     raise LaunchError(f"{what}: expected an int, a float or a buffer name, got {type(value).__name__}")
 
 
+# where a texture bound without an address lives: texture n at (UNPLACED_TEXTURES + n) << 40, above
+# any buffer (a choice of this simulator: the caches need an address, the hardware's is the driver's)
+UNPLACED_TEXTURES = 0x80
+
+
+def texture_address(number: int) -> int:
+    """The address range of texture ``number`` bound without an address: the same at every launch,
+    so two equal launches hash their texels to the same L2 slices and TLB pages (a range counted per
+    texture made, as :class:`~maxsim.functional.memory.Texture1D` gives, would move them)."""
+    return (UNPLACED_TEXTURES + number) << 40
+
+
 def _textures(kernel, textures) -> dict:
     named = dict(kernel.textures)
     out = {}
@@ -238,7 +250,8 @@ def _textures(kernel, textures) -> dict:
         if tex.format not in FORMATS:
             raise LaunchError(f"texture {key!r}: unknown format {tex.format!r} (formats: {', '.join(FORMATS)})")
         try:
-            out[number] = Texture1D(tex.data, address=tex.address, format=tex.format)
+            address = texture_address(number) if tex.address is None else tex.address
+            out[number] = Texture1D(tex.data, address=address, format=tex.format)
         except LaunchError as e:
             raise LaunchError(f"texture {key!r}: {e}") from None
     return out
