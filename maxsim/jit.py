@@ -449,6 +449,22 @@ def call_through(context, builder, sig, args, callee, unbound):
     return context.get_dummy_value() if out is None else builder.load(out)
 
 
+def pointer_call(callee, sig, unbound=None):
+    """An intrinsic that calls ``callee`` (a :class:`Callee`) as a compiled function of signature
+    ``sig`` (numba's; the call's arguments are converted to its types as for any call), ``unbound``
+    (an LLVM constant of the return type; None: a zero value) while it is unbound."""
+    names = ", ".join(f"a{i}" for i in range(len(sig.args)))
+
+    def codegen(context, builder, sig_, args):
+        value = unbound
+        if value is None and sig.return_type != types.none:
+            value = context.get_constant_null(sig.return_type)
+        return call_through(context, builder, sig, args, callee, value)
+    space = {"typed": (sig, codegen)}
+    exec(f"def {callee.symbol}(typingctx, {names}):\n    return typed\n", space)
+    return intrinsic(space[callee.symbol])
+
+
 class InlinedDispatcher(CPUDispatcher):
     """A helper compiled as its own always-inline function (``forceinline``), specialised on the
     types of its arguments only: a call from compiled code with constant arguments compiles (or
@@ -479,6 +495,7 @@ def njit(*args, **options):
     return wrap(args[0]) if args else wrap
 
 
-__all__ = ["njit", "types", "cgutils", "intrinsic", "Dict", "InlinedDispatcher", "Callee", "call_through", "CACHE_DIR",
+__all__ = ["njit", "types", "cgutils", "intrinsic", "Dict", "InlinedDispatcher", "Callee", "call_through", "pointer_call",
+           "CACHE_DIR",
            "cache_place"]
 
