@@ -97,7 +97,8 @@ def source_hash():
 def cache_key():
     """The name of the folder the compiled code of this maxsim lives in: its version, the hash of
     its sources, the numba and Python it is compiled with, and the CPU (its name and a hash of its
-    features and of numba's optimisation level) the machine code is for. Anything else finds a folder of its own, never stale code."""
+    features and of numba's optimisation level) the machine code is for. Anything else finds a
+    folder of its own, never stale code."""
     import hashlib
 
     import llvmlite.binding as ll
@@ -495,7 +496,6 @@ def njit(*args, **options):
     return wrap(args[0]) if args else wrap
 
 
-__all__ = ["njit", "types", "cgutils", "intrinsic", "Dict", "InlinedDispatcher", "Callee", "call_through", "pointer_call",
-           "CACHE_DIR",
-           "cache_place"]
+__all__ = ["njit", "types", "cgutils", "intrinsic", "Dict", "InlinedDispatcher", "Callee", "call_through",
+           "pointer_call", "CACHE_DIR", "cache_place"]
 

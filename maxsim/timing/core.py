@@ -57,10 +57,11 @@ the trace lines two ahead (``_prefetch``); the pc table (int32) and
 the warp table keep the fields every issue reads in the first cache lines of their rows (perf put
 the next-pc load first among the core's instructions before). The L2/DRAM model's
 ``read_request`` (and ``_post_queued``, which hands stores to it) stays a call, through a pointer
-(:func:`bind_memory`): its code is not compiled again into the core's. Every index into the core's arrays is non-negative, so the module
-is compiled without numba's negative-index wrap-around (:data:`maxsim.jit.NO_WRAPAROUND`; ~10% of
-the core's time). Compiling the core takes ~15 s of CPU, once (cached); numba's own inliner for the
-whole issue path took ~45 s.
+(:func:`bind_memory`): its code is not compiled again into the core's; so do the core's rare steps
+(:func:`bind_core`). Every index into the core's arrays is non-negative, so the module is compiled
+without numba's negative-index wrap-around (:data:`maxsim.jit.NO_WRAPAROUND`; ~10% of the core's
+time). Compiling the core takes ~12-15 s of CPU, once (cached); numba's own inliner for the whole
+issue path took ~45 s.
 """
 
 from __future__ import annotations
@@ -731,7 +732,8 @@ def _depbar_clear(W, w, b, n, t):
 # path (the core's compile neither types nor translates them; a first run compiles them in another
 # process meanwhile); bind_core points at them before the SMs run (maxsim.timing.clock does, as for
 # bind_memory). The L1 lookups and fills of texture requests stay direct calls: through a pointer
-# they cost the core ~7% of its speed on the SGEMMs (benchmarks/sm_speed.py), these nothing measurable.
+# they cost the core ~7% of its speed on the SGEMMs (benchmarks/sm_speed.py), these nothing
+# measurable.
 def _a(dtype, ndim):
     return types.Array(dtype, ndim, "C")
 
