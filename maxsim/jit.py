@@ -116,7 +116,8 @@ def source_hash():
 def cache_key():
     """The name of the folder the compiled code of this maxsim lives in: its version, the hash of
     its sources, the numba and Python it is compiled with, and the CPU (its name and a hash of its
-    features and of numba's optimisation level) the machine code is for. Anything else finds a folder of its own, never stale code."""
+    features and of numba's optimisation level) the machine code is for. Anything else finds a
+    folder of its own, never stale code."""
     import hashlib
 
     import llvmlite.binding as ll
@@ -509,6 +510,22 @@ def call_through(context, builder, sig, args, callee, unbound):
     return context.get_dummy_value() if out is None else builder.load(out)
 
 
+def pointer_call(callee, sig, unbound=None):
+    """An intrinsic that calls ``callee`` (a :class:`Callee`) as a compiled function of signature
+    ``sig`` (numba's; the call's arguments are converted to its types as for any call), ``unbound``
+    (an LLVM constant of the return type; None: a zero value) while it is unbound."""
+    names = ", ".join(f"a{i}" for i in range(len(sig.args)))
+
+    def codegen(context, builder, sig_, args):
+        value = unbound
+        if value is None and sig.return_type != types.none:
+            value = context.get_constant_null(sig.return_type)
+        return call_through(context, builder, sig, args, callee, value)
+    space = {"typed": (sig, codegen)}
+    exec(f"def {callee.symbol}(typingctx, {names}):\n    return typed\n", space)
+    return intrinsic(space[callee.symbol])
+
+
 class InlinedDispatcher(CPUDispatcher):
     """A helper compiled as its own always-inline function (``forceinline``), specialised on the
     types of its arguments only: a call from compiled code with constant arguments compiles (or
@@ -539,6 +556,6 @@ def njit(*args, **options):
     return wrap(args[0]) if args else wrap
 
 
-__all__ = ["njit", "types", "cgutils", "intrinsic", "InlinedDispatcher", "Callee", "call_through", "CACHE_DIR",
-           "cache_place"]
+__all__ = ["njit", "types", "cgutils", "intrinsic", "InlinedDispatcher", "Callee", "call_through",
+           "pointer_call", "CACHE_DIR", "cache_place"]
 

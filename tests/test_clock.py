@@ -185,6 +185,7 @@ def test_the_core_calls_the_memory_system_through_pointers_and_unbound_python_do
         placement, queue = round_robin(traced[1], 3, residency(kernel, block, cfg)[0])
         used = run_sms(kernel, block, cfg, placement, ms, queue=queue)
         assert (K.READ_REQUEST.bound, K.POST_QUEUED.bound) == (bound, bound)
+        assert all(c.bound for c in K.RARE_CALLEES)  # (the core's own rare steps: always)
         out[bound] = ([sm_figures(sm) for sm in used], memory_figures(ms), dict(calls))
     assert out[True][:2] == out[False][:2]
     # (bound: Python serves only the reads the core leaves it, e.g. those after a posted store)

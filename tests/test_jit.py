@@ -259,6 +259,24 @@ def caller(x, A):
     return _add(x, A) * 2.0
 
 
+TWICE = jit.Callee("test_twice")
+_twice = jit.pointer_call(TWICE, types.int64(types.int64))  # (its arguments converted to int64)
+
+
+@jit.njit(cache=True)
+def twice(n):
+    return 2 * n
+
+
+@jit.njit(cache=True)
+def caller2(a):
+    return _twice(a[0]) + _twice(3)
+
+
+B = np.array([5], np.int32)
+print(caller2(B), end=" ")  # unbound: zero
+TWICE.bind(twice, (types.int64,), types.int64)
+print(caller2(B), end=" ")
 A = np.array([0.0, 10.0])
 print(caller(1.0, A), A[0], ADD.bound, end=" ")  # unbound: nothing called
 ADD.bind(add, (types.float64, types.float64[::1]), types.float64)
@@ -272,14 +290,15 @@ print(len(caller.stats.cache_hits), len(add.stats.cache_hits))
 
 
 def test_a_call_through_a_pointer_calls_the_bound_code_raises_its_errors_and_is_cached(tmp_path):
-    """maxsim.jit.Callee: unbound, the caller gets the stand-in value and nothing runs; bound, the
-    callee runs (its side effects, its value, its exception); the caller's machine code is cached and
-    loads in a new process (the pointer is resolved by name then), where the callee is loaded too."""
+    """maxsim.jit.Callee: unbound, the caller gets the stand-in value (pointer_call: zero) and nothing
+    runs; bound, the callee runs (its side effects, its value, its exception; pointer_call converts
+    the arguments to its signature's types); the caller's machine code is cached and loads in a new
+    process (the pointer is resolved by name then), where the callee is loaded too."""
     (tmp_path / "callee_prog.py").write_text(CALLEE_PROGRAM)
     env = {**os.environ, "MAXSIM_CACHE_DIR": str(tmp_path / "cache"), "MAXSIM_COMPILE_NOTICE": "0"}
     outs = [subprocess.run([sys.executable, "callee_prog.py"], capture_output=True, text=True, cwd=tmp_path,
                            env={**env, "PYTHONPATH": str(ROOT)}, timeout=300) for _ in range(2)]
     for p in outs:
         assert p.returncode == 0, p.stderr
-    assert outs[0].stdout == "-2.0 0.0 False 22.0 1.0 True negative 0 0\n"
-    assert outs[1].stdout == "-2.0 0.0 False 22.0 1.0 True negative 1 1\n"  # both loaded from the cache
+    assert outs[0].stdout == "0 16 -2.0 0.0 False 22.0 1.0 True negative 0 0\n"
+    assert outs[1].stdout == "0 16 -2.0 0.0 False 22.0 1.0 True negative 1 1\n"  # both loaded from the cache

@@ -71,8 +71,10 @@ class Lineup:
         for args in self._seen[1:]:
             if args[-1][0] is not ms[0]:
                 raise ValueError("SMs driven together must share one memory system")
+        if not K.RARE_CALLEES[-1].bound:
+            K.bind_core()  # (once per process: the core calls its rare steps' code through pointers)
         if self._seen[0][0][K.G_MEMC] and not K.READ_REQUEST.bound:
-            K.bind_memory(ms)  # (once per process: the core calls the compiled memory system's code)
+            K.bind_memory(ms)  # (and the compiled memory system's)
         return ms
 
 

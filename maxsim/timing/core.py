@@ -57,10 +57,11 @@ the trace lines two ahead (``_prefetch``); the pc table (int32) and
 the warp table keep the fields every issue reads in the first cache lines of their rows (perf put
 the next-pc load first among the core's instructions before). The L2/DRAM model's
 ``read_request`` (and ``_post_queued``, which hands stores to it) stays a call, through a pointer
-(:func:`bind_memory`): its code is not compiled again into the core's. Every index into the core's arrays is non-negative, so the module
-is compiled without numba's negative-index wrap-around (:data:`maxsim.jit.NO_WRAPAROUND`; ~10% of
-the core's time). Compiling the core takes ~15 s of CPU, once (cached); numba's own inliner for the
-whole issue path took ~45 s.
+(:func:`bind_memory`): its code is not compiled again into the core's; so do the core's rare steps
+(:func:`bind_core`). Every index into the core's arrays is non-negative, so the module is compiled
+without numba's negative-index wrap-around (:data:`maxsim.jit.NO_WRAPAROUND`; ~10% of the core's
+time). Compiling the core takes ~12-15 s of CPU, once (cached); numba's own inliner for the whole
+issue path took ~45 s.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
-from ..jit import Callee, call_through, njit
+from ..jit import Callee, call_through, njit, pointer_call
 from .memory_core import I_READ_HITS, I_READ_MISSES, I_ROOM, read_request, write_requests
 from .static import (ALU_HALF, BAR, BAR_HIST, BRANCH, DUAL_CONST, DUAL_FIRST, DUAL_SECOND, EXIT, LDG, LDS,
                      NEVER, S2R, STG, STS, TEX)
@@ -646,7 +647,7 @@ def _check_hazards(G, W, REGS, P, L, HLOG, w, pc, t, u):
         r = L[o + k]
         at = read_t + P[pc, P_LATE_READ] if r == P[pc, P_LATE_REG] else read_t  # a 64-bit address's high word
         if REGS[w, 0, r] > at:
-            _hazard(G, W, HLOG, 0, w, pc, t, r, at, REGS[w, 0, r])
+            _call_hazard(G, W, HLOG, 0, w, pc, t, r, at, REGS[w, 0, r])
             found = True
             break
     if found and G[G_HAZARDS] == 2:
@@ -655,7 +656,7 @@ def _check_hazards(G, W, REGS, P, L, HLOG, w, pc, t, u):
     for k in range(P[pc, P_NPSRC]):
         p = L[o + k]
         if W[w, W_PRED + p] > t:
-            _hazard(G, W, HLOG, 1, w, pc, t, p, t, W[w, W_PRED + p])
+            _call_hazard(G, W, HLOG, 1, w, pc, t, p, t, W[w, W_PRED + p])
             found = True
             break
     if found and G[G_HAZARDS] == 2:
@@ -665,7 +666,7 @@ def _check_hazards(G, W, REGS, P, L, HLOG, w, pc, t, u):
     for k in range(P[pc, P_NDST]):
         r = L[o + k]
         if REGS[w, 1, r] > lat_w:
-            _hazard(G, W, HLOG, 2, w, pc, t, r, lat_w, REGS[w, 1, r])
+            _call_hazard(G, W, HLOG, 2, w, pc, t, r, lat_w, REGS[w, 1, r])
             found = True
             break
     return found
@@ -726,6 +727,37 @@ def _depbar_clear(W, w, b, n, t):
     return out[m - n - 1]
 
 
+# ---- the core's rare steps, called through pointers ----
+# (hazard records, barrier releases, warp exits, DEPBAR): compiled on their own, not into the issue
+# path (the core's compile neither types nor translates them; a first run compiles them in another
+# process meanwhile); bind_core points at them before the SMs run (maxsim.timing.clock does, as for
+# bind_memory). The L1 lookups and fills of texture requests stay direct calls: through a pointer
+# they cost the core ~7% of its speed on the SGEMMs (benchmarks/sm_speed.py), these nothing
+# measurable.
+def _a(dtype, ndim):
+    return types.Array(dtype, ndim, "C")
+
+
+_I1, _I2, _INT = _a(types.int64, 1), _a(types.int64, 2), types.int64
+RARE_STEPS = (  # (function, signature)
+    (_hazard, types.none(_I1, _I2, _I2, _INT, _INT, _INT, _INT, _INT, _INT, _INT)),
+    (_release, types.none(_I1, _I2, _I2, _I2, _I2, _INT, _INT)),
+    (_finish_warp, types.none(_I1, _I2, _I2, _I2, _I2, _INT, _INT, _INT)),
+    (_depbar_clear, _INT(_I2, _INT, _INT, _INT, _INT)),
+)
+RARE_CALLEES = tuple(Callee(f.py_func.__name__.lstrip("_")) for f, _ in RARE_STEPS)
+_call_hazard, _call_release, _call_finish_warp, _call_depbar_clear = (
+    pointer_call(c, sig) for c, (_, sig) in zip(RARE_CALLEES, RARE_STEPS))
+
+
+def bind_core():
+    """Point the core's calls of its rare steps at their compiled code, compiling or loading it
+    now if this process has not (needed before any SM runs: unbound, they would do nothing)."""
+    for callee, (func, sig) in zip(RARE_CALLEES, RARE_STEPS):
+        if not callee.bound:
+            callee.bind(func, sig.args, sig.return_type)
+
+
 @njit(cache=True, forceinline=True)
 def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, u, delay, done_at, arrives):
     """Everything of an issue after its unit's work: results, barriers, the next pc."""
@@ -763,7 +795,7 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, u,
             G[G_ERR_SLOT] = w
             G[G_ERR_PC] = pc
             return ERR_TRACE_END
-        _finish_warp(G, W, S, SW, C, w, s, t)
+        _call_finish_warp(G, W, S, SW, C, w, s, t)
         # Python is needed when the CTA has ended (its slot frees: statistics, the next CTA);
         # the other warps' exits wait for it (their rows stay until the CTA's slot is reused)
         return EXITED if C[W[w, W_CTA], C_LIVE] == 0 else OK
@@ -789,7 +821,7 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, u,
                 if c > dep and ready > W[w, W_BAR_SET + b] + G[G_BAR_DELAY]:
                     dep = c
     if P[pc, P_DEPBAR]:
-        c = _depbar_clear(W, w, P[pc, P_DEPBAR], P[pc, P_DEPBAR_N], t)
+        c = _call_depbar_clear(W, w, P[pc, P_DEPBAR], P[pc, P_DEPBAR_N], t)
         if c > dep:
             dep = c
     W[w, W_DEP_UNTIL] = dep
@@ -800,7 +832,7 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, u,
         W[w, W_AT_BAR] = 1
         W[w, W_BAR_WAIT] = 1
         if C[c, C_NARRIVED] == C[c, C_LIVE]:
-            _release(G, W, S, SW, C, c, t)
+            _call_release(G, W, S, SW, C, c, t)
     return OK
 
 
