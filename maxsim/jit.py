@@ -283,6 +283,13 @@ event.register("numba:compile", NOTICE)
 _ELSEWHERE = []  # (process, module names) of workers compiling into the cache
 
 
+def compiling_elsewhere(modules) -> bool:
+    """Whether a worker this process started (:func:`compiled_elsewhere`) is still compiling
+    ``modules`` into the cache."""
+    modules = tuple(modules)
+    return any(named == modules and proc.poll() is None for proc, named in _ELSEWHERE)
+
+
 def compiled_elsewhere(proc, modules, what, where="a second process", say=True):
     """``proc`` (a running process) is compiling the functions of ``modules`` (module names, or
     module.function names) into the cache: a function of theirs that this process needs waits for it

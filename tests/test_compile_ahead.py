@@ -56,3 +56,31 @@ def test_a_function_of_the_workers_modules_waits_for_it(tmp_path, monkeypatch, m
     t = time.perf_counter()
     assert mod.f(np.int64(1)) == 2
     assert proc.poll() == 0 and time.perf_counter() - t > 0.5  # it waited for the worker to end
+
+
+def test_a_second_start_while_the_workers_compile_starts_none(monkeypatch):
+    """Runs in one process that find no compiled SM core start its two workers once, not once per run
+    (each would compile the same code again)."""
+    from maxsim import jit
+    from maxsim.cli import warm
+    started = []
+
+    class Worker:  # stands in for a worker process still compiling
+        def __init__(self, args, **kw):
+            started.append(args)
+
+        def poll(self):
+            return None
+
+        def terminate(self):
+            pass
+
+    monkeypatch.setenv("MAXSIM_COMPILE_AHEAD", "1")
+    monkeypatch.setenv("MAXSIM_COMPILE_NOTICE", "0")
+    monkeypatch.setattr(warm, "needed", lambda: True)
+    monkeypatch.setattr(warm.subprocess, "Popen", Worker)
+    monkeypatch.setattr(jit, "_ELSEWHERE", [])
+    monkeypatch.setattr("atexit.register", lambda f: None)
+    assert warm.start() is True and len(started) == 2
+    assert jit.compiling_elsewhere(warm.CORE_FUNCTIONS)
+    assert warm.start() is False and len(started) == 2

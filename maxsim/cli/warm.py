@@ -38,10 +38,12 @@ def needed():
 
 
 def start():
-    """Start the workers when the timing model's compiled code is missing; returns whether it did."""
-    if os.environ.get("MAXSIM_COMPILE_AHEAD", "1") == "0" or not needed():
-        return False
+    """Start the workers when the timing model's compiled code is missing and no worker of this
+    process is compiling it already (a second run in one process, e.g. from Python, waits for the
+    first's); returns whether it did."""
     from .. import jit
+    if os.environ.get("MAXSIM_COMPILE_AHEAD", "1") == "0" or not needed() or jit.compiling_elsewhere(CORE_FUNCTIONS):
+        return False
     env = dict(os.environ, MAXSIM_COMPILE_NOTICE="0")
     procs = []
     for args in ([], ["memory"]):
