@@ -36,12 +36,15 @@ that a CTA ends inside the window), instead of the places the dispatcher model g
 lockstep). Before the window the L2 gets the sectors those CTAs read in their last slices and the
 TLBs every page of A and B in the order the spread CTAs last read them (a slot's CTA before the
 present one taken at the same K positions: with A and B stored K-major a page depends on K, not on
-the CTA). The first wave, the wave starts and the tail stay as the dispatcher model has them.
+the CTA). The first wave, the wave starts and the tail stay as the dispatcher model has them. The window runs without the fresh CTAs that
+would take the freed slots at its end (they would start together at K = 0 and count in the window's
+hit rates and walks); the pace is measured before any of them would start.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import sys
 import time
 from pathlib import Path
@@ -81,6 +84,7 @@ class _State:
     uniform_k = False  # the steady windows' resident CTAs at uniformly spread K positions
     spread = None  # {cta index: iterations done} for the window being set up
     offsets = None  # {slot: iterations done} of the last window set up
+    no_queue = False  # the next run_sms is the window's: run it without the CTAs that come next
     seed = 1
 
 
@@ -177,6 +181,7 @@ def _history_pages(self, schedule, t):
 # ---- uniformly spread K positions in the steady-state windows (``--uniform-k``) --------------------
 
 _resident_at = kloop_run.resident_at
+_run_sms = kloop_run.run_sms
 _warm = kloop_history._History.warm
 SPREAD_MARGIN = 32  # iterations kept free at the end of K: no CTA ends inside a window (14-22 iterations)
 
@@ -199,7 +204,19 @@ def _spread_resident_at(schedule, t):
         out[j] = (i, s2, s2 + length)
         S.spread[i] = int(d)
         S.offsets[j] = int(d)
+    S.no_queue = True
     return out
+
+
+def _spread_run_sms(*a, **kw):
+    """``run_sms`` for the window ``_spread_resident_at`` set up: without the fresh CTAs that would
+    take the slots the window's CTAs free at its end (they start together at K = 0, in lockstep, and
+    their reads would weigh in the window's counters: hit rates, walks; the pace is measured before
+    any of them starts, and no window CTA ends before its trace is cut)."""
+    if S.no_queue:
+        S.no_queue = False
+        kw["queue"] = collections.deque()
+    return _run_sms(*a, **kw)
 
 
 def _spread_warm(self, ms, schedule, t):
@@ -258,6 +275,7 @@ def install():
     sampling_settings.TLB_HISTORY = True  # the sampled prediction's setting kloop.tlb_history (off as shipped)
     if S.uniform_k:
         kloop_run.resident_at = _spread_resident_at
+        kloop_run.run_sms = _spread_run_sms
         kloop_history._History.warm = _spread_warm
 
 
