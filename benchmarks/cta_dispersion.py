@@ -36,7 +36,8 @@ that a CTA ends inside the window), instead of the places the dispatcher model g
 lockstep). Before the window the L2 gets the sectors those CTAs read in their last slices and the
 TLBs every page of A and B in the order the spread CTAs last read them (a slot's CTA before the
 present one taken at the same K positions: with A and B stored K-major a page depends on K, not on
-the CTA). The first wave, the wave starts and the tail stay as the dispatcher model has them. The window runs without the fresh CTAs that
+the CTA). The first wave, the wave starts and the tail stay as the dispatcher model has them. ``--spread-share F``: only a share F of the
+resident CTAs (chosen at random) is spread so, the others keep their places (near lockstep). The window runs without the fresh CTAs that
 would take the freed slots at its end (they would start together at K = 0 and count in the window's
 hit rates and walks); the pace is measured before any of them would start.
 """
@@ -86,6 +87,7 @@ class _State:
     offsets = None  # {slot: iterations done} of the last window set up
     no_queue = False  # the next run_sms is the window's: run it without the CTAs that come next
     seed = 1
+    spread_share = 1.0  # the share of a window's resident CTAs spread (``--spread-share``)
 
 
 S = _State()
@@ -194,8 +196,22 @@ def _spread_resident_at(schedule, t):
     top = max(1, iters - SPREAD_MARGIN)
     slots = sorted(live)
     rng = np.random.default_rng(S.seed)
-    offsets = (np.arange(len(slots)) + 0.5) / len(slots) * top
-    offsets = np.floor(offsets[rng.permutation(len(slots))]).astype(int)
+    n = int(round(S.spread_share * len(slots)))
+    if n == len(slots):  # all spread: evenly spaced offsets dealt in a random order
+        offsets = (np.arange(len(slots)) + 0.5) / len(slots) * top
+        offsets = np.floor(offsets[rng.permutation(len(slots))]).astype(int)
+        return _placed(live, slots, offsets, t, iters)
+    chosen = rng.permutation(len(slots))[:n]  # the slots spread; the others keep the schedule's place
+    offsets = np.asarray([min(top - 1, max(0, int(round((t - live[j][1]) / max(live[j][2] - live[j][1], 1.0) * iters))))
+                          for j in slots])
+    spread = (np.arange(n) + 0.5) / max(n, 1) * top
+    offsets[chosen] = np.floor(spread[rng.permutation(n)]).astype(int)
+    return _placed(live, slots, offsets, t, iters)
+
+
+def _placed(live, slots, offsets, t, iters):
+    """``live`` with each slot's CTA start moved so that the window finds it ``offsets`` iterations
+    into its loop (and the window's next run_sms without the CTAs that come next)."""
     out, S.spread, S.offsets = {}, {}, {}
     for j, d in zip(slots, offsets):
         i, s, e = live[j]
@@ -385,11 +401,15 @@ def main(argv=None):
     ap.add_argument("--l2-start", choices=("empty", "previous"), default="previous")
     ap.add_argument("--uniform-k", action="store_true",
                     help="(sampled) the steady windows' resident CTAs at uniformly spread K positions, no idle slot")
+    ap.add_argument("--spread-share", type=float, default=1.0,
+                    help="with --uniform-k: the share of the resident CTAs spread (chosen at random); the others "
+                         "keep their places in the dispatcher model's schedule (near lockstep)")
     args = ap.parse_args(argv)
     S.tlb_history = args.tlb_history
     S.same_pace = args.same_pace
     S.uniform_k = args.uniform_k
     S.seed = args.seed
+    S.spread_share = args.spread_share
     install()
     cfg = load_config(args.config)
     if args.settings:
