@@ -28,11 +28,24 @@ value of k; a main-loop iteration is 8).
         --sizes 2048,4096,5120,6144,8192 --means 0,2000,8000 [--full] [--set KEY=VALUE ...]
 
 ``sgemm_64@168``: the kernel declaring 168 registers (3 warps per scheduler, as ``--regs 168``).
+
+``--uniform-k`` (sampled only; no start delay, so no slot idles): the CTAs resident in each
+steady-state window are put at K positions spread uniformly over the loop, each at its own
+iteration offset (evenly spaced offsets, dealt to the slots in a seeded random order, none so late
+that a CTA ends inside the window), instead of the places the dispatcher model gives them (near
+lockstep). Before the window the L2 gets the sectors those CTAs read in their last slices and the
+TLBs every page of A and B in the order the spread CTAs last read them (a slot's CTA before the
+present one taken at the same K positions: with A and B stored K-major a page depends on K, not on
+the CTA). The first wave, the wave starts and the tail stay as the dispatcher model has them. ``--spread-share F``: only a share F of the
+resident CTAs (chosen at random) is spread so, the others keep their places (near lockstep). The window runs without the fresh CTAs that
+would take the freed slots at its end (they would start together at K = 0 and count in the window's
+hit rates and walks); the pace is measured before any of them would start.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import sys
 import time
 from pathlib import Path
@@ -43,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import maxsim.gpu.gpu as gpu_mod  # noqa: E402
 import maxsim.gpu.sampling.kloop as kloop  # noqa: E402
+import maxsim.gpu.sampling.kloop_run as kloop_run  # noqa: E402
 import maxsim.timing.sm as sm_mod  # noqa: E402
 from maxsim.arch.config import load_config, override  # noqa: E402
 from maxsim.gpu.sampling import kloop_history  # noqa: E402
@@ -68,6 +82,12 @@ class _State:
     taken = False  # the block dispatcher has just handed out a CTA (the next delay lookup is its)
     same_pace = True  # every slot at the mean pace of the SMs (no drift of whole SMs apart)
     sms = 1
+    uniform_k = False  # the steady windows' resident CTAs at uniformly spread K positions
+    spread = None  # {cta index: iterations done} for the window being set up
+    offsets = None  # {slot: iterations done} of the last window set up
+    no_queue = False  # the next run_sms is the window's: run it without the CTAs that come next
+    seed = 1
+    spread_share = 1.0  # the share of a window's resident CTAs spread (``--spread-share``)
 
 
 S = _State()
@@ -160,12 +180,119 @@ def _history_pages(self, schedule, t):
     return _pages_read(self, schedule, t) if S.tlb_history else np.zeros(0, np.int64)
 
 
+# ---- uniformly spread K positions in the steady-state windows (``--uniform-k``) --------------------
+
+_resident_at = kloop_run.resident_at
+_run_sms = kloop_run.run_sms
+_warm = kloop_history._History.warm
+SPREAD_MARGIN = 32  # iterations kept free at the end of K: no CTA ends inside a window (14-22 iterations)
+
+
+def _spread_resident_at(schedule, t):
+    """``resident_at`` for a steady-state window: the same CTAs in the same slots, each with its
+    start moved so that the window finds it at its offset of the uniform spread."""
+    live = _resident_at(schedule, t)
+    iters = S.k // 8
+    top = max(1, iters - SPREAD_MARGIN)
+    slots = sorted(live)
+    rng = np.random.default_rng(S.seed)
+    n = int(round(S.spread_share * len(slots)))
+    if n == len(slots):  # all spread: evenly spaced offsets dealt in a random order
+        offsets = (np.arange(len(slots)) + 0.5) / len(slots) * top
+        offsets = np.floor(offsets[rng.permutation(len(slots))]).astype(int)
+        return _placed(live, slots, offsets, t, iters)
+    chosen = rng.permutation(len(slots))[:n]  # the slots spread; the others keep the schedule's place
+    offsets = np.asarray([min(top - 1, max(0, int(round((t - live[j][1]) / max(live[j][2] - live[j][1], 1.0) * iters))))
+                          for j in slots])
+    spread = (np.arange(n) + 0.5) / max(n, 1) * top
+    offsets[chosen] = np.floor(spread[rng.permutation(n)]).astype(int)
+    return _placed(live, slots, offsets, t, iters)
+
+
+def _placed(live, slots, offsets, t, iters):
+    """``live`` with each slot's CTA start moved so that the window finds it ``offsets`` iterations
+    into its loop (and the window's next run_sms without the CTAs that come next)."""
+    out, S.spread, S.offsets = {}, {}, {}
+    for j, d in zip(slots, offsets):
+        i, s, e = live[j]
+        length = max(e - s, 1.0)
+        s2 = t - (d + 0.1) / iters * length
+        out[j] = (i, s2, s2 + length)
+        S.spread[i] = int(d)
+        S.offsets[j] = int(d)
+    S.no_queue = True
+    return out
+
+
+def _spread_run_sms(*a, **kw):
+    """``run_sms`` for the window ``_spread_resident_at`` set up: without the fresh CTAs that would
+    take the slots the window's CTAs free at its end (they start together at K = 0, in lockstep, and
+    their reads would weigh in the window's counters: hit rates, walks; the pace is measured before
+    any of them starts, and no window CTA ends before its trace is cut)."""
+    if S.no_queue:
+        S.no_queue = False
+        kw["queue"] = collections.deque()
+    return _run_sms(*a, **kw)
+
+
+def _spread_warm(self, ms, schedule, t):
+    """``_History.warm`` for the window ``_spread_resident_at`` set up: the L2 holds the sectors the
+    spread CTAs read in their last slices (one slice of every CTA at a time, most recent last,
+    up to ``HISTORY_FILL`` x its capacity in distinct sectors), the TLBs every page of A and B in
+    the order the spread CTAs last read them."""
+    spread, S.spread = S.spread, None
+    if spread is None or self.shift is None:
+        return _warm(self, ms, schedule, t)
+    ids = sorted(spread)
+    self._trace(ids)
+    iters = self.iters
+    capacity = kloop_history.HISTORY_FILL * self.cfg.l2.size // self.cfg.l2.sector
+    picked = []  # most recent first
+    seen = kloop_history.SectorSet(capacity)
+    ago = 0
+    while len(seen) < capacity and ago < iters:
+        for i in ids:
+            q = spread[i] - 1 - ago
+            if q >= 0:
+                secs = self.sectors(i, q)
+                picked.append(secs)
+                seen.add(secs)
+        ago += 1
+    if picked:
+        ms.warm(np.concatenate(picked[::-1]), False)
+    if sampling_settings.TLB_HISTORY:
+        ps = self.cfg.tlb.page_bytes.bit_length() - 1
+        q = np.arange(iters, dtype=np.int64)
+        score = {}  # page -> (slices ago it was last read) x CTAs + rank: smaller is more recent
+        for rank, i in enumerate(ids):
+            base = self.base[i]
+            step = self._step(i)
+            if step is None:
+                continue
+            pages = (base[None, :] + q[:, None] * step[None, :]) >> ps  # slice x sector
+            ago_q = (spread[i] - 1 - q) % iters  # slices ago (the slot's CTA before: same K, a lap earlier)
+            sc = ago_q[:, None] * len(ids) + rank
+            flat_p, flat_s = pages.ravel(), np.broadcast_to(sc, pages.shape).ravel()
+            order = np.lexsort((flat_s, flat_p))
+            fp, fs = flat_p[order], flat_s[order]
+            first = np.concatenate([[True], fp[1:] != fp[:-1]])
+            for p, v in zip(fp[first].tolist(), fs[first].tolist()):
+                if v < score.get(p, 1 << 62):
+                    score[p] = v
+        pages = sorted(score, key=lambda p: -score[p])  # least recent first
+        ms.warm_tlb(np.asarray(pages, dtype=np.int64) << ps)
+
+
 def install():
     gpu_mod.DispatchClock = _Clock
     sm_mod.SM.__init__ = _init
     kloop.dispatch = _dispatch
     kloop_history._History.pages_read = _history_pages
     sampling_settings.TLB_HISTORY = True  # the sampled prediction's setting kloop.tlb_history (off as shipped)
+    if S.uniform_k:
+        kloop_run.resident_at = _spread_resident_at
+        kloop_run.run_sms = _spread_run_sms
+        kloop_history._History.warm = _spread_warm
 
 
 # ---- measures -------------------------------------------------------------------------------------
@@ -207,6 +334,7 @@ def run_point(name, regs, n, cfg, mean, dist, seed, full, l2_start):
     S.delays = _delays(n_ctas, wave, mean, dist, seed)
     S.gx, S.n, S.k, S.schedule, S.taken = gx, n, -(-n // 8) * 8, None, False
     S.sms = cfg.gpu.sms
+    S.offsets = None
     t0 = time.perf_counter()
     p = predict_sgemm(name, n, cfg, kernel=kernel, full=full, l2_start=l2_start)
     wall = time.perf_counter() - t0
@@ -224,14 +352,37 @@ def run_point(name, regs, n, cfg, mean, dist, seed, full, l2_start):
         w = sum(ph["memory"].get("tlb_l2_misses", 0.0) for ph in steady)
         it = sum(ph["ctas"] * ph["k_samples"][0] / 8 for ph in steady)
         walks_per = 1000.0 * w / it if it else float("nan")
+        if S.uniform_k and steady:
+            # the windows' own hit rates (the launch's figures also weigh in the lockstep phases)
+            sm = steady[0]["memory"]
+            wm = profiler_metrics(sm, cfg.cycles_to_seconds(sm.get("cycles", 1.0)), cfg)
+            metrics = dict(metrics, window_tex=wm.get("tex_cache_hit_rate", float("nan")),
+                           window_l2=wm.get("l2_tex_read_hit_rate", float("nan")))
     pair, span = spread(S.schedule, S.k, cfg.gpu.sms) if S.schedule is not None else (float("nan"),) * 2
+    if S.uniform_k and S.offsets:
+        pair, span = _offset_spread(S.offsets, cfg.gpu.sms)
     align = p.get("wave_alignment") or {}
     return {"cv": align.get("cta_duration_cv", float("nan")),
             "wave_spread": align.get("widest_wave_start_spread_share", float("nan")),
             "gflops": p["gflops"], "cycles": p["cycles"], "walks_per_kiter": walks_per,
             "l2": metrics.get("l2_tex_read_hit_rate", float("nan")),
             "tex": metrics.get("tex_cache_hit_rate", float("nan")), "busy": busy, "pair": pair,
-            "span": span, "wall": wall, "waves": n_ctas / wave}
+            "span": span, "wall": wall, "waves": n_ctas / wave,
+            "window_tex": metrics.get("window_tex", float("nan")), "window_l2": metrics.get("window_l2", float("nan"))}
+
+
+def _offset_spread(offsets, sms):
+    """(median K-steps between two CTAs of one SM, GPU-wide 10-90% span in K-steps) of the last
+    window's uniform offsets ``{slot: iterations done}``."""
+    by_sm, pair = {}, []
+    for j, d in offsets.items():
+        by_sm.setdefault(j % sms, []).append(8 * d)
+    for xs in by_sm.values():
+        xs = np.asarray(xs, dtype=float)
+        if len(xs) > 1:
+            pair.append(float(np.median(np.abs(xs[:, None] - xs[None, :])[np.triu_indices(len(xs), 1)])))
+    v = 8.0 * np.asarray(list(offsets.values()), dtype=float)
+    return (float(np.median(pair)) if pair else float("nan"), float(np.percentile(v, 90) - np.percentile(v, 10)))
 
 
 def main(argv=None):
@@ -248,10 +399,18 @@ def main(argv=None):
     ap.add_argument("--slot-pace", dest="same_pace", action="store_false",
                     help="each SM at the pace its window measured (the sampled prediction as shipped)")
     ap.add_argument("--l2-start", choices=("empty", "previous"), default="previous")
+    ap.add_argument("--uniform-k", action="store_true",
+                    help="(sampled) the steady windows' resident CTAs at uniformly spread K positions, no idle slot")
+    ap.add_argument("--spread-share", type=float, default=1.0,
+                    help="with --uniform-k: the share of the resident CTAs spread (chosen at random); the others "
+                         "keep their places in the dispatcher model's schedule (near lockstep)")
     args = ap.parse_args(argv)
-    install()
     S.tlb_history = args.tlb_history
     S.same_pace = args.same_pace
+    S.uniform_k = args.uniform_k
+    S.seed = args.seed
+    S.spread_share = args.spread_share
+    install()
     cfg = load_config(args.config)
     if args.settings:
         cfg = override(cfg, dict(args.settings))
@@ -273,6 +432,7 @@ def main(argv=None):
                 print(f"{spec:13s} {n:5d} {mean:6.0f} {r['gflops']:7.0f} {err:>7s} {r['walks_per_kiter']:9.2f} "
                       f"{r['l2']:6.1f} {r['tex']:7.1f} {100 * r['busy']:4.0f}% {r['pair']:6.1f} {r['span']:6.1f} "
                       f"{r['waves']:5.1f} {r['wall']:5.0f}"
+                      + (f"  window: tex hit {r['window_tex']:.1f}%, L2 hit {r['window_l2']:.1f}%" if args.uniform_k else "")
                       + (f"  CTA CV {100 * r['cv']:.2f}%, widest wave start spread {100 * r['wave_spread']:.1f}% of a CTA"
                          if args.full else ""), flush=True)
 
