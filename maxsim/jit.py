@@ -283,6 +283,30 @@ event.register("numba:compile", NOTICE)
 _ELSEWHERE = []  # (process, module names) of workers compiling into the cache
 
 
+_AHEAD = []  # compiles a timed run needs later, done while workers compile (compile_ahead)
+
+
+def compile_ahead(fn):
+    """Register ``fn`` (no arguments), which compiles (or loads) code that a timed run needs after
+    the workers' code: :func:`compile_ahead_now` runs it while they still compile, so the run does
+    not compile it once their code has come (a decorator; returns ``fn``)."""
+    _AHEAD.append(fn)
+    return fn
+
+
+def compile_ahead_now():
+    """While a worker of this process compiles into the cache, run the compiles registered with
+    :func:`compile_ahead` (each once); with no worker running, nothing (they compile when used)."""
+    if workers_compiling():
+        while _AHEAD:
+            _AHEAD.pop(0)()
+
+
+def workers_compiling() -> bool:
+    """Whether a worker this process started (:func:`compiled_elsewhere`) is still compiling."""
+    return any(proc.poll() is None for proc, _ in _ELSEWHERE)
+
+
 def compiling_elsewhere(modules) -> bool:
     """Whether a worker this process started (:func:`compiled_elsewhere`) is still compiling
     ``modules`` into the cache."""
@@ -564,5 +588,7 @@ def njit(*args, **options):
 
 
 __all__ = ["njit", "types", "cgutils", "intrinsic", "InlinedDispatcher", "Callee", "call_through",
-           "pointer_call", "CACHE_DIR", "cache_place"]
+           "pointer_call", "compile_ahead", "compile_ahead_now",
+           "workers_compiling", "CACHE_DIR",
+           "cache_place"]
 

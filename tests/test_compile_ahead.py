@@ -84,3 +84,38 @@ def test_a_second_start_while_the_workers_compile_starts_none(monkeypatch):
     assert warm.start() is True and len(started) == 2
     assert jit.compiling_elsewhere(warm.CORE_FUNCTIONS)
     assert warm.start() is False and len(started) == 2
+
+
+def test_what_a_timed_run_compiles_after_the_workers_is_compiled_ahead_for_its_types():
+    """The trace gathering's signature compiled ahead (while the workers compile) is the one a timed
+    SGEMM calls: the run compiles nothing of it after the workers' code has come."""
+    from maxsim.timing import sm
+    from workloads.sgemm.harness import run_workload
+    sm._gather_lists_ahead()
+    ahead = list(sm._gather_lists.signatures)
+    assert ahead == [sm.GATHER_TYPES]
+    out = run_workload("sgemm_64", m=64, n=64, k=64)
+    assert out["verified"]
+    assert sm._gather_lists.signatures == ahead
+
+
+def test_the_compiles_ahead_run_only_while_a_worker_compiles(monkeypatch):
+    from maxsim import jit
+    ran = []
+    monkeypatch.setattr(jit, "_AHEAD", [])
+    jit.compile_ahead(lambda: ran.append(1))
+
+    class Worker:
+        def __init__(self, done):
+            self.done = done
+
+        def poll(self):
+            return 0 if self.done else None
+
+    monkeypatch.setattr(jit, "_ELSEWHERE", [(Worker(True), ("m",))])
+    jit.compile_ahead_now()
+    assert ran == [] and not jit.workers_compiling()
+    monkeypatch.setattr(jit, "_ELSEWHERE", [(Worker(False), ("m",))])
+    jit.compile_ahead_now()
+    jit.compile_ahead_now()
+    assert ran == [1] and jit.workers_compiling()

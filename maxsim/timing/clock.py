@@ -20,6 +20,7 @@ import numpy as np
 import simpy
 from numba import typed
 
+from .. import jit
 from ..jit import njit
 from . import core as K
 from .cores import choose
@@ -72,6 +73,9 @@ class Lineup:
             if args[-1][0] is not ms[0]:
                 raise ValueError("SMs driven together must share one memory system")
         if not K.RARE_CALLEES[-1].bound:
+            if jit.workers_compiling():  # what the run needs later, compiled while its workers compile
+                _set(self.states, 0, self._seen[0][:-1])  # (state 0 as it is)
+                jit.compile_ahead_now()
             K.bind_core()  # (once per process: the core calls its rare steps' code through pointers)
         if self._seen[0][0][K.G_MEMC] and not K.READ_REQUEST.bound:
             K.bind_memory(ms)  # (and the compiled memory system's)

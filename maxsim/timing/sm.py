@@ -29,7 +29,7 @@ import weakref
 
 import numpy as np
 
-from .. import jit  # noqa: F401  (numba without scipy.linalg, before the core's first call)
+from .. import jit  # (numba without scipy.linalg, before the core's first call)
 from ..jit import njit
 from ..errors import HazardError, SimulationError
 from . import core as K
@@ -242,6 +242,15 @@ def segment_tables(seg, unit, lo=0, hi=None):
             flat[body] = np.concatenate(lists)
         blocks = [flat[a:a + n] for a, n in zip(starts.tolist(), per_row.tolist())]
     return pcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, most
+
+
+# the types every call of _gather_lists has (_record_lists' three arrays, two row numbers)
+GATHER_TYPES = (jit.types.int64[::1], jit.types.int64[::1], jit.types.int32[:, ::1], jit.types.int64, jit.types.int64)
+
+
+@jit.compile_ahead
+def _gather_lists_ahead():
+    _gather_lists.compile(GATHER_TYPES)
 
 
 # (id(segment), chunk of its rows) -> (the segment, weakly; units it was read with, the chunk's
