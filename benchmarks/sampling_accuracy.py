@@ -97,10 +97,11 @@ def texture_cases(rng, n, taps, width):
     """The two kernels that read through the texture path (texture objects: TLDS), over ``n``
     outputs: a 1-D convolution of ``taps`` weights, and an ELL sparse matrix-vector product of
     ``width`` entries a row whose columns lie within 2,048 of the diagonal (the vector gathered
-    through the texture cache). The textures live at one fixed address (1 << 40), so that the runs
-    compared see the same addresses (a texture given none gets a new private range each time it is
-    bound, which moves its L2 slices and TLB pages: 0.3% of spmv_ell_tex's sampled cycles, 2% of
-    its one-wave run's)."""
+    through the texture cache). The textures live at the address the figures in
+    docs/prediction-methods.md were measured with (1 << 40): a texture's address places its texels
+    in L2 slices and TLB pages (moving it moved spmv_ell_tex's sampled cycles by 0.3%, its one-wave
+    run's by 2%); the launch API gives a texture bound without one the same address at every launch
+    (maxsim.host.args.texture_address)."""
     x = _f32(rng, n + taps)
     out = {"conv_tex": ("conv_tex", n // 128, 128, {"in": 0, "wt": "wt", "out": "out", "n": n, "taps": taps},
                         {"wt": _f32(rng, taps), "out": np.zeros(n, np.float32)},
