@@ -454,6 +454,73 @@ def _place_for(freed, pcs, sec):
     return -1
 
 
+@njit(cache=True)
+def _start_warps(W, REGS, S, SW, C, pos0, TPC, TAUX, SEC, c, t0, wid0, nsched, slot0, tbs, sbs, pcs, pstart,
+                 plen, aux, sec, sstart, offs, ostart, olen):
+    """A CTA's warps start (:meth:`SM._start_cta`): warp ``w`` in slot ``slot0 + w`` of CTA slot
+    ``c``, its trace (pcs ``pcs[pstart[w]:][:plen[w]]``, summaries the next ``plen[w]`` of ``aux``,
+    sector lists ``sec[sstart[w]:sstart[w + 1]]``, whose offsets sit at its positions
+    ``offs[ostart[w]:][:olen[w]]``) copied to ``tbs[w]`` in TPC/TAUX and ``sbs[w]`` in SEC (the
+    offsets moved with it); the warp queued on scheduler ``slot mod nsched``, its row as a warp
+    starts (ready at ``t0``, barriers never set, its trace's place), its register times zeroed; the
+    CTA's live count. Returns the warps resident on the SM."""
+    nw = tbs.size
+    a = 0
+    for w in range(nw):
+        slot = slot0 + w
+        tb, sb, n, p0 = tbs[w], sbs[w], plen[w], pstart[w]
+        for i in range(n):
+            TPC[tb + i] = pcs[p0 + i]
+            TAUX[tb + i] = aux[a + i]
+        a += n
+        for j in range(ostart[w], ostart[w] + olen[w]):
+            TAUX[tb + offs[j]] += sb
+        s0 = sstart[w]
+        for i in range(sstart[w + 1] - s0):
+            SEC[sb + i] = sec[s0 + i]
+        s = slot % nsched
+        SW[s, S[s, K.S_NW]] = slot
+        S[s, K.S_NW] += 1
+        for f in range(W.shape[1]):
+            W[slot, f] = 0
+        W[slot, K.W_CTA] = c
+        W[slot, K.W_READY] = t0
+        W[slot, K.W_STALL_UNTIL] = t0
+        W[slot, K.W_DEP_UNTIL] = t0
+        W[slot, K.W_LAST_ISSUE] = t0 - 1
+        for b in range(7):
+            W[slot, K.W_BAR_SET + b] = -K.NEVER
+        W[slot, K.W_TBASE] = tb
+        W[slot, K.W_WID] = wid0 + w
+        W[slot, K.W_PC] = pcs[p0] if n else 0
+        W[slot, K.W_LEN] = n
+        for k in range(REGS.shape[1]):
+            for r in range(REGS.shape[2]):
+                REGS[slot, k, r] = 0
+        pos0[slot] = 0
+    C[c, K.C_LIVE] = nw
+    C[c, K.C_NARRIVED] = 0
+    total = 0
+    for s in range(S.shape[0]):
+        total += S[s, K.S_NW]
+    return total
+
+
+def _start_types():
+    """The argument types of every call of :func:`_start_warps` (the SM's arrays, C-contiguous)."""
+    def a(dtype, ndim):
+        return jit.types.Array(dtype, ndim, "C")
+    i64, i32 = jit.types.int64, jit.types.int32
+    return ((a(i64, 2), a(i64, 3), a(i64, 2), a(i64, 2), a(i64, 2), a(i64, 1), a(i32, 1), a(i32, 1), a(i64, 1))
+            + (i64,) * 5 + (a(i64, 1), a(i64, 1), a(i32, 1), a(i64, 1), a(i64, 1), a(i32, 1), a(i64, 1), a(i64, 1),
+                            a(i64, 1), a(i64, 1), a(i64, 1)))
+
+
+@jit.compile_ahead
+def _start_warps_ahead():
+    _start_warps.compile(_start_types())
+
+
 def _static_tables(static, kernel, cfg):
     """StaticInfo as the core's arrays P (per pc), L (register lists), RD (operand reads)."""
     n = len(kernel.instructions)
@@ -859,7 +926,6 @@ class SM:
             self._delays[cid] = int(delay)
 
     def _launch_ready_ctas(self, t):
-        W, S, SW, C = self._W, self._S, self._SW, self._C
         nsched = len(self.scheds)
         ahead = getattr(self.dispatcher, "flats", None)  # CTAs the dispatcher flattened ahead
         while self.resident < self.max_ctas:
@@ -883,48 +949,105 @@ class SM:
                 flats = ahead.pop(cid, None)
             if flats is None:
                 flats = flatten_traces([tr.parts for tr in traces], self._unit, self._unit_key)
-            self._make_room(flats)
             label = f"cta{cid[0]},{cid[1]}.w"
             wid0 = len(self.all_warps)
-            span = slice(slots.start, slots.stop)  # (a CTA slot's warp slots are consecutive)
-            self._pos0[span] = 0
-            firsts = []
+            nw = self._start_cta(c, t0, wid0, slots.start, flats)
+            scheds, slot_warp, all_warps, open_ = self.scheds, self._slot_warp, self.all_warps, self._open
             for w, (slot, tr) in enumerate(zip(slots, traces)):
-                s = slot % nsched
-                view = WarpView(wid0 + w, slot, self.scheds[s], cta, label + str(w), tr.parts)
-                pcs, _ = self._load_trace(slot, flats[w])
-                flats[w] = None
-                firsts.append(pcs[0] if pcs.size else 0)
+                view = WarpView(wid0 + w, slot, scheds[slot % nsched], cta, label + str(w), tr.parts)
                 if getattr(tr, "open", False):
-                    self._open[slot] = True
+                    open_[slot] = True
                     self.router.loaded(tr.warp, self, slot, view)
                 else:
-                    self._open[slot] = False
-                SW[s, S[s, K.S_NW]] = slot
-                S[s, K.S_NW] += 1
-                self._slot_warp[slot] = view
-                self.all_warps.append(view)
-            # the warps' rows as they start: the CTA's fields, then each warp's own (its trace's
-            # place as the loads left it)
-            live = self._slot_trace
-            rows = W[span]  # (a view)
-            rows[:] = 0
-            rows[:, K.W_CTA] = c
-            rows[:, K.W_READY] = rows[:, K.W_STALL_UNTIL] = rows[:, K.W_DEP_UNTIL] = t0
-            rows[:, K.W_LAST_ISSUE] = t0 - 1
-            rows[:, K.W_BAR_SET:K.W_BAR_SET + 7] = -K.NEVER
-            rows[:, K.W_TBASE] = [live[slot][0] for slot in slots]
-            rows[:, K.W_WID] = np.arange(wid0, wid0 + len(slots))
-            rows[:, K.W_PC] = firsts
-            rows[:, K.W_LEN] = [live[slot][1] for slot in slots]
-            self._REGS[span] = 0
-            C[c, K.C_LIVE] = len(traces)
-            C[c, K.C_NARRIVED] = 0
+                    open_[slot] = False
+                slot_warp[slot] = view
+                all_warps.append(view)
             self.resident += 1
-            self.peak_warps = max(self.peak_warps, int(S[:, K.S_NW].sum()))
+            if nw > self.peak_warps:
+                self.peak_warps = nw
             # loaded: let go of the traces before asking the dispatcher for more (asking may run
             # the next functional batch; these would keep their batch's records alive meanwhile)
             traces = tr = flats = None
+
+    def _start_cta(self, c, t0, wid0, slot0, flats):
+        """Place the flattened traces ``flats`` of a CTA's warps (:func:`flatten_trace`'s, in warp
+        order) in the trace buffers and start the warps in the consecutive slots from ``slot0``, in
+        CTA slot ``c``, ready at cycle ``t0``, numbered from ``wid0``: each goes where an exited
+        warp's trace fits (the first such place, in the order they were freed), else at the end of
+        the buffers (moved to the front first when the CTA's do not fit there). The copies and the
+        warps' rows are one compiled call (:func:`_start_warps`). Returns the warps now resident."""
+        free = list(self._freed)
+        places = []
+        rest = rest_sec = 0
+        for pcs, _, sec, _, _ in flats:
+            k = _place_for(free, pcs, sec) if free else -1
+            if k >= 0:
+                places.append(free.pop(k))
+            else:
+                places.append(None)
+                rest += pcs.size
+                rest_sec += sec.size
+        if self._tfill + rest > self._TPC.size or self._sfill + rest_sec > self._SEC.size:
+            self._compact(sum(f[0].size for f in flats), sum(f[2].size for f in flats))  # (frees none)
+            places = [None] * len(flats)
+        else:
+            self._freed = free
+        nw = len(flats)
+        tbs, sbs = [0] * nw, [0] * nw
+        live = self._slot_trace
+        # the warps' arrays one after another; pcs and record positions once for warps that share them
+        # (a CTA's warps that ran the same code)
+        pcs_at, offs_at = {}, {}
+        pcs_list, offs_list = [], []
+        pstart, ostart, olen, plen = [0] * nw, [0] * nw, [0] * nw, [0] * nw
+        npc = noff = 0
+        most = 0
+        for w, ((pcs, _, sec, offs, m), place) in enumerate(zip(flats, places)):
+            n, ns = pcs.size, sec.size
+            if place is not None:
+                tb, sb = place[0], place[2]
+            else:
+                tb, sb = self._tfill, self._sfill
+                self._tfill += n
+                self._sfill += ns
+            tbs[w], sbs[w] = tb, sb
+            live[slot0 + w] = (tb, n, sb, ns, offs)
+            at = pcs_at.get(id(pcs))
+            if at is None:
+                at = pcs_at[id(pcs)] = npc
+                pcs_list.append(pcs)
+                npc += n
+            pstart[w], plen[w] = at, n
+            at = offs_at.get(id(offs))
+            if at is None:
+                at = offs_at[id(offs)] = noff
+                offs_list.append(offs)
+                noff += offs.size
+            ostart[w], olen[w] = at, offs.size
+            if m > most:
+                most = m
+        G = self._G
+        if most > G[K.G_WQ_BASE]:
+            # a longer request: REQ grows (any queued stores move with the queue)
+            base, used = int(G[K.G_WQ_BASE]), int(G[K.G_WQ_N])
+            req = np.zeros(most + STORE_QUEUE_WORDS, dtype=np.int64)
+            req[most:most + used] = self._REQ[base:base + used]
+            self._REQ = req
+            G[K.G_WQ_BASE] = most
+            self._pack()
+        cat = np.concatenate
+        secs = [f[2] for f in flats]
+        sstart = np.zeros(nw + 1, np.int64)
+        sstart[1:] = np.cumsum([x.size for x in secs])
+        return _start_warps(self._W, self._REGS, self._S, self._SW, self._C, self._pos0, self._TPC, self._TAUX,
+                            self._SEC, c, t0, wid0, len(self.scheds), slot0,
+                            np.array(tbs, np.int64), np.array(sbs, np.int64),
+                            pcs_list[0] if len(pcs_list) == 1 else cat(pcs_list).astype(np.int32, copy=False),
+                            np.array(pstart, np.int64), np.array(plen, np.int64),
+                            cat([f[1] for f in flats]).astype(np.int32, copy=False),
+                            cat(secs).astype(np.int64, copy=False) if nw else np.zeros(0, np.int64), sstart,
+                            (offs_list[0] if len(offs_list) == 1 else cat(offs_list)).astype(np.int64, copy=False),
+                            np.array(ostart, np.int64), np.array(olen, np.int64))
 
     def extend_traces(self, items):
         """Join the next window of their traces to resident warps' (``items``: ``(slot, warp view,
