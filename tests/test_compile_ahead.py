@@ -97,10 +97,13 @@ def test_what_a_timed_run_compiles_after_the_workers_is_compiled_ahead_for_its_t
     assert ahead == [sm.GATHER_TYPES]
     starts = list(sm._start_warps.signatures)
     assert starts == [sm._start_types()]
+    exits = list(sm._exited.signatures)
+    assert exits == [sm._exited_types()]
     out = run_workload("sgemm_64", m=64, n=64, k=64)
     assert out["verified"]
     assert sm._gather_lists.signatures == ahead
-    assert sm._start_warps.signatures == starts  # (the CTAs' starts compiled nothing more)
+    assert sm._start_warps.signatures == starts  # (the CTAs' starts and ends compiled nothing more)
+    assert sm._exited.signatures == exits
 
 
 def test_the_compiles_ahead_run_only_while_a_worker_compiles(monkeypatch):

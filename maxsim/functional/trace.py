@@ -197,13 +197,16 @@ class TraceRecorder:
         first = np.cumsum(sizes) - sizes
         order = np.argsort(warps, kind="stable")  # (stable: a warp's segments stay in order)
         ids = warps[order]
+        if not ids.size:
+            return traces
         which = np.repeat(np.arange(len(segs)), sizes)[order].tolist()
         rows = (np.arange(warps.size) - np.repeat(first, sizes))[order].tolist()
-        cuts = [0] + (np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist() + [ids.size]
+        starts = np.flatnonzero(np.diff(ids, prepend=ids[0] - 1))  # each warp's first pair
+        cuts = starts.tolist() + [ids.size]
+        pairs = list(zip(map(segs.__getitem__, which), rows))  # (every warp's pairs, made at once)
         make = self.trace_type
-        for a, b in zip(cuts[:-1], cuts[1:]):
-            w = int(ids[a])
+        for w, a, b in zip(ids[starts].tolist(), cuts[:-1], cuts[1:]):
             t = make(w)
-            t.parts = [(segs[i], r) for i, r in zip(which[a:b], rows[a:b])]
+            t.parts = pairs[a:b]
             traces[w] = t
         return traces

@@ -455,28 +455,26 @@ def _place_for(freed, pcs, sec):
 
 
 @njit(cache=True)
-def _start_warps(W, REGS, S, SW, C, pos0, TPC, TAUX, SEC, c, t0, wid0, nsched, slot0, tbs, sbs, pcs, pstart,
-                 plen, aux, sec, sstart, offs, ostart, olen):
+def _start_warps(W, REGS, S, SW, C, pos0, TPC, TAUX, SEC, c, t0, wid0, nsched, slot0, T, pcs, aux, sec, offs):
     """A CTA's warps start (:meth:`SM._start_cta`): warp ``w`` in slot ``slot0 + w`` of CTA slot
-    ``c``, its trace (pcs ``pcs[pstart[w]:][:plen[w]]``, summaries the next ``plen[w]`` of ``aux``,
-    sector lists ``sec[sstart[w]:sstart[w + 1]]``, whose offsets sit at its positions
-    ``offs[ostart[w]:][:olen[w]]``) copied to ``tbs[w]`` in TPC/TAUX and ``sbs[w]`` in SEC (the
-    offsets moved with it); the warp queued on scheduler ``slot mod nsched``, its row as a warp
-    starts (ready at ``t0``, barriers never set, its trace's place), its register times zeroed; the
-    CTA's live count. Returns the warps resident on the SM."""
-    nw = tbs.size
+    ``c``; by its row of ``T`` (place in TPC/TAUX, place in SEC, first of its pcs in ``pcs``, their
+    count, first of its sector-list positions in ``offs``, their count, first of its sector lists
+    in ``sec``, their size), its trace copied to the trace buffers (its summaries the next of
+    ``aux``; the sector lists' offsets moved with them), the warp queued on scheduler ``slot mod
+    nsched``, its row as a warp starts (ready at ``t0``, barriers never set, its trace's place),
+    its register times zeroed; the CTA's live count. Returns the warps resident on the SM."""
+    nw = T.shape[0]
     a = 0
     for w in range(nw):
         slot = slot0 + w
-        tb, sb, n, p0 = tbs[w], sbs[w], plen[w], pstart[w]
+        tb, sb, p0, n, o0, no, s0, ns = T[w, 0], T[w, 1], T[w, 2], T[w, 3], T[w, 4], T[w, 5], T[w, 6], T[w, 7]
         for i in range(n):
             TPC[tb + i] = pcs[p0 + i]
             TAUX[tb + i] = aux[a + i]
         a += n
-        for j in range(ostart[w], ostart[w] + olen[w]):
+        for j in range(o0, o0 + no):
             TAUX[tb + offs[j]] += sb
-        s0 = sstart[w]
-        for i in range(sstart[w + 1] - s0):
+        for i in range(ns):
             SEC[sb + i] = sec[s0 + i]
         s = slot % nsched
         SW[s, S[s, K.S_NW]] = slot
@@ -506,19 +504,55 @@ def _start_warps(W, REGS, S, SW, C, pos0, TPC, TAUX, SEC, c, t0, wid0, nsched, s
     return total
 
 
+@njit(cache=True)
+def _exited(W, taken, sums):
+    """The slots whose warps exited and were not taken in yet (``taken``, then set), in the
+    order they exited, and their stall counts (a row each); the counts added to ``sums``."""
+    n = 0
+    for slot in range(W.shape[0]):
+        if W[slot, K.W_DONE] and not taken[slot]:
+            n += 1
+    slots = np.empty(n, np.int64)
+    k = 0
+    for slot in range(W.shape[0]):
+        if W[slot, K.W_DONE] and not taken[slot]:
+            # in exit order (insertion: a CTA's few warps)
+            j = k
+            while j > 0 and W[slots[j - 1], K.W_EXIT_SEQ] > W[slot, K.W_EXIT_SEQ]:
+                slots[j] = slots[j - 1]
+                j -= 1
+            slots[j] = slot
+            k += 1
+    m = sums.size
+    rows = np.empty((n, m), np.int64)
+    for i in range(n):
+        slot = slots[i]
+        taken[slot] = True
+        for r in range(m):
+            rows[i, r] = W[slot, K.W_STALLS + r]
+            sums[r] += W[slot, K.W_STALLS + r]
+    return slots, rows
+
+
 def _start_types():
     """The argument types of every call of :func:`_start_warps` (the SM's arrays, C-contiguous)."""
     def a(dtype, ndim):
         return jit.types.Array(dtype, ndim, "C")
     i64, i32 = jit.types.int64, jit.types.int32
     return ((a(i64, 2), a(i64, 3), a(i64, 2), a(i64, 2), a(i64, 2), a(i64, 1), a(i32, 1), a(i32, 1), a(i64, 1))
-            + (i64,) * 5 + (a(i64, 1), a(i64, 1), a(i32, 1), a(i64, 1), a(i64, 1), a(i32, 1), a(i64, 1), a(i64, 1),
-                            a(i64, 1), a(i64, 1), a(i64, 1)))
+            + (i64,) * 5 + (a(i64, 2), a(i32, 1), a(i32, 1), a(i64, 1), a(i64, 1)))
+
+
+def _exited_types():
+    """The argument types of every call of :func:`_exited`."""
+    return (jit.types.Array(jit.types.int64, 2, "C"), jit.types.Array(jit.types.boolean, 1, "C"),
+            jit.types.Array(jit.types.int64, 1, "C"))
 
 
 @jit.compile_ahead
 def _start_warps_ahead():
     _start_warps.compile(_start_types())
+    _exited.compile(_exited_types())
 
 
 def _static_tables(static, kernel, cfg):
@@ -774,6 +808,9 @@ class SM:
         self._pos0 = np.zeros(cfg.sm.max_warps, dtype=np.int64)
         self._open = np.zeros(cfg.sm.max_warps, dtype=bool)
         self._freed = []  # (start in TPC, length, start in SEC, length) of traces whose warps exited
+        self._taken = np.zeros(cfg.sm.max_warps, dtype=np.bool_)  # per slot: its exit taken in
+        self._stall_sum = np.zeros(len(STALL_REASONS), dtype=np.int64)  # exited warps' stalls not yet in stats
+        self._stall_rows = []  # (warp labels, their stall counts) taken in, not yet in stats
         self._REQ = REQ
         self._fixed = (RC, BANKS, C, P, L, RD)
         self._pack()
@@ -993,14 +1030,15 @@ class SM:
         else:
             self._freed = free
         nw = len(flats)
-        tbs, sbs = [0] * nw, [0] * nw
+        self._taken[slot0:slot0 + nw] = False
         live = self._slot_trace
-        # the warps' arrays one after another; pcs and record positions once for warps that share them
-        # (a CTA's warps that ran the same code)
+        # per warp: its trace's place, and where its pcs, record positions and sector lists are in
+        # the arrays passed (pcs and positions once for warps that share them: a CTA's warps that
+        # ran the same code)
+        table = []
         pcs_at, offs_at = {}, {}
         pcs_list, offs_list = [], []
-        pstart, ostart, olen, plen = [0] * nw, [0] * nw, [0] * nw, [0] * nw
-        npc = noff = 0
+        npc = noff = nsec = 0
         most = 0
         for w, ((pcs, _, sec, offs, m), place) in enumerate(zip(flats, places)):
             n, ns = pcs.size, sec.size
@@ -1010,20 +1048,19 @@ class SM:
                 tb, sb = self._tfill, self._sfill
                 self._tfill += n
                 self._sfill += ns
-            tbs[w], sbs[w] = tb, sb
             live[slot0 + w] = (tb, n, sb, ns, offs)
-            at = pcs_at.get(id(pcs))
-            if at is None:
-                at = pcs_at[id(pcs)] = npc
+            p0 = pcs_at.get(id(pcs))
+            if p0 is None:
+                p0 = pcs_at[id(pcs)] = npc
                 pcs_list.append(pcs)
                 npc += n
-            pstart[w], plen[w] = at, n
-            at = offs_at.get(id(offs))
-            if at is None:
-                at = offs_at[id(offs)] = noff
+            o0 = offs_at.get(id(offs))
+            if o0 is None:
+                o0 = offs_at[id(offs)] = noff
                 offs_list.append(offs)
                 noff += offs.size
-            ostart[w], olen[w] = at, offs.size
+            table.append((tb, sb, p0, n, o0, offs.size, nsec, ns))
+            nsec += ns
             if m > most:
                 most = m
         G = self._G
@@ -1036,18 +1073,12 @@ class SM:
             G[K.G_WQ_BASE] = most
             self._pack()
         cat = np.concatenate
-        secs = [f[2] for f in flats]
-        sstart = np.zeros(nw + 1, np.int64)
-        sstart[1:] = np.cumsum([x.size for x in secs])
         return _start_warps(self._W, self._REGS, self._S, self._SW, self._C, self._pos0, self._TPC, self._TAUX,
-                            self._SEC, c, t0, wid0, len(self.scheds), slot0,
-                            np.array(tbs, np.int64), np.array(sbs, np.int64),
+                            self._SEC, c, t0, wid0, len(self.scheds), slot0, np.array(table, np.int64).reshape(-1, 8),
                             pcs_list[0] if len(pcs_list) == 1 else cat(pcs_list).astype(np.int32, copy=False),
-                            np.array(pstart, np.int64), np.array(plen, np.int64),
                             cat([f[1] for f in flats]).astype(np.int32, copy=False),
-                            cat(secs).astype(np.int64, copy=False) if nw else np.zeros(0, np.int64), sstart,
-                            (offs_list[0] if len(offs_list) == 1 else cat(offs_list)).astype(np.int64, copy=False),
-                            np.array(ostart, np.int64), np.array(olen, np.int64))
+                            cat([f[2] for f in flats]).astype(np.int64, copy=False),
+                            (offs_list[0] if len(offs_list) == 1 else cat(offs_list)).astype(np.int64, copy=False))
 
     def extend_traces(self, items):
         """Join the next window of their traces to resident warps' (``items``: ``(slot, warp view,
@@ -1108,33 +1139,51 @@ class SM:
         stall statistics, and their traces let go (a whole-GPU run would otherwise hold every
         CTA's). The core returns only when a CTA's last warp exits (the others' rows stay as they
         were until their CTA's slot is reused); a run stopped at a cycle calls this too."""
-        W = self._W
-        views = self._slot_warp
-        pending = [slot for slot in np.flatnonzero(W[:, K.W_DONE]).tolist()
-                   if views[slot] is not None and not views[slot].done]
-        if not pending:
+        self._take_exits()
+        self._fold_stalls()
+
+    def _take_exits(self):
+        """:meth:`flush_exits` but the statistics' dictionaries: the exited warps' traces let go,
+        their stall counts summed and kept (in the order they exited) for :meth:`_fold_stalls`,
+        which builds the per-warp dictionaries of many CTAs' warps at once."""
+        slots, rows = _exited(self._W, self._taken, self._stall_sum)
+        if not slots.size:
             return
-        if len(pending) > 1:
-            seq = W[:, K.W_EXIT_SEQ].tolist()
-            pending.sort(key=seq.__getitem__)
-        st = self.stats
-        totals = st.stall_reasons
-        # the exited warps' stall counts as one block: their sums to the totals, a row to each warp
-        rows = W[pending, K.W_STALLS:K.W_STALLS + len(STALL_REASONS)]
-        for r, n in zip(STALL_REASONS, rows.sum(axis=0).tolist()):
-            totals[r] += n
-        per_warp = st.warp_stalls
+        views = self._slot_warp
         open_, live, freed = self._open, self._slot_trace, self._freed
-        for slot, counts in zip(pending, rows.tolist()):
+        labels = []
+        for slot in slots.tolist():
             view = views[slot]
             view.done = True
             view.parts, view._flat = (), None
             open_[slot] = False
             tb, n, sb, ns, _ = live.pop(slot)
             freed.append((tb, n, sb, ns))
-            d = per_warp.get(view.label)
+            labels.append(view.label)
+        self._stall_rows.append((labels, rows))
+
+    def _fold_stalls(self):
+        """The stall counts :meth:`_take_exits` kept, into the statistics: the sums to the totals,
+        a row to each warp (added to an earlier warp's of the same label)."""
+        st = self.stats
+        totals = st.stall_reasons
+        for r, n in zip(STALL_REASONS, self._stall_sum.tolist()):
+            totals[r] += n
+        self._stall_sum[:] = 0
+        kept = self._stall_rows
+        if not kept:
+            return
+        self._stall_rows = []
+        labels = [x for ls, _ in kept for x in ls]
+        rows = (kept[0][1] if len(kept) == 1 else np.concatenate([r for _, r in kept])).tolist()
+        per_warp = st.warp_stalls
+        if len(set(labels)) == len(labels) and per_warp.keys().isdisjoint(labels):
+            per_warp.update(zip(labels, [dict(zip(STALL_REASONS, counts)) for counts in rows]))
+            return
+        for label, counts in zip(labels, rows):
+            d = per_warp.get(label)
             if d is None:
-                per_warp[view.label] = dict(zip(STALL_REASONS, counts))
+                per_warp[label] = dict(zip(STALL_REASONS, counts))
             else:
                 for r, n in zip(STALL_REASONS, counts):
                     d[r] += n
@@ -1144,7 +1193,7 @@ class SM:
         returns only then). Its warps' statistics, its slot freed, the next CTAs launched."""
         t = int(self._G[K.G_T])
         cta = self._slot_warp[int(self._G[K.G_EXIT_SLOT])].cta
-        self.flush_exits()
+        self._take_exits()  # (the statistics' dictionaries are built when the run ends or stops)
         self.resident -= 1
         self.finished_ctas += 1
         self.cta_log.append((cta.cid, cta.start, t))
