@@ -557,6 +557,39 @@ def pointer_call(callee, sig, unbound=None):
     return intrinsic(space[callee.symbol])
 
 
+@intrinsic
+def borrow(typingctx, arr):
+    """The same array without its reference count (a null meminfo): compiled code counts a
+    reference to each array it passes on or keeps in a variable, with an atomic instruction each
+    time (in a loop over a request's lines, most of the work); a borrowed array skips it. Safe
+    while the caller holds the array for the call and the borrowed value is not stored or
+    returned."""
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, value=args[0])
+        ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
+        ary.parent = cgutils.get_null_value(ary.parent.type)
+        return ary._getvalue()
+    return arr(arr), codegen
+
+
+@intrinsic
+def prefetch(typingctx, arr, idx):
+    """Ask the CPU to bring the cache line of element ``idx`` of ``arr``'s data (flat, C order) in
+    (llvm.prefetch: a hint, never a fault, whatever the index)."""
+    from llvmlite import ir
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, value=args[0])
+        ptr = builder.gep(ary.data, [args[1]])
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+                                            "llvm.prefetch.p0")
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+    return types.void(arr, idx), codegen
+
+
 class InlinedDispatcher(CPUDispatcher):
     """A helper compiled as its own always-inline function (``forceinline``), specialised on the
     types of its arguments only: a call from compiled code with constant arguments compiles (or
@@ -587,7 +620,7 @@ def njit(*args, **options):
     return wrap(args[0]) if args else wrap
 
 
-__all__ = ["njit", "types", "cgutils", "intrinsic", "InlinedDispatcher", "Callee", "call_through",
+__all__ = ["njit", "types", "cgutils", "intrinsic", "borrow", "prefetch", "InlinedDispatcher", "Callee", "call_through",
            "pointer_call", "compile_ahead", "compile_ahead_now",
            "workers_compiling", "CACHE_DIR",
            "cache_place"]

@@ -302,3 +302,24 @@ def test_a_call_through_a_pointer_calls_the_bound_code_raises_its_errors_and_is_
         assert p.returncode == 0, p.stderr
     assert outs[0].stdout == "0 16 -2.0 0.0 False 22.0 1.0 True negative 0 0\n"
     assert outs[1].stdout == "0 16 -2.0 0.0 False 22.0 1.0 True negative 1 1\n"  # both loaded from the cache
+
+
+def test_a_borrowed_array_reads_and_writes_the_same_data_without_counting_references():
+    import numba
+
+    from maxsim.jit import borrow, prefetch
+
+    @numba.njit
+    def fill(a, value):
+        b = borrow(a)
+        prefetch(b, b.shape[0] - 1)
+        prefetch(b, 1 << 40)  # (a hint: an index far outside the array does not fault)
+        for i in range(b.shape[0]):
+            b[i] = value + i
+        return b[0] + b[b.shape[0] - 1]
+
+    a = np.zeros(5, np.int64)
+    before = sys.getrefcount(a)
+    assert fill(a, 10) == 10 + 14
+    assert a.tolist() == [10, 11, 12, 13, 14]
+    assert sys.getrefcount(a) == before

@@ -10,10 +10,11 @@ is equal (tests/test_memory_parity.py). ``MemorySystem(cfg)`` builds this one un
 
 State:
 
-* ``LINES`` (int64, row x way x (tag, stamp, dirty)): row ``slice x sets + set``; the line number
+* ``LINES`` (int64, (tag, stamp, dirty) x row x way): row ``slice x sets + set``; the line number
   held by each way (``EMPTY`` when none), its last-use stamp (the set's least recently used line
   is the one with the smallest stamp: the order of the reference's OrderedDict) and its dirty
-  sector mask. ``READY`` (float64, row x way x sector): the cycle the sector's data is in the
+  sector mask, each field a plane of its own (a lookup reads a row's tags side by side: two host
+  cache lines for 16 ways, the stamps only when the line is absent). ``READY`` (float64, row x way x sector): the cycle the sector's data is in the
   slice, NaN while the sector is not valid (the reference's None).
 * Bandwidth servers (the slices, then the channels): ``SF`` (float64, server x (bytes per cycle,
   next free cycle, end of the last reservation, busy cycles, bytes)) and ``SI`` (int64, server x
@@ -28,6 +29,13 @@ State:
 The tables and ``DELAYS`` grow (Python reallocates them) when a call leaves them more than half
 full; before a call that could add more than the room left (a long request, a flush, a backlog),
 Python makes room first, so a compiled call never runs out of it.
+
+Speed: a request's work is compiled as one function. Its per-line and per-reservation helpers are
+``forceinline`` (:func:`maxsim.jit.njit`), and the requests borrow their arrays
+(:func:`maxsim.jit.borrow`): each helper call used to count a reference to every array it was
+passed, an atomic instruction each, three per line looked up (over half the time of an
+uncoalesced 32-line read, perf). The lines' tag rows are asked for (:func:`maxsim.jit.prefetch`)
+as the lines are placed, before the lookups need them.
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..errors import SimulationError
-from ..jit import njit
+from ..jit import borrow, njit, prefetch
 from .l2 import _HASH_MUL, SliceMap, set_geometry
 from .bandwidth import BandwidthServer, ServerGroup
 from .memory_stats import MemoryStats, set_common
@@ -72,7 +80,7 @@ SMALL_REQUEST = 64  # sectors up to which a request's lines are grouped by a pla
 
 # ---- bandwidth servers ----------------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _slot(HK, k, key):
     """Slot of window ``key`` in server ``k``'s table, or the empty slot where it would go: the
     window number modulo the table size, then the next slots (consecutive windows, the usual
@@ -87,7 +95,7 @@ def _slot(HK, k, key):
     raise RuntimeError("memory system: a bandwidth server's window table is full (room was not made)")
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _put(HK, HV, HP, SI, I, k, h, key, value):
     """nf[key] = value at slot ``h`` (from :func:`_slot`); a new window counts and is not full."""
     if HK[k, h] != key:
@@ -99,7 +107,7 @@ def _put(HK, HV, HP, SI, I, k, h, key, value):
     HV[k, h] = value
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _room(HK, HP, k, b):
     """The first window at or after ``b`` that is not full (union-find with path compression)."""
     root = b
@@ -117,7 +125,7 @@ def _room(HK, HP, k, b):
     return root
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=False)
 def _prune(HK, HV, HP, SI, k, old):
     """Forget server ``k``'s windows before ``old`` (rebuild its table from the others)."""
     n = SI[k, S_COUNT]
@@ -142,7 +150,7 @@ def _prune(HK, HV, HP, SI, k, old):
     SI[k, S_COUNT] = m
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _reserve(k, now, nbytes, SF, SI, HK, HV, HP, I, P):
     """BandwidthServer.reserve of server ``k``: start cycle of ``nbytes`` arriving at ``now``."""
     if nbytes <= 0:
@@ -214,7 +222,7 @@ def rehash(HK, HV, HP, HK2, HV2, HP2):
 
 # ---- where a line lives ---------------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, forceinline=False)
 def _gf2_mod(value, poly):
     """Remainder of ``value`` modulo ``poly`` over GF(2) (l2.gf2_mod), for granules past the tables."""
     d = 0
@@ -231,7 +239,7 @@ def _gf2_mod(value, poly):
     return value
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _slice_of_granule(g, P, T):
     """SliceMap.of_granule."""
     if P[P_MODULO]:
@@ -254,7 +262,7 @@ def _slice_of_granule(g, P, T):
     return low + P[P_POW2] * (g % odd)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _place(ln, P, T):
     """(slice, row of LINES) of line number ``ln``: SlicedL2.locate."""
     lpg = P[P_LPG]
@@ -276,42 +284,43 @@ def place_line(ln, P, T):
 
 # ---- lines ------------------------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _find(LINES, row, ln):
     """Way of line ``ln`` in ``row``, or -1 - (the way a new line takes) when absent; that way is
-    an empty one, or the least recently used line's when the set is full (``_victim``)."""
-    empty = -1
+    an empty one, or the least recently used line's when the set is full (``_victim``). The tags
+    are read first (one plane of ``LINES``: the row's tags side by side), the stamps only when the
+    line is absent."""
+    ways = LINES.shape[2]
+    for way in range(ways):
+        if LINES[L_TAG, row, way] == ln:
+            return way
     lru = -1
     oldest = 0
-    for way in range(LINES.shape[1]):
-        tag = LINES[row, way, L_TAG]
-        if tag == ln:
-            return way
-        if tag == EMPTY:
-            if empty < 0:
-                empty = way
-        elif lru < 0 or LINES[row, way, L_STAMP] < oldest:
+    for way in range(ways):
+        if LINES[L_TAG, row, way] == EMPTY:
+            return -1 - way
+        if lru < 0 or LINES[L_STAMP, row, way] < oldest:
             lru = way
-            oldest = LINES[row, way, L_STAMP]
-    return -1 - (empty if empty >= 0 else lru)
+            oldest = LINES[L_STAMP, row, way]
+    return -1 - lru
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _new_line(LINES, READY, I, row, way, ln):
     """Line ``ln`` (every sector invalid, clean, most recent) in ``way`` of ``row``."""
-    LINES[row, way, L_TAG] = ln
-    LINES[row, way, L_DIRTY] = 0
+    LINES[L_TAG, row, way] = ln
+    LINES[L_DIRTY, row, way] = 0
     I[I_CLOCK] += 1
-    LINES[row, way, L_STAMP] = I[I_CLOCK]
+    LINES[L_STAMP, row, way] = I[I_CLOCK]
     for i in range(READY.shape[2]):
         READY[row, way, i] = np.nan
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _touch(LINES, I, row, way):
     """The line becomes the set's most recent (move_to_end)."""
     I[I_CLOCK] += 1
-    LINES[row, way, L_STAMP] = I[I_CLOCK]
+    LINES[L_STAMP, row, way] = I[I_CLOCK]
 
 
 @njit(cache=True, inline="always")
@@ -324,12 +333,12 @@ def _use_line(LINES, READY, I, row, ln):
         _touch(LINES, I, row, way)
         return way, -1
     way = -1 - way
-    evicted = LINES[row, way, L_DIRTY] if LINES[row, way, L_TAG] != EMPTY else -1
+    evicted = LINES[L_DIRTY, row, way] if LINES[L_TAG, row, way] != EMPTY else -1
     _new_line(LINES, READY, I, row, way, ln)
     return way, evicted
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _popcount(m):
     c = 0
     while m:
@@ -338,7 +347,7 @@ def _popcount(m):
     return c
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _lines_of(A, P):
     """The distinct lines of sector addresses ``A`` in the order of their first sector, with the
     mask of their sectors (MemorySystem._by_slice); m = -1 for a negative address."""
@@ -391,8 +400,8 @@ def _lines_of(A, P):
 B_GROUP, B_ROW, B_ORDER, B_FIRST, B_LINE, B_SECTORS, B_FILL, B_SIZE = range(8)
 
 
-@njit(cache=True)
-def _by_slice(lines, masks, m, P, T):
+@njit(cache=True, forceinline=True)
+def _by_slice(lines, masks, m, P, T, LINES):
     """The lines of a request grouped by slice (MemorySystem._by_slice: each slice's sectors are one
     piece of work for it, the slices in the order of their first line), in one table ``B`` (int64,
     ``B_*`` x (m + 1)): per line its group and its row of ``LINES``; per group its slice
@@ -401,9 +410,15 @@ def _by_slice(lines, masks, m, P, T):
     (``B[B_FIRST, g + 1]`` ends group g). Returns (B, number of groups)."""
     B = np.empty((B_SIZE, m + 1), np.int64)
     ng = 0
+    plane = LINES.shape[1] * LINES.shape[2]
+    ways = LINES.shape[2]
     for u in range(m):
         s, row = _place(lines[u], P, T)
         B[B_ROW, u] = row
+        # the row's tags, asked for now (a request's lines are in rows far apart: their loads
+        # overlap instead of waiting one after another in the lookups)
+        prefetch(LINES, L_TAG * plane + row * ways)
+        prefetch(LINES, L_TAG * plane + row * ways + ways - 1)
         g = 0
         while g < ng and B[B_ORDER, g] != s:
             g += 1
@@ -439,7 +454,7 @@ def _piece(s, now, count, SF, SI, HK, HV, HP, I, F, P):
     return start
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _write_back(s, now, n_sectors, SF, SI, HK, HV, HP, I, P):
     """MemorySystem._write_back: queue a slice's dirty sectors in its channel; returns the channel."""
     nbytes = n_sectors * P[P_SECTOR]
@@ -449,7 +464,7 @@ def _write_back(s, now, n_sectors, SF, SI, HK, HV, HP, I, P):
     return ch
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _fill(s, ready, n_sectors, SF, SI, HK, HV, HP, I, F, P):
     """MemorySystem._fill (l2.fills_use_bandwidth): a DRAM read piece's sectors pass their slice
     as they are written into it, latency.l2_hit before they reach the SM; nothing waits for it."""
@@ -487,6 +502,8 @@ def read_request(now, A, sm, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAY
     rounding up); NaN (nothing changed) for a negative address, or one past the TLB's record of the
     pages seen (Python grows it and calls again). Its addresses are translated first
     (maxsim.timing.tlb.translate on the TLBs in the tails of ``I`` and ``F``)."""
+    A, P, I, F, T, LINES, READY = borrow(A), borrow(P), borrow(I), borrow(F), borrow(T), borrow(LINES), borrow(READY)
+    SF, SI, HK, HV, HP, DELAYS = borrow(SF), borrow(SI), borrow(HK), borrow(HV), borrow(HP), borrow(DELAYS)
     lines, masks, m = _lines_of(A, P)
     if m < 0 or not pages_known(A, I, I_SIZE):
         return np.nan
@@ -501,7 +518,7 @@ def read_request(now, A, sm, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAY
     hits = 0
     pending = 0
     misses = 0
-    B, ng = _by_slice(lines, masks, m, P, T)
+    B, ng = _by_slice(lines, masks, m, P, T, LINES)
     fills = np.empty((4, m * spl), np.int64)  # the missed sectors of a piece: row, way, sector, line
     f_row, f_way, f_i, f_ln = fills[0], fills[1], fills[2], fills[3]
     for g in range(ng):
@@ -551,7 +568,7 @@ def read_request(now, A, sm, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAY
             if P[P_FILLS]:
                 _fill(s, ready, nf, SF, SI, HK, HV, HP, I, F, P)
             for j in range(nf):
-                if LINES[f_row[j], f_way[j], L_TAG] == f_ln[j]:  # not evicted by a later line of this request
+                if LINES[L_TAG, f_row[j], f_way[j]] == f_ln[j]:  # not evicted by a later line of this request
                     READY[f_row[j], f_way[j], f_i[j]] = ready
             if ready > done:
                 done = ready
@@ -570,6 +587,8 @@ def read_request(now, A, sm, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAY
 def write_request(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP):
     """MemorySystem.write: the cycle the L2 holds the sectors ``A`` (before rounding up); NaN
     (nothing changed) for a negative address."""
+    A, P, I, F, T, LINES, READY = borrow(A), borrow(P), borrow(I), borrow(F), borrow(T), borrow(LINES), borrow(READY)
+    SF, SI, HK, HV, HP = borrow(SF), borrow(SI), borrow(HK), borrow(HV), borrow(HP)
     lines, masks, m = _lines_of(A, P)
     if m < 0:
         return np.nan
@@ -580,7 +599,7 @@ def write_request(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP):
     spl = P[P_SPL]
     done = now
     hits = 0
-    B, ng = _by_slice(lines, masks, m, P, T)
+    B, ng = _by_slice(lines, masks, m, P, T, LINES)
     for g in range(ng):
         s = B[B_ORDER, g]
         start = _piece(s, now, B[B_SECTORS, g], SF, SI, HK, HV, HP, I, F, P)
@@ -599,7 +618,7 @@ def write_request(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP):
                         READY[row, way, i] = t
                     else:
                         hits += 1
-            LINES[row, way, L_DIRTY] |= mask
+            LINES[L_DIRTY, row, way] |= mask
         if t > done:
             done = t
     I[I_WRITE_SECTORS] += n
@@ -625,7 +644,7 @@ def warm_sectors(A, dirty, P, T, LINES, READY, I):
         if np.isnan(READY[row, way, i]):
             READY[row, way, i] = 0.0
         if dirty:
-            LINES[row, way, L_DIRTY] |= 1 << i
+            LINES[L_DIRTY, row, way] |= 1 << i
     return True
 
 
@@ -642,7 +661,7 @@ def insert_sector(sector_no, ready, dirty, P, T, LINES, READY, I):
     i = (addr // P[P_SECTOR]) % P[P_SPL]
     READY[row, way, i] = ready
     if dirty:
-        LINES[row, way, L_DIRTY] |= 1 << i
+        LINES[L_DIRTY, row, way] |= 1 << i
 
 
 @njit(cache=True)
@@ -650,10 +669,10 @@ def dirty_per_slice(P, LINES):
     """Dirty sectors held by each slice."""
     out = np.zeros(P[P_SLICES], np.int64)
     n_sets = P[P_SETS]
-    for row in range(LINES.shape[0]):
-        for way in range(LINES.shape[1]):
-            if LINES[row, way, L_TAG] != EMPTY:
-                out[row // n_sets] += _popcount(LINES[row, way, L_DIRTY])
+    for row in range(LINES.shape[1]):
+        for way in range(LINES.shape[2]):
+            if LINES[L_TAG, row, way] != EMPTY:
+                out[row // n_sets] += _popcount(LINES[L_DIRTY, row, way])
     return out
 
 
@@ -663,10 +682,10 @@ def clean_dirty(s, P, LINES):
     n = 0
     n_sets = P[P_SETS]
     for row in range(s * n_sets, (s + 1) * n_sets):
-        for way in range(LINES.shape[1]):
-            if LINES[row, way, L_TAG] != EMPTY and LINES[row, way, L_DIRTY]:
-                n += _popcount(LINES[row, way, L_DIRTY])
-                LINES[row, way, L_DIRTY] = 0
+        for way in range(LINES.shape[2]):
+            if LINES[L_TAG, row, way] != EMPTY and LINES[L_DIRTY, row, way]:
+                n += _popcount(LINES[L_DIRTY, row, way])
+                LINES[L_DIRTY, row, way] = 0
     return n
 
 
@@ -678,10 +697,10 @@ def flush_dirty(now, P, I, LINES, SF, SI, HK, HV, HP):
     for s in range(P[P_SLICES]):
         n = 0
         for row in range(s * n_sets, (s + 1) * n_sets):
-            for way in range(LINES.shape[1]):
-                if LINES[row, way, L_TAG] != EMPTY and LINES[row, way, L_DIRTY]:
-                    n += _popcount(LINES[row, way, L_DIRTY])
-                    LINES[row, way, L_DIRTY] = 0
+            for way in range(LINES.shape[2]):
+                if LINES[L_TAG, row, way] != EMPTY and LINES[L_DIRTY, row, way]:
+                    n += _popcount(LINES[L_DIRTY, row, way])
+                    LINES[L_DIRTY, row, way] = 0
         if n:
             ch = _write_back(s, now, n, SF, SI, HK, HV, HP, I, P)
             if SF[ch, S_LAST_END] > end:
@@ -760,7 +779,7 @@ class CompiledL2:
         """(row, way or -1, sector index) of byte address ``addr`` (no LRU update)."""
         line_no = addr >> self._line_shift
         row = int(self._where(line_no)[1])
-        tags = self._ms._LINES[row, :, L_TAG]
+        tags = self._ms._LINES[L_TAG, row, :]
         ways = np.flatnonzero(tags == line_no)
         return row, int(ways[0]) if ways.size else -1, (addr // self.sector) % self.sectors_per_line
 
@@ -771,7 +790,7 @@ class CompiledL2:
 
     def is_dirty(self, addr: int) -> bool:
         row, way, i = self._entry(addr)
-        return way >= 0 and bool(int(self._ms._LINES[row, way, L_DIRTY]) >> i & 1)
+        return way >= 0 and bool(int(self._ms._LINES[L_DIRTY, row, way]) >> i & 1)
 
     def insert(self, sector_no: int, ready: float, dirty: bool = False) -> None:
         """Place sector number ``sector_no`` (byte address // sector) as valid from cycle ``ready``
@@ -797,19 +816,19 @@ class CompiledL2:
             sl = []
             for st in range(self.n_sets):
                 row = s * self.n_sets + st
-                ways = [w for w in range(self.assoc) if LINES[row, w, L_TAG] != EMPTY]
-                ways.sort(key=lambda w: LINES[row, w, L_STAMP])
+                ways = [w for w in range(self.assoc) if LINES[L_TAG, row, w] != EMPTY]
+                ways.sort(key=lambda w: LINES[L_STAMP, row, w])
                 sl.append(OrderedDict(
-                    (int(LINES[row, w, L_TAG]),
+                    (int(LINES[L_TAG, row, w]),
                      [None if math.isnan(r) else float(r) for r in READY[row, w].tolist()]
-                     + [int(LINES[row, w, L_DIRTY])]) for w in ways))
+                     + [int(LINES[L_DIRTY, row, w])]) for w in ways))
             out.append(sl)
         return out
 
     def __len__(self) -> int:
         """Valid sectors held."""
         ms = self._ms
-        present = ms._LINES[:, :, L_TAG] != EMPTY
+        present = ms._LINES[L_TAG, :, :] != EMPTY
         return int(np.count_nonzero(~np.isnan(ms._READY[present])))
 
 
@@ -865,8 +884,8 @@ class CompiledMemorySystem(MemoryStats):
         self._F[F_L2_LAT], self._F[F_DRAM_LAT] = self.l2_latency, self.dram_latency
         self._F[F_DRAM_FACTOR] = dram_traffic_factor
         rows = n * l2.n_sets
-        self._LINES = np.zeros((rows, l2.assoc, 3), np.int64)
-        self._LINES[:, :, L_TAG] = EMPTY
+        self._LINES = np.zeros((3, rows, l2.assoc), np.int64)
+        self._LINES[L_TAG, :, :] = EMPTY
         self._READY = np.full((rows, l2.assoc, l2.sectors_per_line), np.nan)
         bpc = [cfg.l2.bandwidth_bytes_per_clk * bandwidth_share / n] * n + \
               [cfg.dram_bytes_per_clk * bandwidth_share / ch] * ch
