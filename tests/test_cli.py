@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from maxsim.cli import main
@@ -496,3 +497,42 @@ def test_every_command_run_as_the_program_collects_again():
                        cwd=Path(__file__).resolve().parents[1], timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines()[-1] == "True True"
+
+
+def test_run_predict_samples_a_one_wave_launch_in_time_with_its_timed_sm(capsys, tmp_path):
+    """`maxsim run FILE --predict` of a launch of one wave of long CTAs (a naive SGEMM, 32 CTAs on a
+    GPU of two SMs, K = 2,048): "auto" simulates it once, on the whole GPU until its rates are
+    stable, and extrapolates the launch and its timed SM (SM 0 of that run); the JSON says how, and
+    the figures of --gpu-method full lie in the intervals it states."""
+    suite = Path(__file__).resolve().parents[1] / "workloads" / "cuda" / "sampling_suite.cu"
+    config = tmp_path / "two_sms.toml"
+    config.write_text('inherit = "gm204"\n[gpu]\nsms = 2\n')
+    rng = np.random.default_rng(11)
+    n, k, rows = 512, 2048, 8
+    np.save(tmp_path / "a.npy", rng.random(rows * k, dtype=np.float32))
+    np.save(tmp_path / "b.npy", rng.random(k * n, dtype=np.float32))
+    args = ["run", suite, "--kernel", "sgemm_naive", "--config", config, "--grid", f"{n // 128},{rows}",
+            "--block", "128", "--param", "a=a", "--param", "b=b", "--param", "c=c", "--param", f"n={n}",
+            "--param", f"k={k}", "--buffer", f"a={tmp_path / 'a.npy'}:in", "--buffer", f"b={tmp_path / 'b.npy'}:in",
+            "--buffer", f"c=zeros:{rows * n}", "--predict", "--json"]
+    out = {}
+    for method in ("auto", "full"):
+        assert cli(args + ["--gpu-method", method]) == 0
+        out[method] = json.loads(capsys.readouterr().out)
+    s, f = out["auto"], out["full"]
+    assert s["gpu_prediction_method"] == "sampled in time" and f["gpu_prediction_method"] == "full"
+    assert s["timed_sm_in_gpu"] and f["timed_sm_in_gpu"] and s["sm_ctas"] == f["sm_ctas"] == 16
+    assert s["sm_prediction_method"] == "sampled in time" and "sm_prediction_method" not in f
+    assert 0 < s["gpu_simulated_share"] < 1 and 0 < s["sm_simulated_share"] < 1
+    lo, hi = s["gpu_cycles_interval"]
+    assert lo <= f["cycles"] <= hi  # measured: +0.10% (interval +-0.6%)
+    lo, hi = s["sm_cycles_interval"]
+    assert lo <= f["sm_cycles"] <= hi  # measured: -0.29%
+    # the timed SM's counts are its own (the functional run's), its rates those of the stretch simulated
+    assert s["sm_warp_instructions"] == f["sm_warp_instructions"] == s["warp_instructions"] // 2
+    assert s["sm_ipc"] == pytest.approx(f["sm_ipc"], rel=0.01)
+    assert sum(r["executions"] for r in s["instructions"]) == s["sm_warp_instructions"]
+    assert s["l2_hit_rate"] == pytest.approx(f["l2_hit_rate"], abs=0.02)
+    assert cli(args[:-1] + ["--gpu-method", "auto"]) == 0
+    text = capsys.readouterr().out
+    assert "sampled in time" in text and "of its work simulated" in text

@@ -367,7 +367,9 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
 
     ``watch`` (a :class:`maxsim.gpu.sampling.intime.Watch`, with ``stream``): the run stops once it
     says the rates are stable; the functional run then goes on to its end untimed, and the result
-    has ``stopped`` set (its cycles those simulated, its SMs and memory system as they stopped)."""
+    has ``stopped`` set (its cycles those simulated, its SMs and memory system as they stopped;
+    with ``timed``, ``timed_sm`` is SM 0 as it stopped, which
+    :func:`maxsim.gpu.sampling.intime.complete_timed` completes)."""
     if l2_start not in L2_STARTS:
         raise ValueError(f"l2_start {l2_start!r}: expected one of {', '.join(L2_STARTS)}")
     if l2_start == "previous":
@@ -399,15 +401,17 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
         from .sampling.intime import Stable
         try:
             run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards, keep_branch_times=False,
-                    router=router, watch=watch)
+                    router=router, watch=watch, timed=timed)
         except Stable:
             placement = queue = items = None
             res = _untimed_rest(stream, router)
+            # (with ``timed``, SM 0 as it stopped: see maxsim.gpu.sampling.intime.complete_timed)
             return GpuResult(cycles=watch.stop[0] * PROGRESS_CYCLES, seconds=0.0, sms_used=len(watch.sms),
                              waves=count / (per_sm * cfg.gpu.sms), resident_ctas=per_sm, stats=Stats(),
                              l2_hit_rate=ms.l2_hit_rate, dram_bytes=ms.dram_bytes_read + ms.dram_bytes_written,
                              launch=res, sim_seconds=time.perf_counter() - t0, sms=watch.sms, memory=ms,
-                             stopped=watch)
+                             stopped=watch,
+                             timed_sm=next((s for s in watch.sms if s.sm_id == 0), None) if timed else None)
         used = watch.sms
     else:
         used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards,

@@ -350,8 +350,9 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     a kernel: the launch before is run too, functionally where the whole grid is simulated, and
     the buffers read back are those after both). ``gpu_method``: ``"auto"`` (a launch of many
     waves is sampled across waves, :mod:`maxsim.gpu.sampling.waves`; one wave of long CTAs in time
-    once its rates are stable, :mod:`~maxsim.gpu.sampling.intime`, unless its timed SM is SM 0 of the
-    GPU run (``timing`` with the default CTAs: it runs to its end); a shape launched again reuses the figures of its launches
+    once its rates are stable, :mod:`~maxsim.gpu.sampling.intime`: a timed SM that is SM 0 of the
+    GPU run, ``timing`` with the default CTAs, is extrapolated with it and its figures say so,
+    ``sm_prediction_method``; a shape launched again reuses the figures of its launches
     once they repeat, :mod:`~maxsim.gpu.sampling.launches`; the functional run stays whole),
     ``"full"`` (every CTA on every SM, whatever the size) or ``"sampled"`` (as "auto").
     The prediction says how it was made (:class:`Prediction`). ``timing_only``: the functional run
@@ -398,10 +399,10 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     gpu = sm = None
     once = streamed and timing and timed_in_gpu and not sm_ctas and timeline is None and max_cycles is None \
         and l2_start == "empty" and _fits_one_wave(code, gx * gy, bx, cfg)
-    # a launch of one wave whose timed SM is not SM 0 of its run is watched for stable rates and
-    # sampled in time once they are (maxsim.gpu.sampling.intime); one timed on SM 0 runs to its end
+    # a launch of one wave is watched for stable rates and sampled in time once they are
+    # (maxsim.gpu.sampling.intime); its timed SM, when SM 0 of the run, is extrapolated with it
     watch = None
-    if streamed and not once and gpu_method != "full" and l2_start == "empty" and _one_wave(code, gx * gy, bx, cfg):
+    if streamed and gpu_method != "full" and l2_start == "empty" and _one_wave(code, gx * gy, bx, cfg):
         from ..gpu.sampling.intime import Watch
         watch = Watch()
     if streamed and gpu_method != "full" and l2_start == "empty" and _sampled_across_waves(code, gx * gy, bx, cfg):
@@ -429,7 +430,7 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     report = dict(kernel=k, grid=(gx, gy), block=bx, cfg=cfg, bound=bound, result=res)
     if sm is not None:
         from ..report.fields import timing_fields
-        report.update(timing=functools.partial(timing_fields, sm), sm=sm, sm_ctas=len(sm.cta_log), timed_in_gpu=True)
+        report.update(timing=functools.partial(_timed_fields, sm), sm=sm, sm_ctas=len(sm.cta_log), timed_in_gpu=True)
     elif timing:
         from ..report.fields import timing_fields
         from ..timing.run import simulate
@@ -456,6 +457,15 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         from ..gpu.sampling import launches
         launches.record(shape, report["prediction"])
     return LaunchReport(**report)
+
+
+def _timed_fields(sm) -> dict:
+    """The timed SM's figures (:func:`maxsim.report.fields.timing_fields`), and how they were made
+    when it was SM 0 of a run sampled in time (:func:`maxsim.gpu.sampling.intime.complete_timed`)."""
+    from ..report.fields import timing_fields
+    out = timing_fields(sm)
+    out.update(getattr(sm, "sampled_in_time", None) or {})
+    return out
 
 
 # a launch of more than one CTA that fits on the GPU at once (one wave), predicted in full and timed
@@ -675,7 +685,13 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
                      l2_start="empty" if memory_system is not None else l2_start, memory_system=memory_system,
                      timed=timed, watch=watch)
     if r.stopped is not None:
-        return _in_time(r, grid, block, cfg)
+        p = _in_time(r, grid, block, cfg)
+        if not timed:
+            return p
+        from ..gpu.sampling.intime import complete_timed
+        if r.timed_sm is None:
+            return p, None
+        return p, complete_timed(r.timed_sm, r.stopped, r.launch, cfg, block, p.details["memory_factor"])
     mem = {key: float(v) for key, v in r.memory.stats().items() if isinstance(v, (int, float))
            and not key.endswith("rate")}
     from ..gpu.sampling import memory_counters  # every SM's L1/texture counters and resident warps

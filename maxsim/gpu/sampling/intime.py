@@ -172,7 +172,8 @@ def extrapolate(watch, res, cfg) -> InTimePrediction:
     mem["active_cycles"] = float(sum(ends))
     mem["cycles"] = cycles
     details = {"windows": n, "stable_from_window": a, "stopped_at_cycle": t, "check_miss": miss,
-               "rate_half_width": half, "warp_instructions": total}
+               "rate_half_width": half, "warp_instructions": total,
+               "memory_factor": f}
     return InTimePrediction(float(cycles), (float(lo), float(hi)), done / total if total else 1.0, mem, float(t),
                             f * flops, details)
 
@@ -187,3 +188,112 @@ def _so_far(sm):
     flops = float(sm._CNT[PC_EXEC, :npc] @ sm._pc_sums[2])
     return (l1.sector_hits + int(G[K.G_L1_HITS]), l1.sector_misses + int(G[K.G_L1_MISSES]),
             l1.pending_hits + int(G[K.G_L1_PENDING]), flops)
+
+
+def sm_end(watch, res, cfg, sm):
+    """``(end cycle, low, high, its warp instructions, issued so far)`` of one SM of a run stopped
+    by ``watch``: its remaining instructions at its rate over the stable blocks, and the same with
+    the rate off by the run's half-width."""
+    n, a, half, _ = watch.stop
+    t = n * PROGRESS_CYCLES
+    i = watch.sms.index(sm)
+    totals, _ = per_sm_instructions(res, watch.sms, cfg.gpu.sms)
+    issued = float(watch.issued[n - 1][i])
+    rate = (issued - (float(watch.issued[a - 1][i]) if a > 0 else 0.0)) / ((n - a) * PROGRESS_CYCLES)
+    left = max(float(totals[i]) - issued, 0.0)
+
+    def end(f):
+        return t + left / (rate * f) if rate > 0 else float(t)
+    return end(1.0), end(1 + half), end(max(1e-9, 1 - half)), float(totals[i]), issued
+
+
+_SCALED_STATS = ("ffma", "flops", "dual_issues", "bank_conflicts", "bank_conflict_cycles", "delayed_conflicts",
+                 "reuse_hits", "operand_reads", "shared_requests", "shared_wavefronts", "tex_requests",
+                 "tex_sectors", "tex_hits", "stores")
+
+
+def complete_timed(sm, watch, res, cfg, block, launch_factor):
+    """SM 0 of a whole-GPU run stopped by ``watch`` as the launch's timed SM (a launch simulated
+    once, sampled in time): its statistics as they stood at the stop, each count scaled by the
+    SM's warp instructions over those it had issued (its own: the functional run's), its cycles
+    the end of its remaining instructions at its stable rate (as :func:`extrapolate` ends each
+    SM), every CTA it holds resident to then; the memory system behind it (the GPU's L2 and DRAM)
+    scaled as the launch's counters (``launch_factor``). Call after :func:`extrapolate` (this folds
+    the SM's running counters into its statistics). Returns the SM, its ``sampled_in_time`` set to
+    how its figures were made (``sm_prediction_method``, ``sm_simulated_share``,
+    ``sm_cycles_interval``: its end with the rate off by the run's half-width)."""
+    from ...timing import core as K
+    from ...timing.stats import PC_EXEC, PC_STALLS, STALL_REASONS
+    end, lo, hi, total, issued = sm_end(watch, res, cfg, sm)
+    f = total / issued if issued else 1.0
+    W = sm._W
+    live = [(slot, v) for slot, v in enumerate(sm._slot_warp) if v is not None and not v.done]
+    live_stalls = {v.label: W[slot, K.W_STALLS:K.W_STALLS + len(STALL_REASONS)].tolist() for slot, v in live}
+    sm._end()  # the core's counters into the statistics, as at the end of a run
+    st = sm.stats
+    for name in _SCALED_STATS:
+        setattr(st, name, int(round(getattr(st, name) * f)))
+    per_pc = np.rint(st.per_pc * f).astype(np.int64)
+    npc = per_pc.shape[0]
+    # the executions per instruction add up to the SM's count (the rounding's remainder on the most run)
+    per_pc[int(np.argmax(per_pc[:, PC_EXEC])), PC_EXEC] += int(total) - int(per_pc[:, PC_EXEC].sum())
+    st.per_pc = per_pc
+    st.warp_instructions = int(total)
+    # every warp's stall cycles, those still running included, from the per-instruction columns
+    st.stall_reasons = {r: int(per_pc[:npc, PC_STALLS + j].sum()) for j, r in enumerate(STALL_REASONS)}
+    for label, counts in live_stalls.items():
+        d = st.warp_stalls.setdefault(label, dict.fromkeys(STALL_REASONS, 0))
+        for r, c in zip(STALL_REASONS, counts):
+            d[r] += c
+    st.warp_stalls = {w: {r: int(round(c * f)) for r, c in d.items()} for w, d in st.warp_stalls.items()}
+    st.opcode_counts = {op: int(round(c * f)) for op, c in st.opcode_counts.items()}
+    st.cycles = int(round(end))
+    sm.now = st.cycles
+    l1 = sm.l1
+    for name in ("requests", "sector_hits", "sector_misses", "pending_hits", "evictions"):
+        setattr(l1, name, int(round(getattr(l1, name) * f)))
+    # (one wave: the SM's CTAs are p, p + sms, ... of the launch; those not ended stay to its end)
+    index = {c: i for i, c in enumerate(res.ctas)}
+    mine = [p for p in range(len(res.ctas)) if p % cfg.gpu.sms == sm.sm_id]
+    ended = {cid for cid, _, _ in sm.cta_log}
+    sm.cta_log = list(sm.cta_log) + [(res.ctas[p], 0, st.cycles) for p in mine if res.ctas[p] not in ended]
+    rows = [index[cid] for cid, _, _ in sm.cta_log if cid in index]
+    st.thread_instructions = sum(res.cta_threads(i, 1) for i in rows)
+    st.divergent_branches = sum(res.cta_threads(i, 1, res.warp_divergent) for i in rows) \
+        if res.warp_divergent is not None else 0
+    st.idle_lanes = sum(res.cta_threads(i, 1, res.warp_idle) for i in rows) if res.warp_idle is not None else 0
+    wpc = (block + 31) // 32
+    st.warps_per_scheduler = sm.max_ctas * wpc / cfg.sm.schedulers
+    ms = _ScaledMemory(watch.ms, launch_factor)
+    sm.memsys = ms
+    st.l2_hits, st.l2_misses = ms.l2_read_hits, ms.l2_read_misses
+    st.dram_bytes = ms.dram_bytes_read + ms.dram_bytes_written
+    st.functional_seconds = 0.0
+    sm.sampled_in_time = {"sm_prediction_method": "sampled in time",
+                          "sm_simulated_share": issued / total if total else 1.0,
+                          "sm_cycles_interval": [float(lo), float(hi)]}
+    return sm
+
+
+class _ScaledMemory:
+    """The memory system of a run stopped early, its counts scaled by ``factor`` (its rates and
+    utilisations as they were): what the timed SM's figures read of the L2 and DRAM behind it."""
+
+    _COUNTS = ("l2_read_hits", "l2_read_misses", "dram_bytes_read", "dram_bytes_written")
+
+    def __init__(self, ms, factor):
+        self._ms, self._f = ms, factor
+
+    def __getattr__(self, name):
+        v = getattr(self._ms, name)
+        return int(round(v * self._f)) if name in self._COUNTS else v
+
+    def stats(self, elapsed_cycles=None, l1=()):
+        st = self._ms.stats(None if elapsed_cycles is None else elapsed_cycles / self._f, l1)
+        out = {}
+        for k, v in st.items():
+            ratio = k.endswith(("rate", "utilisation", "utilization", "delay", "p95")) or k == "elapsed_cycles"
+            out[k] = v if ratio or isinstance(v, bool) or not isinstance(v, (int, float)) else v * self._f
+        if elapsed_cycles is not None:
+            out["elapsed_cycles"] = float(elapsed_cycles)
+        return out
