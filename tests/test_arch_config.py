@@ -245,6 +245,23 @@ def test_cross_check_cache_geometry(tmp_path):
     assert "key 'l1tex.assoc'" in msg
 
 
+def test_split_texture_caches_checked(tmp_path):
+    # one texture cache per pair of schedulers: a unit count that does not divide the schedulers,
+    # or a half too small for a set of lines, is refused by name; an unknown pairing too
+    msg = _error(_write(tmp_path, "u3.toml", 'inherit = "gm204"\n[l1tex]\nunits = 3\nsharing = "pairs_02_13"\n'))
+    assert "u3.toml" in msg and "key 'l1tex.sharing'" in msg and "must divide sm.schedulers" in msg
+    msg = _error(_write(tmp_path, "small.toml", 'inherit = "gm204"\n[l1tex]\nsize = 6144\nsharing = "pairs_01_23"\n'))
+    assert "key 'l1tex.sharing'" in msg and "size / units" in msg
+    msg = _error(_write(tmp_path, "bad.toml", 'inherit = "gm204"\n[l1tex]\nsharing = "halves"\n'))
+    assert "l1tex.sharing" in msg
+    cfg = override(load_config("gm204"), {"l1tex.sharing": "pairs_02_13"})
+    l1 = cfg.l1tex
+    assert (l1.caches, l1.sets, l1.cache_bytes_per_clk) == (2, 2, l1.throughput_bytes_per_clk)
+    assert [l1.cache_of(s, 4) for s in range(4)] == [0, 1, 0, 1]
+    assert [override(cfg, {"l1tex.sharing": "pairs_01_23"}).l1tex.cache_of(s, 4) for s in range(4)] == [0, 0, 1, 1]
+    assert load_config("gm204").l1tex.caches == 1
+
+
 def test_override_validates():
     cfg = load_config("gm204")
     assert override(cfg, {"latency.lds": 23}).latency.lds == 23

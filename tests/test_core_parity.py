@@ -183,6 +183,21 @@ def test_sgemm_one_full_wave(name, tile, ctas):
     assert len(sm_new.cta_log) == ctas and sm_new.stats.dual_issues > 0
 
 
+@pytest.mark.parametrize("sharing", ["pairs_01_23", "pairs_02_13"])
+def test_sgemm_with_one_texture_cache_per_pair_of_schedulers(sharing):
+    # l1tex.sharing splits the L1/texture cache: each pair of schedulers fetches through its own
+    # cache of half the size and its own unit's throughput; both cores agree, and the split differs
+    # from the pooled cache (the 8 CTAs of an SM share an A panel: fewer of them share a cache)
+    kernel, p = _problem("sgemm_64", 64 * 8, 64, 64)
+    runs = {}
+    for mode in ("pooled", sharing):
+        cfg = override(load_config(), {"l1tex.sharing": mode})
+        runs[mode] = twin_simulate(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg)[1]
+    split, pooled = runs[sharing], runs["pooled"]
+    assert split.stats.tex_requests == pooled.stats.tex_requests > 0
+    assert (split.l1.sector_hits, split.stats.cycles) != (pooled.l1.sector_hits, pooled.stats.cycles)
+
+
 def test_sgemm_later_ctas_reuse_trace_buffers(monkeypatch):
     # one SM running 12 CTAs of sgemm_64 where 8 fit: the later CTAs' traces go into buffers that
     # still hold live warps' traces and sector lists, which must move intact when compacted

@@ -24,6 +24,8 @@ def test_the_table_states_the_configs_values():
         value = value.strip()
         if isinstance(actual, bool):
             assert value == str(actual).lower(), key
+        elif isinstance(actual, str):
+            assert value == actual, key
         else:
             assert float(value) == actual, key
 

@@ -234,6 +234,11 @@ class L1TexConfig:
     sector: int = _pow2_int()
     assoc: int = _pos_int()
     units: int = _pos_int()
+    # which schedulers share a texture unit and its cache: "pooled" (one cache of ``size`` and one
+    # server of ``units`` x the throughput for the whole SM), "pairs_01_23" (scheduler s uses unit
+    # s // (schedulers / units)) or "pairs_02_13" (unit s % units); split, each unit has ``size /
+    # units`` bytes of cache and one unit's throughput
+    sharing: str = _choice("pooled", "pairs_01_23", "pairs_02_13")
     throughput_bytes_per_clk: float = _pos_float()
     # the profiler metrics' counting (not timing): a lookup of a sector still being filled is a hit
     count_inflight_as_hit: bool = _bool()
@@ -248,8 +253,27 @@ class L1TexConfig:
         return self.units * self.throughput_bytes_per_clk
 
     @property
+    def caches(self) -> int:
+        """Separate caches of the SM: 1 when pooled, else ``units``."""
+        return 1 if self.sharing == "pooled" else self.units
+
+    @property
+    def cache_bytes_per_clk(self) -> float:
+        """Throughput of one cache's texture path (the whole SM's when pooled)."""
+        return self.bytes_per_clk / self.caches
+
+    def cache_of(self, scheduler: int, schedulers: int) -> int:
+        """The cache (texture unit) scheduler ``scheduler`` of ``schedulers`` fetches through."""
+        if self.sharing == "pooled":
+            return 0
+        if self.sharing == "pairs_01_23":
+            return scheduler // (schedulers // self.units)
+        return scheduler % self.units
+
+    @property
     def sets(self) -> int:
-        return self.size // (self.line * self.assoc)
+        """Sets of one cache (``size / caches`` bytes)."""
+        return self.size // self.caches // (self.line * self.assoc)
 
     @property
     def sectors_per_line(self) -> int:
@@ -546,6 +570,13 @@ def _cross_checks(cfg: ArchConfig, origin: dict, display: str) -> None:
         fail("l1tex.sector", f"= {l1.sector} exceeds l1tex.line ({l1.line})")
     if l1.size % (l1.line * l1.assoc):
         fail("l1tex.assoc", f"= {l1.assoc}: l1tex.size ({l1.size}) is not a multiple of line x assoc")
+    if l1.sharing != "pooled":
+        if sm.schedulers % l1.units:
+            fail("l1tex.sharing", f"= {l1.sharing!r}: l1tex.units ({l1.units}) must divide sm.schedulers "
+                 f"({sm.schedulers})")
+        if l1.size % (l1.units * l1.line * l1.assoc):
+            fail("l1tex.sharing", f"= {l1.sharing!r}: l1tex.size ({l1.size}) is not a multiple of units x "
+                 "line x assoc (each unit's cache holds size / units)")
     if l2.sector > l2.line:
         fail("l2.sector", f"= {l2.sector} exceeds l2.line ({l2.line})")
     if l2.line > 8 * l2.sector:

@@ -18,8 +18,8 @@ l2_tex_read_hit_rate    percent   "Hit rate at L2 cache for all read requests fr
                                   hit unless ``l2.count_inflight_as_hit`` (see below)
 tex_cache_hit_rate      percent   "Unified cache hit rate": 100 x sector hits / sectors looked up.
                                   ``tex_sector_hits``, ``tex_sector_misses``; a lookup of a sector
-                                  still being filled (``tex_pending_hits``) is not a hit unless
-                                  ``l1tex.count_inflight_as_hit``
+                                  still being filled (``tex_pending_hits``) is a hit only with
+                                  ``l1tex.count_inflight_as_hit`` (the configs: see below)
 dram_read_throughput    GB/s      "Device memory read throughput": bytes read from DRAM into the
                                   L2 / elapsed time. ``dram_bytes_read``
 dram_write_throughput   GB/s      "Device memory write throughput": bytes the L2 wrote back to
@@ -45,11 +45,15 @@ achieved_occupancy      0..1      "Ratio of the average active warps per active 
 
 In-flight sectors: the timing model merges a lookup that finds its sector still being filled into
 that fill (it waits for it; no second request), and its counters count it among the hits
-(``*_pending_hits`` says how many of them). nvprof's counting of such a lookup on Maxwell is not
-documented; the configs follow [accel-sim]'s correlation of its simulator with nvprof, which sets
-``tex_cache_hit_rate`` and ``l2_tex_read_hit_rate`` against completed-data hits only
-(``count_inflight_as_hit = false``, docs/memory-hierarchy.md). Counters without the pending count
-are taken as having none.
+(``*_pending_hits`` says how many of them). On a GTX 980 nvprof computes ``tex_cache_hit_rate``
+as 1 - the texture path's L2 sector requests (reads and writes) / its sector lookups ([cupti-980]
+in gm204.toml: a CUPTI output whose events give the printed metric to all its digits), so a lookup
+that sends nothing to the L2 is a hit: the configs count merged lookups as hits
+(``l1tex.count_inflight_as_hit = true``), as for the L2 (``l2.count_inflight_as_hit``, a choice;
+[accel-sim]'s correlation of its simulator with nvprof counts neither, docs/memory-hierarchy.md).
+The hardware's lookups include global loads and stores (their L2 requests count as misses); the
+model's rate is that of texture fetches only. Counters without the pending count are taken as
+having none.
 
 GB/s are 10^9 bytes per second. The elapsed time is the kernel's own (cycles / core clock, no
 launch overhead), as nvprof's kernel duration.

@@ -5,7 +5,8 @@ for what each step means and why), on state held in numpy arrays instead of Pyth
 
 * ``G`` (int64): SM-wide scalars - the clock, where a suspended cycle resumes, the request handed
   to Python, counters, and the config values the loop reads (field names ``G_*`` below).
-* ``F`` (float64): the texture path's next free cycle (a fluid server, so not an integer).
+* ``F`` (float64): the texture paths' throughput and next free cycle, one per texture cache (a fluid
+  server, so not an integer).
 * ``W`` (int64, warp slot x field ``W_*``): one row per warp slot (its pc and trace position,
   ready/stall/dependency cycles, flags, stall counters, dependency barriers, predicates).
 * ``REGS`` (warp slot x 2 x 256): cycle each register's result is ready (0) / is last read (1).
@@ -20,7 +21,8 @@ for what each step means and why), on state held in numpy arrays instead of Pyth
   ``W[w, W_TBASE]``) - pcs, and per position the shared wavefronts / offset of the sector list in
   ``SEC`` (count, then sector byte addresses) / barrier arrival (-1: none).
 * ``L1`` (set x way x (2 + sectors per line)): the L1/texture cache's tags, LRU stamps and the
-  arrival cycle of each sector.
+  arrival cycle of each sector; split caches (``l1tex.sharing``) one after another, each of
+  ``G[G_L1_SETS]`` sets from ``G[G_L1_BASE]`` for the request under way.
 * ``CNT`` (``stats.PC_FIELDS`` x pc): the per-instruction counters (executions, dual issues, bank
   conflicts, reuse hits, shared wavefronts, texture and L2 hits, stall cycles by reason).
 * ``ILOG``, ``SLOG``, ``BLOG``, ``HLOG``: issue log, stall log, back-branch times and hazard
@@ -104,13 +106,17 @@ _NONE = 11  # a scheduler found no warp to issue (internal)
  # warps exited so far (their order: W_EXIT_SEQ)
  G_EXITS,
  # the SM's number in the GPU (its L1 TLB in the memory system's address translation)
- G_SM_ID, G_SIZE) = range(75)
+ G_SM_ID,
+ # the texture caches (l1tex.sharing): how a scheduler picks its cache (0 pooled, 1 s // (schedulers
+ # / caches), 2 s % caches), how many, and the first set of the cache of the request under way
+ G_L1_MODE, G_L1_CACHES, G_L1_BASE, G_SIZE) = range(78)
 
 # request kinds (G_REQ_KIND)
 REQ_TEX, REQ_LDG, REQ_STG = range(3)
 
 # ---- F: float scalars ----
-F_TEX_FREE, F_TEX_BPC, F_SIZE = range(3)
+# one texture cache's throughput (bytes per cycle), then each cache's next free cycle (F_TEX_FREE + c)
+F_TEX_BPC, F_TEX_FREE, F_SIZE = range(3)
 
 # ---- W: per warp slot ----
 (W_WID, W_CTA, W_PC, W_POS, W_LEN, W_READY, W_STALL_UNTIL, W_DEP_UNTIL, W_LAST_ISSUE, W_DONE,
@@ -427,6 +433,7 @@ def _l1_access(G, L1, REQ, start, SEC, off, n):
     sec_sz = G[G_SECTOR]
     spl = G[G_L1_SPL]
     n_sets = G[G_L1_SETS]
+    base = G[G_L1_BASE]
     assoc = G[G_L1_ASSOC]
     hits = 0
     nmiss = 0
@@ -434,7 +441,7 @@ def _l1_access(G, L1, REQ, start, SEC, off, n):
     for k in range(n):
         addr = SEC[off + k]
         ln = addr // line_sz
-        st = ln % n_sets
+        st = base + ln % n_sets
         way = -1
         for a in range(assoc):
             if L1[st, a, 0] == ln:
@@ -486,7 +493,7 @@ def _l1_fill(G, L1, REQ, n, ready):
     for k in range(n):
         addr = REQ[k]
         ln = addr // line_sz
-        st = ln % G[G_L1_SETS]
+        st = G[G_L1_BASE] + ln % G[G_L1_SETS]
         for a in range(G[G_L1_ASSOC]):
             if L1[st, a, 0] == ln:
                 L1[st, a, 2 + (addr // G[G_SECTOR]) % spl] = ready
@@ -572,9 +579,12 @@ def _memory(G, F, W, REGS, Q, S, BANKS, P, L, TAUX, SEC, L1, REQ, CNT, w, s, pc,
         G_[G_TEX_SECTORS] += n
         CNT[PC_TEX_REQ, pc] += 1
         CNT[PC_TEX_SECTORS, pc] += n
-        tf = F[F_TEX_FREE]
+        mode = G_[G_L1_MODE]
+        unit = 0 if mode == 0 else (s // (G_[G_NSCHED] // G_[G_L1_CACHES]) if mode == 1 else s % G_[G_L1_CACHES])
+        G_[G_L1_BASE] = unit * G_[G_L1_SETS]
+        tf = F[F_TEX_FREE + unit]
         fstart = tf if tf > read_at else float(read_at)
-        F[F_TEX_FREE] = fstart + (n * G_[G_SECTOR]) / F[F_TEX_BPC]
+        F[F_TEX_FREE + unit] = fstart + (n * G_[G_SECTOR]) / F[F_TEX_BPC]
         start = int(np.ceil(fstart))
         hits, nmiss, pending = _l1_access(G_, L1, REQ, start, SEC, aux + 1, n)
         G_[G_TEX_HITS] += hits

@@ -213,7 +213,9 @@ class ReferenceSM:
         self.peak_warps = 0
         self.resident = 0
         self.shared = SharedMemoryTiming(cfg)
-        self.tex_free = 0
+        self.tex_free = [0] * cfg.l1tex.caches  # each texture cache's path: its next free cycle
+        # the texture cache each scheduler's warps fetch through (l1tex.sharing)
+        self.tex_unit = [cfg.l1tex.cache_of(s, cfg.sm.schedulers) for s in range(cfg.sm.schedulers)]
         self.hazard_mode = hazards
         self.max_cycles = max_cycles
         self.sm_id = sm_id
@@ -251,7 +253,7 @@ class ReferenceSM:
         self.cta_launch = cfg.sm.cta_launch_cycles
         self.shared_depth = cfg.pipes.shared_queue_depth
         self.global_depth = cfg.pipes.global_queue_depth
-        self.tex_bytes_per_clk = cfg.l1tex.bytes_per_clk
+        self.tex_bytes_per_clk = cfg.l1tex.cache_bytes_per_clk
         self.sector = cfg.l1tex.sector
         self.dual = cfg.pipes.dual_issue
         self._check_control_stalls()
@@ -782,10 +784,12 @@ class ReferenceSM:
             at = self.per_pc[pc]
             at[PC_TEX_REQ] += 1
             at[PC_TEX_SECTORS] += n
-            start = self.tex_free if self.tex_free > read_at else read_at
-            self.tex_free = start + n * self.sector / self.tex_bytes_per_clk
+            unit = self.tex_unit[s.index]
+            tf = self.tex_free[unit]
+            start = tf if tf > read_at else read_at
+            self.tex_free[unit] = start + n * self.sector / self.tex_bytes_per_clk
             start = math.ceil(start)
-            hits, misses = self.l1.access(start, [int(x) for x in sectors])
+            hits, misses = self.l1.access(start, [int(x) for x in sectors], unit)
             stats.tex_hits += hits
             at[PC_TEX_HITS] += hits
             # the latencies (tex_l1_hit, l2_hit, dram) count from the instruction's issue, which
@@ -796,7 +800,7 @@ class ReferenceSM:
                 done = self.l1.pending_ready
             if misses:
                 mdone = self._read(pc, issued, misses)
-                self.l1.fill(misses, mdone)
+                self.l1.fill(misses, mdone, unit)
                 if mdone > done:
                     done = mdone
         else:  # LDG: through the L2

@@ -659,6 +659,8 @@ def _config_fields(cfg):
     G[K.G_BARRIER_SYNC] = lat.barrier_sync
     G[K.G_LAT_LDS] = lat.lds
     G[K.G_LAT_STS] = lat.sts
+    G[K.G_L1_MODE] = ("pooled", "pairs_01_23", "pairs_02_13").index(l1c.sharing)
+    G[K.G_L1_CACHES] = l1c.caches
     if len(_CONFIG_FIELDS) >= 8:
         del _CONFIG_FIELDS[next(iter(_CONFIG_FIELDS))]
     _CONFIG_FIELDS[id(cfg)] = (cfg, G)
@@ -765,8 +767,8 @@ class SM:
         G[K.G_LOG] = 1 if log else 0
         G[K.G_SM_ID] = self.sm_id
         G[K.G_SHARED_FREE] = self.shared.next_free
-        F = np.zeros(K.F_SIZE, dtype=np.float64)
-        F[K.F_TEX_BPC] = l1c.bytes_per_clk
+        F = np.zeros(K.F_TEX_FREE + l1c.caches, dtype=np.float64)
+        F[K.F_TEX_BPC] = l1c.cache_bytes_per_clk
         W = _aligned((nwarps, K.W_SIZE), np.int64)
         # a warp slot's register times are zeroed when a warp is launched in it (_launch_ready_ctas),
         # and the core reads only launched slots
@@ -836,7 +838,7 @@ class SM:
         l1 = self.l1
         G[K.G_L1_LINE] = l1.line
         G[K.G_L1_SPL] = l1.sectors_per_line
-        G[K.G_L1_SETS] = l1.n_sets
+        G[K.G_L1_SETS] = l1.unit_sets
         G[K.G_L1_ASSOC] = l1.assoc
         shape = (l1.n_sets, l1.assoc, 2 + l1.sectors_per_line)
         empty = _EMPTY_L1.get(shape)

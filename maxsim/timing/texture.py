@@ -17,6 +17,10 @@ Model (numbers from ``cfg.l1tex`` and ``cfg.latency``):
   [gm107-wp] of 15.7 B/clk [jia18]; the two are pooled, see gm204.toml); a request of ``n``
   sectors occupies it ``n x sector / bytes_per_clk`` cycles.  Hits complete ``latency.tex_l1_hit`` cycles after the
   request starts; misses when the memory system delivers them.
+* ``l1tex.sharing`` other than "pooled" splits the cache into one per texture unit (``size /
+  units`` bytes each, the sets of unit ``u`` after those of the units before it), each with its own
+  server of one unit's throughput (kept by the SM core); a scheduler's warps use its unit's
+  (``L1TexConfig.cache_of``).
 """
 
 from __future__ import annotations
@@ -36,9 +40,13 @@ class TextureCache:
         self.sector = c.sector
         self.sectors_per_line = c.line // c.sector
         self.assoc = c.assoc
-        self.n_sets = max(1, c.size // (c.line * c.assoc))
+        # one cache per texture unit when l1tex.sharing splits them (sets [u * unit_sets, (u + 1) *
+        # unit_sets) are unit u's), else one of all the sets
+        self.caches = c.caches
+        self.unit_sets = max(1, c.sets)
+        self.n_sets = self.caches * self.unit_sets
         self.hit_latency = cfg.latency.tex_l1_hit
-        self.server = BandwidthServer(c.bytes_per_clk)
+        self.server = BandwidthServer(c.cache_bytes_per_clk)
         self._tags = None
         self._sets = [OrderedDict() for _ in range(self.n_sets)]
         self.bytes_per_clk = c.bytes_per_clk
@@ -85,8 +93,9 @@ class TextureCache:
         they are next looked at (most runs never do)."""
         self._tags = (arr, absent)
 
-    def access(self, now: int, sector_addresses):
-        """Look up distinct sectors (byte addresses) at cycle ``now``: returns ``(hits, misses)``.
+    def access(self, now: int, sector_addresses, unit: int = 0):
+        """Look up distinct sectors (byte addresses) at cycle ``now`` in cache ``unit``: returns
+        ``(hits, misses)``.
 
         ``hits`` is a count; ``misses`` the list of missed sector byte addresses (in the given
         order), which are allocated now and treated as filled at ``now`` unless :meth:`fill` later
@@ -94,13 +103,14 @@ class TextureCache:
         the latest such arrival (0 if none).
         """
         line_sz, sec_sz, spl = self.line, self.sector, self.sectors_per_line
-        n_sets, assoc, sets = self.n_sets, self.assoc, self._sets
+        n_sets, assoc, sets = self.unit_sets, self.assoc, self._sets
+        base = unit * n_sets
         hits = 0
         misses = []
         pending = 0
         for addr in sector_addresses:
             ln = addr // line_sz
-            s = sets[ln % n_sets]
+            s = sets[base + ln % n_sets]
             entry = s.get(ln)
             if entry is None:
                 if len(s) >= assoc:
@@ -126,19 +136,20 @@ class TextureCache:
         self.sector_misses += len(misses)
         return hits, misses
 
-    def fill(self, sector_addresses, ready: int) -> None:
-        """Record that the given (allocated) sectors arrive at cycle ``ready``."""
+    def fill(self, sector_addresses, ready: int, unit: int = 0) -> None:
+        """Record that the given (allocated) sectors of cache ``unit`` arrive at cycle ``ready``."""
         line_sz, sec_sz, spl = self.line, self.sector, self.sectors_per_line
+        base = unit * self.unit_sets
         for addr in sector_addresses:
             ln = addr // line_sz
-            entry = self._sets[ln % self.n_sets].get(ln)
+            entry = self._sets[base + ln % self.unit_sets].get(ln)
             if entry is not None:  # may have been evicted meanwhile
                 entry[(addr // sec_sz) % spl] = ready
 
-    def contains(self, addr: int) -> bool:
-        """Whether the sector holding byte ``addr`` is present (no LRU update)."""
+    def contains(self, addr: int, unit: int = 0) -> bool:
+        """Whether the sector holding byte ``addr`` is present in cache ``unit`` (no LRU update)."""
         ln = addr // self.line
-        entry = self._sets[ln % self.n_sets].get(ln)
+        entry = self._sets[unit * self.unit_sets + ln % self.unit_sets].get(ln)
         return entry is not None and entry[(addr // self.sector) % self.sectors_per_line] is not None
 
     # ---- a whole request -----------------------------------------------------------------------

@@ -122,7 +122,8 @@ def gflops_rows(cfg, quick=False, progress=None, jobs=1, engine=None, cache=None
             rows.append(Row(f"{label} tex_cache_hit_rate, mean over {len(tex)} size{'s' if len(tex) != 1 else ''}",
                             "sgemm_memory", sum(tex) / len(tex), TEX_HIT_PUBLISHED, "%", "[maxas-sgemm]",
                             "maxas: 1-2% (full lines consumed by each quad fetch; the L2 does the work); "
-                            "in-flight lookups are not hits (l1tex.count_inflight_as_hit)"))
+                            "counted as nvprof on a GTX 980: a lookup that sends no L2 request is a hit, "
+                            "a merged one too (l1tex.count_inflight_as_hit)"))
     rows.append(yield_row(cfg, result))
     return rows, result
 
