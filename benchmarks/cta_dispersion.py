@@ -40,6 +40,28 @@ the CTA). The first wave, the wave starts and the tail stay as the dispatcher mo
 resident CTAs (chosen at random) is spread so, the others keep their places (near lockstep). The window runs without the fresh CTAs that
 would take the freed slots at its end (they would start together at K = 0 and count in the window's
 hit rates and walks); the pace is measured before any of them would start.
+
+``--stagger F`` (full simulation only): a spread set once at the start, which the launch then keeps or
+loses by itself. Each point is run twice, first in lockstep, then with a share F of the first wave's
+CTAs (chosen at random, seeded) starting at delays evenly spaced over ``--stagger-span`` (default 1)
+of the lockstep run's mean first-wave CTA duration, the others at once; every later CTA starts as
+its slot frees (no delay), so a slot keeps its first CTA's offset in K as long as its CTAs take
+equally long, and only the first wave's slots idle. Printed per run, besides the launch's figures:
+the steady GFLOPS (every slot busy, each CTA taking the mean duration of the CTAs neither of the
+first wave nor of the last ``wave`` CTAs), and, at eight instants between the first CTA's end and
+the last CTA's start, how far apart in K the resident CTAs are (median K-steps between two CTAs of
+one SM / GPU-wide 10-90% span): does the spread persist, grow or collapse back to lockstep?
+
+``--dram-rows`` (full simulation only): the L2/DRAM run on the plain-Python memory system (the SMs
+stay compiled; the same figures), every DRAM read is recorded, and each channel's stream is replayed
+against GDDR5 banks and rows as ``benchmarks/dram_rows.py`` does (row hits, bytes per activation,
+the bus time banks and rows would add).
+
+The quarter GPU with a TLB scaled to it (``--set gpu.sms=4 l2.size=524288 l2.slices=2 dram.channels=2
+gpu.dram_bus_bits=64 gpu.dram_bandwidth_gbs=64.0 tlb.page_bytes=524288 tlb.l1_entries=4
+tlb.l1_assoc=4 tlb.l2_entries=16``, each ``--set`` given separately) has A and B at the same share
+of the L2 TLB's reach (and K-rows per page) at N = 1,024 / 1,280 / 1,536 / 2,048 as the GTX 980 at
+4,096 / 5,120 / 6,144 / 8,192.
 """
 
 from __future__ import annotations
@@ -88,6 +110,8 @@ class _State:
     no_queue = False  # the next run_sms is the window's: run it without the CTAs that come next
     seed = 1
     spread_share = 1.0  # the share of a window's resident CTAs spread (``--spread-share``)
+    first = None  # (full simulation, ``--stagger``) {CTA index: cycles its first-wave start waits}
+    sm_list = []  # (full simulation) the SMs built, for their CTA logs
 
 
 S = _State()
@@ -133,6 +157,8 @@ class _DelayMap(dict):
         if S.taken:
             S.taken = False
             d += _delay_of(cid)
+        elif S.first:  # a first-wave CTA (placed, not handed out): its staggered start
+            d += S.first.get(cid[1] * S.gx + cid[0], 0)  # (each launch of l2_start previous alike)
         return d
 
 
@@ -142,6 +168,68 @@ _sm_init = sm_mod.SM.__init__
 def _init(self, *a, **kw):
     _sm_init(self, *a, **kw)
     self._delays = _DelayMap()
+    S.sm_list.append(self)
+
+
+# ---- a staggered first wave (full simulation, ``--stagger``) ------------------------------------
+
+def _stagger(wave, share, span_cycles, seed):
+    """{first-wave CTA index: start delay}: a share ``share`` of the first wave's CTAs (chosen at
+    random, seeded) starts at delays evenly spaced over [0, span_cycles), dealt in a random order;
+    the others start at once. Later CTAs start as their slot frees (no delay), so each slot keeps
+    its first CTA's offset in K as long as its CTAs take equally long: a spread set once, that the
+    launch keeps or loses by itself."""
+    rng = np.random.default_rng(seed)
+    n = int(round(share * wave))
+    chosen = rng.permutation(wave)[:n]
+    offsets = (np.arange(n) + 0.5) / max(n, 1) * span_cycles
+    offsets = np.rint(offsets[rng.permutation(n)]).astype(np.int64)
+    return {int(i): int(d) for i, d in zip(chosen, offsets)}
+
+
+def launch_log(sms, gx):
+    """[(CTA index, SM, start, end)] of a full simulation's SMs, by start."""
+    out = [(cid[1] * gx + cid[0], sm.sm_id, s, e) for sm in sms for cid, s, e in sm.cta_log]
+    return sorted(out, key=lambda r: r[2])
+
+
+def spread_over_time(log, k, slots_per_sm, n_at=8):
+    """How far apart in K the resident CTAs are over the launch: [(time share, median K-steps between
+    two CTAs of one SM, GPU-wide 10-90% span in K-steps)] at ``n_at`` evenly spaced instants between
+    the end of the first CTA and the start of the last (the steady part of the launch)."""
+    first_end = min(e for _, _, _, e in log)
+    last_start = max(s for _, _, s, _ in log)
+    end = max(e for _, _, _, e in log)
+    out = []
+    for f in np.linspace(0.0, 1.0, n_at):
+        t = first_end + f * (last_start - first_end)
+        live = [(sm, (t - s) / (e - s) * k) for _, sm, s, e in log if s <= t < e and e > s]
+        if not live:
+            continue
+        v = np.asarray([x for _, x in live])
+        by_sm = {}
+        for sm, x in live:
+            by_sm.setdefault(sm, []).append(x)
+        pair = []
+        for xs in by_sm.values():
+            xs = np.asarray(xs)
+            if len(xs) > 1:
+                d = np.abs(xs[:, None] - xs[None, :])[np.triu_indices(len(xs), 1)]
+                pair.append(float(np.median(d)))
+        out.append((t / end, float(np.median(pair)) if pair else float("nan"),
+                    float(np.percentile(v, 90) - np.percentile(v, 10))))
+    return out
+
+
+def steady_rate(log, wave, n_ctas, flops_per_cta, clock_hz):
+    """GFLOPS of the launch's steady part: all slots busy, each CTA taking the mean duration of the
+    CTAs that are neither of the first wave (staggered starts, a cold L2) nor of the last
+    ``wave`` (the tail, fewer neighbours); None when no CTA is left."""
+    durs = [e - s for i, _, s, e in log if wave <= i < n_ctas - wave]
+    if not durs:
+        return None, None
+    mean = float(np.mean(durs))
+    return wave * flops_per_cta / mean * clock_hz / 1e9, mean
 
 
 # ---- the sampled prediction's dispatcher model --------------------------------------------------
@@ -322,7 +410,7 @@ def spread(schedule, k, sms, at=(0.3, 0.4, 0.5, 0.6, 0.7)):
 
 
 
-def run_point(name, regs, n, cfg, mean, dist, seed, full, l2_start):
+def run_point(name, regs, n, cfg, mean, dist, seed, full, l2_start, stagger=0.0, stagger_cycles=0):
     geo = KERNELS[name]
     kernel = generate_kernel(name)
     if regs is not None:
@@ -335,9 +423,19 @@ def run_point(name, regs, n, cfg, mean, dist, seed, full, l2_start):
     S.gx, S.n, S.k, S.schedule, S.taken = gx, n, -(-n // 8) * 8, None, False
     S.sms = cfg.gpu.sms
     S.offsets = None
+    S.first = _stagger(wave, stagger, stagger_cycles, seed) if (full and stagger > 0) else None
+    S.sm_list = []
     t0 = time.perf_counter()
     p = predict_sgemm(name, n, cfg, kernel=kernel, full=full, l2_start=l2_start)
     wall = time.perf_counter() - t0
+    extra = {}
+    if full:
+        log = launch_log(S.sm_list[-cfg.gpu.sms:], gx)  # the timed launch's SMs (l2_start previous runs it twice)
+        S.sm_list = []
+        k = S.k
+        rate, dur = steady_rate(log, wave, n_ctas, 2.0 * geo.tile * geo.tile * k, cfg.clock_hz)
+        extra = {"steady_gflops": rate, "cta_cycles": dur, "over_time": spread_over_time(log, k, resident),
+                 "first_wave_cycles": float(np.mean([e - s for i, _, s, e in log if i < wave]))}
     mem = p["memory"]
     metrics = profiler_metrics(mem, cfg.cycles_to_seconds(p["cycles"]), cfg)
     iters = n_ctas * S.k / 8
@@ -368,7 +466,8 @@ def run_point(name, regs, n, cfg, mean, dist, seed, full, l2_start):
             "l2": metrics.get("l2_tex_read_hit_rate", float("nan")),
             "tex": metrics.get("tex_cache_hit_rate", float("nan")), "busy": busy, "pair": pair,
             "span": span, "wall": wall, "waves": n_ctas / wave,
-            "window_tex": metrics.get("window_tex", float("nan")), "window_l2": metrics.get("window_l2", float("nan"))}
+            "window_tex": metrics.get("window_tex", float("nan")), "window_l2": metrics.get("window_l2", float("nan")),
+            **extra}
 
 
 def _offset_spread(offsets, sms):
@@ -404,7 +503,22 @@ def main(argv=None):
     ap.add_argument("--spread-share", type=float, default=1.0,
                     help="with --uniform-k: the share of the resident CTAs spread (chosen at random); the others "
                          "keep their places in the dispatcher model's schedule (near lockstep)")
+    ap.add_argument("--stagger", type=float, default=0.0,
+                    help="(full) a share F of the first wave's CTAs starts staggered (evenly spaced delays over "
+                         "--stagger-span of a CTA's duration, taken from the same point run first in lockstep); "
+                         "later CTAs start as their slots free: does the spread persist over the waves?")
+    ap.add_argument("--stagger-span", type=float, default=1.0,
+                    help="with --stagger: the span of the first-wave delays, as a share of a CTA's lockstep duration")
+    ap.add_argument("--dram-rows", action="store_true",
+                    help="(full) run the L2/DRAM on the plain-Python memory system, record every DRAM read and "
+                         "replay each channel's stream against GDDR5 banks and rows (benchmarks/dram_rows.py)")
     args = ap.parse_args(argv)
+    if args.dram_rows:
+        if not args.full:
+            ap.error("--dram-rows needs --full")
+        _record_dram_rows()
+    if args.stagger and not args.full:
+        ap.error("--stagger needs --full (the sampled prediction's dispatcher model has no first-wave stagger)")
     S.tlb_history = args.tlb_history
     S.same_pace = args.same_pace
     S.uniform_k = args.uniform_k
@@ -427,14 +541,65 @@ def main(argv=None):
             # measured GFLOPS: the GTX 980's (maxas), for the shipped config only
             m = measured.get(name, {}).get(n) if regs is None and not args.settings else None
             for mean in (float(x) for x in args.means.split(",")):
-                r = run_point(name, regs, n, cfg, mean, args.dist, args.seed, args.full, args.l2_start)
-                err = f"{100 * (r['gflops'] - m) / m:+6.1f}%" if m else "      -"
-                print(f"{spec:13s} {n:5d} {mean:6.0f} {r['gflops']:7.0f} {err:>7s} {r['walks_per_kiter']:9.2f} "
-                      f"{r['l2']:6.1f} {r['tex']:7.1f} {100 * r['busy']:4.0f}% {r['pair']:6.1f} {r['span']:6.1f} "
-                      f"{r['waves']:5.1f} {r['wall']:5.0f}"
-                      + (f"  window: tex hit {r['window_tex']:.1f}%, L2 hit {r['window_l2']:.1f}%" if args.uniform_k else "")
-                      + (f"  CTA CV {100 * r['cv']:.2f}%, widest wave start spread {100 * r['wave_spread']:.1f}% of a CTA"
-                         if args.full else ""), flush=True)
+                runs = [0.0, args.stagger] if args.stagger else [0.0]
+                lock_cycles = 0
+                for st in runs:
+                    r = run_point(name, regs, n, cfg, mean, args.dist, args.seed, args.full, args.l2_start,
+                                  st, int(round(args.stagger_span * lock_cycles)))
+                    lock_cycles = lock_cycles or r.get("first_wave_cycles", 0)
+                    _print(spec, n, mean, r, m, args, st)
+                    _print_rows(cfg)
+
+
+ROWS = None  # benchmarks/dram_rows.py, with --dram-rows
+
+
+def _record_dram_rows():
+    """Every DRAM read of the full simulation recorded (benchmarks/dram_rows.py's log of the plain-Python
+    memory system; the SMs stay compiled, the memory system runs in Python: the same figures)."""
+    global ROWS
+    import os
+    import maxsim.timing.memory_system as msm
+    keep = os.environ.get("MAXSIM_CORE")
+    import dram_rows as ROWS  # (sets MAXSIM_CORE=python for the SMs too: undone below)
+    if keep is None:
+        os.environ.pop("MAXSIM_CORE", None)
+    else:
+        os.environ["MAXSIM_CORE"] = keep
+    core_name = msm.core_name
+    msm.core_name = lambda core=None, what="SM core": "python" if what == "memory system core" else core_name(core, what)
+
+
+def _print_rows(cfg):
+    """Row hits, bytes per activation and the replay's extra bus time of the last run's DRAM reads
+    (only the timed launch's memory system: the last one logged)."""
+    if ROWS is None or not ROWS.LOG:
+        return
+    last = ROWS.LOG[-1][0]
+    log = [x for x in ROWS.LOG if x[0] == last]
+    ROWS.LOG.clear()
+    for row_bytes, xor in ((2048, False), (2048, True), (1024, True)):
+        r = ROWS.analyse(log, cfg, row_bytes=row_bytes, xor=xor)
+        print(f"    DRAM rows of {row_bytes} B, bank map {'xor' if xor else 'flat'}: pieces {r['pieces']}, row hits "
+              f"{100 * r['row_hit_rate']:.1f}%, bytes/activation {r['bytes_per_activation']:.0f}, replay adds "
+              f"{100 * r['extra_cycles_share']:+.1f}% of bus time", flush=True)
+
+
+def _print(spec, n, mean, r, m, args, stagger):
+    err = f"{100 * (r['gflops'] - m) / m:+6.1f}%" if m else "      -"
+    print(f"{spec:13s} {n:5d} {mean:6.0f} {r['gflops']:7.0f} {err:>7s} {r['walks_per_kiter']:9.2f} "
+          f"{r['l2']:6.1f} {r['tex']:7.1f} {100 * r['busy']:4.0f}% {r['pair']:6.1f} {r['span']:6.1f} "
+          f"{r['waves']:5.1f} {r['wall']:5.0f}"
+          + (f"  window: tex hit {r['window_tex']:.1f}%, L2 hit {r['window_l2']:.1f}%" if args.uniform_k else "")
+          + (f"  CTA CV {100 * r['cv']:.2f}%, widest wave start spread {100 * r['wave_spread']:.1f}% of a CTA"
+             if args.full else ""), flush=True)
+    if args.full:
+        sr = r.get("steady_gflops")
+        print(f"    {'staggered ' + format(stagger, '.2f') if stagger else 'lockstep'}: cycles {r['cycles']:,.0f}, "
+              f"steady GFLOPS {sr:.0f} (mean CTA {r['cta_cycles']:,.0f} cycles, first wave {r['first_wave_cycles']:,.0f})"
+              if sr else "    (no steady CTAs)", flush=True)
+        print("    over the launch (time share: median K-steps between two CTAs of an SM / GPU 10-90% span): "
+              + ", ".join(f"{f:.2f}: {a:.0f}/{b:.0f}" for f, a, b in r["over_time"]), flush=True)
 
 
 if __name__ == "__main__":
