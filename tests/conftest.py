@@ -6,11 +6,18 @@ import os
 import tempfile
 
 import pytest
+from hypothesis import settings
 
 from maxsim.cache import COMPILED, cache_dir
 
 import nvidia_oracle  # noqa: E402  (tests/ is on sys.path: conftest's folder)
 
+# The property tests (hypothesis) draw the same examples at every run, so that a run of the suite
+# passes or fails by the code alone; MAXSIM_HYPOTHESIS=explore draws new ones each run (to look
+# for bugs; a failure it finds prints the example, which then goes into the test as an @example).
+settings.register_profile("fixed", derandomize=True, database=None)
+settings.register_profile("explore")
+settings.load_profile(os.environ.get("MAXSIM_HYPOTHESIS", "fixed"))
 # The one-line notice a process prints when it compiles maxsim's numba code (maxsim/jit.py) would
 # land in the stderr that tests compare exactly, on a fresh checkout; tests/test_jit.py turns it on.
 os.environ.setdefault("MAXSIM_COMPILE_NOTICE", "0")

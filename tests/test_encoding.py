@@ -64,15 +64,17 @@ def same_instruction(a: ins.Instruction, b: ins.Instruction) -> bool:
 
 
 def passing(i: ins.Instruction) -> ins.Instruction:
-    """F2F between equal types with a rounding mode (RN RM RP RZ) as the .PASS it is: the value passes
-    unrounded (the executor), and nvdisasm prints those words .PASS."""
+    """F2F between equal types with a rounding mode as what its word holds: the value passes unrounded
+    (the executor); .RN is rounding field 0, the word of no modifier, and .RM .RP .RZ (1-3) are the
+    words nvdisasm prints .PASS."""
     if i.opcode != "F2F":
         return i
     types = [m for m in i.mods if m in ("F16", "F32", "F64")]
     dst, src = (types + ["F32", "F32"])[:2] if len(types) != 1 else (types[0], "F32")
     if dst != src or not {"RN", "RM", "RP", "RZ"} & set(i.mods):
         return i
-    rest = tuple("PASS" if m in ("RN", "RM", "RP", "RZ") else m for m in i.mods if m not in ("F16", "F32", "F64"))
+    rest = tuple("PASS" if m in ("RM", "RP", "RZ") else m for m in i.mods
+                 if m not in ("F16", "F32", "F64", "RN"))
     return attrs.evolve(i, mods=(dst, src) + rest)
 
 

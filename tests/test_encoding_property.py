@@ -81,6 +81,7 @@ def test_the_parser_reads_decoded_words_of_every_opcode_it_knows():
 @SETTINGS
 @given(st.lists(instruction_text(), min_size=1, max_size=4))
 @example(lines=["--:-:-:-:0      DMNMX RZ, RZ, NAN, P0;"])  # an fp64 NaN immediate compares equal to itself
+@example(lines=["--:-:-:-:0      F2F.RN RZ, RZ;"])  # F32 to F32 with .RN: the word of no rounding modifier
 def test_generated_instructions_round_trip_or_are_refused_by_name(lines):
     k = parse_text(kernel_text(lines), filename="gen.sass")
     for i in k.instructions:

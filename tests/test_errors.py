@@ -107,6 +107,7 @@ def test_unreadable_and_non_utf8_files(tmp_path):
     ("--:-:-:-:1      ISETP.AND P0, PT, R1, R2, PT;", 17, "ISETP needs one of the modifiers"),
     ("--:-:-:-:1      IADD..X R1, R2, R3;", 17, "empty modifier"),
     ("--:-:-:-:1      BAR.ARV 0x0;", 21, "modifier .ARV is not accepted by BAR"),
+    ("--:-:-:-:1      BAR.RED 0x0, P0;", 17, "BAR.RED needs its reduction, one of .POPC, .AND, .OR"),
 ])
 def test_unknown_opcode_or_modifier(text, column, fragment):
     e = parse_error(one_line(text))

@@ -128,6 +128,8 @@ def instruction_text(draw, opcodes=None, hi_reg=254, runnable=False):
     mods = draw(modifiers(spec))
     if runnable:  # leave out what launch rejects up front (64-bit addresses, directed rounding)
         assume(not {"E", "RM", "RP", "RZ"} & set(mods))
+    if name == "BAR" and "RED" in mods:  # BAR.RED names its reduction
+        assume({"POPC", "AND", "OR"} & set(mods))
     if name == "F2F":  # rounding to an integral value, or none, between equal types only
         types = [m for m in mods if m in ("F16", "F32", "F64")] + ["F32", "F32"]
         assume(types[0] == types[1] or not {"ROUND", "FLOOR", "CEIL", "TRUNC", "PASS"} & set(mods))

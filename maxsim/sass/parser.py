@@ -271,6 +271,8 @@ def _parse_instruction(line: _Line, index: int, reg_cnt: int, label_map: dict) -
     if need and not any(m in need for m in mods):
         raise line.error(f"{opcode} needs one of the modifiers {', '.join('.' + x for x in sorted(need))} "
                          f"(in {op_text!r})", pos)
+    if opcode == "BAR" and "RED" in mods and not {"POPC", "AND", "OR"} & set(mods):
+        raise line.error(f"BAR.RED needs its reduction, one of .POPC, .AND, .OR (in {op_text!r})", pos)
     if opcode == "F2F":
         dst_type, src_type = conversion_types(opcode, mods)
         bad = next((x for x in mods if x in ("ROUND", "FLOOR", "CEIL", "TRUNC", "PASS")), None)
