@@ -23,6 +23,7 @@ too); ``core="compiled"`` is the default.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 import weakref
@@ -325,7 +326,7 @@ def flatten_traces(traces, unit, unit_key=None):
     out = [None] * len(traces)
     groups = {}
     for w, parts in enumerate(traces):
-        groups.setdefault(tuple((id(seg), row // TABLE_ROWS) for seg, row in parts), []).append(w)
+        groups.setdefault(tuple([(id(seg), row // TABLE_ROWS) for seg, row in parts]), []).append(w)
     for ws in groups.values():
         for w, f in zip(ws, _flatten_together([traces[w] for w in ws], unit, key)):
             out[w] = f
@@ -1195,7 +1196,7 @@ class SM:
         rows = (kept[0][1] if len(kept) == 1 else np.concatenate([r for _, r in kept])).tolist()
         per_warp = st.warp_stalls
         if len(set(labels)) == len(labels) and per_warp.keys().isdisjoint(labels):
-            per_warp.update(zip(labels, [dict(zip(STALL_REASONS, counts)) for counts in rows]))
+            per_warp.update(zip(labels, map(dict, map(zip, itertools.repeat(STALL_REASONS), rows))))
             return
         for label, counts in zip(labels, rows):
             d = per_warp.get(label)
