@@ -23,6 +23,7 @@ too); ``core="compiled"`` is the default.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 import weakref
@@ -325,7 +326,7 @@ def flatten_traces(traces, unit, unit_key=None):
     out = [None] * len(traces)
     groups = {}
     for w, parts in enumerate(traces):
-        groups.setdefault(tuple((id(seg), row // TABLE_ROWS) for seg, row in parts), []).append(w)
+        groups.setdefault(tuple([(id(seg), row // TABLE_ROWS) for seg, row in parts]), []).append(w)
     for ws in groups.values():
         for w, f in zip(ws, _flatten_together([traces[w] for w in ws], unit, key)):
             out[w] = f
@@ -439,9 +440,12 @@ def _flatten_together(group, unit, key):
     pcs = cat(pcs_parts)
     aux = cat(aux_parts, axis=1)
     offs = cat(off_parts) if off_parts else np.zeros(0, np.int64)
-    empty = np.zeros(0, np.int64)
     most = most.tolist()
-    return [(pcs, aux[i], cat(sec_parts[i]) if sec_parts[i] else empty, offs, most[i]) for i in range(n)]
+    # every warp's sector lists one after another in one array, each warp's a view of it
+    blocks = [b for parts in sec_parts for b in parts]
+    every = cat(blocks) if blocks else np.zeros(0, np.int64)
+    bounds = [0] + np.cumsum(nsec).tolist()
+    return [(pcs, aux[i], every[bounds[i]:bounds[i + 1]], offs, most[i]) for i in range(n)]
 
 
 def _place_for(freed, pcs, sec):
@@ -607,7 +611,7 @@ def _aligned(shape, dtype, align=64):
     of the core's pc table then spans as few lines as its size allows)."""
     size = math.prod(shape) * np.dtype(dtype).itemsize
     raw = np.zeros(size + align, dtype=np.uint8)
-    start = -raw.ctypes.data % align
+    start = -raw.__array_interface__["data"][0] % align  # (the address; ``.ctypes`` is slow to make)
     return raw[start:start + size].view(dtype).reshape(shape)
 
 
@@ -686,6 +690,20 @@ def kernel_tables(kernel, cfg):
     return hit[2], hit[3]
 
 
+_RESIDENCY = {}  # (id(kernel), block, id(config)) -> (kernel, config, residency()): a GPU's SMs share it
+
+
+def _residency(kernel, block, cfg):
+    """:func:`residency`, worked out once for all the SMs of a run (and of runs of the same launch)."""
+    key = (id(kernel), block, id(cfg))
+    hit = _RESIDENCY.get(key)
+    if hit is None or hit[0] is not kernel or hit[1] is not cfg:
+        if len(_RESIDENCY) >= 8:
+            del _RESIDENCY[next(iter(_RESIDENCY))]
+        hit = _RESIDENCY[key] = (kernel, cfg, residency(kernel, block, cfg))
+    return hit[2]
+
+
 class SM:
     """One streaming multiprocessor running the CTAs handed to it (compiled core)."""
 
@@ -711,7 +729,7 @@ class SM:
         self.stats.schedulers = cfg.sm.schedulers
         nsched = cfg.sm.schedulers
         self.scheds = [SchedulerView(s, self) for s in range(nsched)]
-        self.max_ctas, self.limited_by = residency(kernel, block, cfg)
+        self.max_ctas, self.limited_by = _residency(kernel, block, cfg)
         self.wpc = (block + 31) // 32
         self.pending = []  # (cta id, [warp traces]) queued for this SM
         self._delays = {}  # cta id -> cycles its warps wait after its launch (add_cta)
@@ -1180,7 +1198,7 @@ class SM:
         rows = (kept[0][1] if len(kept) == 1 else np.concatenate([r for _, r in kept])).tolist()
         per_warp = st.warp_stalls
         if len(set(labels)) == len(labels) and per_warp.keys().isdisjoint(labels):
-            per_warp.update(zip(labels, [dict(zip(STALL_REASONS, counts)) for counts in rows]))
+            per_warp.update(zip(labels, map(dict, map(zip, itertools.repeat(STALL_REASONS), rows))))
             return
         for label, counts in zip(labels, rows):
             d = per_warp.get(label)
