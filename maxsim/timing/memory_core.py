@@ -164,13 +164,15 @@ def _reserve(k, now, nbytes, SF, SI, HK, HV, HP, I, P):
     if HK[k, h] == b and HP[k, h] != b:
         b = _room(HK, HP, k, b)
         t = float(b * w)
+        h = _slot(HK, k, b)
     left = float(nbytes)
     start = 0.0
     first = True
     end = 0.0
     while True:
         end_b = (b + 1) * w
-        h = _slot(HK, k, b)
+        if not first:
+            h = _slot(HK, k, b)
         s0 = HV[k, h] if HK[k, h] == b else float(b * w)
         if t > s0:
             s0 = t
