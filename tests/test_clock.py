@@ -193,3 +193,26 @@ def test_the_core_calls_the_memory_system_through_pointers_and_unbound_python_do
     assert out[True][2]["write_queue"] < out[False][2]["write_queue"]
     monkeypatch.undo()
     K.bind_memory(ms._read_args)
+
+
+def test_the_lineup_holds_the_sms_arrays_borrowed_and_the_run_is_unchanged():
+    """The compiled lineup points at each SM's own arrays without counting references to them (a
+    switch between SMs then counts none): the SMs' arrays have the references they had before it
+    was made, and the lineup reads the same data."""
+    import sys
+
+    from maxsim.timing.clock import STATE_ARRAYS, Lineup
+    kernel, grid, block, params, mem, tex = sgemm_launch("sgemm_64", 128, 32)
+    _, traces = trace_ctas(kernel, grid, block, params, mem, tex, CFG)
+    ms = MemorySystem(CFG)
+    sms = [SM(CFG, kernel, block, ms, sm_id=i) for i in range(2)]
+    for sm, (cid, tr) in zip(sms, traces):
+        sm.add_cta(cid, tr)
+    arrays = [sm._args[:-1] for sm in sms]
+    assert all(len(a) == STATE_ARRAYS for a in arrays)
+    before = [[sys.getrefcount(x) for x in a] for a in arrays]
+    lineup = Lineup(sms)
+    assert [[sys.getrefcount(x) for x in a] for a in arrays] == before
+    for i, a in enumerate(arrays):
+        state = lineup.states[i]
+        assert all(np.array_equal(s, x) and s.ctypes.data == x.ctypes.data for s, x in zip(state, a))

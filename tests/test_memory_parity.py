@@ -379,3 +379,20 @@ def test_address_translation_identical_in_both_cores():
     far = [(1 << 40) + 64]
     assert ref.read(t, far, sm=1) == new.read(t, far, sm=1)
     assert ref.tlb.pages_seen() == new.tlb.pages_seen()
+
+
+@pytest.mark.parametrize("stride", [8192, 4096 + 128])
+def test_uncoalesced_strided_reads_give_identical_results(stride):
+    """A warp's reads of 32 rows of a matrix (one sector each, rows ``stride`` bytes apart, a
+    power-of-two multiple of the line or not) walking along the rows, two warps interleaved, with
+    stores now and then: each request's 32 lines are told apart through the hash table of lines."""
+    ref, new = twins(CFG, l2_size_bytes=256 * 1024)
+    for step in range(600):
+        warp, j = step % 2, step // 2
+        rows = np.arange(32) + 32 * warp
+        secs = (rows * stride + 4 * j) // 32 * 32
+        t = 3 * step
+        assert ref.read(t, secs) == new.read(t, secs), step
+        if step % 50 == 49:
+            assert ref.write(t, secs[:8]) == new.write(t, secs[:8]), step
+    assert_same_state(ref, new)

@@ -58,7 +58,7 @@ _DELAYS_MIN = 4096  # initial length of the DRAM delay record
 
 # ---- P: geometry (int64) ----
 (P_LINE_SHIFT, P_SECTOR_SHIFT, P_SPL, P_ASSOC, P_SETS, P_SLICES, P_CHANNELS, P_LPG, P_MODULO, P_POW2,
- P_ODD, P_POLY, P_HASH_SETS, P_SECTOR, P_WINDOW, P_KEEP, P_TABLE_BYTES, P_FILLS, P_SIZE) = range(19)
+ P_ODD, P_POLY, P_HASH_SETS, P_SECTOR, P_WINDOW, P_KEEP, P_TABLE_BYTES, P_FILLS, P_LPG_SHIFT, P_SIZE) = range(20)
 
 # ---- I: counters and bookkeeping (int64) ----
 (I_READS, I_WRITES, I_READ_HITS, I_PENDING_HITS, I_READ_MISSES, I_WRITE_SECTORS, I_WRITE_HITS,
@@ -75,7 +75,7 @@ S_COUNT, S_PRUNE_AT, S_ISIZE = range(3)  # SI columns
 # ---- LINES fields ----
 L_TAG, L_STAMP, L_DIRTY = range(3)
 
-SMALL_REQUEST = 64  # sectors up to which a request's lines are grouped by a plain search
+SMALL_LINES = 8  # sectors up to which a request's lines are found by a plain search
 
 
 # ---- bandwidth servers ----------------------------------------------------------------------------
@@ -164,13 +164,15 @@ def _reserve(k, now, nbytes, SF, SI, HK, HV, HP, I, P):
     if HK[k, h] == b and HP[k, h] != b:
         b = _room(HK, HP, k, b)
         t = float(b * w)
+        h = _slot(HK, k, b)
     left = float(nbytes)
     start = 0.0
     first = True
     end = 0.0
     while True:
         end_b = (b + 1) * w
-        h = _slot(HK, k, b)
+        if not first:
+            h = _slot(HK, k, b)
         s0 = HV[k, h] if HK[k, h] == b else float(b * w)
         if t > s0:
             s0 = t
@@ -266,12 +268,12 @@ def _slice_of_granule(g, P, T):
 def _place(ln, P, T):
     """(slice, row of LINES) of line number ``ln``: SlicedL2.locate."""
     lpg = P[P_LPG]
-    s = _slice_of_granule(ln // lpg, P, T)
+    g = ln >> P[P_LPG_SHIFT] if P[P_LPG_SHIFT] >= 0 else ln // lpg  # (a shift floors as // does)
+    s = _slice_of_granule(g, P, T)
     n_sets = P[P_SETS]
     if P[P_HASH_SETS]:
         st = (((ln * _HASH_MUL) & 0xFFFFFFFF) * n_sets) >> 32
     else:
-        g = ln // lpg
         within = ln - g * lpg
         st = ((g // P[P_SLICES]) * lpg + within) % n_sets
     return s, s * n_sets + st
@@ -350,20 +352,33 @@ def _popcount(m):
 @njit(cache=True, forceinline=True)
 def _lines_of(A, P):
     """The distinct lines of sector addresses ``A`` in the order of their first sector, with the
-    mask of their sectors (MemorySystem._by_slice); m = -1 for a negative address."""
+    mask of their sectors (MemorySystem._by_slice); m = -1 for a negative address. A sector's line
+    is looked for among those seen so far: first the last one (sectors of a line side by side),
+    then, in a request of up to ``SMALL_LINES`` sectors, one by one, in a longer one through a hash
+    table of the lines seen (its rows in the same allocation as the lines and masks)."""
     n = A.shape[0]
     ls, ss, smask = P[P_LINE_SHIFT], P[P_SECTOR_SHIFT], P[P_SPL] - 1
-    lines = np.empty(n, np.int64)
-    masks = np.empty(n, np.int64)
+    size = 0
+    if n > SMALL_LINES:
+        size = 1
+        while size < 2 * n:
+            size *= 2
+    buf = np.empty(2 * n + size, np.int64)
+    lines = buf[:n]
+    masks = buf[n:2 * n]
     for j in range(n):
         if A[j] < 0:
             return lines, masks, -1
     m = 0
-    if n <= SMALL_REQUEST:
+    last = -1
+    if size == 0:
         for j in range(n):
             a = A[j]
             ln = a >> ls
             bit = 1 << ((a >> ss) & smask)
+            if m and lines[last] == ln:
+                masks[last] |= bit
+                continue
             u = 0
             while u < m and lines[u] != ln:
                 u += 1
@@ -373,26 +388,30 @@ def _lines_of(A, P):
                 m += 1
             else:
                 masks[u] |= bit
+            last = u
         return lines, masks, m
-    # many sectors: find each line through a hash table of the lines seen so far
-    size = 1
-    while size < 2 * n:
-        size *= 2
-    slot_of = np.full(size, -1, np.int64)
+    slot_of = buf[2 * n:]
+    slot_of[:] = -1
+    mask = size - 1
     for j in range(n):
         a = A[j]
         ln = a >> ls
         bit = 1 << ((a >> ss) & smask)
-        h = ln & (size - 1)
+        if m and lines[last] == ln:
+            masks[last] |= bit
+            continue
+        h = ((ln * _HASH_MUL) >> 7) & mask  # (lines a power of two apart spread over the table)
         while slot_of[h] >= 0 and lines[slot_of[h]] != ln:
-            h = (h + 1) & (size - 1)
+            h = (h + 1) & mask
         if slot_of[h] < 0:
             slot_of[h] = m
             lines[m] = ln
             masks[m] = bit
+            last = m
             m += 1
         else:
-            masks[slot_of[h]] |= bit
+            last = slot_of[h]
+            masks[last] |= bit
     return lines, masks, m
 
 
@@ -874,6 +893,8 @@ class CompiledMemorySystem(MemoryStats):
         P[P_POLY], P[P_HASH_SETS], P[P_SECTOR] = m._poly or 0, bool(l2.hash_sets), self.sector
         P[P_WINDOW], P[P_KEEP], P[P_TABLE_BYTES] = BandwidthServer.WINDOW, BandwidthServer.KEEP, SliceMap.TABLE_BYTES
         P[P_FILLS] = self.fills_use_bandwidth
+        lpg = l2._lines_per_granule  # (a power of two: its granule number by a shift)
+        P[P_LPG_SHIFT] = lpg.bit_length() - 1 if lpg & (lpg - 1) == 0 else -1
         self._P = P
         self._T = _byte_table_array(m._tables)
         # the SMs' L1 TLBs and the L2 TLB (maxsim.timing.tlb) in the tails of I and F
