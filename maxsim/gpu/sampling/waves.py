@@ -35,7 +35,9 @@ import attrs
 import numpy as np
 
 from ...functional.trace import narrowed
-from ..gpu import round_robin, run_sms, stream_ctas
+from ...jit import njit
+from ...timing.memory_core import warm_sectors
+from ..gpu import AHEAD_CTAS, round_robin, run_sms, stream_ctas
 from .dispatcher import makespan as laid_out
 from .kloop_history import _units_sectors
 from .records import _add, _scale, memory_counters
@@ -45,6 +47,7 @@ _W = SETTINGS["waves"]
 MIN_WAVES = _W["min_waves"]
 CHUNKS = _W["chunks"]
 HISTORY_FILL = _W["history_fill"]
+HISTORY_SPARE = _W["history_spare"]
 GROUPS = _W["groups"]
 CHUNK_WAVES = _W["chunk_waves"]
 MEASURED_WAVE = _W["measured_wave"]
@@ -85,6 +88,7 @@ class Chunk:
     instructions: int = 0  # warp instructions of all its CTAs
     dirty_start: float = 0.0  # bytes of dirty L2 sectors when it started (after the warming) ...
     dirty_end: float = 0.0  # ... and when its last CTA ended
+    history: int = 0  # sectors its L2 was warmed with (read and stored by the CTAs before it)
 
 
 @attrs.frozen
@@ -111,18 +115,16 @@ def _simulate_chunk(kernel, block, cfg, items, history, instr, first, per_sm, pe
     as the launch's first wave."""
     from .kloop_run import _memory_system
     ms = _memory_system(cfg)
-    for reads, stores in history:
-        if len(reads):
-            ms.warm(reads)
-        if len(stores):
-            ms.warm(stores, True)
+    warm(ms, history)
     dirty_start = _dirty_bytes(ms, cfg)
     index_of = {cid: i for i, cid, _ in items}
     sms_n = cfg.gpu.sms
     dealt = [(cid, tr) if period is None or p >= per_sm * sms_n else
              (cid, tr, int((p // sms_n + (p % sms_n) / sms_n) * period / per_sm))
              for p, (_, cid, tr) in enumerate(items)]
-    placement, queue = round_robin(dealt, sms_n, per_sm)
+    # (the later waves a CtaQueue's: the dispatcher takes up to AHEAD_CTAS of them at once, their
+    # traces flattened in one pass)
+    placement, queue = round_robin(iter(dealt), sms_n, per_sm, ready=lambda: AHEAD_CTAS)
     dealt = None
     items = None
     sms = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards, keep_branch_times=False)
@@ -134,7 +136,39 @@ def _simulate_chunk(kernel, block, cfg, items, history, instr, first, per_sm, pe
     m = min(MEASURED_WAVE, len([w for w in waves if w]) - 1)
     return Chunk(first, waves[m], sum(waves[:m], ()), float(cycles),
                  memory_counters(ms, cycles, sms), float(sum(sm.stats.flops for sm in sms)),
-                 int(sum(int(instr[i]) for i in index_of.values())), dirty_start, _dirty_bytes(ms, cfg))
+                 int(sum(int(instr[i]) for i in index_of.values())), dirty_start, _dirty_bytes(ms, cfg),
+                 int(sum(len(r) + len(w) for r, w in history)))
+
+
+def warm(ms, history):
+    """``ms.warm`` of each CTA's reads, then its stores (dirty), of ``history`` ((read sectors,
+    stored sectors) per CTA, oldest first): with the compiled memory system, in one compiled call."""
+    from ...timing.memory_core import F_SIZE, I_SIZE, CompiledMemorySystem
+    from ...timing.tlb import warm_pages
+    runs = [(x, d) for pair in history for x, d in zip(pair, (False, True)) if len(x)]
+    if not runs:
+        return
+    if not isinstance(ms, CompiledMemorySystem):
+        for x, d in runs:
+            ms.warm(x, d)
+        return
+    a = np.concatenate([x for x, _ in runs]).astype(np.int64, copy=False)
+    if a.min() < 0:
+        ms.warm(a)  # (the error it gives a negative address)
+    ends = np.cumsum([len(x) for x, _ in runs])
+    dirty = np.array([d for _, d in runs], dtype=np.bool_)
+    ms._tlb_room(a.shape[0] * ms.tlb.n_sms)
+    _warm_runs(a, ends, dirty, ms._P, ms._T, ms._LINES, ms._READY, ms._I)
+    warm_pages(a, ms._I, ms._F, I_SIZE, F_SIZE)
+
+
+@njit(cache=True)
+def _warm_runs(a, ends, dirty, P, T, LINES, READY, I):
+    """The compiled L2's ``warm_sectors`` of each run ``a[ends[k - 1]:ends[k]]``, dirty or not."""
+    start = 0
+    for k in range(ends.shape[0]):
+        warm_sectors(a[start:ends[k]], dirty[k], P, T, LINES, READY, I)
+        start = ends[k]
 
 
 def _dirty_bytes(ms, cfg) -> float:
@@ -151,7 +185,8 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
     see :func:`needed`), the chunks, and copies of the first ``keep`` CTAs' warp traces (the timed
     SM's). The sectors of a CTA are taken only when it may be in the history of a chunk (the CTAs
     before it whose sectors fill ``HISTORY_FILL`` L2 capacities, counted from the first CTAs'
-    sectors, with room to spare; ``look``: that many CTAs, known beforehand)."""
+    sectors, with room to spare; ``look``: that many CTAs, known beforehand; from each chunk
+    on, as many as its history held, with room to spare)."""
     gx, gy = stream.grid
     n = gx * gy
     slots = per_sm * cfg.gpu.sms
@@ -186,6 +221,8 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
         if c is not None:
             if i == starts[c]:
                 warm_of[c] = list(history)
+                if held >= capacity:  # the CTAs of history the next chunks need, as this one's did
+                    look = history_ctas(held, len(history), cfg, slots)
             waiting[c].append((i, cid, traces))
             if len(waiting[c]) == span or i == min(n, starts[c] + span) - 1:
                 period = None
@@ -214,9 +251,10 @@ _MOVED = (("tex", "ldg"), ("stg",))  # the units of what a CTA reads and of what
 
 def history_ctas(sectors, ctas, cfg, slots) -> int:
     """CTAs of history a chunk needs, with room to spare, when ``ctas`` CTAs read and stored
-    ``sectors`` sectors: twice as many as fill ``HISTORY_FILL`` L2 capacities, and a wave."""
+    ``sectors`` sectors: ``history_spare`` times as many as fill ``HISTORY_FILL`` L2 capacities,
+    and a wave."""
     capacity = HISTORY_FILL * cfg.l2.size // cfg.l2.sector
-    return int(2 * capacity * ctas / max(1, sectors)) + slots
+    return int(HISTORY_SPARE * capacity * ctas / max(1, sectors)) + slots
 
 
 def probe_look(stream, kernel, cfg, slots) -> int:
@@ -406,8 +444,8 @@ def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
     factor = total / sim_instr if sim_instr else 1.0
     mem = _scale(mem, factor)
     mem["cycles"] = cycles
-    details = {"chunks": [{"first_cta": c.first, "cycles": c.cycles,
-                           "warp_instructions": c.instructions} for c in chunks],
+    details = {"chunks": [{"first_cta": c.first, "cycles": c.cycles, "warp_instructions": c.instructions,
+                           "history_sectors": c.history} for c in chunks],
                "chunk_ratio_spread": se, "groups": int(_groups(instr).max() + 1), "bound": bound,
                "dram_floor_cycles": None if floor is None else floor[0],
                "ctas_run": int(known.sum()), "warp_instructions": total,
