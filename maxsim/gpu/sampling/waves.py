@@ -36,6 +36,7 @@ import numpy as np
 
 from ...functional.trace import narrowed
 from ...jit import njit
+from ...timing.clock import PROGRESS_CYCLES
 from ...timing.memory_core import warm_sectors
 from ..gpu import AHEAD_CTAS, round_robin, run_sms, stream_ctas
 from .dispatcher import makespan as laid_out
@@ -89,6 +90,8 @@ class Chunk:
     dirty_start: float = 0.0  # bytes of dirty L2 sectors when it started (after the warming) ...
     dirty_end: float = 0.0  # ... and when its last CTA ended
     history: int = 0  # sectors its L2 was warmed with (read and stored by the CTAs before it)
+    steady: dict = None  # memory counters over its measured wave's span (None: not taken) ...
+    steady_instructions: float = 0.0  # ... and the warp instructions issued in it
 
 
 @attrs.frozen
@@ -127,17 +130,65 @@ def _simulate_chunk(kernel, block, cfg, items, history, instr, first, per_sm, pe
     placement, queue = round_robin(iter(dealt), sms_n, per_sm, ready=lambda: AHEAD_CTAS)
     dealt = None
     items = None
-    sms = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards, keep_branch_times=False)
+    counts = _Counts()
+    sms = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards, keep_branch_times=False,
+                  watch=counts)
     log = sorted((index_of[cid], s, e) for sm in sms for cid, s, e in sm.cta_log)
     cycles = max((e for _, _, e in log), default=0)
     slots = per_sm * cfg.gpu.sms
     waves = [tuple((i, int(instr[i]), float(e - s)) for i, s, e in log if first + w * slots <= i < first + (w + 1) * slots)
              for w in range(CHUNK_WAVES)]
     m = min(MEASURED_WAVE, len([w for w in waves if w]) - 1)
+    lo = first + m * slots
+    span = [(s, e) for i, s, e in log if lo <= i < lo + slots]
+    steady = counts.between(min(s for s, _ in span), max(e for _, e in span)) if m > 0 and span else None
     return Chunk(first, waves[m], sum(waves[:m], ()), float(cycles),
                  memory_counters(ms, cycles, sms), float(sum(sm.stats.flops for sm in sms)),
                  int(sum(int(instr[i]) for i in index_of.values())), dirty_start, _dirty_bytes(ms, cfg),
-                 int(sum(len(r) + len(w) for r, w in history)))
+                 int(sum(len(r) + len(w) for r, w in history)), *(steady or (None, 0.0)))
+
+
+class _Counts:
+    """The progress report of a chunk's run (see :func:`maxsim.gpu.gpu.run_sms`'s ``watch``): at the
+    end of every window of ``PROGRESS_CYCLES`` the memory system's additive counters, the SMs'
+    L1/texture sector counts and their warp instructions issued; :meth:`between` gives their
+    growth over a span of whole windows. Kept only when the SMs are the compiled core run by the
+    compiled clock (whose reports come at the end of each window)."""
+
+    def __init__(self):
+        self.rows = []
+        self.sms = self.ms = None
+
+    def start(self, sms, ms):
+        from ...timing.clock import clock_name
+        if clock_name(None) == "compiled" and all(getattr(sm, "core", None) == "compiled" for sm in sms):
+            self.sms, self.ms = list(sms), ms
+
+    def __call__(self, done, total=None, *_):
+        if done is None or self.sms is None:
+            return
+        from ...timing import core as K
+        st = self.ms.stats()
+        row = {k: float(v) for k, v in st.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+               and not k.endswith(("rate", "utilisation", "utilization", "delay", "p95")) and k != "elapsed_cycles"}
+        for key, field, g in (("tex_sector_hits", "sector_hits", K.G_L1_HITS),
+                              ("tex_sector_misses", "sector_misses", K.G_L1_MISSES),
+                              ("tex_pending_hits", "pending_hits", K.G_L1_PENDING)):
+            row[key] = float(sum(getattr(sm.l1, field) + int(sm._G[g]) for sm in self.sms))
+        row["issued"] = float(sum(sm.issued() for sm in self.sms))
+        self.rows.append(row)
+
+    def between(self, t0, t1):
+        """``(counters, warp instructions issued)`` over the whole windows from cycle ``t0`` to
+        ``t1``; None when fewer than two windows lie between them."""
+        a, b = -(-int(t0) // PROGRESS_CYCLES), int(t1) // PROGRESS_CYCLES  # window ends: row n - 1 is cycle n x W
+        b = min(b, len(self.rows))
+        if b - a < 2 or a < 1:
+            return None
+        r0, r1 = self.rows[a - 1], self.rows[b - 1]
+        d = {k: r1[k] - r0.get(k, 0.0) for k in r1 if k != "issued"}
+        n = r1["issued"] - r0["issued"]
+        return (d, n) if n > 0 else None
 
 
 def warm(ms, history):
@@ -391,6 +442,27 @@ def dram_floor(total, chunks):
     return cycles(b), cycles(b - INTERVAL_SE * se), cycles(b + INTERVAL_SE * se)
 
 
+def _steady_counters(chunks, total) -> dict:
+    """The memory counters of a launch of ``total`` warp instructions from the chunks' measured
+    spans: the first chunk's own (it is the launch's start), and the rest of the launch at the
+    counts per warp instruction of the later chunks over the spans of their measured waves (a
+    chunk's own start and end, CTAs starting on an empty L1 and staggered and the last wave
+    draining, are no part of a launch in mid-course). Empty when no later chunk measured one."""
+    steady = [c for c in chunks if c.first > 0 and c.steady is not None]
+    if not steady:
+        return {}
+    issued = sum(c.steady_instructions for c in steady)
+    rate = {}
+    for c in steady:
+        rate = _add(rate, c.steady)
+    first = chunks[0] if chunks[0].first == 0 else None
+    rest = total - (first.instructions if first is not None else 0)
+    out = _scale(rate, rest / issued)
+    if first is not None:
+        out = {k: v + first.memory.get(k, 0.0) for k, v in out.items()}
+    return out
+
+
 def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
     """The launch from its chunks (see the module's docstring)."""
     chunks = sorted(chunks, key=lambda c: c.first)
@@ -443,6 +515,7 @@ def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
         mem = _add(mem, c.memory)
     factor = total / sim_instr if sim_instr else 1.0
     mem = _scale(mem, factor)
+    mem.update(_steady_counters(chunks, total))
     mem["cycles"] = cycles
     details = {"chunks": [{"first_cta": c.first, "cycles": c.cycles, "warp_instructions": c.instructions,
                            "history_sectors": c.history} for c in chunks],
