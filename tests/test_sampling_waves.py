@@ -46,6 +46,28 @@ def test_a_ctas_duration_is_its_groups_measured_mean_or_the_line_through_the_sam
     assert d[1] == d[4] == pytest.approx(icpt + 20 * slope)
 
 
+def test_the_launchs_memory_counters_are_its_first_chunk_and_the_later_chunks_measured_spans():
+    # the first chunk (the launch's start, 1,000 warp instructions) counts whole; the rest of a
+    # launch of 10,000 at the later chunks' counts per warp instruction over their measured spans
+    # (30 hits, 10 misses over 100 + 300 hits, 100 misses over 1,000: 0.3 and 0.1 per instruction),
+    # not their whole runs' (which include a chunk's own start and end)
+    first = waves.Chunk(first=0, durations=(), early=(), cycles=1.0, memory={"hits": 400.0, "misses": 600.0},
+                        instructions=1000)
+    later = [waves.Chunk(first=f, durations=(), early=(), cycles=1.0, memory={"hits": 1.0, "misses": 99.0},
+                         instructions=2000, steady={"hits": h, "misses": m}, steady_instructions=n)
+             for f, h, m, n in ((5000, 30.0, 10.0, 100.0), (9000, 300.0, 100.0, 1000.0))]
+    got = waves._steady_counters([first] + later, 10_000)
+    assert got == {"hits": pytest.approx(400 + 0.3 * 9000), "misses": pytest.approx(600 + 0.1 * 9000)}
+    assert waves._steady_counters([first], 10_000) == {}  # no later chunk measured a span: none
+    # the span: the whole progress windows between two cycles (reports at the end of each window)
+    counts = waves._Counts()
+    W = waves.PROGRESS_CYCLES
+    counts.rows = [{"hits": 10.0 * k * k, "issued": 100.0 * k} for k in range(1, 11)]  # at cycles W .. 10 W
+    d, n = counts.between(2.5 * W, 7.9 * W)  # windows ending at 3 W .. 7 W
+    assert d == {"hits": 10.0 * (49 - 9)} and n == 400.0
+    assert counts.between(2.5 * W, 4.5 * W) is None  # fewer than two windows
+
+
 def test_the_compiled_layout_ends_where_the_dispatcher_model_does():
     from maxsim.gpu.sampling.dispatcher import dispatch, makespan
     rng = np.random.default_rng(3)

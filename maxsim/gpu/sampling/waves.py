@@ -35,7 +35,10 @@ import attrs
 import numpy as np
 
 from ...functional.trace import narrowed
-from ..gpu import round_robin, run_sms, stream_ctas
+from ...jit import njit
+from ...timing.clock import PROGRESS_CYCLES
+from ...timing.memory_core import warm_sectors
+from ..gpu import AHEAD_CTAS, round_robin, run_sms, stream_ctas
 from .dispatcher import makespan as laid_out
 from .kloop_history import _units_sectors
 from .records import _add, _scale, memory_counters
@@ -45,6 +48,7 @@ _W = SETTINGS["waves"]
 MIN_WAVES = _W["min_waves"]
 CHUNKS = _W["chunks"]
 HISTORY_FILL = _W["history_fill"]
+HISTORY_SPARE = _W["history_spare"]
 GROUPS = _W["groups"]
 CHUNK_WAVES = _W["chunk_waves"]
 MEASURED_WAVE = _W["measured_wave"]
@@ -85,6 +89,9 @@ class Chunk:
     instructions: int = 0  # warp instructions of all its CTAs
     dirty_start: float = 0.0  # bytes of dirty L2 sectors when it started (after the warming) ...
     dirty_end: float = 0.0  # ... and when its last CTA ended
+    history: int = 0  # sectors its L2 was warmed with (read and stored by the CTAs before it)
+    steady: dict = None  # memory counters over its measured wave's span (None: not taken) ...
+    steady_instructions: float = 0.0  # ... and the warp instructions issued in it
 
 
 @attrs.frozen
@@ -111,30 +118,108 @@ def _simulate_chunk(kernel, block, cfg, items, history, instr, first, per_sm, pe
     as the launch's first wave."""
     from .kloop_run import _memory_system
     ms = _memory_system(cfg)
-    for reads, stores in history:
-        if len(reads):
-            ms.warm(reads)
-        if len(stores):
-            ms.warm(stores, True)
+    warm(ms, history)
     dirty_start = _dirty_bytes(ms, cfg)
     index_of = {cid: i for i, cid, _ in items}
     sms_n = cfg.gpu.sms
     dealt = [(cid, tr) if period is None or p >= per_sm * sms_n else
              (cid, tr, int((p // sms_n + (p % sms_n) / sms_n) * period / per_sm))
              for p, (_, cid, tr) in enumerate(items)]
-    placement, queue = round_robin(dealt, sms_n, per_sm)
+    # (the later waves a CtaQueue's: the dispatcher takes up to AHEAD_CTAS of them at once, their
+    # traces flattened in one pass)
+    placement, queue = round_robin(iter(dealt), sms_n, per_sm, ready=lambda: AHEAD_CTAS)
     dealt = None
     items = None
-    sms = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards, keep_branch_times=False)
+    counts = _Counts()
+    sms = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards, keep_branch_times=False,
+                  watch=counts)
     log = sorted((index_of[cid], s, e) for sm in sms for cid, s, e in sm.cta_log)
     cycles = max((e for _, _, e in log), default=0)
     slots = per_sm * cfg.gpu.sms
     waves = [tuple((i, int(instr[i]), float(e - s)) for i, s, e in log if first + w * slots <= i < first + (w + 1) * slots)
              for w in range(CHUNK_WAVES)]
     m = min(MEASURED_WAVE, len([w for w in waves if w]) - 1)
+    lo = first + m * slots
+    span = [(s, e) for i, s, e in log if lo <= i < lo + slots]
+    steady = counts.between(min(s for s, _ in span), max(e for _, e in span)) if m > 0 and span else None
     return Chunk(first, waves[m], sum(waves[:m], ()), float(cycles),
                  memory_counters(ms, cycles, sms), float(sum(sm.stats.flops for sm in sms)),
-                 int(sum(int(instr[i]) for i in index_of.values())), dirty_start, _dirty_bytes(ms, cfg))
+                 int(sum(int(instr[i]) for i in index_of.values())), dirty_start, _dirty_bytes(ms, cfg),
+                 int(sum(len(r) + len(w) for r, w in history)), *(steady or (None, 0.0)))
+
+
+class _Counts:
+    """The progress report of a chunk's run (see :func:`maxsim.gpu.gpu.run_sms`'s ``watch``): at the
+    end of every window of ``PROGRESS_CYCLES`` the memory system's additive counters, the SMs'
+    L1/texture sector counts and their warp instructions issued; :meth:`between` gives their
+    growth over a span of whole windows. Kept only when the SMs are the compiled core run by the
+    compiled clock (whose reports come at the end of each window)."""
+
+    def __init__(self):
+        self.rows = []
+        self.sms = self.ms = None
+
+    def start(self, sms, ms):
+        from ...timing.clock import clock_name
+        if clock_name(None) == "compiled" and all(getattr(sm, "core", None) == "compiled" for sm in sms):
+            self.sms, self.ms = list(sms), ms
+
+    def __call__(self, done, total=None, *_):
+        if done is None or self.sms is None:
+            return
+        from ...timing import core as K
+        st = self.ms.stats()
+        row = {k: float(v) for k, v in st.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+               and not k.endswith(("rate", "utilisation", "utilization", "delay", "p95")) and k != "elapsed_cycles"}
+        for key, field, g in (("tex_sector_hits", "sector_hits", K.G_L1_HITS),
+                              ("tex_sector_misses", "sector_misses", K.G_L1_MISSES),
+                              ("tex_pending_hits", "pending_hits", K.G_L1_PENDING)):
+            row[key] = float(sum(getattr(sm.l1, field) + int(sm._G[g]) for sm in self.sms))
+        row["issued"] = float(sum(sm.issued() for sm in self.sms))
+        self.rows.append(row)
+
+    def between(self, t0, t1):
+        """``(counters, warp instructions issued)`` over the whole windows from cycle ``t0`` to
+        ``t1``; None when fewer than two windows lie between them."""
+        a, b = -(-int(t0) // PROGRESS_CYCLES), int(t1) // PROGRESS_CYCLES  # window ends: row n - 1 is cycle n x W
+        b = min(b, len(self.rows))
+        if b - a < 2 or a < 1:
+            return None
+        r0, r1 = self.rows[a - 1], self.rows[b - 1]
+        d = {k: r1[k] - r0.get(k, 0.0) for k in r1 if k != "issued"}
+        n = r1["issued"] - r0["issued"]
+        return (d, n) if n > 0 else None
+
+
+def warm(ms, history):
+    """``ms.warm`` of each CTA's reads, then its stores (dirty), of ``history`` ((read sectors,
+    stored sectors) per CTA, oldest first): with the compiled memory system, in one compiled call."""
+    from ...timing.memory_core import F_SIZE, I_SIZE, CompiledMemorySystem
+    from ...timing.tlb import warm_pages
+    runs = [(x, d) for pair in history for x, d in zip(pair, (False, True)) if len(x)]
+    if not runs:
+        return
+    if not isinstance(ms, CompiledMemorySystem):
+        for x, d in runs:
+            ms.warm(x, d)
+        return
+    a = np.concatenate([x for x, _ in runs]).astype(np.int64, copy=False)
+    if a.min() < 0:
+        ms.warm(a)  # (the error it gives a negative address)
+    ends = np.cumsum([len(x) for x, _ in runs])
+    dirty = np.array([d for _, d in runs], dtype=np.bool_)
+    ms._tlb_room(a.shape[0] * ms.tlb.n_sms)
+    _warm_runs(a, ends, dirty, ms._P, ms._T, ms._LINES, ms._READY, ms._I)
+    warm_pages(a, ms._I, ms._F, I_SIZE, F_SIZE)
+
+
+@njit(cache=True)
+def _warm_runs(a, ends, dirty, P, T, LINES, READY, I):
+    """The compiled L2's ``warm_sectors`` of each run ``a[ends[k - 1]:ends[k]]``, dirty or not."""
+    start = 0
+    for k in range(ends.shape[0]):
+        warm_sectors(a[start:ends[k]], dirty[k], P, T, LINES, READY, I)
+        start = ends[k]
 
 
 def _dirty_bytes(ms, cfg) -> float:
@@ -151,7 +236,8 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
     see :func:`needed`), the chunks, and copies of the first ``keep`` CTAs' warp traces (the timed
     SM's). The sectors of a CTA are taken only when it may be in the history of a chunk (the CTAs
     before it whose sectors fill ``HISTORY_FILL`` L2 capacities, counted from the first CTAs'
-    sectors, with room to spare; ``look``: that many CTAs, known beforehand)."""
+    sectors, with room to spare; ``look``: that many CTAs, known beforehand; from each chunk
+    on, as many as its history held, with room to spare)."""
     gx, gy = stream.grid
     n = gx * gy
     slots = per_sm * cfg.gpu.sms
@@ -186,6 +272,8 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
         if c is not None:
             if i == starts[c]:
                 warm_of[c] = list(history)
+                if held >= capacity:  # the CTAs of history the next chunks need, as this one's did
+                    look = history_ctas(held, len(history), cfg, slots)
             waiting[c].append((i, cid, traces))
             if len(waiting[c]) == span or i == min(n, starts[c] + span) - 1:
                 period = None
@@ -214,9 +302,10 @@ _MOVED = (("tex", "ldg"), ("stg",))  # the units of what a CTA reads and of what
 
 def history_ctas(sectors, ctas, cfg, slots) -> int:
     """CTAs of history a chunk needs, with room to spare, when ``ctas`` CTAs read and stored
-    ``sectors`` sectors: twice as many as fill ``HISTORY_FILL`` L2 capacities, and a wave."""
+    ``sectors`` sectors: ``history_spare`` times as many as fill ``HISTORY_FILL`` L2 capacities,
+    and a wave."""
     capacity = HISTORY_FILL * cfg.l2.size // cfg.l2.sector
-    return int(2 * capacity * ctas / max(1, sectors)) + slots
+    return int(HISTORY_SPARE * capacity * ctas / max(1, sectors)) + slots
 
 
 def probe_look(stream, kernel, cfg, slots) -> int:
@@ -353,6 +442,27 @@ def dram_floor(total, chunks):
     return cycles(b), cycles(b - INTERVAL_SE * se), cycles(b + INTERVAL_SE * se)
 
 
+def _steady_counters(chunks, total) -> dict:
+    """The memory counters of a launch of ``total`` warp instructions from the chunks' measured
+    spans: the first chunk's own (it is the launch's start), and the rest of the launch at the
+    counts per warp instruction of the later chunks over the spans of their measured waves (a
+    chunk's own start and end, CTAs starting on an empty L1 and staggered and the last wave
+    draining, are no part of a launch in mid-course). Empty when no later chunk measured one."""
+    steady = [c for c in chunks if c.first > 0 and c.steady is not None]
+    if not steady:
+        return {}
+    issued = sum(c.steady_instructions for c in steady)
+    rate = {}
+    for c in steady:
+        rate = _add(rate, c.steady)
+    first = chunks[0] if chunks[0].first == 0 else None
+    rest = total - (first.instructions if first is not None else 0)
+    out = _scale(rate, rest / issued)
+    if first is not None:
+        out = {k: v + first.memory.get(k, 0.0) for k, v in out.items()}
+    return out
+
+
 def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
     """The launch from its chunks (see the module's docstring)."""
     chunks = sorted(chunks, key=lambda c: c.first)
@@ -405,9 +515,10 @@ def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
         mem = _add(mem, c.memory)
     factor = total / sim_instr if sim_instr else 1.0
     mem = _scale(mem, factor)
+    mem.update(_steady_counters(chunks, total))
     mem["cycles"] = cycles
-    details = {"chunks": [{"first_cta": c.first, "cycles": c.cycles,
-                           "warp_instructions": c.instructions} for c in chunks],
+    details = {"chunks": [{"first_cta": c.first, "cycles": c.cycles, "warp_instructions": c.instructions,
+                           "history_sectors": c.history} for c in chunks],
                "chunk_ratio_spread": se, "groups": int(_groups(instr).max() + 1), "bound": bound,
                "dram_floor_cycles": None if floor is None else floor[0],
                "ctas_run": int(known.sum()), "warp_instructions": total,
