@@ -193,7 +193,7 @@ def launch_log(sms, gx):
     return sorted(out, key=lambda r: r[2])
 
 
-def spread_over_time(log, k, slots_per_sm, n_at=8):
+def spread_over_time(log, k, n_at=8):
     """How far apart in K the resident CTAs are over the launch: [(time share, median K-steps between
     two CTAs of one SM, GPU-wide 10-90% span in K-steps)] at ``n_at`` evenly spaced instants between
     the end of the first CTA and the start of the last (the steady part of the launch)."""
@@ -434,7 +434,7 @@ def run_point(name, regs, n, cfg, mean, dist, seed, full, l2_start, stagger=0.0,
         S.sm_list = []
         k = S.k
         rate, dur = steady_rate(log, wave, n_ctas, 2.0 * geo.tile * geo.tile * k, cfg.clock_hz)
-        extra = {"steady_gflops": rate, "cta_cycles": dur, "over_time": spread_over_time(log, k, resident),
+        extra = {"steady_gflops": rate, "cta_cycles": dur, "over_time": spread_over_time(log, k),
                  "first_wave_cycles": float(np.mean([e - s for i, _, s, e in log if i < wave]))}
     mem = p["memory"]
     metrics = profiler_metrics(mem, cfg.cycles_to_seconds(p["cycles"]), cfg)
