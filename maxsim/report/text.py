@@ -168,15 +168,15 @@ def summarise(out: dict, peak_gflops=None, sms=None, reference_loop_cycles=None,
         if out.get("sm_gflops"):
             s["sm_gflops"] = out["sm_gflops"]
             line += f", {_gflops(out['sm_gflops'])} GFLOPS"
+            if peak_gflops and sms:
+                share = out["sm_gflops"] / (peak_gflops / sms)
+                s["sm_share_of_peak"] = share
+                line += f" = {100 * share:.1f}% of an SM's peak"
         if out.get("sm_prediction_method"):  # SM 0 of a whole-GPU run sampled in time
             lo, hi = out.get("sm_cycles_interval") or (None, None)
             line += (f" ({out['sm_prediction_method']} with the GPU: "
                      f"{100 * out.get('sm_simulated_share', 1.0):.3g}% of its work simulated"
                      + (f", cycles {_count(round(lo))} to {_count(round(hi))})" if lo is not None else ")"))
-            if peak_gflops and sms:
-                share = out["sm_gflops"] / (peak_gflops / sms)
-                s["sm_share_of_peak"] = share
-                line += f" = {100 * share:.1f}% of an SM's peak"
         lines.append(line)
     else:
         lines.append("functional run only (no timing)")
