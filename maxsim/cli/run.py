@@ -91,7 +91,8 @@ def add_parser(sub):
                         "enough and says how (the 'how predicted:' line). SGEMM: 'auto' and 'sampled' "
                         "sample along K (the first wave, a steady-state window and the start of its wave, "
                         "the tail; 'full' needs --check all or auto); a kernel file with --predict: "
-                        "'sampled' is 'auto'")
+                        "'sampled' is 'auto', which samples a launch of many waves across its waves and "
+                        "one of a single wave in time, its timed SM with it")
     r.add_argument("--l2-start", choices=("empty", "previous"), default=None,
                    help="what the L2 holds when the predicted launch starts: 'empty' (default, as after "
                         "a flush) or 'previous' (what the same launch left there: back-to-back launches, "

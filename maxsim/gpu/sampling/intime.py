@@ -19,6 +19,9 @@ its rate over the stable blocks; the launch ends with the last SM.
 The interval: the same with the rate off by the larger of two standard errors of the blocks' mean
 and the check's miss. A launch that never passes the check is simulated to its end (method
 "full", the same figures as a full simulation).
+
+A launch timed on SM 0 of its own run (``maxsim run FILE --predict``) is simulated once: SM 0 is
+extrapolated with the launch (:func:`complete_timed`).
 """
 
 from __future__ import annotations

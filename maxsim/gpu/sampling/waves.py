@@ -29,6 +29,7 @@ the others' warp instructions are estimated from a stratified sample (:func:`est
 
 from __future__ import annotations
 
+import bisect
 import collections
 
 import attrs
@@ -256,8 +257,12 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
     probe = min(n, 64)
     look, seen = n if look is None else look, 0
 
+    def before_chunk(i):  # whether CTA i is among the ``look`` CTAs before a chunk
+        k = bisect.bisect_right(starts, i)
+        return k < len(starts) and starts[k] - i <= look
+
     def wanted(i):  # whether a CTA's traces are read: timed SM, chunk, sectors of a history
-        return i < keep or i < probe or i in member or any(0 < s - i <= look for s in starts)
+        return i < keep or i < probe or i in member or before_chunk(i)
     if stream._state.get("warp_counts") is not None:
         stream.record = lambda batch: any(wanted(y * gx + x) for x, y in batch)
     for p, (cid, traces) in enumerate(stream_ctas(stream)):
@@ -283,7 +288,7 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
                                               per_sm, period))
                 if progress is not None:
                     progress(len(chunks), len(starts), "chunks simulated", "chunks")
-        if i < probe or any(0 < s - i <= look for s in starts):
+        if i < probe or before_chunk(i):
             secs = tuple(_units_sectors(traces, kernel, _MOVED))
             history.append(secs)
             held += len(secs[0]) + len(secs[1])
