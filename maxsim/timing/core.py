@@ -53,9 +53,9 @@ with ~20 state arrays cost more than the model's work. The issue path's helpers 
 (``_issue_here``) and for the second of a dual issue, and the rare steps it calls (L1
 lookups, barrier release, warp exit, hazard records) too; the small scheduling steps (``_schedule``,
 ``_dual``, ``_next_time``) are ``inline="always"`` (numba's own inliner, cheap for them).
-``run`` also passes the arrays on without reference counts (``_borrow``). The resident warps read
+``run`` also passes the arrays on without reference counts (:func:`maxsim.jit.borrow`). The resident warps read
 their traces as interleaved streams, which the CPU's prefetchers do not follow: each issue asks for
-the trace lines two ahead (``_prefetch``); the pc table (int32) and
+the trace lines two ahead (:func:`maxsim.jit.prefetch`); the pc table (int32) and
 the warp table keep the fields every issue reads in the first cache lines of their rows (perf put
 the next-pc load first among the core's instructions before). The L2/DRAM model's
 ``read_request`` (and ``_post_queued``, which hands stores to it) stays a call, through a pointer
@@ -71,11 +71,12 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
 from ..jit import Callee, call_through, njit, pointer_call
+from ..jit import borrow as _borrow
+from ..jit import prefetch as _prefetch
 from .memory_core import I_READ_HITS, I_READ_MISSES, I_ROOM, read_request, write_requests
 from .static import (ALU_HALF, BAR, BAR_HIST, BRANCH, DUAL_CONST, DUAL_FIRST, DUAL_SECOND, EXIT, LDG, LDS,
                      NEVER, S2R, STG, STS, TEX)
@@ -154,42 +155,6 @@ RING = 64  # register bank ring (cycles remembered), as regfile.RING
 LATE = 16  # bit offset of the late-read marks, as regfile.LATE
 NO_FILL = -(1 << 62)  # an L1 sector not present
 ILOG_W, SLOG_W, HLOG_W = 4, 7, 8  # columns of the issue, stall and hazard logs
-
-
-@intrinsic
-def _borrow(typingctx, arr):
-    """The same array without its reference count (a null meminfo).
-
-    Every compiled helper increments and decrements the reference count of each array it is
-    passed, with an atomic instruction; the core passes ~20 state arrays on every issue, so that
-    counting took most of the core's time (perf: 36% of the process in NRT_incref/NRT_decref).
-    Borrowed arrays skip it. Safe because the Python caller holds the arrays during a call and
-    the core never stores or returns them."""
-    def codegen(context, builder, sig, args):
-        ary = context.make_array(sig.args[0])(context, builder, value=args[0])
-        ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
-        ary.parent = cgutils.get_null_value(ary.parent.type)
-        return ary._getvalue()
-    return arr(arr), codegen
-
-
-@intrinsic
-def _prefetch(typingctx, arr, idx):
-    """Ask the CPU to bring ``arr[idx]``'s cache line in (llvm.prefetch: a hint, never a fault,
-    whatever the index)."""
-    from llvmlite import ir
-    from numba.core import types
-
-    def codegen(context, builder, sig, args):
-        ary = context.make_array(sig.args[0])(context, builder, value=args[0])
-        ptr = builder.gep(ary.data, [args[1]])
-        i8p = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
-                                            "llvm.prefetch.p0")
-        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
-        return context.get_dummy_value()
-    return types.void(arr, idx), codegen
 
 
 # ---- the memory system's functions the core calls, through pointers (maxsim.jit.Callee) ----
