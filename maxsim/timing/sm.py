@@ -704,6 +704,21 @@ def _residency(kernel, block, cfg):
     return hit[2]
 
 
+# the core's run counters that SM._end adds to the statistics (name, G field), in one index
+# with G_SHM_BUSY last (the shared memory's)
+_END_FIELDS = (("dual_issues", K.G_DUAL), ("reuse_hits", K.G_REUSE_HITS),
+               ("bank_conflicts", K.G_BANK_CONFLICTS), ("bank_conflict_cycles", K.G_BANK_CYCLES),
+               ("delayed_conflicts", K.G_DELAYED), ("shared_requests", K.G_SHARED_REQ),
+               ("shared_wavefronts", K.G_SHARED_WF), ("stores", K.G_STORES),
+               ("tex_requests", K.G_TEX_REQ), ("tex_sectors", K.G_TEX_SECTORS),
+               ("tex_hits", K.G_TEX_HITS))
+_END_NAMES = tuple(n for n, _ in _END_FIELDS)
+_END_INDEX = np.array([f for _, f in _END_FIELDS] + [K.G_SHM_BUSY], dtype=np.intp)
+_END_SHARED_REQ = _END_NAMES.index("shared_requests")
+_END_SHARED_WF = _END_NAMES.index("shared_wavefronts")
+_END_TEX_REQ = _END_NAMES.index("tex_requests")
+
+
 class SM:
     """One streaming multiprocessor running the CTAs handed to it (compiled core)."""
 
@@ -1309,23 +1324,17 @@ class SM:
         st = self.stats
         st.cycles = max(st.cycles, t)
         st.sim_seconds += time.perf_counter() - self._wall
-        for name, f in (("dual_issues", K.G_DUAL), ("reuse_hits", K.G_REUSE_HITS),
-                        ("bank_conflicts", K.G_BANK_CONFLICTS), ("bank_conflict_cycles", K.G_BANK_CYCLES),
-                        ("delayed_conflicts", K.G_DELAYED), ("shared_requests", K.G_SHARED_REQ),
-                        ("shared_wavefronts", K.G_SHARED_WF), ("stores", K.G_STORES),
-                        ("tex_requests", K.G_TEX_REQ), ("tex_sectors", K.G_TEX_SECTORS),
-                        ("tex_hits", K.G_TEX_HITS)):
-            setattr(st, name, getattr(st, name) + int(G[f]))
+        # the core's run counters, read (and zeroed) in one pass: _END_FIELDS, then G_SHM_BUSY
+        vals = G[_END_INDEX].tolist()
+        G[_END_INDEX] = 0
+        for name, v in zip(_END_NAMES, vals):
+            setattr(st, name, getattr(st, name) + v)
         sh = self.shared
         sh.next_free = int(G[K.G_SHARED_FREE])
-        sh.requests += int(G[K.G_SHARED_REQ])
-        sh.total_wavefronts += int(G[K.G_SHARED_WF])
-        sh.busy_cycles += int(G[K.G_SHM_BUSY])
-        self.l1.requests += int(G[K.G_TEX_REQ])
-        for f in (K.G_DUAL, K.G_REUSE_HITS, K.G_BANK_CONFLICTS, K.G_BANK_CYCLES, K.G_DELAYED,
-                  K.G_SHARED_REQ, K.G_SHARED_WF, K.G_STORES, K.G_TEX_REQ, K.G_TEX_SECTORS, K.G_TEX_HITS,
-                  K.G_SHM_BUSY):
-            G[f] = 0
+        sh.requests += vals[_END_SHARED_REQ]
+        sh.total_wavefronts += vals[_END_SHARED_WF]
+        sh.busy_cycles += vals[-1]
+        self.l1.requests += vals[_END_TEX_REQ]
         self._export_l1()
         npc = len(self.kernel.instructions)
         st.add_per_pc(self._CNT[:, :npc].T)
