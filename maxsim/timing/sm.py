@@ -37,6 +37,7 @@ from . import core as K
 from .clock import Solo
 from .cores import CORES, core_name  # noqa: F401  (CORES: the choices)
 from .memory_core import I_SIZE
+from .owner import WeakOwner
 from .reference import ReferenceSM, l2_read_counts, memory_keywords
 from .shared_memory import SharedMemoryTiming
 from .static import BAR, LDG, LDS, MEMORY, S2R, STG, STS, TEX, StaticInfo, cta_warp_slots, residency
@@ -67,14 +68,18 @@ def serves_in_core(memory_system):
             and "read" not in getattr(memory_system, "__dict__", {}))
 
 
-class SchedulerView:
+class SchedulerView(WeakOwner):
     """A warp scheduler as reports see it: its index and its resident warps."""
 
-    __slots__ = ("index", "_sm")
+    __slots__ = ("index", "_owner")
 
     def __init__(self, index, sm):
         self.index = index
-        self._sm = sm
+        self._set_owner(sm)  # (weakly: maxsim.timing.owner)
+
+    @property
+    def _sm(self):
+        return self._owner()
 
     @property
     def warps(self):
