@@ -420,6 +420,12 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
                        keep_branch_times=False, timed=timed, router=router)
     if traced is None:
         res = stream.finish()
+        if router is not None:
+            # the run is over: the router lets go of the SMs and the stream of the router (no
+            # reference cycle keeps the SMs and their arrays alive until the garbage collector runs)
+            router.sms.clear()
+            router.at.clear()
+            stream.sink = stream.router = None
     timed_sm = _complete_timed(used, res, ms, cfg, block) if timed else None
     total = merge_stats(used, cfg)
     cycles = total.cycles

@@ -692,10 +692,11 @@ def predict_gpu(code, grid, block, cfg, *, sampling=None, bound=None, traced=Non
         if r.timed_sm is None:
             return p, None
         return p, complete_timed(r.timed_sm, r.stopped, r.launch, cfg, block, p.details["memory_factor"])
-    mem = {key: float(v) for key, v in r.memory.stats().items() if isinstance(v, (int, float))
+    stats = r.memory.stats()
+    mem = {key: float(v) for key, v in stats.items() if isinstance(v, (int, float))
            and not key.endswith("rate")}
     from ..gpu.sampling import memory_counters  # every SM's L1/texture counters and resident warps
-    mem.update(memory_counters(r.memory, r.cycles, r.sms))
+    mem.update(memory_counters(r.memory, r.cycles, r.sms, stats))
     from ..gpu.gpu import wave_alignment
     align = wave_alignment(r.sms, cfg.gpu.sms * r.resident_ctas)
     details = {"l2_start": l2_start}

@@ -48,6 +48,7 @@ import numpy as np
 from ..errors import SimulationError
 from ..jit import borrow, njit, prefetch
 from .l2 import _HASH_MUL, SliceMap, set_geometry
+from .owner import WeakOwner
 from .bandwidth import BandwidthServer, ServerGroup
 from .memory_stats import MemoryStats, set_common
 from .tlb import TlbArrays, pages_known, translate, warm_pages
@@ -733,18 +734,22 @@ def _float_field(column, doc):
     return property(lambda self: float(self._ms._SF[self._k, column]), doc=doc)
 
 
-class Server:
+class Server(WeakOwner):
     """One slice or channel of a :class:`CompiledMemorySystem`, seen as a
     :class:`~maxsim.timing.memory_system.BandwidthServer` (its state lives in the memory system's
     arrays)."""
 
-    __slots__ = ("_ms", "_k")
+    __slots__ = ("_owner", "_k")
     WINDOW = BandwidthServer.WINDOW
     KEEP = BandwidthServer.KEEP
 
     def __init__(self, ms, k):
-        self._ms = ms
+        self._set_owner(ms)  # (weakly: maxsim.timing.owner)
         self._k = k
+
+    @property
+    def _ms(self):
+        return self._owner()
 
     bytes_per_clk = _float_field(S_BPC, "Bytes the server passes per cycle.")
     next_free = _float_field(S_NEXT_FREE, "The latest cycle a reservation's bytes have passed.")
@@ -765,7 +770,7 @@ class Server:
         self._ms._SF[self._k, S_BYTES] = 0.0
 
 
-class CompiledL2:
+class CompiledL2(WeakOwner):
     """The L2 of a :class:`CompiledMemorySystem` as :class:`~maxsim.timing.l2.SlicedL2` shows it:
     geometry, ``evictions``, ``slice_of``, ``set_index``, ``contains``, ``is_dirty``, ``insert``,
     ``dirty_sectors``, ``clean_slice``, ``len()``, and ``sets`` (a copy of the tag state as the
@@ -773,7 +778,11 @@ class CompiledL2:
 
     def __init__(self, ms, size, slices, line, sector, assoc, interleave, slice_hash="ipoly", hash_sets=True):
         set_geometry(self, size, slices, line, sector, assoc, interleave, slice_hash, hash_sets)
-        self._ms = ms
+        self._set_owner(ms)  # (weakly: maxsim.timing.owner)
+
+    @property
+    def _ms(self):
+        return self._owner()
 
     @property
     def evictions(self) -> int:

@@ -37,6 +37,7 @@ from . import core as K
 from .clock import Solo
 from .cores import CORES, core_name  # noqa: F401  (CORES: the choices)
 from .memory_core import I_SIZE
+from .owner import WeakOwner
 from .reference import ReferenceSM, l2_read_counts, memory_keywords
 from .shared_memory import SharedMemoryTiming
 from .static import BAR, LDG, LDS, MEMORY, S2R, STG, STS, TEX, StaticInfo, cta_warp_slots, residency
@@ -67,14 +68,18 @@ def serves_in_core(memory_system):
             and "read" not in getattr(memory_system, "__dict__", {}))
 
 
-class SchedulerView:
+class SchedulerView(WeakOwner):
     """A warp scheduler as reports see it: its index and its resident warps."""
 
-    __slots__ = ("index", "_sm")
+    __slots__ = ("index", "_owner")
 
     def __init__(self, index, sm):
         self.index = index
-        self._sm = sm
+        self._set_owner(sm)  # (weakly: maxsim.timing.owner)
+
+    @property
+    def _sm(self):
+        return self._owner()
 
     @property
     def warps(self):
@@ -615,16 +620,57 @@ def _aligned(shape, dtype, align=64):
     return raw[start:start + size].view(dtype).reshape(shape)
 
 
+_START_ARRAYS = {}  # (id(config), CTA slots, pcs) -> (config, the arrays of _start_arrays)
+
+
+def _start_arrays(cfg, max_ctas, npc):
+    """A new SM's state arrays that only the config, its CTA slots and the kernel's length shape
+    (F, Q, S, SW, RC, BANKS, C, REQ, CNT of SM._build_state, read only): made once, each SM starts
+    from copies."""
+    key = (id(cfg), max_ctas, npc)
+    hit = _START_ARRAYS.get(key)
+    if hit is not None and hit[0] is cfg:
+        return hit[1]
+    rf, pipes, l1c = cfg.regfile, cfg.pipes, cfg.l1tex
+    nsched, nwarps = cfg.sm.schedulers, cfg.sm.max_warps
+    F = np.zeros(K.F_TEX_FREE + l1c.caches, dtype=np.float64)
+    F[K.F_TEX_BPC] = l1c.cache_bytes_per_clk
+    Q = np.zeros((nwarps, pipes.shared_queue_depth + pipes.global_queue_depth), dtype=np.int64)
+    S = np.zeros((nsched, K.S_SIZE), dtype=np.int64)
+    S[:, K.S_LAST] = -1
+    S[:, K.S_RC_WARP] = -1
+    SW = np.zeros((nsched, nwarps), dtype=np.int64)
+    RC = np.zeros((nsched, 3, rf.reuse_entries_per_slot), dtype=np.int64)
+    BANKS = np.zeros((nsched, 2, K.RING), dtype=np.int64)
+    BANKS[:, 0, :] = -1
+    C = np.zeros((max(max_ctas, 1), K.C_SIZE), dtype=np.int64)
+    REQ = np.zeros(64 + STORE_QUEUE_WORDS, dtype=np.int64)  # (G_WQ_BASE = 64)
+    # per instruction: stats.PC_FIELDS x pc (a field's counters side by side: the loop's rows
+    # of one field stay in a few cache lines)
+    CNT = np.zeros((PC_SIZE, npc), dtype=np.int64)
+    arrays = (F, Q, S, SW, RC, BANKS, C, REQ, CNT)
+    for a in arrays:
+        a.flags.writeable = False
+    if len(_START_ARRAYS) >= 16:
+        del _START_ARRAYS[next(iter(_START_ARRAYS))]
+    _START_ARRAYS[key] = (cfg, arrays)
+    return arrays
+
+
 def _pc_summaries(static, kernel):
     """What the statistics add up per executed instruction, as arrays over the pcs: the index of
     its opcode in a list of the kernel's opcodes (with the list), its flops, its operand reads,
-    whether it is an FFMA."""
+    whether it is an FFMA, and the last three as a row per pc of (1, flops, reads, 1 for an FFMA)."""
     names = [i.full_opcode for i in kernel.instructions]
     opcodes = sorted(set(names))
     index = {op: k for k, op in enumerate(opcodes)}
-    return (np.array([index[op] for op in names], dtype=np.int64), opcodes,
-            np.asarray(static.flops, dtype=np.int64), np.array([len(r) for r in static.reads], dtype=np.int64),
-            np.asarray(static.is_ffma, dtype=bool))
+    flops = np.asarray(static.flops, dtype=np.int64)
+    reads = np.array([len(r) for r in static.reads], dtype=np.int64)
+    is_ffma = np.asarray(static.is_ffma, dtype=bool)
+    # per pc: 1 (an issue), its flops, its operand reads, 1 for an FFMA: executions @ sums = the four totals
+    sums = np.stack([np.ones(len(names), dtype=np.int64), flops, reads, is_ffma.astype(np.int64)],
+                    axis=1).reshape(len(names), 4)
+    return np.array([index[op] for op in names], dtype=np.int64), opcodes, flops, reads, is_ffma, sums
 
 
 _EMPTY_L1 = {}  # shape -> the core's tag array of an empty L1/texture cache
@@ -704,6 +750,21 @@ def _residency(kernel, block, cfg):
     return hit[2]
 
 
+# the core's run counters that SM._end adds to the statistics (name, G field), in one index
+# with G_SHM_BUSY last (the shared memory's)
+_END_FIELDS = (("dual_issues", K.G_DUAL), ("reuse_hits", K.G_REUSE_HITS),
+               ("bank_conflicts", K.G_BANK_CONFLICTS), ("bank_conflict_cycles", K.G_BANK_CYCLES),
+               ("delayed_conflicts", K.G_DELAYED), ("shared_requests", K.G_SHARED_REQ),
+               ("shared_wavefronts", K.G_SHARED_WF), ("stores", K.G_STORES),
+               ("tex_requests", K.G_TEX_REQ), ("tex_sectors", K.G_TEX_SECTORS),
+               ("tex_hits", K.G_TEX_HITS))
+_END_NAMES = tuple(n for n, _ in _END_FIELDS)
+_END_INDEX = np.array([f for _, f in _END_FIELDS] + [K.G_SHM_BUSY], dtype=np.intp)
+_END_SHARED_REQ = _END_NAMES.index("shared_requests")
+_END_SHARED_WF = _END_NAMES.index("shared_wavefronts")
+_END_TEX_REQ = _END_NAMES.index("tex_requests")
+
+
 class SM:
     """One streaming multiprocessor running the CTAs handed to it (compiled core)."""
 
@@ -777,30 +838,19 @@ class SM:
     # ---- state arrays ----------------------------------------------------------------------
     def _build_state(self, log):
         cfg = self.cfg
-        rf, pipes, l1c = cfg.regfile, cfg.pipes, cfg.l1tex
-        nsched, nwarps = cfg.sm.schedulers, cfg.sm.max_warps
+        nwarps = cfg.sm.max_warps
         G = _config_fields(cfg).copy()
         G[K.G_LIMIT] = -1 if self.max_cycles is None else self.max_cycles
         G[K.G_HAZARDS] = 0 if not self.hazard_mode else (2 if self.hazard_mode == "strict" else 1)
         G[K.G_LOG] = 1 if log else 0
         G[K.G_SM_ID] = self.sm_id
         G[K.G_SHARED_FREE] = self.shared.next_free
-        F = np.zeros(K.F_TEX_FREE + l1c.caches, dtype=np.float64)
-        F[K.F_TEX_BPC] = l1c.cache_bytes_per_clk
         W = _aligned((nwarps, K.W_SIZE), np.int64)
         # a warp slot's register times are zeroed when a warp is launched in it (_launch_ready_ctas),
         # and the core reads only launched slots
         REGS = np.empty((nwarps, 2, REGISTERS), dtype=np.int64)
-        Q = np.zeros((nwarps, pipes.shared_queue_depth + pipes.global_queue_depth), dtype=np.int64)
-        S = np.zeros((nsched, K.S_SIZE), dtype=np.int64)
-        S[:, K.S_LAST] = -1
-        S[:, K.S_RC_WARP] = -1
-        SW = np.zeros((nsched, nwarps), dtype=np.int64)
-        RC = np.zeros((nsched, 3, rf.reuse_entries_per_slot), dtype=np.int64)
-        BANKS = np.zeros((nsched, 2, K.RING), dtype=np.int64)
-        BANKS[:, 0, :] = -1
-        C = np.zeros((max(self.max_ctas, 1), K.C_SIZE), dtype=np.int64)
         P, L, RD, self._unit, self._unit_key, self._pc_sums = self._tables
+        F, Q, S, SW, RC, BANKS, C, REQ, CNT = [a.copy() for a in _start_arrays(cfg, self.max_ctas, len(P))]
         L1 = self._import_l1(G)
         rows = LOG_ROWS if log else 1
         # the logs: the core writes a row whole before counting it, and only counted rows are read
@@ -809,11 +859,7 @@ class SM:
         SLOG = np.empty((rows, K.SLOG_W), dtype=np.int64)
         BLOG = np.empty((LOG_ROWS, 2), dtype=np.int64)
         HLOG = np.empty((LOG_ROWS, K.HLOG_W), dtype=np.int64)
-        REQ = np.zeros(64 + STORE_QUEUE_WORDS, dtype=np.int64)
         G[K.G_WQ_BASE] = 64
-        # per instruction: stats.PC_FIELDS x pc (a field's counters side by side: the loop's rows
-        # of one field stay in a few cache lines)
-        CNT = np.zeros((PC_SIZE, len(P)), dtype=np.int64)
         self._G, self._F, self._W, self._REGS, self._Q, self._S, self._SW = G, F, W, REGS, Q, S, SW
         self._C, self._L1, self._ILOG, self._SLOG, self._BLOG, self._HLOG = C, L1, ILOG, SLOG, BLOG, HLOG
         self._CNT = CNT
@@ -1309,32 +1355,27 @@ class SM:
         st = self.stats
         st.cycles = max(st.cycles, t)
         st.sim_seconds += time.perf_counter() - self._wall
-        for name, f in (("dual_issues", K.G_DUAL), ("reuse_hits", K.G_REUSE_HITS),
-                        ("bank_conflicts", K.G_BANK_CONFLICTS), ("bank_conflict_cycles", K.G_BANK_CYCLES),
-                        ("delayed_conflicts", K.G_DELAYED), ("shared_requests", K.G_SHARED_REQ),
-                        ("shared_wavefronts", K.G_SHARED_WF), ("stores", K.G_STORES),
-                        ("tex_requests", K.G_TEX_REQ), ("tex_sectors", K.G_TEX_SECTORS),
-                        ("tex_hits", K.G_TEX_HITS)):
-            setattr(st, name, getattr(st, name) + int(G[f]))
+        # the core's run counters, read (and zeroed) in one pass: _END_FIELDS, then G_SHM_BUSY
+        vals = G[_END_INDEX].tolist()
+        G[_END_INDEX] = 0
+        for name, v in zip(_END_NAMES, vals):
+            setattr(st, name, getattr(st, name) + v)
         sh = self.shared
         sh.next_free = int(G[K.G_SHARED_FREE])
-        sh.requests += int(G[K.G_SHARED_REQ])
-        sh.total_wavefronts += int(G[K.G_SHARED_WF])
-        sh.busy_cycles += int(G[K.G_SHM_BUSY])
-        self.l1.requests += int(G[K.G_TEX_REQ])
-        for f in (K.G_DUAL, K.G_REUSE_HITS, K.G_BANK_CONFLICTS, K.G_BANK_CYCLES, K.G_DELAYED,
-                  K.G_SHARED_REQ, K.G_SHARED_WF, K.G_STORES, K.G_TEX_REQ, K.G_TEX_SECTORS, K.G_TEX_HITS,
-                  K.G_SHM_BUSY):
-            G[f] = 0
+        sh.requests += vals[_END_SHARED_REQ]
+        sh.total_wavefronts += vals[_END_SHARED_WF]
+        sh.busy_cycles += vals[-1]
+        self.l1.requests += vals[_END_TEX_REQ]
         self._export_l1()
         npc = len(self.kernel.instructions)
         st.add_per_pc(self._CNT[:, :npc].T)
-        op_index, opcodes, flops, reads, is_ffma = self._pc_sums
+        op_index, opcodes, _, _, _, sums = self._pc_sums
         n = self._CNT[PC_EXEC, :npc]
-        st.warp_instructions += int(n.sum())
-        st.flops += int(n @ flops)
-        st.operand_reads += int(n @ reads)
-        st.ffma += int(n[is_ffma].sum())
+        issued, flops, reads, ffma = (n @ sums).tolist()
+        st.warp_instructions += issued
+        st.flops += flops
+        st.operand_reads += reads
+        st.ffma += ffma
         ran = np.flatnonzero(n)
         ran_ops = op_index[ran]
         per_op = np.bincount(ran_ops, weights=n[ran], minlength=len(opcodes))

@@ -41,6 +41,7 @@ import numpy as np
 
 from ..errors import SimulationError
 from ..jit import njit
+from .owner import WeakOwner
 
 SEEN_MIN = 1024  # initial slots of the compiled record of the (SM, page) pairs translated
 
@@ -175,7 +176,7 @@ class AddressTranslation:
                 "tlb_l2_misses": self.l2_misses, "tlb_first_touches": self.first_touches}
 
 
-class TlbArrays:
+class TlbArrays(WeakOwner):
     """The same TLBs in the tails of the compiled memory system's state vectors (the layout above),
     with views for Python: ``TI`` (fields and counters), ``TT`` (row x way x (page, last use): rows
     ``sm x l1 sets + set`` for the L1 TLBs, then the L2 TLB's sets; ``NO_PAGE`` in an empty way),
@@ -205,10 +206,14 @@ class TlbArrays:
     def float_size(self):
         return TF_SIZE + self.rows * self.ways
 
+    @property
+    def _ms(self):  # the memory system whose arrays hold these TLBs (set by init)
+        return self._owner()
+
     def init(self, ms):
         """Write an empty TLB into the tails of ``ms._I`` and ``ms._F`` (sized by
         :meth:`int_size`, :meth:`float_size`); the views below read ``ms``'s arrays from then on."""
-        self._ms = ms
+        self._set_owner(ms)  # (weakly: maxsim.timing.owner)
         ps, l1s, l1a, l2s, l2a = self.geometry
         TI = self.TI
         TI[:] = 0

@@ -35,12 +35,12 @@ def dram_busy(phase):
     1 when transfers queued in the piece end after its last CTA)."""
     return phase.memory.get("dram_busy_cycles", 0.0) / max(phase.memory.get("cycles", 0.0), 1.0)
 
-def memory_counters(ms, cycles, sms=()):
+def memory_counters(ms, cycles, sms=(), stats=None):
     """Additive counters of one simulated piece: the memory system's, the SMs' L1/texture caches'
     and resident warp-cycles (for the profiler metrics, :mod:`maxsim.report.metrics`), and its
-    ``cycles``."""
+    ``cycles``. ``stats``: ``ms.stats()`` when the caller has it already."""
     from ...report.metrics import resident_warp_counters
-    st = ms.stats()
+    st = ms.stats() if stats is None else stats
     out = {k: float(v) for k, v in st.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
            and not k.endswith(("rate", "utilisation", "utilization", "delay", "p95"))}
     for key in ("l2_read_hits", "l2_read_misses", "dram_bytes_read", "dram_bytes_written"):
