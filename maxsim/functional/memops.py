@@ -18,7 +18,8 @@ from .bounds import lanes_out_of_range as out_of_range
 from .bounds import lanes_outside_allocations as outside_allocations
 from .memory import GLOBAL_BASE, texture_index
 from .opcode_table import compiles
-from .operands import NO_MASK, U32, ConstantFault, address_reader, constant_bank_fault, high_word, writer
+from .operands import (NO_MASK, U32, ConstantFault, address_reader, constant_bank_fault, high_word, high_word_set,
+                       writer)
 
 
 @compiles("LDS", "STS", "LDG", "STG", "LD", "ST", values=True)
@@ -60,15 +61,16 @@ def _memory(ctx, instr, ops, mods, zrow, values=True):
             limit_lo, limit_hi = 0, ctx.kernel.shared_size
         else:
             limit_lo, limit_hi = GLOBAL_BASE, ctx.memory.top
-        if high_of is None and (shared or not ctx.memory.gapped) and limit_hi - nbytes >= limit_lo:
+        sel = m if m is not None else (None if g.full else g.active)
+        # a .E address's high word 0 on every lane (the common case), checked in one compiled pass
+        low_only = high_of is None or not high_word_set(high_of, g, addr, sel)
+        if low_only and (shared or not ctx.memory.gapped) and limit_hi - nbytes >= limit_lo:
             # every lane in range and aligned (the common case): one compiled pass
-            sel = m if m is not None else (None if g.full else g.active)
             if not out_of_range(addr, limit_lo, limit_hi - nbytes, nbytes - 1,
                                 NO_MASK if sel is None else sel, sel is not None):
                 return
-        elif high_of is None and not shared and ctx.memory.allocations:
+        elif low_only and not shared and ctx.memory.allocations:
             # a memory with gaps between its allocations: the same, against each allocation
-            sel = m if m is not None else (None if g.full else g.active)
             bases, ends = ctx.memory.extents()
             if not outside_allocations(addr, bases, ends, nbytes, NO_MASK if sel is None else sel, sel is not None):
                 return

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import SimulationError
 from ..isa import instruction as ins
+from .bounds import lanes_high_word_set
 
 U32 = np.uint32
 
@@ -184,7 +185,18 @@ def high_word(instr, op, zrow):
     base, off = op.reg, U32(op.value & 0xFFFFFFFF)
     # the offset is sign-extended to 64 bits: a negative one adds 0xffffffff to the high word
     borrow = U32(0xFFFFFFFF) if op.value < 0 else U32(0)
-    return lambda g, low: g.regs[base + 1] + (low < g.regs[base]).astype(np.uint32) * (off != 0) + borrow
+    fn = lambda g, low: g.regs[base + 1] + (low < g.regs[base]).astype(np.uint32) * (off != 0) + borrow  # noqa: E731
+    # (the same in one compiled pass: whether any lane's high word is nonzero, see high_word_set)
+    fn.parts = (base, bool(off != 0), int(borrow))
+    return fn
+
+
+def high_word_set(high_of, g, low, sel):
+    """Whether any lane (of ``sel``; None: every lane) of a .E address whose high word
+    ``high_of`` (from :func:`high_word`) gives is nonzero, in one compiled pass."""
+    base, carry, borrow = high_of.parts
+    return lanes_high_word_set(low, g.regs[base], g.regs[base + 1], carry, borrow,
+                               NO_MASK if sel is None else sel, sel is not None)
 
 
 def attr_plain(op):

@@ -18,6 +18,7 @@ import time
 import attrs
 import numpy as np
 
+from ..collector import paced_run
 from ..functional.launch import LaunchStream, launch
 from ..functional.trace import TraceRecorder
 from ..timing.clock import PROGRESS_CYCLES, advance, clock_name
@@ -335,6 +336,7 @@ def merge_stats(sms, cfg):
     return total
 
 
+@paced_run
 def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, cfg, ctas=None,
                  hazards="warn", max_instructions=None, progress=None, memory_system=None, traced=None,
                  stream=None, l2_start="empty", timed=None, watch=None):

@@ -26,6 +26,7 @@ import struct
 import attrs
 import numpy as np
 
+from ..collector import paced_run
 from ..errors import LaunchError
 from ..functional.launch import GEOMETRY, MAX_THREADS_PER_CTA
 from ..isa import instruction as ins
@@ -324,6 +325,7 @@ def how_predicted(p, cfg) -> dict:
             "gpu_seconds_interval": [cfg.cycles_to_seconds(lo) + overhead, cfg.cycles_to_seconds(hi) + overhead]}
 
 
+@paced_run
 def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, textures=None, constants=None,
            config=None,
            timing=True, predict=True, sampling=None, trace=False, sm_ctas=None, ctas=None, occupancy=None,

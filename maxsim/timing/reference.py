@@ -294,6 +294,8 @@ class ReferenceSM:
             for w, (slot, tr) in enumerate(zip(slots, traces)):
                 sched = self.scheds[slot % len(self.scheds)]
                 warp = Warp(slot, sched, cta, f"cta{cid[0]},{cid[1]}.w{w}", tr.parts, t0, nregs)
+                if not self.keep_branch_times:
+                    warp.branch_times = ()  # none kept: an empty tuple (a warp's view in the compiled SM)
                 cta.warps.append(warp)
                 sched.warps.append(warp)
                 self.all_warps.append(warp)

@@ -103,14 +103,16 @@ class WarpView:
 
     __slots__ = ("wid", "slot", "sched", "cta", "label", "parts", "branch_times", "done", "_flat", "base")
 
-    def __init__(self, wid, slot, sched, cta, label, parts):
+    def __init__(self, wid, slot, sched, cta, label, parts, branch_times=True):
         self.wid = wid
         self.slot = slot
         self.sched = sched
         self.cta = cta
         self.label = label
         self.parts = [seg.pcs for seg, _ in parts]
-        self.branch_times = []  # cycles at which it issued a backward branch
+        # cycles at which it issued a backward branch (``branch_times`` false: none are kept, and an
+        # empty tuple, not a list per warp, leaves the collector fewer long-lived objects to scan)
+        self.branch_times = [] if branch_times else ()
         self.done = False
         self._flat = None
         self.base = 0  # trace positions before ``parts`` (let go of in a launch run in windows)
@@ -1056,8 +1058,9 @@ class SM:
             wid0 = len(self.all_warps)
             nw = self._start_cta(c, t0, wid0, slots.start, flats)
             scheds, slot_warp, all_warps, open_ = self.scheds, self._slot_warp, self.all_warps, self._open
+            keep = self.keep_branch_times
             for w, (slot, tr) in enumerate(zip(slots, traces)):
-                view = WarpView(wid0 + w, slot, scheds[slot % nsched], cta, label + str(w), tr.parts)
+                view = WarpView(wid0 + w, slot, scheds[slot % nsched], cta, label + str(w), tr.parts, keep)
                 if getattr(tr, "open", False):
                     open_[slot] = True
                     self.router.loaded(tr.warp, self, slot, view)
@@ -1414,7 +1417,10 @@ class SM:
                 times = log[order, 1].tolist()
                 cuts = [0] + (np.flatnonzero(wids[1:] != wids[:-1]) + 1).tolist() + [n]
                 for a, b in zip(cuts[:-1], cuts[1:]):
-                    warps[int(wids[a])].branch_times.extend(times[a:b])
+                    w = warps[int(wids[a])]
+                    if w.branch_times == ():  # (placed while none were kept)
+                        w.branch_times = []
+                    w.branch_times.extend(times[a:b])
             G[K.G_NBLOG] = 0
         n = int(G[K.G_NILOG])
         if n:
