@@ -959,16 +959,20 @@ class SM:
         self._TAUX[tb:tb + aux.size] = aux
         self._SEC[sb:sb + sec.size] = sec
         self._slot_trace[slot] = (tb, pcs.size, sb, sec.size, offs)
+        self._room_for_requests(most)
+        return pcs, tb
+
+    def _room_for_requests(self, most):
+        """REQ with room for a request of ``most`` words: it grows when a longer one comes (any
+        queued stores move with the queue)."""
         G = self._G
         if most > G[K.G_WQ_BASE]:
-            # a longer request: REQ grows (any queued stores move with the queue)
             base, used = int(G[K.G_WQ_BASE]), int(G[K.G_WQ_N])
             req = np.zeros(most + STORE_QUEUE_WORDS, dtype=np.int64)
             req[most:most + used] = self._REQ[base:base + used]
             self._REQ = req
             G[K.G_WQ_BASE] = most
             self._pack()
-        return pcs, tb
 
     def _make_room(self, flats):
         """Room for a CTA's flattened traces (:meth:`_load_trace` places them): those that no exited
@@ -1132,15 +1136,7 @@ class SM:
             nsec += ns
             if m > most:
                 most = m
-        G = self._G
-        if most > G[K.G_WQ_BASE]:
-            # a longer request: REQ grows (any queued stores move with the queue)
-            base, used = int(G[K.G_WQ_BASE]), int(G[K.G_WQ_N])
-            req = np.zeros(most + STORE_QUEUE_WORDS, dtype=np.int64)
-            req[most:most + used] = self._REQ[base:base + used]
-            self._REQ = req
-            G[K.G_WQ_BASE] = most
-            self._pack()
+        self._room_for_requests(most)
         cat = np.concatenate
         return _start_warps(self._W, self._REGS, self._S, self._SW, self._C, self._pos0, self._TPC, self._TAUX,
                             self._SEC, c, t0, wid0, len(self.scheds), slot0, np.array(table, np.int64).reshape(-1, 8),
