@@ -629,7 +629,7 @@ def _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder
             yield
         g = _next_group(runnable)
         if recorder is not None:
-            recorder.start(g)
+            recorder.go_on(g)
         while True:
             pc = g.pc
             if pc >= n_instr:

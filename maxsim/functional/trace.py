@@ -122,6 +122,17 @@ class TraceRecorder:
             self._closed += len(self.segments[-1].pcs)
         self.segments.append(seg)
 
+    def go_on(self, g):
+        """A segment for group g as it is picked to run: the one it ran in last when that is the
+        newest and holds exactly its warps, in order (a group released from a CTA barrier, or
+        picked again after a backward branch, with nothing recorded since), else a new one
+        (:meth:`start`). The trace is the same either way; fewer, longer segments cost the
+        timing model's flattening less per warp."""
+        seg = g.segment
+        if (seg is None or not self.segments or seg is not self.segments[-1]
+                or seg.warps.size != g.warps.size or not np.array_equal(seg.warps, g.warps)):
+            self.start(g)
+
     def _lanes(self, g, sel):
         nw = g.warps.size
         act = g.active if sel is None else sel
