@@ -284,3 +284,10 @@ def test_effective_clock_fraction_of_each_chip():
     assert oc.dram_peak_bytes_per_clk == pytest.approx(256e9 / (1607e6 * f))
     assert oc.cycles_to_seconds(1607e6 * f) == pytest.approx(1.0)
     assert round(oc.peak_gflops) == 6582  # nominal, as the measured GFLOPS are quoted against it
+
+
+def test_the_first_wave_is_together_or_dispatched(tmp_path):
+    assert load_config("gm204").gpu.first_wave == "together"
+    assert override(load_config("gm204"), {"gpu.first_wave": "dispatched"}).gpu.first_wave == "dispatched"
+    msg = _error(_write(tmp_path, "fw.toml", 'inherit = "gm204"\n[gpu]\nfirst_wave = "staggered"\n'))
+    assert "fw.toml" in msg and "key 'gpu.first_wave' must be one of" in msg

@@ -103,3 +103,34 @@ def test_ctas_from_the_dispatcher_start_after_the_launch_cost_at_its_pace():
     assert later[0][0] == first_end + launch
     for start, cid, sm in later:
         assert any(s == start for c, s, _ in sm.cta_log if c == cid)  # the CTA ran from that cycle
+
+
+def test_a_dispatched_first_wave_starts_in_grid_order_at_the_dispatchers_pace():
+    """gpu.first_wave "dispatched": 8 CTAs of sgemm_128 (grid 4 x 2) on 3 SMs holding 2 each, the
+    dispatcher one CTA per 400 cycles. Hand-computed: the first wave's 6 CTAs go round-robin in grid
+    order, CTA r (r = y x 4 + x) to SM r mod 3 at cycle 400 r; the 2 later CTAs start 700 cycles
+    (sm.cta_launch_cycles) after the slot they take frees, no earlier than 2,400 (after the sixth
+    hand-out) and 400 apart. "together" starts the whole first wave at 0."""
+    from workloads.sgemm.harness import _kernel, _prepare, _sizes
+    geo, lda, ldb, ldc = _sizes("sgemm_128", 512, 256, 32, None, None, None)
+    starts = {}
+    for mode in ("together", "dispatched"):
+        cfg = override(load_config("gtx980_oc"), {"gpu.sms": 3, "gpu.cta_dispatch_interval": 400,
+                                                  "gpu.first_wave": mode})
+        kernel = _kernel("sgemm_128", "swirl", "maxas", True, None)
+        p = _prepare(geo, 512, 256, 32, lda, ldb, ldc, 1.0, 0)
+        out = simulate_gpu(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg)
+        log = {cid[1] * 4 + cid[0]: (sm.sm_id, s, e) for sm in out.sms for cid, s, e in sm.cta_log}
+        assert sorted(log) == list(range(8))
+        starts[mode] = log
+        first = {r: log[r] for r in range(6)}
+        step = 400 if mode == "dispatched" else 0
+        assert {r: (sm, s) for r, (sm, s, _) in first.items()} == {r: (r % 3, step * r) for r in range(6)}
+        ends = sorted(e for _, _, e in first.values())
+        later = sorted(log[r][1] for r in (6, 7))
+        assert later[0] == max(ends[0] + 700, 6 * step)
+        assert later[1] == max(ends[1] + 700, later[0] + 400)
+    # each first-wave CTA of the dispatched run takes about as long as the lockstep one (one wave,
+    # K = 32: the shift in start is what changes)
+    d = [starts["dispatched"][r][2] - starts["dispatched"][r][1] for r in range(6)]
+    assert max(d) < 2 * min(d)

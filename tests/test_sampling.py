@@ -486,6 +486,24 @@ def test_dispatch_model_launch_cost_and_dispatcher_pace():
     assert [(j, s, e) for j, s, e in paced] == [(0, 0, 10), (1, 0, 10), (0, 17, 27), (1, 20, 30), (0, 34, 44)]
 
 
+def test_dispatch_model_with_a_dispatched_first_wave():
+    """Hand-computed: 5 CTAs of 10 cycles on 2 slots, first_wave "dispatched" (gpu.first_wave): CTA
+    j of the first wave starts at j x interval; the later ones as before, the dispatcher next free
+    after the first wave's last hand-out."""
+    paced = dispatch(5, 2, lambda slot, cta: 10, interval=3, first_wave="dispatched")
+    # CTA 0 at 0, CTA 1 at 3 (free from 6); CTA 2: slot 0 freed at 10; CTA 3: slot 1 freed at 13
+    # (the dispatcher free from 13); CTA 4: slot 0 freed at 20
+    assert [(j, s, e) for j, s, e in paced] == [(0, 0, 10), (1, 3, 13), (0, 10, 20), (1, 13, 23), (0, 20, 30)]
+    launched = dispatch(5, 2, lambda slot, cta: 10, launch=7, interval=3, first_wave="dispatched")
+    # CTA 2: 10 + 7 = 17 (free from 20); CTA 3: 13 + 7 = 20; CTA 4: slot 0 freed at 27, + 7 = 34
+    assert [(j, s, e) for j, s, e in launched] == [(0, 0, 10), (1, 3, 13), (0, 17, 27), (1, 20, 30), (0, 34, 44)]
+    # a first wave longer than the CTAs: the dispatcher's pace holds the later CTAs back
+    slow = dispatch(4, 2, lambda slot, cta: 2, interval=5, first_wave="dispatched")
+    assert [(j, s, e) for j, s, e in slow] == [(0, 0, 2), (1, 5, 7), (0, 10, 12), (1, 15, 17)]
+    with pytest.raises(ValueError, match="first_wave 'late'"):
+        dispatch(3, 2, lambda slot, cta: 10, first_wave="late")
+
+
 def test_the_dispatch_clock_paces_the_ctas_it_hands_out():
     from maxsim.gpu.gpu import DispatchClock
     pace = DispatchClock(5)

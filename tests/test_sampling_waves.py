@@ -75,6 +75,10 @@ def test_the_compiled_layout_ends_where_the_dispatcher_model_does():
         d = rng.random(n) * 1000 + 100
         want = max(e for _, _, e in dispatch(n, slots, lambda j, i: d[i], launch=700, interval=1))
         assert makespan(d, slots, launch=700, interval=1) == want
+        for first_wave in ("together", "dispatched"):  # (gpu.first_wave) at a slow pace
+            want = max(e for _, _, e in dispatch(n, slots, lambda j, i: d[i], launch=700, interval=97,
+                                                 first_wave=first_wave))
+            assert makespan(d, slots, launch=700, interval=97, first_wave=first_wave) == want
 
 
 def test_a_timing_only_prediction_counts_the_ctas_not_run_from_a_stratified_sample():

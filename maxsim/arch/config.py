@@ -108,6 +108,9 @@ class GpuConfig:
     dram_bandwidth_gbs: float = _pos_float()  # peak, 1e9 bytes/s; must equal clock x bus / 8
     launch_overhead_us: float = _nonneg_float()
     cta_dispatch_interval: int = _nonneg_int()  # cycles between two CTAs the block dispatcher hands out
+    # the first wave's starts: "together" (every CTA of the first wave at cycle 0) or "dispatched"
+    # (handed out one at a time in grid order, round-robin over the SMs, cta_dispatch_interval apart)
+    first_wave: str = _choice("together", "dispatched")
     # the SMs' (and the L2's) cycles per second as a share of the nominal clock: a cycle lasts
     # 1 / (core_clock_mhz x this) in time; the DRAM keeps its own rate (dram_bandwidth_gbs)
     effective_clock_fraction: float = _unit_fraction()

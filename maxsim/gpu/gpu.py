@@ -213,9 +213,9 @@ class DispatchClock:
 
     __slots__ = ("interval", "next_free")
 
-    def __init__(self, interval):
+    def __init__(self, interval, next_free=0):
         self.interval = int(interval)
-        self.next_free = 0
+        self.next_free = int(next_free)
 
     def take(self, t):
         start = t if t > self.next_free else self.next_free
@@ -225,14 +225,15 @@ class DispatchClock:
 
 def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards="warn", progress=None,
             total_instructions=None, until=None, keep_branch_times=True, clock=None, flatten_together=False,
-            timed=None, router=None, watch=None):
+            timed=None, router=None, watch=None, dispatch_from=0):
     """Run ``cfg.gpu.sms`` SMs sharing ``memory_system``: SM ``i`` starts with the CTAs
     ``placement[i]`` (a list of ``(cta id, warp traces)``, or ``(cta id, warp traces, delay)`` for a
     CTA whose warps start ``delay`` cycles late, oldest first; the SMs take them: the
     lists are left empty); ``queue`` (a deque or a
     :class:`CtaQueue` of further CTAs) is the block dispatcher's. Runs until every CTA has
     finished, or until cycle ``until``; a CTA from the queue starts at the dispatcher's pace
-    (:class:`DispatchClock`). ``keep_branch_times`` false: the SMs' warps keep no
+    (:class:`DispatchClock`), the first no earlier than cycle ``dispatch_from`` (see
+    :func:`deal_first_wave`). ``keep_branch_times`` false: the SMs' warps keep no
     backward-branch times (the loop progress measure of the sampled prediction; a list per warp
     that would grow with the grid). ``clock``: "compiled" (the default, or ``$MAXSIM_CLOCK``) runs
     compiled SMs with :func:`~maxsim.timing.clock.run_together`, "simpy" as simpy processes (the
@@ -265,7 +266,7 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
     if isinstance(queue, CtaQueue) and sms and all(isinstance(sm, SM) for sm in sms):
         queue.flatten_with(sms[0]._unit, sms[0]._unit_key)
     if queue is not None:
-        pace = DispatchClock(cfg.gpu.cta_dispatch_interval)
+        pace = DispatchClock(cfg.gpu.cta_dispatch_interval, dispatch_from)
         for sm in sms:
             sm.dispatcher = queue
             sm.dispatch_clock = pace
@@ -292,6 +293,26 @@ def round_robin(ctas, sms, per_sm, ready=None):
             if queue:
                 p.append(queue.popleft())
     return placement, (CtaQueue(items, ready) if lazy else queue)
+
+
+def deal_first_wave(placement, cfg):
+    """The first wave's starts as ``gpu.first_wave`` has them. "together": every placed CTA from
+    cycle 0 (``placement`` as it is). "dispatched": the block dispatcher hands the placed CTAs out
+    one at a time in the order :func:`round_robin` deals them (CTA q of every SM, SM by SM, then
+    q + 1: grid order), ``gpu.cta_dispatch_interval`` cycles apart: the r-th waits r x the interval
+    (added to any delay it has; ``placement`` is changed in place). Returns the cycle from which the
+    dispatcher may hand out the next CTA (``run_sms``'s ``dispatch_from``)."""
+    if cfg.gpu.first_wave != "dispatched":
+        return 0
+    interval = int(cfg.gpu.cta_dispatch_interval)
+    rank = 0
+    for q in range(max((len(p) for p in placement), default=0)):
+        for p in placement:
+            if q < len(p):
+                cid, traces, *delay = p[q]
+                p[q] = (cid, traces, (delay[0] if delay else 0) + rank * interval)
+                rank += 1
+    return rank * interval
 
 
 def wave_alignment(sms, per_wave):
@@ -399,11 +420,12 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
     ms = memory_system if memory_system is not None else MemorySystem(cfg)
     per_sm = residency(kernel, block, cfg)[0]
     placement, queue = round_robin(items, cfg.gpu.sms, per_sm, ready)
+    dispatch_from = deal_first_wave(placement, cfg)
     if watch is not None:
         from .sampling.intime import Stable
         try:
             run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards, keep_branch_times=False,
-                    router=router, watch=watch, timed=timed)
+                    router=router, watch=watch, timed=timed, dispatch_from=dispatch_from)
         except Stable:
             placement = queue = items = None
             res = _untimed_rest(stream, router)
@@ -419,7 +441,7 @@ def simulate_gpu(kernel, grid, block, params=(), memory=None, textures=None, *, 
         used = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards,
                        progress=progress if traced is not None else None,
                        total_instructions=res.warp_instructions if traced is not None else None,
-                       keep_branch_times=False, timed=timed, router=router)
+                       keep_branch_times=False, timed=timed, router=router, dispatch_from=dispatch_from)
     if traced is None:
         res = stream.finish()
         if router is not None:

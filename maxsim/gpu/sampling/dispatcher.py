@@ -9,13 +9,15 @@ import numpy as np
 from ...jit import njit
 
 
-def dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interval=0, delays=None):
+def dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interval=0, delays=None,
+             first_wave="together"):
     """CTA-level model of the block dispatcher.
 
     ``slots`` CTA slots (SM i mod S, as the first wave is dealt round-robin: slot j holds CTA j of
     the first wave); ``duration(slot, cta index)`` gives a CTA's cycles on a slot (``timed``:
     ``duration(slot, cta index, start cycle)``). Returns ``(slot, start, end)`` per CTA, in CTA order:
-    the first ``slots`` start at 0, each later CTA on the slot that frees first (ties: the lower
+    the first ``slots`` start at 0 (``first_wave`` "dispatched", ``gpu.first_wave``: CTA j at j x
+    ``interval``, handed out one at a time as the later ones), each later CTA on the slot that frees first (ties: the lower
     slot), ``launch`` cycles after that slot's CTA ended (``sm.cta_launch_cycles``) and no earlier
     than ``interval`` cycles after the CTA handed out before it (``gpu.cta_dispatch_interval``), as
     the full simulation starts them. ``hold``: the CTAs from this index on wait until every CTA
@@ -26,15 +28,18 @@ def dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interval
 
         def duration(j, i, t):
             return untimed(j, i)
+    _check_first_wave(first_wave)
+    dealt = first_wave == "dispatched"
     out = []
     heap = []
     for j in range(min(slots, n_ctas)):
-        d = duration(j, j, 0.0)
-        out.append((j, 0.0, d))
-        heap.append((d, j))
+        s = float(j * interval) if dealt else 0.0
+        d = duration(j, j, s)
+        out.append((j, s, s + d))
+        heap.append((s + d, j))
     heapq.heapify(heap)
     held = None
-    free = 0.0  # the dispatcher's next free cycle
+    free = float(len(out) * interval) if dealt else 0.0  # the dispatcher's next free cycle
     for i in range(len(out), n_ctas):
         t, j = heapq.heappop(heap)
         t += launch
@@ -60,19 +65,27 @@ def resident_at(schedule, t):
     return res
 
 
+def _check_first_wave(first_wave):
+    if first_wave not in FIRST_WAVES:
+        raise ValueError(f"first_wave {first_wave!r}: expected one of {', '.join(FIRST_WAVES)}")
+
+
+FIRST_WAVES = ("together", "dispatched")  # gpu.first_wave's values
+
+
 @njit(cache=True)
-def _makespan(durations, slots, launch, interval):
+def _makespan(durations, slots, launch, interval, dealt):
     heap = [(0.0, 0)]
     heap.pop()
     end = 0.0
     n = len(durations)
     first = min(slots, n)
     for j in range(first):
-        d = durations[j]
-        heap.append((d, j))
-        end = max(end, d)
+        e = durations[j] + (j * interval if dealt else 0.0)
+        heap.append((e, j))
+        end = max(end, e)
     heapq.heapify(heap)
-    free = 0.0
+    free = first * interval if dealt else 0.0
     for i in range(first, n):
         t, j = heapq.heappop(heap)
         t = max(t + launch, free)
@@ -83,10 +96,11 @@ def _makespan(durations, slots, launch, interval):
     return end
 
 
-def makespan(durations, slots, launch=0, interval=0) -> float:
+def makespan(durations, slots, launch=0, interval=0, first_wave="together") -> float:
     """The last end of :func:`dispatch` with ``durations[i]`` the cycles of CTA i on any slot (no
     ``hold``), in compiled code: a launch of millions of CTAs is laid out in a fraction of a second."""
+    _check_first_wave(first_wave)
     d = np.ascontiguousarray(durations, dtype=np.float64)
     if not len(d):
         return 0.0
-    return float(_makespan(d, int(slots), float(launch), float(interval)))
+    return float(_makespan(d, int(slots), float(launch), float(interval), first_wave == "dispatched"))

@@ -88,7 +88,8 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
     if n <= wave:
         cycles = first.predicted
         memory = _scale(first.phase.memory, cycles / max(first.phase.memory["cycles"], 1))
-        schedule = [(j, 0.0, float(d)) for j, d in enumerate(first.duration)]
+        gap = cfg.gpu.cta_dispatch_interval if cfg.gpu.first_wave == "dispatched" else 0
+        schedule = [(j, float(j * gap), float(j * gap + d)) for j, d in enumerate(first.duration)]
         return _done(cfg, cycles, phases, n / wave, resident, 0.0, memory, t_wall), \
             schedule, None
 
@@ -128,7 +129,7 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
     backlog = _backlog(ms_first, first.phase.cycles[-1] + cfg.sm.cta_launch_cycles) if previous is None \
         else previous[2]
     schedule = dispatch(n, slots, duration, hold, timed=True, launch=cfg.sm.cta_launch_cycles,
-                        interval=cfg.gpu.cta_dispatch_interval)
+                        interval=cfg.gpu.cta_dispatch_interval, first_wave=cfg.gpu.first_wave)
     if first_only:
         return None, schedule, backlog
     if full >= 2:
@@ -149,7 +150,7 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
                                      progress, history, backlog, first.stagger)
             phases.append(wave_start.phase)
         schedule = dispatch(n, slots, duration, hold, timed=True, launch=cfg.sm.cta_launch_cycles,
-                        interval=cfg.gpu.cta_dispatch_interval)
+                        interval=cfg.gpu.cta_dispatch_interval, first_wave=cfg.gpu.first_wave)
     if left:
         # the tail's CTAs in the order the dispatcher hands them out, each on the slot that takes it.
         # They start when the last full wave has ended: the epilogue stores of that wave are posted
@@ -162,7 +163,7 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
                          stagger=first.stagger, on_sms=_tail_sms(first.sampled, len(tail_ids), sms))
         phases.append(tail.phase)
         schedule = dispatch(n, slots, duration, hold, timed=True, launch=cfg.sm.cta_launch_cycles,
-                        interval=cfg.gpu.cta_dispatch_interval)
+                        interval=cfg.gpu.cta_dispatch_interval, first_wave=cfg.gpu.first_wave)
     cycles = max(e for _, _, e in schedule)
 
     # launch memory figures: the first wave's, the steady window's per cycle over the steady part,

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from ...timing.sm import residency
-from ..gpu import round_robin, run_sms, trace_ctas
+from ..gpu import deal_first_wave, round_robin, run_sms, trace_ctas
 from .dispatcher import resident_at
 from .kloop_choose import _staggered
 from .kloop_history import _relocated
@@ -66,14 +66,16 @@ def _whole(kernel, block, grid, k, k_step, build, cfg, ids, progress, name, back
         if warm is not None:
             warm(ms)
         _queue_backlog(ms, backlog)
+        dispatch_from = 0
         if on_sms is None:
             placement, queue = round_robin(ctas, sms, per_sm)
+            dispatch_from = deal_first_wave(placement, cfg)  # (gpu.first_wave)
         else:
             placement, queue = [[] for _ in range(sms)], None
             for sm, cta in zip(on_sms, ctas):
                 placement[sm].append(cta)
         used = run_sms(kernel, block, cfg, _staggered(placement, stagger), ms, queue=queue, hazards=None,
-                       flatten_together=True)
+                       flatten_together=True, dispatch_from=dispatch_from)
         end = {cid: (s, e) for sm in used for cid, s, e in sm.cta_log}
         ks.append(kk)
         durations.append([end[cid][1] - end[cid][0] for cid in ids])

@@ -39,7 +39,7 @@ from ...functional.trace import narrowed
 from ...jit import njit
 from ...timing.clock import PROGRESS_CYCLES
 from ...timing.memory_core import warm_sectors
-from ..gpu import AHEAD_CTAS, round_robin, run_sms, stream_ctas
+from ..gpu import AHEAD_CTAS, deal_first_wave, round_robin, run_sms, stream_ctas
 from .dispatcher import makespan as laid_out
 from .kloop_history import _units_sectors
 from .records import _add, _scale, memory_counters
@@ -129,11 +129,12 @@ def _simulate_chunk(kernel, block, cfg, items, history, instr, first, per_sm, pe
     # (the later waves a CtaQueue's: the dispatcher takes up to AHEAD_CTAS of them at once, their
     # traces flattened in one pass)
     placement, queue = round_robin(iter(dealt), sms_n, per_sm, ready=lambda: AHEAD_CTAS)
+    dispatch_from = deal_first_wave(placement, cfg) if period is None else 0  # (gpu.first_wave)
     dealt = None
     items = None
     counts = _Counts()
     sms = run_sms(kernel, block, cfg, placement, ms, queue=queue, hazards=hazards, keep_branch_times=False,
-                  watch=counts)
+                  watch=counts, dispatch_from=dispatch_from)
     log = sorted((index_of[cid], s, e) for sm in sms for cid, s, e in sm.cta_log)
     cycles = max((e for _, _, e in log), default=0)
     slots = per_sm * cfg.gpu.sms
@@ -490,7 +491,8 @@ def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
     def makespan(scale=1.0):
         d = dur * scale
         d[first_at] = first_d
-        return laid_out(d, slots, launch=cfg.sm.cta_launch_cycles, interval=cfg.gpu.cta_dispatch_interval)
+        return laid_out(d, slots, launch=cfg.sm.cta_launch_cycles, interval=cfg.gpu.cta_dispatch_interval,
+                        first_wave=cfg.gpu.first_wave)
     cycles = makespan()
     later = [c for c in chunks if c.first > 0] or chunks
     ratios = np.array([sum(d for _, _, d in c.durations) / sum(dur[i] for i, _, _ in c.durations) for c in later])
