@@ -8,13 +8,18 @@ it notes each SM's warp instructions issued and the L2 and DRAM work queued. At 
 windows after the first ``skip`` of them (left out: the launch's start) are cut into ``block``
 blocks; the rates are stable when the blocks' instruction rates have a mean known within
 ``stable`` (two standard errors), their first and second halves agree within ``stable``, and
-neither queue grew over them by more than ``stable`` of their cycles. A stable rate is not trusted
+neither queue grew over them by more than ``stable`` of their cycles. ``skip`` holds shares tried in
+turn (the first that gives stable blocks is taken): a launch whose start is long is seen stable
+once its second half is, not only once its last three quarters are. A stable rate is not trusted
 at once: the run goes on for ``check`` times as many windows again, and the instructions issued
 meanwhile must be those the rate foretold within ``stable`` (a launch whose pace changes after a
 long steady stretch, as the texture-bound convolution of the suite does, fails this check and
-goes on). Once checked, the simulation stops, the functional run goes on to its end (every output
-computed; each warp's instructions counted), and each SM ends after its remaining instructions at
-its rate over the stable blocks; the launch ends with the last SM.
+goes on). Every window found stable starts a check of its own (a check under way does not hold
+back the next: a launch whose rate settles while an earlier, unsettled rate is checked stops as
+early as if that one had not been found). Once checked, the simulation stops, the functional run
+goes on to its end (every output computed; each warp's instructions counted), and each SM ends
+after its remaining instructions at its rate over the stable blocks; the launch ends with the last
+SM.
 
 The interval: the same with the rate off by the larger of two standard errors of the blocks' mean
 and the check's miss. A launch that never passes the check is simulated to its end (method
@@ -36,7 +41,7 @@ from .settings import SETTINGS
 _T = SETTINGS["in_time"]
 BLOCK = _T["block"]
 STABLE = _T["stable"]
-SKIP = _T["skip"]
+SKIPS = tuple(_T["skip"]) if isinstance(_T["skip"], list) else (_T["skip"],)
 CHECK = _T["check"]
 MIN_WINDOWS = _T["min_windows"]
 
@@ -71,7 +76,7 @@ class Watch:
         self.sms = self.ms = None
         self.issued = []  # per window end: per-SM warp instructions issued
         self.queued = []  # per window end: (L2 work, DRAM work) queued past it, in cycles
-        self.candidate = None  # (window, rate per cycle) of a stable rate being checked
+        self.checks = {}  # window of a check -> (window, rate per cycle) of the stable rate it checks
         self.stop = None  # once stable: (window, first window of the blocks, half-width, check's miss)
 
     def start(self, sms, ms):
@@ -85,31 +90,35 @@ class Watch:
         ms = self.ms
         self.issued.append(np.array([sm.issued() for sm in self.sms], dtype=np.float64))
         self.queued.append((max(0.0, ms.l2_server.next_free - t), max(0.0, ms.dram_server.next_free - t)))
-        if self.candidate is not None:
-            n0, rate = self.candidate
-            if n < n0 + max(1, int(CHECK * n0)):
-                return
+        st = self._stable(n) if n >= MIN_WINDOWS else None
+        checked = self.checks.pop(n, None)
+        if checked is not None and st is not None:
+            n0, rate = checked
             want = rate * (n - n0) * PROGRESS_CYCLES
             miss = (self._done(n) - self._done(n0)) / want - 1 if want > 0 else float("inf")
-            self.candidate = None
-            st = self._stable(n) if abs(miss) <= STABLE else None
-            if st is not None:
+            if abs(miss) <= STABLE:
                 a, _, half = st
                 self.stop = (n, a, max(half, abs(miss)), miss)
                 raise Stable
-            return
-        if n >= MIN_WINDOWS:
-            st = self._stable(n)
-            if st is not None:
-                self.candidate = (n, st[1])
+        if st is not None:
+            self.checks.setdefault(n + max(1, int(CHECK * n)), (n, st[1]))
 
     def _done(self, n):
         return float(self.issued[n - 1].sum()) if n > 0 else 0.0
 
     def _stable(self, n):
         """``(first window of the blocks, rate per cycle, relative half-width)`` when the rates are
-        stable at window ``n``, else None."""
-        m = (n - int(SKIP * n)) // BLOCK
+        stable at window ``n`` after leaving out the first of its windows by one of the shares
+        ``SKIPS`` (the first share that gives stable blocks), else None."""
+        for skip in SKIPS:
+            st = self._stable_after(n, skip)
+            if st is not None:
+                return st
+        return None
+
+    def _stable_after(self, n, skip):
+        """:meth:`_stable` with the first ``skip`` of the windows left out."""
+        m = (n - int(skip * n)) // BLOCK
         if m < 1:
             return None
         a = n - m * BLOCK
