@@ -13,6 +13,7 @@ import numpy as np
 from ..errors import SimulationError
 from ..isa import instruction as ins
 from . import alu
+from .carry import run_add
 from .opcode_table import compiles
 from .operands import (CC_CARRY, CC_ZERO, U32, attr_plain, carry_in, geometry, pred_reader, reader_u32,
                        set_carry_zero, set_zero_sign, write_pred, writer)
@@ -34,17 +35,23 @@ def _iadd(ctx, instr, ops, mods, zrow):
     one_neg = negated.count(True) == 1
     srcs = [attrs.evolve(o, neg=False, not_=True) if one_neg and n else o for o, n in zip(ops[1:], negated)]
     a, b = (reader_u32(ctx, instr, o, zrow) for o in srcs)
-    cin = U32(1 if one_neg else 0)
-    write = writer(ops[0].reg, zrow)
+    cin = 1 if one_neg else 0
+    dst = -1 if ops[0].reg == ins.RZ else ops[0].reg
+    # (in one compiled pass: maxsim.functional.carry, the numpy form of which is
+    # iadd_carry_numpy below)
+    return lambda g, m: run_add(g, dst, a(g), b(g), 0, cin, use_x, set_cc, use_x, m)
 
-    def run(g, m):
-        x = np.asarray(a(g), dtype=np.uint64) + np.asarray(b(g), dtype=np.uint64)
-        x = x + (carry_in(g) if use_x else np.uint64(cin))
-        r = (x & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        if set_cc:
-            set_carry_zero(g, x, m, chain_zero=use_x)
-        write(g, r, m)
-    return run
+
+def iadd_carry_numpy(g, dst, av, bv, cin, use_x, set_cc, m):
+    """IADD with a carry in or out in numpy (what :mod:`maxsim.functional.carry` computes in
+    one pass; the tests hold the two equal)."""
+    x = np.asarray(av, dtype=np.uint64) + np.asarray(bv, dtype=np.uint64)
+    x = x + (carry_in(g) if use_x else np.uint64(cin))
+    r = (x & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    if set_cc:
+        set_carry_zero(g, x, m, chain_zero=use_x)
+    if dst >= 0:
+        writer(dst, None)(g, r, m)
 
 
 def _imm20(op):
@@ -108,11 +115,9 @@ def _iscadd(ctx, instr, ops, mods, zrow):
     sh = U32(s)
     write = writer(ops[0].reg, zrow)
     if "CC" in mods:
-        def run(g, m):
-            x = np.asarray(a(g) << sh, dtype=np.uint64) + np.asarray(b(g), dtype=np.uint64)
-            set_carry_zero(g, x, m)
-            write(g, (x & np.uint64(0xFFFFFFFF)).astype(np.uint32), m)
-        return run
+        # (x = (a << s) + b as 64 bits, its carry and zero flags: maxsim.functional.carry)
+        dst = -1 if ops[0].reg == ins.RZ else ops[0].reg
+        return lambda g, m: run_add(g, dst, a(g), b(g), s, 0, False, True, False, m)
     return lambda g, m: write(g, (a(g) << sh) + b(g), m)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..isa import instruction as ins
 from ..isa.opcodes import memory_bytes
+from . import access
 from .atomics import atomic, subword
 from .bounds import lanes_out_of_range as out_of_range
 from .bounds import lanes_outside_allocations as outside_allocations
@@ -111,6 +112,30 @@ def _memory(ctx, instr, ops, mods, zrow, values=True):
         return idx, sel
 
     limit_safe = 0 if shared else GLOBAL_BASE
+    # the compiled pass of maxsim.functional.access (check and move at once; a lane that fails
+    # the check leaves it to check() to say which and why)
+    high, carry, borrow = high_of.parts if high_of is not None else (-1, False, 0)
+    no_index = np.zeros(1, dtype=np.int64)
+
+    def bounds():
+        """How access checks the lanes: (mode, lowest address, highest, allocation starts, ends)."""
+        if shared:
+            return access.RANGE, 0, ctx.kernel.shared_size - nbytes, no_index, no_index
+        mem = ctx.memory
+        if not mem.gapped:
+            return access.RANGE, GLOBAL_BASE, mem.top - nbytes, no_index, no_index
+        if mem.allocations:
+            bases, ends = mem.extents()
+            return access.ALLOCATIONS, 0, 0, bases, ends
+        return access.RANGE, 1, 0, no_index, no_index  # (no lane passes: check() says why)
+
+    def compiled(g, m, sel, addr, move, reg, *rest):
+        mode, lo, last, bases, ends = bounds()
+        return move(addr, g.regs, high, carry, borrow, mode, lo, last, nbytes - 1, bases, ends,
+                    NO_MASK if sel is None else sel, sel is not None,
+                    ctx.shared if shared else ctx.memory.words, g.shbase if shared else no_index, shared,
+                    reg, width, *rest)
+
     if not values:
         def run(g, m):
             addr = addr_of(g)
@@ -127,6 +152,14 @@ def _memory(ctx, instr, ops, mods, zrow, values=True):
 
         def run(g, m):
             addr = addr_of(g)
+            if rows:
+                sel = m if m is not None else (None if g.full else g.active)
+                # (lanes not loading: with a mask m they keep their rows, else they are inactive
+                # and get 0, as the numpy steps below leave them)
+                if compiled(g, m, sel, addr, access.load, dst, m is not None):
+                    if ctx.recorder is not None:
+                        ctx.recorder.memory(recorder_kind, g, addr, sel, nbytes)
+                    return
             check(g, m, addr)
             idx, sel = word_index(g, m, addr)
             store = ctx.shared if shared else ctx.memory.words
@@ -152,9 +185,16 @@ def _memory(ctx, instr, ops, mods, zrow, values=True):
         return run
 
     src = data_op.reg
+    fast = src == ins.RZ or src + width <= zrow
 
     def run(g, m):
         addr = addr_of(g)
+        if fast:
+            sel = m if m is not None else (None if g.full else g.active)
+            if compiled(g, m, sel, addr, access.store, -1 if src == ins.RZ else src):
+                if ctx.recorder is not None:
+                    ctx.recorder.memory(recorder_kind, g, addr, sel, nbytes)
+                return
         check(g, m, addr)
         idx, sel = word_index(g, m, addr)
         store = ctx.shared if shared else ctx.memory.words

@@ -80,32 +80,90 @@ def sort_prefix(a, m):
 def _sectors(addr, active, nbytes, sector):
     """The sectors of :func:`sectors` for all warps: (byte addresses, warp after warp; the end of
     each warp's run). A lane touches the sectors of its first byte onwards, as many as ``nbytes``
-    can span, those up to its last byte."""
+    can span, those up to its last byte.
+
+    A warp's lanes mostly come in address order: its sectors are then told apart as they come (a
+    lane's sectors against the last one kept); a warp whose lanes go back is done again through
+    a sort (:func:`_warp_sectors_sorted`). A sector of 2^n bytes is found by a shift (a division
+    costs ~10x more)."""
     nw, nl = addr.shape
     per = max(1, (nbytes + sector - 1) // sector)
-    out = np.empty(nw * nl * per, np.int64)
+    shift = 0
+    while (1 << shift) < sector:
+        shift += 1
+    pow2 = (1 << shift) == sector
+    out = np.empty(nw * nl * per, np.int64)  # sector numbers, then (at the end) byte addresses
     ends = np.empty(nw, np.int32)  # (a group's sectors number far below 2^31)
     run = np.empty(nl * per, np.int64)
     k = 0
     for w in range(nw):
-        m = 0
-        for lane in range(nl):
-            if active[w, lane]:
+        start = k
+        prev = -(1 << 62)  # the last sector kept (none yet)
+        ordered = True
+        if per == 1 and pow2:  # (the common case: one sector a lane)
+            for lane in range(nl):
+                if active[w, lane]:
+                    s = np.int64(addr[w, lane]) >> shift
+                    if s != prev:
+                        if s < prev:
+                            ordered = False
+                            break
+                        out[k] = s
+                        k += 1
+                        prev = s
+        else:
+            for lane in range(nl):
+                if not active[w, lane]:
+                    continue
                 a = np.int64(addr[w, lane])
-                first = a // sector
-                last = (a + nbytes - 1) // sector
-                for j in range(per):
-                    if first + j <= last:
-                        run[m] = first + j
-                        m += 1
-        sort_prefix(run, m)  # (a warp's lanes mostly come in address order already)
-        for j in range(m):
-            if j == 0 or run[j] != run[j - 1]:
-                out[k] = run[j] * sector
-                k += 1
+                if pow2:
+                    first = a >> shift
+                    last = (a + nbytes - 1) >> shift
+                else:
+                    first = a // sector
+                    last = (a + nbytes - 1) // sector
+                last = min(last, first + per - 1)
+                if first < prev:
+                    ordered = False
+                    break
+                for s in range(max(first, prev + 1), last + 1):
+                    out[k] = s
+                    k += 1
+                prev = max(prev, last)
+        if not ordered:
+            k = _warp_sectors_sorted(addr[w], active[w], nbytes, sector, per, run, out, start)
         ends[w] = k
-    # a copy: a view would keep the whole buffer (room for 32 sectors per lane) alive with the trace
-    return out[:k].copy(), ends
+    # a copy of the part used: a view would keep the whole buffer (room for every lane's sectors)
+    # alive with the trace
+    res = np.empty(k, np.int64)
+    if pow2:
+        for j in range(k):
+            res[j] = out[j] << shift
+    else:
+        for j in range(k):
+            res[j] = out[j] * sector
+    return res, ends
+
+
+@njit(cache=True)
+def _warp_sectors_sorted(addr, active, nbytes, sector, per, run, out, k):
+    """One warp's distinct sector numbers (lanes in any order), sorted, written to ``out`` from
+    ``k``; returns where they end."""
+    m = 0
+    for lane in range(addr.shape[0]):
+        if active[lane]:
+            a = np.int64(addr[lane])
+            first = a // sector
+            last = min((a + nbytes - 1) // sector, first + per - 1)
+            for s in range(first, last + 1):
+                run[m] = s
+                m += 1
+    sort_prefix(run, m)
+    for j in range(m):
+        if j == 0 or run[j] != run[j - 1]:
+            out[k] = run[j]
+            k += 1
+    return k
 
 
 SEEN_LIMIT = 4096  # remembered shared-memory patterns per bank geometry (a bound on the memory held)

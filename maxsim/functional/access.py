@@ -1,0 +1,100 @@
+"""A 32- to 128-bit load or store of LDS / STS / LDG / STG run in one compiled pass over the lanes:
+the bounds check of :mod:`maxsim.functional.bounds` (and of a .E address's high word), then the
+data moved between the register rows and the memory's words.
+
+The numpy steps of :mod:`maxsim.functional.memops` (address check, word indices, gather, write)
+cost ~10 array operations and Python calls per instruction, most of the functional run of a loop of
+loads over a few warps. A pass here does the same work lane by lane and leaves the result the
+numpy steps leave; when a lane fails the check it changes nothing and says so, and the caller's
+numpy check then names the lane and why (the error message).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import njit
+
+# how the lanes' addresses are checked (see memops: check)
+RANGE = 0  # within [lo, last] and aligned
+ALLOCATIONS = 1  # aligned and inside one allocation (a memory with gaps between them)
+
+
+@njit(cache=True)
+def _lanes_pass(addr, regs, high, carry, borrow, mode, lo, last, align, bases, ends, sel, masked):
+    """Whether every lane (of ``sel`` when ``masked``) passes: its .E high word zero (``high``: the
+    address's base row, -1 for none; see operands.high_word) and its access of ``align + 1``
+    bytes in range (``mode`` RANGE) or inside one allocation (ALLOCATIONS)."""
+    n = addr.shape[0]
+    k = 0
+    for i in range(n):
+        if masked and not sel[i]:
+            continue
+        a = np.int64(addr[i])
+        if high >= 0:
+            h = np.int64(regs[high + 1, i]) + borrow
+            if carry and addr[i] < regs[high, i]:
+                h += 1
+            if h & 0xFFFFFFFF:
+                return False
+        if a & align:
+            return False
+        if mode == RANGE:
+            if a < lo or a > last:
+                return False
+        else:
+            if not (bases[k] <= a and a + align + 1 <= ends[k]):
+                j0, j1 = 0, bases.shape[0]
+                while j0 < j1:
+                    mid = (j0 + j1) // 2
+                    if bases[mid] <= a:
+                        j0 = mid + 1
+                    else:
+                        j1 = mid
+                if j0 == 0 or a + align + 1 > ends[j0 - 1]:
+                    return False
+                k = j0 - 1
+    return True
+
+
+@njit(cache=True)
+def load(addr, regs, high, carry, borrow, mode, lo, last, align, bases, ends, sel, masked,
+         words, shbase, shared, dst, width, keep_unselected):
+    """Check the lanes (as :func:`_lanes_pass`) and, when they pass, load ``width`` words a lane into
+    register rows ``dst`` ..: the lanes of ``sel`` (every lane unless ``masked``) from ``words``
+    at their address / 4 (plus ``shbase`` for shared memory); the other lanes keep their rows when
+    ``keep_unselected``, else get 0. Returns whether the lanes passed (nothing is written if not)."""
+    if not _lanes_pass(addr, regs, high, carry, borrow, mode, lo, last, align, bases, ends, sel, masked):
+        return False
+    for i in range(addr.shape[0]):
+        if masked and not sel[i]:
+            if not keep_unselected:
+                for j in range(width):
+                    regs[dst + j, i] = 0
+            continue
+        w = np.int64(addr[i] >> 2)
+        if shared:
+            w += shbase[i]
+        for j in range(width):
+            regs[dst + j, i] = words[w + j]
+    return True
+
+
+@njit(cache=True)
+def store(addr, regs, high, carry, borrow, mode, lo, last, align, bases, ends, sel, masked,
+          words, shbase, shared, src, width):
+    """Check the lanes (as :func:`_lanes_pass`) and, when they pass, store ``width`` words a lane
+    from register rows ``src`` .. (``src`` -1: zeros) to ``words`` (as :func:`load` addresses
+    them): word j of every lane in lane order, then word j + 1 (where lanes write one word, the
+    last lane's value stays). Returns whether the lanes passed (nothing is written if not)."""
+    if not _lanes_pass(addr, regs, high, carry, borrow, mode, lo, last, align, bases, ends, sel, masked):
+        return False
+    for j in range(width):
+        for i in range(addr.shape[0]):
+            if masked and not sel[i]:
+                continue
+            w = np.int64(addr[i] >> 2)
+            if shared:
+                w += shbase[i]
+            words[w + j] = regs[src + j, i] if src >= 0 else 0
+    return True
