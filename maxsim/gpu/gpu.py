@@ -350,8 +350,8 @@ def merge_stats(sms, cfg):
             total.stall_reasons[k] += v
         if st.per_pc is not None:
             total.add_per_pc(st.per_pc)
-        for label, reasons in st.warp_stalls.items():  # warp labels name the CTA: unique on the GPU
-            total.warp_stalls[f"sm{sm.sm_id}.{label}"] = reasons
+        # warp labels name the CTA: unique on the GPU (dictionaries made when read)
+        total.warp_stalls.add_prefixed(st.warp_stalls, f"sm{sm.sm_id}.")
         total.hazards.extend(st.hazards[:100])
     total.cycles = max((sm.now for sm in sms), default=0)
     return total

@@ -41,7 +41,7 @@ from .owner import WeakOwner
 from .reference import ReferenceSM, l2_read_counts, memory_keywords
 from .shared_memory import SharedMemoryTiming
 from .static import BAR, LDG, LDS, MEMORY, S2R, STG, STS, TEX, StaticInfo, cta_warp_slots, residency
-from .stats import PC_EXEC, PC_L2_HITS, PC_L2_MISSES, PC_SIZE, STALL_REASONS, Stats
+from .stats import PC_EXEC, PC_L2_HITS, PC_L2_MISSES, PC_SIZE, STALL_REASONS, Stats, WarpStalls
 from .summaries import SectorLists
 
 __all__ = ["SM", "ReferenceSM", "residency", "StaticInfo", "core_name"]
@@ -1089,14 +1089,16 @@ class SM:
         free = list(self._freed)
         places = []
         rest = rest_sec = 0
-        for pcs, _, sec, _, _ in flats:
-            k = _place_for(free, pcs, sec) if free else -1
-            if k >= 0:
-                places.append(free.pop(k))
+        for f in flats:
+            n, ns = f[0].size, f[2].size
+            for k, g in enumerate(free):  # (_place_for, inlined: called for every warp)
+                if g[1] >= n and g[3] >= ns:
+                    places.append(free.pop(k))
+                    break
             else:
                 places.append(None)
-                rest += pcs.size
-                rest_sec += sec.size
+                rest += n
+                rest_sec += ns
         if self._tfill + rest > self._TPC.size or self._sfill + rest_sec > self._SEC.size:
             self._compact(sum(f[0].size for f in flats), sum(f[2].size for f in flats))  # (frees none)
             places = [None] * len(flats)
@@ -1107,35 +1109,44 @@ class SM:
         live = self._slot_trace
         # per warp: its trace's place, and where its pcs, record positions and sector lists are in
         # the arrays passed (pcs and positions once for warps that share them: a CTA's warps that
-        # ran the same code)
+        # ran the same code, usually one after another)
         table = []
         pcs_at, offs_at = {}, {}
         pcs_list, offs_list = [], []
         npc = noff = nsec = 0
         most = 0
-        for w, ((pcs, _, sec, offs, m), place) in enumerate(zip(flats, places)):
+        last_pcs = last_offs = None
+        tfill, sfill = self._tfill, self._sfill
+        slot = slot0
+        for (pcs, _, sec, offs, m), place in zip(flats, places):
             n, ns = pcs.size, sec.size
             if place is not None:
                 tb, sb = place[0], place[2]
             else:
-                tb, sb = self._tfill, self._sfill
-                self._tfill += n
-                self._sfill += ns
-            live[slot0 + w] = (tb, n, sb, ns, offs)
-            p0 = pcs_at.get(id(pcs))
-            if p0 is None:
-                p0 = pcs_at[id(pcs)] = npc
-                pcs_list.append(pcs)
-                npc += n
-            o0 = offs_at.get(id(offs))
-            if o0 is None:
-                o0 = offs_at[id(offs)] = noff
-                offs_list.append(offs)
-                noff += offs.size
-            table.append((tb, sb, p0, n, o0, offs.size, nsec, ns))
+                tb, sb = tfill, sfill
+                tfill += n
+                sfill += ns
+            live[slot] = (tb, n, sb, ns, offs)
+            slot += 1
+            if pcs is not last_pcs:
+                p0 = pcs_at.get(id(pcs))
+                if p0 is None:
+                    p0 = pcs_at[id(pcs)] = npc
+                    pcs_list.append(pcs)
+                    npc += n
+                last_pcs = pcs
+            if offs is not last_offs:
+                o0 = offs_at.get(id(offs))
+                if o0 is None:
+                    o0 = offs_at[id(offs)] = noff
+                    offs_list.append(offs)
+                    noff += offs.size
+                last_offs = offs
+            table += (tb, sb, p0, n, o0, offs.size, nsec, ns)
             nsec += ns
             if m > most:
                 most = m
+        self._tfill, self._sfill = tfill, sfill
         self._room_for_requests(most)
         cat = np.concatenate
         return _start_warps(self._W, self._REGS, self._S, self._SW, self._C, self._pos0, self._TPC, self._TAUX,
@@ -1240,18 +1251,10 @@ class SM:
             return
         self._stall_rows = []
         labels = [x for ls, _ in kept for x in ls]
-        rows = (kept[0][1] if len(kept) == 1 else np.concatenate([r for _, r in kept])).tolist()
-        per_warp = st.warp_stalls
-        if len(set(labels)) == len(labels) and per_warp.keys().isdisjoint(labels):
-            per_warp.update(zip(labels, map(dict, map(zip, itertools.repeat(STALL_REASONS), rows))))
-            return
-        for label, counts in zip(labels, rows):
-            d = per_warp.get(label)
-            if d is None:
-                per_warp[label] = dict(zip(STALL_REASONS, counts))
-            else:
-                for r, n in zip(STALL_REASONS, counts):
-                    d[r] += n
+        rows = kept[0][1] if len(kept) == 1 else np.concatenate([r for _, r in kept])
+        if not isinstance(st.warp_stalls, WarpStalls):  # (replaced by a plain dictionary)
+            st.warp_stalls = WarpStalls(st.warp_stalls)
+        st.warp_stalls.add_rows(labels, rows)  # (each warp's dictionary made when it is read)
 
     def _cta_ended(self):
         """The core returned EXITED: the warp in ``G_EXIT_SLOT`` was its CTA's last (the core

@@ -5,6 +5,9 @@ The ``--json`` keys are the names returned by :meth:`Stats.to_dict`.
 
 from __future__ import annotations
 
+import collections.abc
+import itertools
+
 import attrs
 
 STALL_REASONS = (
@@ -39,6 +42,93 @@ PC_STALLS = 13  # the STALL_REASONS, in order
 PC_SIZE = len(PC_FIELDS)
 
 
+class WarpStalls(collections.abc.MutableMapping):
+    """Per warp (by label), its stall cycles per reason (``{reason: cycles}``, in STALL_REASONS'
+    order): a mapping that keeps the rows of many warps added at once (:meth:`add_rows`, an SM's
+    exited warps) as they came, one array of counts per batch, and makes a warp's dictionary only
+    when it is read (a whole-GPU run ends hundreds of thousands of warps; most reports read only
+    the totals). Reads and writes see it as a plain dictionary in insertion order."""
+
+    __slots__ = ("_d", "_blocks", "_keys")
+
+    def __init__(self, items=()):
+        self._d = dict(items)
+        self._blocks = []  # (labels, counts: warp x reason array), in the order added, after _d's
+        self._keys = set()  # the labels of _blocks
+
+    def add_rows(self, labels, counts) -> None:
+        """Add the warps ``labels`` with their stall ``counts`` (warp x reason, an array or rows):
+        to a warp already present, else as a new entry."""
+        if not len(labels):
+            return
+        keys = set(labels)
+        if len(keys) == len(labels) and self._keys.isdisjoint(keys) and self._d.keys().isdisjoint(keys):
+            self._blocks.append((list(labels), counts))
+            self._keys |= keys
+            return
+        d = self._whole()
+        for label, row in zip(labels, counts.tolist() if hasattr(counts, "tolist") else counts):
+            old = d.get(label)
+            if old is None:
+                d[label] = dict(zip(STALL_REASONS, row))
+            else:
+                for r, n in zip(STALL_REASONS, row):
+                    old[r] += n
+
+    def add_prefixed(self, other, prefix) -> None:
+        """Every warp of ``other`` (a WarpStalls, or a mapping) added under ``prefix + label``, its
+        dictionary made only when read if ``other`` had not made it yet."""
+        if not isinstance(other, WarpStalls) or other._d:
+            for label, reasons in other.items():
+                self[prefix + label] = reasons
+            return
+        for labels, counts in other._blocks:
+            self.add_rows([prefix + x for x in labels], counts)
+
+    def _whole(self) -> dict:
+        """The plain dictionary, each batch added made entries (in the order they came)."""
+        if self._blocks:
+            d = self._d
+            for labels, counts in self._blocks:
+                rows = counts.tolist() if hasattr(counts, "tolist") else counts
+                d.update(zip(labels, map(dict, map(zip, itertools.repeat(STALL_REASONS), rows))))
+            self._blocks = []
+            self._keys = set()
+        return self._d
+
+    def __getitem__(self, label):
+        return self._whole()[label]
+
+    def __setitem__(self, label, reasons):
+        self._whole()[label] = reasons
+
+    def __delitem__(self, label):
+        del self._whole()[label]
+
+    def __iter__(self):
+        return iter(self._whole())
+
+    def __len__(self):
+        return len(self._d) + len(self._keys)
+
+    def __contains__(self, label):
+        return label in self._d or label in self._keys
+
+    def __eq__(self, other):
+        if isinstance(other, WarpStalls):
+            other = other._whole()
+        return self._whole() == other
+
+    def __repr__(self):
+        return f"WarpStalls({self._whole()!r})"
+
+    def __getstate__(self):
+        return self._whole()
+
+    def __setstate__(self, d):
+        self._d, self._blocks, self._keys = d, [], set()
+
+
 @attrs.define
 class Stats:
     clock_hz: float = 1.0
@@ -67,7 +157,7 @@ class Stats:
     stores: int = 0
     hazards: list = attrs.Factory(list)
     stall_reasons: dict = attrs.Factory(lambda: {r: 0 for r in STALL_REASONS})
-    warp_stalls: dict = attrs.Factory(dict)  # warp label -> {reason: cycles}
+    warp_stalls: WarpStalls = attrs.Factory(WarpStalls)  # warp label -> {reason: cycles}
     sim_seconds: float = 0.0  # wall time of the timing model
     functional_seconds: float = 0.0  # wall time of the functional run that produced the trace
     schedulers: int = 4

@@ -210,7 +210,9 @@ def warm(ms, history):
         ms.warm(a)  # (the error it gives a negative address)
     ends = np.cumsum([len(x) for x, _ in runs])
     dirty = np.array([d for _, d in runs], dtype=np.bool_)
-    ms._tlb_room(a.shape[0] * ms.tlb.n_sms)
+    # room for the (page, SM) pairs the warming may record: every SM's each distinct page (not each
+    # sector's: the record of translated pages would be grown to tens of megabytes per chunk)
+    ms._tlb_room(np.unique(a >> ms.tlb.geometry[0]).size * ms.tlb.n_sms)
     _warm_runs(a, ends, dirty, ms._P, ms._T, ms._LINES, ms._READY, ms._I)
     warm_pages(a, ms._I, ms._F, I_SIZE, F_SIZE)
 
