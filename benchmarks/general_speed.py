@@ -1,9 +1,9 @@
 """End-to-end speed and peak memory of ordinary kernels: a launch from the API to its whole-GPU
 prediction, per launch shape.
 
-    python benchmarks/general_speed.py [--cases matvec,stencil,tiny,conv] [--matvec 4096]
-                                       [--stencil 2048] [--tiny 200] [--conv-taps 1560] [--config gm204]
-                                       [--method auto|full]
+    python benchmarks/general_speed.py [--cases matvec,stencil,tiny,steps,conv] [--matvec 4096]
+                                       [--stencil 2048] [--tiny 200] [--steps 400] [--steps-n 4096]
+                                       [--conv-taps 1560] [--config gm204] [--method auto|full]
 
 Each case runs in a child process (after a warm-up launch there that loads the compiled code) and
 prints the launch's CPU seconds (user + system of the child over the timed launches, from
@@ -18,14 +18,21 @@ rate in millions of warp-instructions per CPU second, and the child's peak resid
 * ``tiny``: ``vecadd`` of ``workloads/cuda/vecadd.cu`` over 1,024 elements (8 CTAs), ``--tiny``
   launches one after another: the host time of one launch in milliseconds (also the child's own
   CPU time over the launches' loop alone, without its exit);
+* ``steps``: a time-stepped 1-D stencil launched many times with the same shape: ``heat_step`` of
+  ``workloads/cuda/sampling_suite.cu`` over ``--steps-n`` elements (4,096: 32 CTAs of 128 threads,
+  one wave, 3,854 warp-instructions a launch), ``--steps`` launches one after another, each
+  reading the one before's output (thousands of tiny launches: 20,000 steps of a 1-D stencil of
+  about 3,050 warp-instructions each make 61 M): milliseconds per launch and the end-to-end rate
+  (the launches' loop alone, without the child's exit); the last step's output is checked against
+  the same steps in numpy;
 * ``conv``: ``workloads/kernels/conv1d8.sass`` (a 1D convolution, 8 output channels, 64 threads
   per CTA) over one wave of CTAs (the GPU's CTA slots) with ``--conv-taps`` taps (16 warp
   instructions each; 2,500 taps give a launch of about 40 M warp-instructions): the peak memory
   of a one-wave launch of long CTAs.
 
 Each launch is predicted with ``--method`` (``gpu_method`` of :func:`maxsim.launch`): "auto" (the
-default: the stencil's many waves are then sampled across waves, the tiny launch repeated reuses
-its figures) or "full" (every CTA on every SM); the method used is printed. The functional outputs
+default: the stencil's many waves are then sampled across waves, the tiny launch and the steps
+repeated reuse their figures once they repeat) or "full" (every CTA on every SM); the method used is printed. The functional outputs
 are checked against numpy. SGEMM's speed on the SM core is ``benchmarks/sm_speed.py``'s. CPU seconds are the
 steadier figure on a shared machine; the load average is printed first.
 """
@@ -47,6 +54,7 @@ import numpy as np
 import maxsim
 from maxsim.host.kernel import Kernel
 case, size, config, root, method = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+steps_n = int(sys.argv[6])
 rng = np.random.default_rng(0)
 
 def matvec(n):
@@ -80,6 +88,28 @@ def tiny(_):
     np.testing.assert_array_equal(r.outputs["c"], a + a)
     return r
 
+HEAT = Kernel.load(os.path.join(root, "workloads/cuda/sampling_suite.cu"), kernel="heat_step")
+STEPS = {}  # the steps' start and end, checked after the timed loop
+
+def steps(n):
+    if "u" not in STEPS or len(STEPS["u"]) != n:
+        STEPS["start"] = STEPS["u"] = rng.random(n, dtype=np.float32)
+        STEPS["count"] = 0
+    r = maxsim.launch(HEAT, grid=(n + 127) // 128, block=128, params={"in": "in", "out": "out", "n": n, "alpha": 0.25},
+                      buffers={"in": STEPS["u"], "out": np.zeros(n, np.float32)}, config=config, gpu_method=method)
+    STEPS["u"] = r.outputs["out"]
+    STEPS["count"] += 1
+    STEPS["instructions"] = STEPS.get("instructions", 0) + r.result.warp_instructions
+    STEPS.setdefault("methods", {}).setdefault(r.prediction.method, 0)
+    STEPS["methods"][r.prediction.method] += 1
+    return r
+
+def check_steps():
+    u = STEPS["start"].astype(np.float64)
+    for _ in range(STEPS["count"]):
+        u[1:-1] = u[1:-1] + 0.25 * (u[:-2] - 2 * u[1:-1] + u[2:])
+    np.testing.assert_allclose(STEPS["u"], u, rtol=1e-4, atol=1e-5)
+
 def conv(taps):
     from maxsim.timing.sm import residency
     from maxsim.arch.config import load_config
@@ -96,23 +126,28 @@ def conv(taps):
     np.testing.assert_allclose(r.outputs["out"], want, rtol=1e-3, atol=1e-3 * np.sqrt(taps))
     return r
 
-run = {"matvec": matvec, "stencil": stencil, "tiny": tiny, "conv": conv}[case]
-run({"matvec": 256, "stencil": 64, "tiny": 0, "conv": 16}[case])  # loads the compiled code
+run = {"matvec": matvec, "stencil": stencil, "tiny": tiny, "steps": steps, "conv": conv}[case]
+run({"matvec": 256, "stencil": 64, "tiny": 0, "steps": 1024, "conv": 16}[case])  # loads the compiled code
 t = os.times()
 warm = t.user + t.system
-count = size if case == "tiny" else 1
+count = size if case in ("tiny", "steps") else 1
+STEPS.clear()
 for _ in range(count):
-    r = run(0 if case == "tiny" else size)
+    r = run({"tiny": 0, "steps": steps_n}.get(case, size))
 t = os.times()
 p = r.prediction
-print(json.dumps({"warm": warm, "loop": t.user + t.system - warm, "launches": count, "instructions": r.result.warp_instructions,
-                  "method": p.method, "cycles": p.cycles, "timed_sm_cycles": (r.timing or {}).get("cycles")}))
+out = {"warm": warm, "loop": t.user + t.system - warm, "launches": count, "instructions": r.result.warp_instructions,
+       "method": p.method, "cycles": p.cycles, "timed_sm_cycles": (r.timing or {}).get("cycles")}
+if case == "steps":
+    check_steps()
+    out.update(instructions=STEPS["instructions"], methods=STEPS["methods"])
+print(json.dumps(out))
 """
 
 
-def run_case(case, size, config, method="auto"):
+def run_case(case, size, config, method="auto", steps_n=4096):
     """The child's figures, its CPU seconds and peak RSS (MB), from os.wait4."""
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, case, str(size), config, ROOT, method],
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, case, str(size), config, ROOT, method, str(steps_n)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out = proc.stdout.read()
     err = proc.stderr.read()
@@ -126,19 +161,29 @@ def run_case(case, size, config, method="auto"):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", default="matvec,stencil,tiny,conv")
+    ap.add_argument("--cases", default="matvec,stencil,tiny,steps,conv")
     ap.add_argument("--matvec", type=int, default=4096, help="N of matvec_rows (N x N)")
     ap.add_argument("--stencil", type=int, default=2048, help="N of stencil5 (N x N)")
     ap.add_argument("--tiny", type=int, default=200, help="tiny launches timed")
+    ap.add_argument("--steps", type=int, default=400, help="launches of the time-stepped 1-D stencil")
+    ap.add_argument("--steps-n", type=int, default=4096, help="elements of the 1-D stencil")
     ap.add_argument("--conv-taps", type=int, default=1560, help="taps of the one-wave conv1d8 launch")
     ap.add_argument("--config", default="gm204")
     ap.add_argument("--method", default="auto", choices=("auto", "full"), help="gpu_method of every launch")
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}; config {args.config}; gpu_method {args.method}")
-    sizes = {"matvec": args.matvec, "stencil": args.stencil, "tiny": args.tiny, "conv": args.conv_taps}
+    sizes = {"matvec": args.matvec, "stencil": args.stencil, "tiny": args.tiny, "steps": args.steps,
+             "conv": args.conv_taps}
     for case in args.cases.split(","):
-        f, cpu, rss = run_case(case, sizes[case], args.config, args.method)
+        f, cpu, rss = run_case(case, sizes[case], args.config, args.method, args.steps_n)
         n = f["instructions"]
+        if case == "steps":
+            loop, count = f["loop"], f["launches"]
+            how = ", ".join(f"{m} {c}" for m, c in f["methods"].items())
+            print(f"steps heat_step {args.steps_n:,} x {count} launches: {loop / count * 1e3:.2f} ms CPU per launch in "
+                  f"the launches' loop ({cpu / count * 1e3:.2f} with the child's exit), {n / count:,.0f} "
+                  f"warp-instructions a launch = {n / loop / 1e6:.2f} M/s ({how}), peak {rss:,.0f} MB")
+            continue
         if case == "tiny":
             print(f"tiny  vecadd 1,024 x {f['launches']} launches: {cpu / f['launches'] * 1e3:.2f} ms CPU per launch, "
                   f"{f['loop'] / f['launches'] * 1e3:.2f} ms of it in the launches' loop (the rest: the child's exit) "

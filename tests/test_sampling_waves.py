@@ -182,6 +182,90 @@ def test_a_launch_repeated_with_the_same_shape_reuses_the_figures_once_they_repe
     launches.forget()
 
 
+_WALL = ("sim_seconds", "functional_seconds", "warp_instructions_per_second")
+
+
+def _timed_figures(r):
+    return {k: v for k, v in r.timing.items() if not any(w in k for w in _WALL)}
+
+
+def test_a_timed_sm_with_the_same_inputs_launch_after_launch_is_reused_without_a_trace():
+    from maxsim.gpu.sampling import launches
+    launches.forget()
+    k = Kernel.load(SUITE, cfg=CFG, kernel="heat_step")
+    n = 64 * 128
+    u = np.random.default_rng(4).random(n, dtype=np.float32)
+    ref = u.astype(np.float64)
+    runs = []
+    for step in range(2 * launches.REPEATS + 2):
+        r = launch(k, n // 128, 128, params={"in": "in", "out": "out", "n": n, "alpha": 0.25},
+                   buffers={"in": u, "out": np.zeros_like(u)}, config=CFG)
+        runs.append(r)
+        u = r.read("out")  # computed every step, whatever the figures
+        ref[1:-1] = ref[1:-1] + 0.25 * (ref[:-2] - 2 * ref[1:-1] + ref[2:])
+        np.testing.assert_allclose(u, ref, rtol=1e-4, atol=1e-5)
+    methods = [r.prediction.method for r in runs]
+    assert methods == ["full"] * launches.REPEATS + ["reused across launches"] * (launches.REPEATS + 2)
+    # the prediction's launches record traces; then the timed SM is timed from its CTAs' traces
+    # (the same run each time) until REPEATS launches in a row timed it; the later ones record none
+    traced = [r.result.trace is not None for r in runs]
+    assert traced == [True] * (2 * launches.REPEATS) + [False, False]
+    late, timed = runs[-1], runs[2 * launches.REPEATS - 1]
+    assert late.sm.run_key is timed.sm.run_key and late.sm.stats is not timed.sm.stats
+    assert _timed_figures(late) == _timed_figures(timed) and late.sm_cycles > 0
+    assert late.sm_ctas == timed.sm_ctas
+    # a fresh simulation of the same launch (no figures kept) gives the same timed SM's figures
+    launches.forget()
+    from maxsim.timing import run
+    run._RUNS.clear()
+    r = launch(k, n // 128, 128, params={"in": "in", "out": "out", "n": n, "alpha": 0.25},
+               buffers={"in": runs[-1].bound.buffers["in"][1].data, "out": np.zeros_like(u)}, config=CFG,
+               gpu_method="full", predict=False)
+    assert _timed_figures(r) == _timed_figures(late)
+    launches.forget()
+
+
+def _histogram(k, data, cfg=CFG, **kw):
+    r = launch(k, 4, 128, params={"data": "data", "bins": "bins", "n": data.size},
+               buffers={"data": data, "bins": np.zeros(64, np.uint32)}, config=cfg, **kw)
+    runs = 2 if kw.get("l2_start") == "previous" else 1  # (the launch before is run too)
+    np.testing.assert_array_equal(r.read("bins"), runs * np.bincount(data % 64, minlength=64))
+    return r
+
+
+def test_a_launch_whose_arguments_work_or_config_changed_is_simulated_and_not_reused():
+    from maxsim.gpu.sampling import launches
+    launches.forget()
+    k = Kernel.load("workloads/cuda/histogram.cu", cfg=CFG)
+    rng = np.random.default_rng(6)
+    spread = rng.integers(0, 256, 4096).astype(np.uint8)  # every bin: 64 global atomics a CTA
+    for _ in range(2 * launches.REPEATS + 1):
+        r = _histogram(k, spread)
+    assert r.prediction.method == "reused across launches" and r.result.trace is None
+    # the same arguments, other data: the same control flow is reused
+    other = rng.integers(0, 256, 4096).astype(np.uint8)
+    assert _histogram(k, other).prediction.method == "reused across launches"
+    # data in one bin: one global atomic a CTA, the work is another (seen in the functional run):
+    # simulated, with the figures of a fresh run, and the shape's figures forgotten
+    one = np.full(4096, 7, np.uint8)
+    r = _histogram(k, one)
+    assert r.prediction.method == "full" and r.result.trace is not None
+    fresh = _histogram(k, one, gpu_method="full")
+    assert r.prediction.cycles == fresh.prediction.cycles
+    assert _timed_figures(r) == _timed_figures(fresh)
+    assert r.result.warp_instructions < _histogram(k, spread, gpu_method="full").result.warp_instructions
+    launches.forget()
+    for _ in range(launches.REPEATS):
+        _histogram(k, spread)
+    assert _histogram(k, spread).prediction.method == "reused across launches"
+    # another argument (n: fewer elements, the same grid) or another config: another shape
+    r = _histogram(k, spread[:4000])
+    assert r.prediction.method == "full"
+    assert _histogram(k, spread, cfg=override(CFG, {"gpu.sms": 3})).prediction.method == "full"
+    assert _histogram(k, spread, l2_start="previous").prediction.method == "full"
+    launches.forget()
+
+
 def test_a_launch_of_one_wave_of_long_ctas_is_sampled_in_time():
     # 32 CTAs of 128 threads on two SMs (one wave), each thread 3,000 iterations of a column-order
     # matrix-vector product: 2.3 M warp instructions; "auto" (not timed on SM 0 of the run) watches

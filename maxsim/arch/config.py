@@ -345,7 +345,7 @@ _SECTIONS = {
 _TOP_KEYS = {"description", "inherit"}
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)  # (hashed per launch: a launch's shape, the caches of its tables)
 class ArchConfig:
     """One machine: immutable tree of sections, built by :func:`load_config`."""
 

@@ -354,14 +354,35 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     waves is sampled across waves, :mod:`maxsim.gpu.sampling.waves`; one wave of long CTAs in time
     once its rates are stable, :mod:`~maxsim.gpu.sampling.intime`: a timed SM that is SM 0 of the
     GPU run, ``timing`` with the default CTAs, is extrapolated with it and its figures say so,
-    ``sm_prediction_method``; a shape launched again reuses the figures of its launches
-    once they repeat, :mod:`~maxsim.gpu.sampling.launches`; the functional run stays whole),
+    ``sm_prediction_method``; a shape launched again, with the same arguments, reuses the figures
+    of its launches once they repeat, its timed SM too, :mod:`~maxsim.gpu.sampling.launches`; the
+    functional run stays whole, and a launch whose work differs from theirs is simulated),
     ``"full"`` (every CTA on every SM, whatever the size) or ``"sampled"`` (as "auto").
     The prediction says how it was made (:class:`Prediction`). ``timing_only``: the functional run
     computes only what the timing model reads (addresses, guards, control flow; no buffer can be
     read back), and a launch sampled across waves runs functionally only the CTAs its prediction
     needs (its chunks, their histories and a sample of the rest, whose warp instructions stand for
     the CTAs not run: :func:`maxsim.gpu.sampling.waves.needed`). Returns a :class:`LaunchReport`."""
+    how = dict(shared=shared, params=params, buffers=buffers, textures=textures, constants=constants, config=config,
+               timing=timing, predict=predict, sampling=sampling, trace=trace, sm_ctas=sm_ctas, ctas=ctas,
+               occupancy=occupancy, hazards=hazards, max_cycles=max_cycles, max_instructions=max_instructions,
+               progress=progress, timeline=timeline, expected_instructions=expected_instructions,
+               l2_start=l2_start, gpu_method=gpu_method, timing_only=timing_only)
+    report = _launch(kernel, grid, block, reuse_figures=True, **how)
+    if report is None:
+        # the launch's work differed from that of the launches whose figures it was to reuse (see
+        # maxsim.gpu.sampling.launches): made again from its arguments, simulated
+        report = _launch(kernel, grid, block, reuse_figures=False, **how)
+    return report
+
+
+def _launch(kernel, grid, block, *, shared, params, buffers, textures, constants, config, timing, predict, sampling,
+            trace, sm_ctas, ctas, occupancy, hazards, max_cycles, max_instructions, progress, timeline,
+            expected_instructions, l2_start, gpu_method, timing_only, reuse_figures):
+    """:func:`launch`; ``reuse_figures``: whether it may reuse the figures of the launches of its
+    shape before it. None when it was to reuse them but its work differs from theirs."""
+    import time
+
     from ..functional.launch import launch as run_functional
     from ..timing.memory_system import L2_STARTS
     if l2_start not in L2_STARTS:
@@ -392,12 +413,19 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
         from ..timing.summaries import make_summariser
         recorder = TraceRecorder(make_summariser(cfg))
     streamed = predict and sampling is None and ctas is None and gx * gy > 1 and not trace
-    shape = reuse = None
-    if streamed and gpu_method == "auto":
-        shape, reuse = _repeated_launch(code, (gx, gy), bx, cfg, l2_start)
+    shape = reuse = work = timed_how = timed = None
+    if streamed and gpu_method == "auto" and reuse_figures:
+        shape, reuse = _repeated_launch(code, (gx, gy), bx, cfg, l2_start, bound)
         if reuse is not None:
+            reuse, work = reuse
             streamed = predict = False  # the figures of the launches before; the functional run goes on
-            recorder = recorder if timing else None
+            if timing and timeline is None and progress is None:
+                from ..gpu.sampling import launches
+                from ..timing.clock import clock_name
+                from ..timing.cores import core_name
+                timed_how = (hazards, max_cycles, sm_ctas, core_name(None), clock_name(None))
+                timed = launches.timed(shape, timed_how)
+            recorder = recorder if timing and timed is None else None
     gpu = sm = None
     once = streamed and timing and timed_in_gpu and not sm_ctas and timeline is None and max_cycles is None \
         and l2_start == "empty" and _fits_one_wave(code, gx * gy, bx, cfg)
@@ -420,19 +448,33 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
                                      max_instructions=max_instructions, progress=progress,
                                      expected_instructions=expected_instructions, l2_start=l2_start,
                                      timed=(hazards,) if once else None, timing_only=timing_only, watch=watch)
-    elif timing and not predict and not trace:
+    elif timing and not predict and not trace and timed is None:
         # the timed SM needs the traces of the launch's first CTAs only: the others are let go
         res = _first_traces(code, (gx, gy), bx, cfg, bound, recorder, sm_ctas, ctas=ctas,
                             max_instructions=max_instructions, progress=progress,
                             expected_instructions=expected_instructions, timing_only=timing_only)
     else:
+        started = time.perf_counter()
         res = run_functional(code, (gx, gy), bx, bound.launch_params, bound.memory, bound.textures,
                              max_instructions=max_instructions, recorder=recorder, ctas=ctas, progress=progress,
                              expected_instructions=expected_instructions, timing_only=timing_only)
+        functional_seconds = time.perf_counter() - started
+    from ..gpu.sampling import launches
+    if reuse is not None:
+        done = launches.work_of(res, gx * gy)
+        if (work is not None and done != work) or (timed is not None and done != timed[1]):
+            launches.forget(shape)  # the figures before are not this launch's: it is simulated
+            return None
     report = dict(kernel=k, grid=(gx, gy), block=bx, cfg=cfg, bound=bound, result=res)
     if sm is not None:
         from ..report.fields import timing_fields
         report.update(timing=functools.partial(_timed_fields, sm), sm=sm, sm_ctas=len(sm.cta_log), timed_in_gpu=True)
+    elif timed is not None:
+        # the run the launches before timed, with the same inputs and work (no trace recorded)
+        from ..report.fields import timing_fields
+        from ..timing.run import _copy_of
+        sm = _copy_of(timed[0], functional_seconds)
+        report.update(timing=functools.partial(timing_fields, sm), sm=sm, sm_ctas=len(sm.cta_log))
     elif timing:
         from ..report.fields import timing_fields
         from ..timing.run import simulate
@@ -443,6 +485,8 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
                          progress=progress, log=timeline is not None, launched=res, reuse=True)
         if timeline is not None:
             timeline(sm)
+        if timed_how is not None:
+            launches.record_timed(shape, timed_how, sm, launches.work_of(res, gx * gy))
         report.update(timing=functools.partial(timing_fields, sm), sm=sm, sm_ctas=count)
     if predict:
         whole = len(res.ctas) == gx * gy
@@ -456,8 +500,7 @@ def launch(kernel, grid=1, block=32, *, shared=0, params=None, buffers=None, tex
     if reuse is not None:
         report["prediction"] = reuse
     elif shape is not None and report.get("prediction") is not None:
-        from ..gpu.sampling import launches
-        launches.record(shape, report["prediction"])
+        launches.record(shape, report["prediction"], launches.work_of(res, gx * gy))
     return LaunchReport(**report)
 
 
@@ -534,11 +577,14 @@ def _streamed_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, l2_start="em
 GPU_METHODS = ("auto", "full", "sampled")
 
 
-def _repeated_launch(code, grid, block, cfg, l2_start):
-    """The shape of a launch (for :mod:`maxsim.gpu.sampling.launches`) and the prediction it reuses
-    from the launches of that shape before it (None: it is predicted)."""
+def _repeated_launch(code, grid, block, cfg, l2_start, bound):
+    """The shape of a launch (for :mod:`maxsim.gpu.sampling.launches`: the kernel, geometry, config,
+    L2 at the start and the arguments' places: the constant banks, with the parameters and the
+    buffers' addresses, and the textures' addresses, formats and sizes) and ``(prediction, work)``
+    it reuses from the launches of that shape before it (None: it is predicted)."""
     from ..gpu.sampling import launches
-    shape = (code, grid, block, cfg, l2_start)
+    textures = tuple((n, t.address, t.format, t.size) for n, t in sorted(bound.textures.items()))
+    shape = (code, grid, block, cfg, l2_start, bound.const_bank, tuple(sorted(bound.constants.items())), textures)
     return shape, launches.reused(shape, cfg)
 
 

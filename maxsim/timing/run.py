@@ -108,6 +108,7 @@ def simulate(kernel, grid, block, params=(), memory=None, textures=None, *, cfg=
     st.dram_bytes = ms.dram_bytes_read + ms.dram_bytes_written
     st.functional_seconds = functional_seconds
     if key is not None and not st.hazards and type(sm) is SM:
+        sm.run_key = key  # (the inputs it was run for: its copies say so too)
         _RUNS[key] = (kernel, cfg, _copy_of(sm, functional_seconds))
         while len(_RUNS) > REUSED_RUNS:
             _RUNS.popitem(last=False)

@@ -912,7 +912,7 @@ class SM:
             empty = _EMPTY_L1[shape] = np.full(shape, K.NO_FILL, dtype=np.int64)
             empty[:, :, 0] = -1
         arr = empty.copy()
-        if l1._tags is None and not any(l1._set_list):  # an empty cache (a new SM's)
+        if l1._tags is None and (l1._set_list is None or not any(l1._set_list)):  # an empty cache (a new SM's)
             G[K.G_L1_CLOCK] = 0
             return arr
         clock = 0

@@ -48,7 +48,7 @@ class TextureCache:
         self.hit_latency = cfg.latency.tex_l1_hit
         self.server = BandwidthServer(c.cache_bytes_per_clk)
         self._tags = None
-        self._sets = [OrderedDict() for _ in range(self.n_sets)]
+        self._set_list = None  # (made when first looked at: most SMs' caches are run by the compiled core)
         self.bytes_per_clk = c.bytes_per_clk
         self.pending_ready = 0  # latest fill cycle of a merged (pending) hit in the last access()
         self.reset_stats()
@@ -69,6 +69,8 @@ class TextureCache:
         """Per set, ``OrderedDict`` line -> per sector its arrival cycle (None: absent), least
         recently used first; built from the compiled core's tag array when that was the last to
         hold them (:meth:`take_tags`)."""
+        if self._tags is None and self._set_list is None:
+            self._set_list = [OrderedDict() for _ in range(self.n_sets)]
         if self._tags is not None:
             arr, absent = self._tags
             self._tags = None
