@@ -1,8 +1,8 @@
 """End-to-end speed and peak memory of ordinary kernels: a launch from the API to its whole-GPU
 prediction, per launch shape.
 
-    python benchmarks/general_speed.py [--cases matvec,stencil,tiny,steps,conv] [--matvec 4096]
-                                       [--stencil 2048] [--tiny 200] [--steps 400] [--steps-n 4096]
+    python benchmarks/general_speed.py [--cases matvec,stencil,gemm,tiny,steps,conv] [--matvec 4096]
+                                       [--stencil 2048] [--gemm 512] [--tiny 200] [--steps 400] [--steps-n 4096]
                                        [--conv-taps 1560] [--config gm204] [--method auto|full]
 
 Each case runs in a child process (after a warm-up launch there that loads the compiled code) and
@@ -15,6 +15,10 @@ rate in millions of warp-instructions per CPU second, and the child's peak resid
   4096: 32 CTAs of 4 warps on 16 SMs);
 * ``stencil``: ``stencil5`` of ``workloads/cuda/stencil.cu`` over an N x N grid, CTAs of 32 x 8
   threads: many short CTAs (N = 2048: 16,384 CTAs, about 20 waves);
+* ``gemm``: ``matmul_tiled`` of ``workloads/cuda/matmul_tiled.cu`` (16 x 16 tiles staged in shared
+  memory, two CTA barriers per tile) over N x N x N, CTAs of 16 x 16 threads: many waves of
+  gemm-like CTAs (N = 512: 1,024 CTAs of 8 warps, 8 waves, 17.1 M warp-instructions; N = 1024:
+  4,096 CTAs, 32 waves, ~137 M);
 * ``tiny``: ``vecadd`` of ``workloads/cuda/vecadd.cu`` over 1,024 elements (8 CTAs), ``--tiny``
   launches one after another: the host time of one launch in milliseconds (also the child's own
   CPU time over the launches' loop alone, without its exit);
@@ -80,6 +84,15 @@ def stencil(n):
 
 VECADD = Kernel.load(os.path.join(root, "workloads/cuda/vecadd.cu"))  # compiled once, launched many times
 
+def gemm(n):
+    k = Kernel.load(os.path.join(root, "workloads/cuda/matmul_tiled.cu"))
+    A = rng.standard_normal((n, n)).astype(np.float32)
+    B = rng.standard_normal((n, n)).astype(np.float32)
+    r = maxsim.launch(k, grid=(n // 16, n // 16), block=(16, 16), params=dict(A="A", B="B", C="C", m=n, n=n, k=n),
+                      buffers=dict(A=A, B=B, C=np.zeros((n, n), np.float32)), config=config, gpu_method=method)
+    np.testing.assert_allclose(r.outputs["C"], A @ B, rtol=1e-3, atol=1e-3 * np.sqrt(n))
+    return r
+
 def tiny(_):
     k = VECADD
     a = rng.standard_normal(1024).astype(np.float32)
@@ -126,8 +139,8 @@ def conv(taps):
     np.testing.assert_allclose(r.outputs["out"], want, rtol=1e-3, atol=1e-3 * np.sqrt(taps))
     return r
 
-run = {"matvec": matvec, "stencil": stencil, "tiny": tiny, "steps": steps, "conv": conv}[case]
-run({"matvec": 256, "stencil": 64, "tiny": 0, "steps": 1024, "conv": 16}[case])  # loads the compiled code
+run = {"matvec": matvec, "stencil": stencil, "gemm": gemm, "tiny": tiny, "steps": steps, "conv": conv}[case]
+run({"matvec": 256, "stencil": 64, "gemm": 64, "tiny": 0, "steps": 1024, "conv": 16}[case])  # loads the compiled code
 t = os.times()
 warm = t.user + t.system
 count = size if case in ("tiny", "steps") else 1
@@ -161,9 +174,10 @@ def run_case(case, size, config, method="auto", steps_n=4096):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", default="matvec,stencil,tiny,steps,conv")
+    ap.add_argument("--cases", default="matvec,stencil,gemm,tiny,steps,conv")
     ap.add_argument("--matvec", type=int, default=4096, help="N of matvec_rows (N x N)")
     ap.add_argument("--stencil", type=int, default=2048, help="N of stencil5 (N x N)")
+    ap.add_argument("--gemm", type=int, default=512, help="N of matmul_tiled (N x N x N)")
     ap.add_argument("--tiny", type=int, default=200, help="tiny launches timed")
     ap.add_argument("--steps", type=int, default=400, help="launches of the time-stepped 1-D stencil")
     ap.add_argument("--steps-n", type=int, default=4096, help="elements of the 1-D stencil")
@@ -172,7 +186,7 @@ def main():
     ap.add_argument("--method", default="auto", choices=("auto", "full"), help="gpu_method of every launch")
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}; config {args.config}; gpu_method {args.method}")
-    sizes = {"matvec": args.matvec, "stencil": args.stencil, "tiny": args.tiny, "steps": args.steps,
+    sizes = {"matvec": args.matvec, "stencil": args.stencil, "gemm": args.gemm, "tiny": args.tiny, "steps": args.steps,
              "conv": args.conv_taps}
     for case in args.cases.split(","):
         f, cpu, rss = run_case(case, sizes[case], args.config, args.method, args.steps_n)
@@ -190,6 +204,7 @@ def main():
                   f"({n:,} warp-instructions, {f['method']}, {f['cycles']:,.0f} cycles), peak {rss:,.0f} MB")
             continue
         what = {"matvec": f"matvec_rows {sizes[case]}^2", "stencil": f"stencil5 {sizes[case]}^2",
+                "gemm": f"matmul_tiled {sizes[case]}^3",
                 "conv": f"conv1d8 one wave, {sizes[case]} taps"}[case]
         print(f"{case:7s} {what}: {n / 1e6:.2f} M warp-instructions in {cpu:.2f} CPU s = {n / cpu / 1e6:.2f} M/s, "
               f"peak {rss:,.0f} MB ({f['method']}, {f['cycles']:,.0f} cycles; timed SM {f['timed_sm_cycles']:,})")
