@@ -112,6 +112,7 @@ class _State:
     spread_share = 1.0  # the share of a window's resident CTAs spread (``--spread-share``)
     first = None  # (full simulation, ``--stagger``) {CTA index: cycles its first-wave start waits}
     sm_list = []  # (full simulation) the SMs built, for their CTA logs
+    save_log = None  # (full simulation, ``--save-log``) where each point's CTA log goes
 
 
 S = _State()
@@ -193,10 +194,12 @@ def launch_log(sms, gx):
     return sorted(out, key=lambda r: r[2])
 
 
-def spread_over_time(log, k, n_at=8):
+def spread_over_time(log, k, n_at=8, gx=None):
     """How far apart in K the resident CTAs are over the launch: [(time share, median K-steps between
-    two CTAs of one SM, GPU-wide 10-90% span in K-steps)] at ``n_at`` evenly spaced instants between
-    the end of the first CTA and the start of the last (the steady part of the launch)."""
+    two CTAs of one SM, GPU-wide 10-90% span in K-steps, share of CTAs whose nearest co-resident
+    CTA reading the same A or B panel (same grid row or column, ``gx`` CTAs a row) is within one
+    main-loop iteration, 8 K-steps)] at ``n_at`` evenly spaced instants between the end of the first
+    CTA and the start of the last (the steady part of the launch)."""
     first_end = min(e for _, _, _, e in log)
     last_start = max(s for _, _, s, _ in log)
     end = max(e for _, _, _, e in log)
@@ -206,6 +209,16 @@ def spread_over_time(log, k, n_at=8):
         live = [(sm, (t - s) / (e - s) * k) for _, sm, s, e in log if s <= t < e and e > s]
         if not live:
             continue
+        near = float("nan")
+        if gx:
+            who = [(i // gx, i % gx, sm, (t - s) / (e - s) * k) for i, sm, s, e in log if s <= t < e and e > s]
+            close = []
+            for r, c, sm, x in who:
+                d = [abs(x - x2) for r2, c2, sm2, x2 in who
+                     if sm2 == sm and (r2, c2) != (r, c) and (r2 == r or c2 == c)]
+                if d:
+                    close.append(min(d) < 8.0)
+            near = float(np.mean(close)) if close else float("nan")
         v = np.asarray([x for _, x in live])
         by_sm = {}
         for sm, x in live:
@@ -217,7 +230,7 @@ def spread_over_time(log, k, n_at=8):
                 d = np.abs(xs[:, None] - xs[None, :])[np.triu_indices(len(xs), 1)]
                 pair.append(float(np.median(d)))
         out.append((t / end, float(np.median(pair)) if pair else float("nan"),
-                    float(np.percentile(v, 90) - np.percentile(v, 10))))
+                    float(np.percentile(v, 90) - np.percentile(v, 10)), near))
     return out
 
 
@@ -431,10 +444,12 @@ def run_point(name, regs, n, cfg, mean, dist, seed, full, l2_start, stagger=0.0,
     extra = {}
     if full:
         log = launch_log(S.sm_list[-cfg.gpu.sms:], gx)  # the timed launch's SMs (l2_start previous runs it twice)
+        if S.save_log:
+            np.save(f"{S.save_log}-{name}{'@' + str(regs) if regs else ''}-{n}.npy", np.asarray(log, dtype=np.int64))
         S.sm_list = []
         k = S.k
         rate, dur = steady_rate(log, wave, n_ctas, 2.0 * geo.tile * geo.tile * k, cfg.clock_hz)
-        extra = {"steady_gflops": rate, "cta_cycles": dur, "over_time": spread_over_time(log, k),
+        extra = {"steady_gflops": rate, "cta_cycles": dur, "over_time": spread_over_time(log, k, gx=gx),
                  "first_wave_cycles": float(np.mean([e - s for i, _, s, e in log if i < wave]))}
     mem = p["memory"]
     metrics = profiler_metrics(mem, cfg.cycles_to_seconds(p["cycles"]), cfg)
@@ -512,7 +527,10 @@ def main(argv=None):
     ap.add_argument("--dram-rows", action="store_true",
                     help="(full) run the L2/DRAM on the plain-Python memory system, record every DRAM read and "
                          "replay each channel's stream against GDDR5 banks and rows (benchmarks/dram_rows.py)")
+    ap.add_argument("--save-log", metavar="PREFIX",
+                    help="(full) save each point's CTA log (CTA index, SM, start, end) as PREFIX-KERNEL-N.npy")
     args = ap.parse_args(argv)
+    S.save_log = args.save_log
     if args.dram_rows:
         if not args.full:
             ap.error("--dram-rows needs --full")
@@ -598,8 +616,9 @@ def _print(spec, n, mean, r, m, args, stagger):
         print(f"    {'staggered ' + format(stagger, '.2f') if stagger else 'lockstep'}: cycles {r['cycles']:,.0f}, "
               f"steady GFLOPS {sr:.0f} (mean CTA {r['cta_cycles']:,.0f} cycles, first wave {r['first_wave_cycles']:,.0f})"
               if sr else "    (no steady CTAs)", flush=True)
-        print("    over the launch (time share: median K-steps between two CTAs of an SM / GPU 10-90% span): "
-              + ", ".join(f"{f:.2f}: {a:.0f}/{b:.0f}" for f, a, b in r["over_time"]), flush=True)
+        print("    over the launch (time share: median K-steps between two CTAs of an SM / GPU 10-90% span / "
+              "share of CTAs with a panel-sharing CTA of their SM within 8 K-steps): "
+              + ", ".join(f"{f:.2f}: {a:.0f}/{b:.0f}/{100 * c:.0f}%" for f, a, b, c in r["over_time"]), flush=True)
 
 
 if __name__ == "__main__":
