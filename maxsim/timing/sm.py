@@ -431,7 +431,8 @@ def _flatten_together(group, unit, key):
         rows -= lo
         a = row_aux[rows]
         if sec_pos.size:
-            a[:, sec_pos] += nsec[:, None].astype(np.int32)
+            if j:  # (the first part's lists start each warp's: nothing to add)
+                a[:, sec_pos] += nsec[:, None].astype(np.int32)
             off_parts.append(sec_pos + npos)
             for i, r in enumerate(rows.tolist()):
                 sec_parts[i].append(blocks[r])
@@ -443,11 +444,18 @@ def _flatten_together(group, unit, key):
     if not pcs_parts:
         e = np.zeros(0, np.int64)
         return [(np.zeros(0, np.int32), np.zeros(0, np.int32), e, e, 0)] * n
+    most = most.tolist()
+    if len(pcs_parts) == 1:
+        # one part (a window of a stream): its pcs and each warp's row of its sector blocks as they
+        # are (views of the tables; no one writes them), its summaries (a copy) as the warps' own
+        offs = off_parts[0] if off_parts else np.zeros(0, np.int64)
+        e = np.zeros(0, np.int64)
+        aux = aux_parts[0]
+        return [(pcs_parts[0], aux[i], sec_parts[i][0] if sec_parts[i] else e, offs, most[i]) for i in range(n)]
     cat = np.concatenate
     pcs = cat(pcs_parts)
     aux = cat(aux_parts, axis=1)
     offs = cat(off_parts) if off_parts else np.zeros(0, np.int64)
-    most = most.tolist()
     # every warp's sector lists one after another in one array, each warp's a view of it
     blocks = [b for parts in sec_parts for b in parts]
     every = cat(blocks) if blocks else np.zeros(0, np.int64)
@@ -1172,13 +1180,14 @@ class SM:
             r0 = pos - int(self._pos0[slot])  # the next position to issue, in the buffer's trace
             keep = old_offs[old_offs >= r0]
             s0 = int(self._TAUX[tb + keep[0]]) if keep.size else sb + ns  # its first sector list
-            rest_aux = self._TAUX[tb + r0:tb + n].copy()
-            rest_aux[keep - r0] -= s0
             rest_sec = self._SEC[s0:sb + ns]
-            aux = aux.copy()
-            aux[offs] += rest_sec.size
-            joined.append((slot, pos, (cat((self._TPC[tb + r0:tb + n], pcs)), cat((rest_aux, aux)), cat((rest_sec, sec)),
-                                       cat((keep - r0, offs + (n - r0))), most)))
+            # the summaries not issued, then the window's: sector-list offsets from the new start
+            both = cat((self._TAUX[tb + r0:tb + n], aux))
+            both[keep - r0] -= s0
+            new_offs = offs + (n - r0)
+            both[new_offs] += rest_sec.size
+            joined.append((slot, pos, (cat((self._TPC[tb + r0:tb + n], pcs)), both, cat((rest_sec, sec)),
+                                       cat((keep - r0, new_offs)), most)))
             self._freed.append((tb, n, sb, ns))
             # what a hazard message may name: the parts not yet issued
             view.parts = list(view.parts) + [seg.pcs for seg, _ in parts]
