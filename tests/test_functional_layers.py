@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "maxsim" / "functional"
 # lowest first; one inner list is one layer (its modules import none of each other, save as the
 # order of the whole list allows: a module may import only the modules listed before it)
 LAYERS = [
-    ["alu", "bounds", "access", "carry", "memory", "simt", "trace", "watchdog", "slicing", "fp32"],
+    ["alu", "bounds", "access", "intpass", "memory", "simt", "trace", "watchdog", "slicing", "fp32"],
     ["ieee"],  # (uses alu)
     ["operands", "opcode_table"],
     ["fp64", "intops", "aluops", "atomics"],

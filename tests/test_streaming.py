@@ -247,3 +247,28 @@ def test_a_one_wave_launch_of_long_ctas_streams_its_traces_in_windows(monkeypatc
         # the trace buffers held: a few windows per warp, against every position of the SM's warps
         issued = a.stats.warp_instructions
         assert a._TPC.size < issued / 3 and b._TPC.size >= issued
+
+
+def test_cta_instructions_are_each_ctas_warp_instructions(monkeypatch):
+    """A stream's count of one CTA's warp instructions (kept batch by batch) is the sum over its
+    warps in the result, asked during the run or after it, in any order; the stencil's boundary
+    CTAs run fewer instructions than the others, so a count taken from the wrong CTA shows."""
+    from maxsim.host.kernel import Kernel
+    k = Kernel.load("workloads/cuda/stencil.cu", kernel="stencil5")
+    n = 64
+    a = np.arange(n * n, dtype=np.float32).reshape(n, n)
+    arguments = dict(params={"in": "a", "out": "o", "h": n, "w": n, "c0": 0.5, "c1": 0.125},
+                     buffers={"a": a, "o": np.zeros_like(a)})
+    monkeypatch.setattr(functional_launch, "BATCH_LANES", 256 * 3)  # 3 CTAs of 8 warps a batch
+    params, memory, textures = _conv_args(k, arguments)
+    grid = (n // 32, n // 8)
+    stream = functional_launch.LaunchStream(k.code, grid, 256, params, memory, textures, warp_counts=True)
+    during = {}
+    for p, _ in enumerate(c for batch, _ in stream for c in batch):
+        during[p] = stream.cta_instructions(p)
+    res = stream.finish()
+    per_cta = res.warp_counts.reshape(-1, 8).sum(axis=1)
+    assert len(set(per_cta.tolist())) > 1  # (boundary CTAs differ)
+    assert [during[p] for p in range(len(per_cta))] == per_cta.tolist()
+    order = np.random.default_rng(1).permutation(len(per_cta))
+    assert [stream.cta_instructions(int(p)) for p in order] == per_cta[order].tolist()

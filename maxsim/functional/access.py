@@ -26,34 +26,57 @@ def _lanes_pass(addr, regs, high, carry, borrow, mode, lo, last, align, bases, e
     address's base row, -1 for none; see operands.high_word) and its access of ``align + 1``
     bytes in range (``mode`` RANGE) or inside one allocation (ALLOCATIONS)."""
     n = addr.shape[0]
+    if high >= 0:
+        hi_row = regs[high + 1]
+        lo_row = regs[high]
+        for i in range(n):
+            if masked and not sel[i]:
+                continue
+            h = np.int64(hi_row[i]) + borrow
+            if carry and addr[i] < lo_row[i]:
+                h += 1
+            if h & 0xFFFFFFFF:
+                return False
+    if mode == RANGE:
+        # the lowest and highest address and the OR of all (its low bits: any misaligned), in a
+        # loop that LLVM vectorises
+        least = np.uint32(0xFFFFFFFF)
+        most = np.uint32(0)
+        bits = np.uint32(0)
+        if masked:
+            for i in range(n):
+                if sel[i]:
+                    a = addr[i]
+                    least = min(least, a)
+                    most = max(most, a)
+                    bits |= a
+        else:
+            for i in range(n):
+                a = addr[i]
+                least = min(least, a)
+                most = max(most, a)
+                bits |= a
+        if most < least:  # (no lane)
+            return True
+        return not (np.int64(least) < lo or np.int64(most) > last or np.int64(bits) & align)
     k = 0
     for i in range(n):
         if masked and not sel[i]:
             continue
         a = np.int64(addr[i])
-        if high >= 0:
-            h = np.int64(regs[high + 1, i]) + borrow
-            if carry and addr[i] < regs[high, i]:
-                h += 1
-            if h & 0xFFFFFFFF:
-                return False
         if a & align:
             return False
-        if mode == RANGE:
-            if a < lo or a > last:
+        if not (bases[k] <= a and a + align + 1 <= ends[k]):
+            j0, j1 = 0, bases.shape[0]
+            while j0 < j1:
+                mid = (j0 + j1) // 2
+                if bases[mid] <= a:
+                    j0 = mid + 1
+                else:
+                    j1 = mid
+            if j0 == 0 or a + align + 1 > ends[j0 - 1]:
                 return False
-        else:
-            if not (bases[k] <= a and a + align + 1 <= ends[k]):
-                j0, j1 = 0, bases.shape[0]
-                while j0 < j1:
-                    mid = (j0 + j1) // 2
-                    if bases[mid] <= a:
-                        j0 = mid + 1
-                    else:
-                        j1 = mid
-                if j0 == 0 or a + align + 1 > ends[j0 - 1]:
-                    return False
-                k = j0 - 1
+            k = j0 - 1
     return True
 
 
@@ -66,17 +89,23 @@ def load(addr, regs, high, carry, borrow, mode, lo, last, align, bases, ends, se
     ``keep_unselected``, else get 0. Returns whether the lanes passed (nothing is written if not)."""
     if not _lanes_pass(addr, regs, high, carry, borrow, mode, lo, last, align, bases, ends, sel, masked):
         return False
-    for i in range(addr.shape[0]):
-        if masked and not sel[i]:
-            if not keep_unselected:
-                for j in range(width):
-                    regs[dst + j, i] = 0
-            continue
-        w = np.int64(addr[i] >> 2)
-        if shared:
-            w += shbase[i]
-        for j in range(width):
-            regs[dst + j, i] = words[w + j]
+    n = addr.shape[0]
+    if width == 1 and not masked and not shared:  # (the common case, a loop of its own)
+        row = regs[dst]
+        for i in range(n):
+            row[i] = words[addr[i] >> 2]
+        return True
+    for j in range(width):
+        row = regs[dst + j]
+        for i in range(n):
+            if masked and not sel[i]:
+                if not keep_unselected:
+                    row[i] = 0
+                continue
+            w = np.int64(addr[i] >> 2) + j
+            if shared:
+                w += shbase[i]
+            row[i] = words[w]
     return True
 
 
@@ -89,12 +118,14 @@ def store(addr, regs, high, carry, borrow, mode, lo, last, align, bases, ends, s
     last lane's value stays). Returns whether the lanes passed (nothing is written if not)."""
     if not _lanes_pass(addr, regs, high, carry, borrow, mode, lo, last, align, bases, ends, sel, masked):
         return False
+    zeros = np.zeros(addr.shape[0] if src < 0 else 0, dtype=regs.dtype)
     for j in range(width):
+        row = regs[src + j] if src >= 0 else zeros
         for i in range(addr.shape[0]):
             if masked and not sel[i]:
                 continue
-            w = np.int64(addr[i] >> 2)
+            w = np.int64(addr[i] >> 2) + j
             if shared:
                 w += shbase[i]
-            words[w + j] = regs[src + j, i] if src >= 0 else 0
+            words[w] = row[i]
     return True

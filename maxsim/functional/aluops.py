@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import SimulationError
 from ..isa import instruction as ins
 from . import alu
-from .carry import run_add
+from .intpass import XMAD_MODES, run_add, run_xmad
 from .opcode_table import compiles
 from .operands import (CC_CARRY, CC_ZERO, U32, attr_plain, carry_in, geometry, pred_reader, reader_u32,
                        set_carry_zero, set_zero_sign, write_pred, writer)
@@ -37,13 +37,13 @@ def _iadd(ctx, instr, ops, mods, zrow):
     a, b = (reader_u32(ctx, instr, o, zrow) for o in srcs)
     cin = 1 if one_neg else 0
     dst = -1 if ops[0].reg == ins.RZ else ops[0].reg
-    # (in one compiled pass: maxsim.functional.carry, the numpy form of which is
+    # (in one compiled pass: maxsim.functional.intpass, the numpy form of which is
     # iadd_carry_numpy below)
     return lambda g, m: run_add(g, dst, a(g), b(g), 0, cin, use_x, set_cc, use_x, m)
 
 
 def iadd_carry_numpy(g, dst, av, bv, cin, use_x, set_cc, m):
-    """IADD with a carry in or out in numpy (what :mod:`maxsim.functional.carry` computes in
+    """IADD with a carry in or out in numpy (what :mod:`maxsim.functional.intpass` computes in
     one pass; the tests hold the two equal)."""
     x = np.asarray(av, dtype=np.uint64) + np.asarray(bv, dtype=np.uint64)
     x = x + (carry_in(g) if use_x else np.uint64(cin))
@@ -115,7 +115,7 @@ def _iscadd(ctx, instr, ops, mods, zrow):
     sh = U32(s)
     write = writer(ops[0].reg, zrow)
     if "CC" in mods:
-        # (x = (a << s) + b as 64 bits, its carry and zero flags: maxsim.functional.carry)
+        # (x = (a << s) + b as 64 bits, its carry and zero flags: maxsim.functional.intpass)
         dst = -1 if ops[0].reg == ins.RZ else ops[0].reg
         return lambda g, m: run_add(g, dst, a(g), b(g), s, 0, False, True, False, m)
     return lambda g, m: write(g, (a(g) << sh) + b(g), m)
@@ -130,12 +130,12 @@ def _xmad(ctx, instr, ops, mods, zrow):
     modset = frozenset(mods)
     types = [x for x in mods if x in ("S16", "U16")] + ["U16", "U16"]
     a_signed, b_signed = types[0] == "S16", types[1] == "S16"
-    write = writer(ops[0].reg, zrow)
-
-    def run(g, m):
-        bv = b(g)
-        write(g, alu.xmad(a(g), bv, c(g), bv, a_h1, b_h1, modset, a_signed, b_signed), m)
-    return run
+    if ops[0].reg == ins.RZ:
+        return lambda g, m: None
+    dst = ops[0].reg
+    # (in one compiled pass, maxsim.functional.intpass.xmad; the numpy form is alu.xmad)
+    modes = sum(bit for name, bit in XMAD_MODES.items() if name in modset)
+    return lambda g, m: run_xmad(g, dst, a(g), b(g), c(g), a_h1, b_h1, modes, a_signed, b_signed, m)
 
 
 @compiles("LOP")
@@ -317,6 +317,22 @@ def _icmp(ctx, instr, ops, mods, zrow):
     return run
 
 
+def _divide_by(d):
+    """``fn(x) = x // d`` for a uint32 array (a shift when d is a power of two: ~5x faster)."""
+    if d & (d - 1) == 0:
+        k = U32(int(d).bit_length() - 1)
+        return lambda x: x >> k
+    return lambda x: x // d
+
+
+def _remainder_by(d):
+    """``fn(x) = x % d`` for a uint32 array (a mask when d is a power of two)."""
+    if d & (d - 1) == 0:
+        mask = U32(d - 1)
+        return lambda x: x & mask
+    return lambda x: x % d
+
+
 @compiles("S2R", "CS2R")
 def _s2r(ctx, instr, ops, mods, zrow):
     name = ops[1].name
@@ -325,10 +341,12 @@ def _s2r(ctx, instr, ops, mods, zrow):
     # the geometry words of constant bank 0 say how to split them (see launch._geometry_words)
     (bx, by, bz), (_, gy, _) = geometry(ctx.const_bank)
     bx, by, bz, gy = U32(bx), U32(by), U32(bz), U32(gy)
+    div, mod = _divide_by(bx), _remainder_by(bx)
+    div_y, mod_y = _divide_by(by), _remainder_by(by)
     getters = {
-        "SR_TID.X": (lambda g: g.tid) if by == 1 and bz == 1 else (lambda g: g.tid % bx),
-        "SR_TID.Y": lambda g: (g.tid // bx) % by,
-        "SR_TID.Z": lambda g: g.tid // (bx * by),
+        "SR_TID.X": (lambda g: g.tid) if by == 1 and bz == 1 else (lambda g: mod(g.tid)),
+        "SR_TID.Y": lambda g: mod_y(div(g.tid)),
+        "SR_TID.Z": lambda g: div_y(div(g.tid)),
         "SR_CTAID.X": lambda g: g.ctaid_x,
         "SR_CTAID.Y": lambda g: g.ctaid_y % gy,
         "SR_CTAID.Z": lambda g: g.ctaid_y // gy,

@@ -62,10 +62,20 @@ def _ftz(x):
 
 
 @njit(cache=True)
+def _row(fr, cmat, src):
+    """Source ``src`` as a row and the step between lanes: a register row (step 1), or a constant
+    (``cmat``: the constants as a column) read at every lane (step 0)."""
+    if src >= 0:
+        return fr[src], 1
+    return cmat[-1 - src], 0
+
+
+@njit(cache=True)
 def run(fr, table, consts, mask, masked):
     """Execute the rows of ``table`` in order on the float32 register rows ``fr`` (rows x lanes),
     on the lanes where ``mask`` holds (every lane when ``masked`` is false)."""
     lanes = fr.shape[1]
+    cmat = consts.reshape((consts.shape[0], 1))
     for k in range(table.shape[0]):
         op = table[k, 0]
         d = table[k, 1]
@@ -80,6 +90,22 @@ def run(fr, table, consts, mask, masked):
             rd = fr[d]
             for lane in range(lanes):
                 rd[lane] = _fma(ra[lane], rb[lane], rc[lane])
+            continue
+        if fl == 0 and not masked:
+            # no modifier, every lane: a loop per opcode, a constant read as a row of step 0
+            ra, sa = _row(fr, cmat, a)
+            rb, sb = _row(fr, cmat, b)
+            rd = fr[d]
+            if op == FFMA:
+                rc, sc = _row(fr, cmat, c)
+                for lane in range(lanes):
+                    rd[lane] = _fma(ra[lane * sa], rb[lane * sb], rc[lane * sc])
+            elif op == FMUL:
+                for lane in range(lanes):
+                    rd[lane] = ra[lane * sa] * rb[lane * sb]
+            else:
+                for lane in range(lanes):
+                    rd[lane] = ra[lane * sa] + rb[lane * sb]
             continue
         for lane in range(lanes):
             if masked and not mask[lane]:

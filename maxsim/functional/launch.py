@@ -306,6 +306,7 @@ class LaunchStream:
     record = None
     sink = None
     _open = None  # (the running batch's generator, its CTAs) while it pauses between windows
+    _cta_counts = None  # (a batch's first position, its CTAs' warp instructions): see cta_instructions
 
     def set_window(self, positions, sink):
         """Run each batch in windows of about ``positions`` trace positions (summed over the
@@ -386,7 +387,17 @@ class LaunchStream:
         """The warp instructions of the CTA at ``position`` of ``ctas``, once its batch has run
         (made with ``warp_counts``)."""
         wpc = self.wpc
-        return int(self._state["warp_counts"][position * wpc:(position + 1) * wpc].sum())
+        counts = self._state["warp_counts"]
+        first = position - position % self.per_batch  # (batches start at multiples of per_batch)
+        cached = self._cta_counts
+        if cached is not None and cached[0] == first:
+            return cached[1][position - first]
+        end = min(first + self.per_batch, len(self.ctas))
+        if end > self._next or (self._open is not None and end == self._next):
+            return int(counts[position * wpc:(position + 1) * wpc].sum())  # (its batch still runs)
+        # the batch's CTAs at once, kept for the calls that follow (one a CTA, in order)
+        self._cta_counts = (first, counts[first * wpc:end * wpc].reshape(-1, wpc).sum(axis=1).tolist())
+        return self._cta_counts[1][position - first]
 
     def stop_recording(self):
         """Run the batches still to come without recording their traces (for a consumer that holds
@@ -520,6 +531,27 @@ def _ticker(progress, state, start, n, total, expected):
     return tick
 
 
+_LANES = {}  # (CTAs, warps per CTA, block, shared words) -> a batch's per-lane arrays (read-only)
+
+
+def _batch_lanes(nc, wpc, block, shared_words):
+    """The per-lane arrays every batch of ``nc`` CTAs has alike: thread ids, lane ids, CTA numbers
+    (in the batch) and shared-memory bases, made once and shared read-only (groups gather from
+    them, never write them), with the lanes that exist (``tid < block``)."""
+    key = (nc, wpc, block, shared_words)
+    out = _LANES.get(key)
+    if out is None:
+        tid = np.tile(np.arange(wpc * 32, dtype=np.uint32), nc)
+        cta = np.repeat(np.arange(nc, dtype=np.int64), wpc * 32)
+        out = (tid, tid % 32, cta, cta * shared_words, tid < block)
+        for a in out:
+            a.flags.writeable = False
+        if len(_LANES) > 16:
+            _LANES.clear()
+        _LANES[key] = out
+    return out
+
+
 def _initial_group(kernel, batch, wpc, block, shared_words, warp_base):
     nc = len(batch)
     lanes = nc * wpc * 32
@@ -528,21 +560,16 @@ def _initial_group(kernel, batch, wpc, block, shared_words, warp_base):
     g.preds = np.zeros((8, lanes), dtype=bool)
     g.preds[ins.PT] = True
     g.cc = np.zeros(lanes, dtype=np.uint32)
-    tid = np.tile(np.arange(wpc * 32, dtype=np.uint32), nc)
-    g.active = tid < block
+    g.tid, g.laneid, g.cta, g.shbase, active = _batch_lanes(nc, wpc, block, shared_words)
+    g.active = active.copy()
     g.full = bool(g.active.all())
     g.pc = 0
     g.stack = []
     g.simt = []
     g.warps = np.arange(nc * wpc, dtype=np.int64) + warp_base * wpc
-    g.tid = tid
-    cx = np.array([c[0] for c in batch], dtype=np.uint32)
-    cy = np.array([c[1] for c in batch], dtype=np.uint32)
+    cx, cy = np.array(batch, dtype=np.uint32).reshape(nc, 2).T
     g.ctaid_x = np.repeat(cx, wpc * 32)
     g.ctaid_y = np.repeat(cy, wpc * 32)
-    g.cta = np.repeat(np.arange(nc, dtype=np.int64), wpc * 32)
-    g.shbase = g.cta * shared_words
-    g.laneid = tid % 32
     g.init_counters()
     return g
 
