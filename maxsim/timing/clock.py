@@ -82,15 +82,19 @@ class Lineup:
     def refresh(self):
         """Every SM takes the memory system's current tables and its own current arrays; returns
         the memory system's arrays (one memory system for all)."""
+        seen = self._seen
         for i, sm in enumerate(self.sms):
-            sm._before_call()
+            memc = sm._memc  # (SM._before_call, inline: this runs at every return of the core)
+            if memc is not None and memc._version != sm._mem_version:
+                sm._pack()  # the memory system's tables grew (here or on another SM)
             args = sm._args
-            if args is not self._seen[i]:
+            if args is not seen[i]:
                 _set(self.states, i, args[:-1])
-                self._seen[i] = args
-        ms = self._seen[0][-1]
-        for args in self._seen[1:]:
-            if args[-1][0] is not ms[0]:
+                seen[i] = args
+        ms = seen[0][-1]
+        m0 = ms[0]
+        for args in seen:
+            if args[-1][0] is not m0:
                 raise ValueError("SMs driven together must share one memory system")
         if not K.RARE_CALLEES[-1].bound:
             if jit.workers_compiling():  # what the run needs later, compiled while its workers compile

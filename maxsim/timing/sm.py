@@ -1376,12 +1376,11 @@ class SM:
         st.operand_reads += reads
         st.ffma += ffma
         ran = np.flatnonzero(n)
-        ran_ops = op_index[ran]
-        per_op = np.bincount(ran_ops, weights=n[ran], minlength=len(opcodes))
-        for k in dict.fromkeys(ran_ops.tolist()):  # in the order of the first pc that ran each
+        counts = st.opcode_counts
+        for k, c in zip(op_index[ran].tolist(), n[ran].tolist()):  # (new opcodes in the order of the first pc that ran each)
             op = opcodes[k]
-            st.opcode_counts[op] = st.opcode_counts.get(op, 0) + int(per_op[k])
-        st.opcode_counts = dict(sorted(st.opcode_counts.items(), key=lambda kv: -kv[1]))
+            counts[op] = counts.get(op, 0) + c
+        st.opcode_counts = dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
     def _post_stores(self):
         """Hand the stores the core queued since its last return to the memory system, in order."""
