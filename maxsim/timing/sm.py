@@ -34,7 +34,7 @@ from .. import jit  # (numba without scipy.linalg, before the core's first call)
 from ..jit import njit
 from ..errors import HazardError, SimulationError
 from . import core as K
-from .clock import Solo
+from .clock import PACKED, Solo
 from .cores import CORES, core_name  # noqa: F401  (CORES: the choices)
 from .memory_core import I_SIZE
 from .owner import WeakOwner
@@ -895,6 +895,7 @@ class SM:
         else:
             self._G[K.G_MEMC] = 0
             margs = _NO_MEMORY_ARRAYS
+        PACKED[0] += 1
         self._args = (self._G, self._F, self._W, self._REGS, self._Q, self._S, self._SW, RC, BANKS, C,
                       P, L, RD, self._TPC, self._TAUX, self._SEC, self._L1, self._ILOG, self._SLOG,
                       self._BLOG, self._HLOG, self._REQ, self._CNT, tuple(margs))
