@@ -258,6 +258,9 @@ def test_a_launch_whose_arguments_work_or_config_changed_is_simulated_and_not_re
     assert r.prediction.cycles == fresh.prediction.cycles
     assert _timed_figures(r) == _timed_figures(fresh)
     assert r.result.warp_instructions < _histogram(k, spread, gpu_method="full").result.warp_instructions
+    # that launch was the first of its work: two more, and the next reuses their figures
+    assert [_histogram(k, one).prediction.method for _ in range(launches.REPEATS)] == \
+        ["full"] * (launches.REPEATS - 1) + ["reused across launches"]
     launches.forget()
     for _ in range(launches.REPEATS):
         _histogram(k, spread)

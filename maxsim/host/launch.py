@@ -414,8 +414,10 @@ def _launch(kernel, grid, block, *, shared, params, buffers, textures, constants
         recorder = TraceRecorder(make_summariser(cfg))
     streamed = predict and sampling is None and ctas is None and gx * gy > 1 and not trace
     shape = reuse = work = timed_how = timed = None
-    if streamed and gpu_method == "auto" and reuse_figures:
+    if streamed and gpu_method == "auto":
         shape, reuse = _repeated_launch(code, (gx, gy), bx, cfg, l2_start, bound)
+        if not reuse_figures:
+            reuse = None  # (simulated, and recorded as its shape's latest)
         if reuse is not None:
             reuse, work = reuse
             streamed = predict = False  # the figures of the launches before; the functional run goes on

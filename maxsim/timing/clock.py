@@ -35,6 +35,7 @@ def clock_name(clock=None):
 
 
 STATE_ARRAYS = 23  # arrays in an SM's state tuple (maxsim.timing.core.drive_types)
+PACKED = [0]  # state tuples the SMs have made (SM._pack counts them: Lineup.refresh looks again then)
 
 
 @njit(cache=True, forceinline=True)
@@ -78,20 +79,32 @@ class Lineup:
         self.states = _lineup(self._seen[0][:-1], len(self.sms))
         for i, args in enumerate(self._seen[1:], 1):
             _set(self.states, i, args[:-1])
+        self._memc = next((sm._memc for sm in self.sms if sm._memc is not None), None)
+        self._looked = None  # (memory tables' version, PACKED) when every SM was last looked at
 
     def refresh(self):
         """Every SM takes the memory system's current tables and its own current arrays; returns
-        the memory system's arrays (one memory system for all)."""
-        for i, sm in enumerate(self.sms):
-            sm._before_call()
-            args = sm._args
-            if args is not self._seen[i]:
-                _set(self.states, i, args[:-1])
-                self._seen[i] = args
-        ms = self._seen[0][-1]
-        for args in self._seen[1:]:
-            if args[-1][0] is not ms[0]:
-                raise ValueError("SMs driven together must share one memory system")
+        the memory system's arrays (one memory system for all). (An SM's arrays change only when
+        it packs them, counted in PACKED, or when the memory system's tables grow: when neither
+        happened since the last look, no SM is looked at.)"""
+        seen = self._seen
+        memc = self._memc
+        now = (memc._version if memc is not None else None, PACKED[0])
+        if now != self._looked:
+            for i, sm in enumerate(self.sms):
+                memc = sm._memc  # (SM._before_call, inline)
+                if memc is not None and memc._version != sm._mem_version:
+                    sm._pack()  # the memory system's tables grew (here or on another SM)
+                args = sm._args
+                if args is not seen[i]:
+                    _set(self.states, i, args[:-1])
+                    seen[i] = args
+            m0 = seen[0][-1][0]
+            for args in seen:
+                if args[-1][0] is not m0:
+                    raise ValueError("SMs driven together must share one memory system")
+            self._looked = (self._memc._version if self._memc is not None else None, PACKED[0])
+        ms = seen[0][-1]
         if not K.RARE_CALLEES[-1].bound:
             if jit.workers_compiling():  # what the run needs later, compiled while its workers compile
                 _set(self.states, 0, self._seen[0][:-1])  # (state 0 as it is)

@@ -34,7 +34,7 @@ from .. import jit  # (numba without scipy.linalg, before the core's first call)
 from ..jit import njit
 from ..errors import HazardError, SimulationError
 from . import core as K
-from .clock import Solo
+from .clock import PACKED, Solo
 from .cores import CORES, core_name  # noqa: F401  (CORES: the choices)
 from .memory_core import I_SIZE
 from .owner import WeakOwner
@@ -903,6 +903,7 @@ class SM:
         else:
             self._G[K.G_MEMC] = 0
             margs = _NO_MEMORY_ARRAYS
+        PACKED[0] += 1
         self._args = (self._G, self._F, self._W, self._REGS, self._Q, self._S, self._SW, RC, BANKS, C,
                       P, L, RD, self._TPC, self._TAUX, self._SEC, self._L1, self._ILOG, self._SLOG,
                       self._BLOG, self._HLOG, self._REQ, self._CNT, tuple(margs))
@@ -1388,12 +1389,11 @@ class SM:
         st.operand_reads += reads
         st.ffma += ffma
         ran = np.flatnonzero(n)
-        ran_ops = op_index[ran]
-        per_op = np.bincount(ran_ops, weights=n[ran], minlength=len(opcodes))
-        for k in dict.fromkeys(ran_ops.tolist()):  # in the order of the first pc that ran each
+        counts = st.opcode_counts
+        for k, c in zip(op_index[ran].tolist(), n[ran].tolist()):  # (new opcodes in the order of the first pc that ran each)
             op = opcodes[k]
-            st.opcode_counts[op] = st.opcode_counts.get(op, 0) + int(per_op[k])
-        st.opcode_counts = dict(sorted(st.opcode_counts.items(), key=lambda kv: -kv[1]))
+            counts[op] = counts.get(op, 0) + c
+        st.opcode_counts = dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
     def _post_stores(self):
         """Hand the stores the core queued since its last return to the memory system, in order."""
