@@ -78,27 +78,44 @@ class Lineup:
         self.states = _lineup(self._seen[0][:-1], len(self.sms))
         for i, args in enumerate(self._seen[1:], 1):
             _set(self.states, i, args[:-1])
+        self._version = None  # the memory system's binding every SM took at the last refresh
+        self._shared = False  # whether the SMs' current arrays were checked to share one memory system
+        self._bound = False  # whether the core's and the memory system's code are bound
 
     def refresh(self):
         """Every SM takes the memory system's current tables and its own current arrays; returns
-        the memory system's arrays (one memory system for all)."""
-        for i, sm in enumerate(self.sms):
-            sm._before_call()
+        the memory system's arrays (one memory system for all). (Called at every return of the
+        core: an SM's arrays change only when its tables grow, the memory system's only when it
+        binds new tables, so the SMs are asked only then and the checks made only once.)"""
+        sms = self.sms
+        memc = sms[0]._memc
+        version = None if memc is None else memc._version
+        if version is None or version != self._version:
+            for sm in sms:
+                sm._before_call()
+            self._version = version
+        seen = self._seen
+        for i, sm in enumerate(sms):
             args = sm._args
-            if args is not self._seen[i]:
+            if args is not seen[i]:
                 _set(self.states, i, args[:-1])
-                self._seen[i] = args
-        ms = self._seen[0][-1]
-        for args in self._seen[1:]:
-            if args[-1][0] is not ms[0]:
-                raise ValueError("SMs driven together must share one memory system")
-        if not K.RARE_CALLEES[-1].bound:
-            if jit.workers_compiling():  # what the run needs later, compiled while its workers compile
-                _set(self.states, 0, self._seen[0][:-1])  # (state 0 as it is)
-                jit.compile_ahead_now()
-            K.bind_core()  # (once per process: the core calls its rare steps' code through pointers)
-        if self._seen[0][0][K.G_MEMC] and not K.READ_REQUEST.bound:
-            K.bind_memory(ms)  # (and the compiled memory system's)
+                seen[i] = args
+                self._shared = False
+        ms = seen[0][-1]
+        if not self._shared:
+            for args in seen[1:]:
+                if args[-1][0] is not ms[0]:
+                    raise ValueError("SMs driven together must share one memory system")
+            self._shared = True
+        if not self._bound:
+            if not K.RARE_CALLEES[-1].bound:
+                if jit.workers_compiling():  # what the run needs later, compiled while its workers compile
+                    _set(self.states, 0, seen[0][:-1])  # (state 0 as it is)
+                    jit.compile_ahead_now()
+                K.bind_core()  # (once per process: the core calls its rare steps' code through pointers)
+            if seen[0][0][K.G_MEMC] and not K.READ_REQUEST.bound:
+                K.bind_memory(ms)  # (and the compiled memory system's)
+            self._bound = bool(seen[0][0][K.G_MEMC]) and K.READ_REQUEST.bound
         return ms
 
 
