@@ -50,3 +50,32 @@ def test_prefixed_and_written():
     assert total["sm3.x.w0"]["stall_count"] == 100
     total.add_prefixed({"y": {"stall_count": 1}}, "sm4.")  # a plain mapping too
     assert total["sm4.y"] == {"stall_count": 1} and len(total) == 4
+
+
+def test_ended_ctas_warps_read_as_their_views_were(monkeypatch):
+    """A whole-GPU run's SMs keep no backward-branch times and hold an ended CTA's warps as the CTA
+    alone (maxsim.timing.sm.WarpList); each warp read back is the view it had: number, slot,
+    scheduler, CTA, label, exited, no trace, no branch times (against the same run keeping every
+    view)."""
+    from maxsim.arch.config import load_config, override
+    from maxsim.gpu import simulate_gpu
+    from maxsim.timing.sm import CtaView, WarpList
+    from workloads.sgemm.harness import _kernel, _prepare, _sizes
+
+    cfg = override(load_config("gtx980_oc"), {"gpu.sms": 2})
+
+    def warps():
+        geo, lda, ldb, ldc = _sizes("sgemm_128", 384, 384, 32, None, None, None)
+        kernel, p = _kernel("sgemm_128", "swirl", "maxas", True, None), _prepare(geo, 384, 384, 32, lda, ldb, ldc,
+                                                                                   1.0, 0)
+        g = simulate_gpu(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg)
+        held = [x for sm in g.sms for x in sm.all_warps._items]
+        return [[(w.wid, w.slot, w.sched.index, w.cta.cid, w.cta.start, w.label, w.done, tuple(w.parts),
+                  w.branch_times, sm.all_warps[w.wid].label, sm.all_warps[-1 - w.wid].wid) for w in sm.all_warps]
+                for sm in g.sms], held
+    compact, held = warps()
+    assert sum(type(x) is CtaView for x in held) >= len(held) // 2  # 9 CTAs on 2 SMs, 2 resident at a time
+    monkeypatch.setattr(WarpList, "ended", lambda self, cta, views: None)
+    whole, held = warps()
+    assert not any(type(x) is CtaView for x in held)
+    assert compact == whole

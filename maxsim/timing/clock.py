@@ -81,6 +81,7 @@ class Lineup:
             _set(self.states, i, args[:-1])
         self._memc = next((sm._memc for sm in self.sms if sm._memc is not None), None)
         self._looked = None  # (memory tables' version, PACKED) when every SM was last looked at
+        self._bound = False  # whether the core's and the memory system's code are bound
 
     def refresh(self):
         """Every SM takes the memory system's current tables and its own current arrays; returns
@@ -105,13 +106,15 @@ class Lineup:
                     raise ValueError("SMs driven together must share one memory system")
             self._looked = (self._memc._version if self._memc is not None else None, PACKED[0])
         ms = seen[0][-1]
-        if not K.RARE_CALLEES[-1].bound:
-            if jit.workers_compiling():  # what the run needs later, compiled while its workers compile
-                _set(self.states, 0, self._seen[0][:-1])  # (state 0 as it is)
-                jit.compile_ahead_now()
-            K.bind_core()  # (once per process: the core calls its rare steps' code through pointers)
-        if self._seen[0][0][K.G_MEMC] and not K.READ_REQUEST.bound:
-            K.bind_memory(ms)  # (and the compiled memory system's)
+        if not self._bound:
+            if not K.RARE_CALLEES[-1].bound:
+                if jit.workers_compiling():  # what the run needs later, compiled while its workers compile
+                    _set(self.states, 0, seen[0][:-1])  # (state 0 as it is)
+                    jit.compile_ahead_now()
+                K.bind_core()  # (once per process: the core calls its rare steps' code through pointers)
+            if seen[0][0][K.G_MEMC] and not K.READ_REQUEST.bound:
+                K.bind_memory(ms)  # (and the compiled memory system's)
+            self._bound = bool(seen[0][0][K.G_MEMC]) and K.READ_REQUEST.bound
         return ms
 
 

@@ -838,6 +838,10 @@ def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC,
             # a read served here by the compiled memory system, as Python would serve
             # it: only with no posted store waiting to go first and room in its tables
             served = False
+            if G[G_MEMC] and G[G_REQ_KIND] != REQ_STG and G[G_WQ_N] and not MS[1][I_ROOM]:
+                # the posted stores queued before it go first, here as Python would post them
+                # (what the compiled memory system cannot take stays queued, for Python)
+                _post_queued_through(G, REQ, MS)
             if G[G_MEMC] and G[G_REQ_KIND] != REQ_STG and G[G_WQ_N] == 0 and not MS[1][I_ROOM] \
                     and G[G_REQ_N] <= G[G_SAFE_N]:
                 h0, m0 = MS[1][I_READ_HITS], MS[1][I_READ_MISSES]

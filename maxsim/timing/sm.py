@@ -88,12 +88,57 @@ class SchedulerView(WeakOwner):
 
 
 class CtaView:
-    __slots__ = ("cid", "index", "start")
+    __slots__ = ("cid", "index", "start", "wid0", "slot0")
 
-    def __init__(self, cid, index, start):
+    def __init__(self, cid, index, start, wid0=0, slot0=0):
         self.cid = cid
         self.index = index  # row of the core's CTA table
         self.start = start  # the cycle its warps were placed
+        self.wid0 = wid0  # the number of its first warp (its warps' are consecutive)
+        self.slot0 = slot0  # the slot of its first warp (its warps' are consecutive)
+
+
+class WarpList:
+    """An SM's warps in the order they started (``all_warps``: item ``wid`` is warp ``wid``'s
+    :class:`WarpView`). The warps of a CTA that has ended are held as their CTA's view alone when
+    no backward-branch times are kept (:meth:`ended`), and each one's view is made again when read,
+    the same as it was (exited, no trace kept): a whole-GPU run ends hundreds of thousands of warps,
+    and Python's cyclic collector would scan every view kept."""
+
+    __slots__ = ("_items", "_scheds")
+
+    def __init__(self, scheds):
+        self._items = []  # a WarpView, or the CtaView of its ended CTA
+        self._scheds = scheds
+
+    def __len__(self):
+        return len(self._items)
+
+    def append(self, view):
+        self._items.append(view)
+
+    def __getitem__(self, wid):
+        x = self._items[wid]
+        if type(x) is WarpView:
+            return x
+        wid = range(len(self._items))[wid]  # (a negative index counts from the end)
+        w = wid - x.wid0
+        slot = x.slot0 + w
+        scheds = self._scheds
+        view = WarpView(wid, slot, scheds[slot % len(scheds)], x, f"cta{x.cid[0]},{x.cid[1]}.w{w}", (), False)
+        view.parts = ()
+        view.done = True
+        return view
+
+    def __iter__(self):
+        return (self[wid] for wid in range(len(self._items)))
+
+    def ended(self, cta, views):
+        """The warps ``views`` (the views of CTA ``cta``'s warps, all exited with no trace kept,
+        none keeping branch times: each one is made again the same when read) held as ``cta``."""
+        items = self._items
+        for v in views:
+            items[v.wid] = cta
 
 
 class WarpView:
@@ -809,7 +854,7 @@ class SM:
         self.dispatched = []  # (cycle, cta id) taken from the dispatcher
         self.dispatch_clock = None  # a GPU's block dispatcher's pace (``take(t)``: the start of a CTA taken at t)
         self.router = None  # where the windows of a launch run in windows go (maxsim.gpu.gpu.TraceRouter)
-        self.all_warps = []
+        self.all_warps = WarpList(self.scheds)
         self.peak_warps = 0
         self.resident = 0
         self.shared = SharedMemoryTiming(cfg)
@@ -1059,9 +1104,9 @@ class SM:
                 break
             t0 = start + self._delays.pop(cid, 0) if self._delays else start
             c = self._ctas.index(None)
-            cta = CtaView(cid, c, t0)
-            self._ctas[c] = cta
             slots = cta_warp_slots(cid, c, self.block, len(traces))
+            cta = CtaView(cid, c, t0, len(self.all_warps), slots.start)
+            self._ctas[c] = cta
             flats = self._flat_of.pop(cid, None)
             if flats is None and ahead is not None:
                 flats = ahead.pop(cid, None)
@@ -1272,6 +1317,12 @@ class SM:
         t = int(self._G[K.G_T])
         cta = self._slot_warp[int(self._G[K.G_EXIT_SLOT])].cta
         self._take_exits()  # (the statistics' dictionaries are built when the run ends or stops)
+        if not self.keep_branch_times:
+            # its warps held as the CTA alone (WarpList.ended): their views are all alike
+            views = self._slot_warp[cta.slot0:cta.slot0 + (self.block + 31) // 32]
+            views = [v for v in views if v is not None and v.cta is cta]
+            if all(v.done and not v.base and v.branch_times == () for v in views):
+                self.all_warps.ended(cta, views)
         self.resident -= 1
         self.finished_ctas += 1
         self.cta_log.append((cta.cid, cta.start, t))

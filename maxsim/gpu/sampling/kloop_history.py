@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import attrs
 import heapq
+import weakref
+
 import numpy as np
 
 from ...functional.trace import Segment, WarpTrace
+from ...jit import njit
 from ...timing.summaries import SectorLists, make_summariser
 from ..gpu import trace_ctas
 from ..sector_lru import SectorLRU, SectorSet
@@ -189,23 +192,60 @@ def _units_sectors(traces, kernel, groups):
             ent[1].add(row)
     outs = [[] for _ in groups]
     for seg, rows in rows_of.values():
-        at = [(pos, units[seg.pcs[pos]].unit) for pos in seg.mem]
-        if not at:
+        if not seg.mem:
             continue
         rows = sorted(rows)
         lo, hi = rows[0], rows[-1] + 1
-        for pos, unit in at:
-            for out, wanted in zip(outs, groups):
-                if unit not in wanted:
-                    continue
+        for out, at in zip(outs, _group_positions(seg, units, groups)):
+            for pos in at:
                 summ = seg.mem[pos]
                 if hi - lo == len(rows) and isinstance(summ, SectorLists):
                     # a CTA's warps are consecutive rows: their lists are one run of the flat array
                     out.append(summ.flat[(int(summ.ends[lo - 1]) if lo else 0):int(summ.ends[hi - 1])])
                 else:
                     out.extend(summ[r] for r in rows)
-    return [np.unique(np.concatenate(out).astype(np.int64, copy=False)) if out else np.zeros(0, np.int64)
+    return [_sorted_distinct(np.concatenate(out).astype(np.int64, copy=False)) if out else np.zeros(0, np.int64)
             for out in outs]
+
+
+_GROUP_POSITIONS = {}  # id(segment) -> (the segment, weakly; units, groups, _group_positions' lists)
+GROUP_POSITIONS = 64  # segments whose lists are kept (a simulator setting: a functional batch's CTAs,
+# taken one after another, share a few segments)
+
+
+def _group_positions(seg, units, groups):
+    """Per group of units in ``groups``, the positions of segment ``seg``'s memory records of
+    instructions of those units (in the records' order); kept for the last GROUP_POSITIONS
+    segments."""
+    hit = _GROUP_POSITIONS.get(id(seg))
+    if hit is not None and hit[0]() is seg and hit[1] is units and hit[2] == groups:
+        return hit[3]
+    at = [(pos, units[seg.pcs[pos]].unit) for pos in seg.mem]
+    lists = [[pos for pos, unit in at if unit in wanted] for wanted in groups]
+    key = id(seg)
+
+    def gone(_, key=key):  # the segment has died: let go of its entry at once
+        hit = _GROUP_POSITIONS.get(key)
+        if hit is not None and hit[0]() is None:
+            del _GROUP_POSITIONS[key]
+    _GROUP_POSITIONS.pop(key, None)
+    while len(_GROUP_POSITIONS) >= GROUP_POSITIONS:
+        del _GROUP_POSITIONS[next(iter(_GROUP_POSITIONS))]
+    _GROUP_POSITIONS[key] = (weakref.ref(seg, gone), units, groups, lists)
+    return lists
+
+
+@njit(cache=True)
+def _sorted_distinct(a):
+    """``np.unique`` of an int64 array (its distinct values, sorted), in one compiled pass."""
+    out = np.sort(a)
+    m = 0
+    for i in range(out.shape[0]):
+        if m == 0 or out[i] != out[m - 1]:
+            out[m] = out[i]
+            m += 1
+    return out[:m].copy()  # (not a view of the longer array: histories keep many)
+
 
 _KNOWN = {}  # the sectors of CTAs traced for a history, by problem (see _known_sectors), latest last
 
