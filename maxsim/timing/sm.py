@@ -284,8 +284,8 @@ def _gather_lists_ahead():
 
 # (id(segment), chunk of its rows) -> (the segment, weakly; units it was read with, the chunk's
 # segment_tables, their bytes), least recently used first: the warps of a segment are launched
-# close together, in row order, on one SM or on many (a GPU's first wave). Tables are built TABLE_ROWS rows at a time and kept up to SEGMENT_CACHE entries and
-# TABLE_BYTES in all.
+# close together, in row order, on one SM or on many (a GPU's first wave). Tables are built
+# TABLE_ROWS rows at a time and kept up to SEGMENT_CACHE entries and TABLE_BYTES in all.
 _SEGMENTS = {}
 HAZARD_HISTORY = 4096  # issued positions a trace run in windows keeps for hazard messages to name the
 # instruction a hazard waited on (a simulator setting; beyond them a message says "an earlier instruction")
