@@ -207,23 +207,32 @@ def _record_lists(seg, sec_pos, recs):
 
 
 @njit(cache=True)
-def _gather_lists(flats, first, ends, lo, hi):
-    """The sector blocks of rows ``lo .. hi - 1`` of sector-list records (record j: its lists one
-    after another in ``flats[first[j]:first[j + 1]]``, row r's ending at ``ends[j, r]``): per row
-    and record the offset of the list's count in the row's block; the blocks one after another
-    (each list: count, then its sectors); where each row's block starts and its size; per row the
-    largest count."""
+def _gather_lists(flats, first, ends, lo, hi, npos, sec_pos, shared_pos, shared, bar_pos, bar):
+    """The sector blocks of rows ``lo .. hi - 1`` of sector-list records (record j, at position
+    ``sec_pos[j]`` of a segment of ``npos`` positions: its lists one after another in
+    ``flats[first[j]:first[j + 1]]``, row r's ending at ``ends[j, r]``), with the rows' memory
+    summaries: per row and position (int32, -1 for none) the offset of a sector list's count in the
+    row's block, the wavefronts ``shared`` of the shared-memory records at ``shared_pos`` and the
+    numbers ``bar`` of the records at ``bar_pos`` (per row, one column per record); the blocks one
+    after another (each list: count, then its sectors); where each row's block starts and its size;
+    per row the largest count."""
     nrec = ends.shape[0]
     rows = hi - lo
-    heads = np.empty((rows, nrec), np.int64)
+    aux = np.full((rows, npos), -1, np.int32)
+    for r in range(rows):
+        for k in range(shared_pos.size):
+            aux[r, shared_pos[k]] = shared[r, k]
+        for k in range(bar_pos.size):
+            aux[r, bar_pos[k]] = bar[r, k]
     per_row = np.zeros(rows, np.int64)
     most = np.zeros(rows, np.int64)
     for j in range(nrec):
+        q = sec_pos[j]
         prev = np.int64(ends[j, lo - 1]) if lo else np.int64(0)
         for r in range(rows):
             x = np.int64(ends[j, lo + r])
             n = x - prev
-            heads[r, j] = per_row[r]
+            aux[r, q] = per_row[r]
             per_row[r] += n + 1
             if n > most[r]:
                 most[r] = n
@@ -235,25 +244,26 @@ def _gather_lists(flats, first, ends, lo, hi):
         total += per_row[r]
     flat = np.empty(total, np.int64)
     for j in range(nrec):
+        q = sec_pos[j]
         base = first[j]
         prev = np.int64(ends[j, lo - 1]) if lo else np.int64(0)
         for r in range(rows):
             x = np.int64(ends[j, lo + r])
-            at = starts[r] + heads[r, j]
+            at = starts[r] + aux[r, q]
             flat[at] = x - prev
             for i in range(x - prev):
                 flat[at + 1 + i] = flats[base + prev + i]
             prev = x
-    return heads, flat, starts, per_row, most
+    return aux, flat, starts, per_row, most
 
 
 def segment_tables(seg, unit, lo=0, hi=None):
-    """A trace segment's memory records as arrays for the warps (rows) ``lo .. hi - 1`` that ran it
-    (default: all), built at once: its pcs (int32); the positions of its shared-memory records and
-    per row their wavefront counts; of its barrier records and per row the arrivals (0/1); of its
-    sector-list records and per row the offset of each list in the row's sector block; per row
-    that block (each list: count, then the sorted sector byte addresses) and its largest count.
-    Rows are numbered from ``lo``."""
+    """A trace segment's memory records as flattening reads them, for the warps (rows) ``lo .. hi - 1``
+    that ran it (default: all), built at once: its pcs (int32); the positions of its sector-list
+    records; per row its sector block (each list: count, then the sorted sector byte addresses) and
+    the block's largest count; the memory summary of every position per row (int32: the wavefront
+    count of a shared-memory record, the arrival (0/1) of a barrier record, the offset of a sector
+    list in the row's block, -1 for none); the blocks' sizes. Rows are numbered from ``lo``."""
     pcs = np.asarray(seg.pcs, dtype=np.int32)
     hi = len(seg.warps) if hi is None else hi
     rows = hi - lo
@@ -268,17 +278,16 @@ def segment_tables(seg, unit, lo=0, hi=None):
                       dtype=np.int64).reshape(-1, rows).T.copy()
     bar = (np.array([np.asarray(seg.mem[q]).astype(np.int64)[lo:hi] for q in bar_pos.tolist()], dtype=np.int64)
            .reshape(-1, rows).T.copy())
-    heads = np.zeros((rows, sec_pos.size), dtype=np.int64)
-    blocks = [np.zeros(0, np.int64)] * rows
-    most = np.zeros(rows, dtype=np.int64)
     if sec_pos.size and rows:
         recs = [seg.mem[q] for q in sec_pos.tolist()]
         lists = _record_lists(seg, sec_pos, recs)
         if lists is not None:
-            # every record's lists of these rows gathered in one compiled pass
-            heads, flat, starts, per_row, most = _gather_lists(*lists, lo, hi)
+            # every record's lists of these rows gathered, and the rows' summaries made, in one
+            # compiled pass
+            aux, flat, starts, per_row, most = _gather_lists(*lists, lo, hi, pcs.size, sec_pos, shared_pos, shared,
+                                                             bar_pos, bar)
             blocks = [flat[a:a + n] for a, n in zip(starts.tolist(), per_row.tolist())]
-            return pcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, most
+            return pcs, sec_pos, blocks, most, aux, per_row
         lists = [rec[r] for r in range(lo, hi) for rec in recs]  # row-major
         lens = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)).reshape(rows, -1)
         size = lens + 1
@@ -294,11 +303,23 @@ def segment_tables(seg, unit, lo=0, hi=None):
         if body.any():
             flat[body] = np.concatenate(lists)
         blocks = [flat[a:a + n] for a, n in zip(starts.tolist(), per_row.tolist())]
-    return pcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, most
+    else:
+        heads = np.zeros((rows, sec_pos.size), dtype=np.int64)
+        blocks = [np.zeros(0, np.int64)] * rows
+        most = np.zeros(rows, dtype=np.int64)
+    aux = np.full((rows, pcs.size), -1, dtype=np.int32)
+    aux[:, shared_pos] = shared
+    aux[:, bar_pos] = bar
+    aux[:, sec_pos] = heads
+    sizes = np.fromiter(map(len, blocks), dtype=np.int64, count=len(blocks))
+    return pcs, sec_pos, blocks, most, aux, sizes
 
 
-# the types every call of _gather_lists has (_record_lists' three arrays, two row numbers)
-GATHER_TYPES = (jit.types.int64[::1], jit.types.int64[::1], jit.types.int32[:, ::1], jit.types.int64, jit.types.int64)
+# the types every call of _gather_lists has (_record_lists' three arrays, two row numbers, the
+# positions, the records' positions and numbers)
+GATHER_TYPES = (jit.types.int64[::1], jit.types.int64[::1], jit.types.int32[:, ::1], jit.types.int64, jit.types.int64,
+                jit.types.int64, jit.types.int64[::1], jit.types.int64[::1], jit.types.int64[:, ::1],
+                jit.types.int64[::1], jit.types.int64[:, ::1])
 
 
 @jit.compile_ahead
@@ -307,10 +328,9 @@ def _gather_lists_ahead():
 
 
 # (id(segment), chunk of its rows) -> (the segment, weakly; units it was read with, the chunk's
-# segment_tables as _row_summaries keeps them, their bytes), least recently used first: the warps
-# of a segment are launched close together, in row order, on one SM or on many (a GPU's first
-# wave). Tables are built TABLE_ROWS rows at a time and kept up to SEGMENT_CACHE entries and
-# TABLE_BYTES in all.
+# segment_tables, their bytes), least recently used first: the warps of a segment are launched
+# close together, in row order, on one SM or on many (a GPU's first wave). Tables are built
+# TABLE_ROWS rows at a time and kept up to SEGMENT_CACHE entries and TABLE_BYTES in all.
 _SEGMENTS = {}
 HAZARD_HISTORY = 4096  # issued positions a trace run in windows keeps for hazard messages to name the
 # instruction a hazard waited on (a simulator setting; beyond them a message says "an earlier instruction")
@@ -323,7 +343,7 @@ _table_bytes = [0]
 
 
 def _tables(seg, unit, key, row):
-    """The tables (:func:`_row_summaries`) of the chunk of ``seg``'s rows holding ``row``, and the
+    """The tables (:func:`segment_tables`) of the chunk of ``seg``'s rows holding ``row``, and the
     chunk's first row."""
     chunk = row // TABLE_ROWS
     hit = _SEGMENTS.get((id(seg), chunk))
@@ -332,7 +352,7 @@ def _tables(seg, unit, key, row):
             del _SEGMENTS[(id(seg), chunk)]
             _table_bytes[0] -= hit[3]
         lo = chunk * TABLE_ROWS
-        tables = _row_summaries(segment_tables(seg, unit, lo, min(lo + TABLE_ROWS, len(seg.warps))))
+        tables = segment_tables(seg, unit, lo, min(lo + TABLE_ROWS, len(seg.warps)))
         blocks = tables[2]
         size = sum(t.nbytes for t in tables if isinstance(t, np.ndarray)) + \
             (blocks[0].base.nbytes if blocks and blocks[0].base is not None else 0)
@@ -343,20 +363,6 @@ def _tables(seg, unit, key, row):
     else:
         _SEGMENTS[(id(seg), chunk)] = _SEGMENTS.pop((id(seg), chunk))  # the most recently used last
     return hit[2], chunk * TABLE_ROWS
-
-
-def _row_summaries(tables):
-    """A chunk's :func:`segment_tables` as flattening reads them: its pcs, the positions of its
-    sector-list records, per row its sector block, the block's largest count, the memory summary
-    of every position (int32; a sector list's offset from the start of the row's block) and the
-    block's size."""
-    spcs, shared_pos, shared, bar_pos, bar, sec_pos, heads, blocks, most = tables
-    aux = np.full((len(blocks), spcs.size), -1, dtype=np.int32)
-    aux[:, shared_pos] = shared
-    aux[:, bar_pos] = bar
-    aux[:, sec_pos] = heads
-    sizes = np.fromiter(map(len, blocks), dtype=np.int64, count=len(blocks))
-    return spcs, sec_pos, blocks, most, aux, sizes
 
 
 def flatten_trace(parts, unit, unit_key=None):

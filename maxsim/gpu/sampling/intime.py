@@ -75,6 +75,7 @@ class Watch:
     def __init__(self):
         self.sms = self.ms = None
         self.issued = []  # per window end: per-SM warp instructions issued
+        self.sums = [0.0]  # per window end (from window 0): all SMs' warp instructions issued
         self.queued = []  # per window end: (L2 work, DRAM work) queued past it, in cycles
         self.checks = {}  # window of a check -> (window, rate per cycle) of the stable rate it checks
         self.stop = None  # once stable: (window, first window of the blocks, half-width, check's miss)
@@ -88,7 +89,9 @@ class Watch:
         n = len(self.issued) + 1
         t = n * PROGRESS_CYCLES
         ms = self.ms
-        self.issued.append(np.array([sm.issued() for sm in self.sms], dtype=np.float64))
+        counts = [sm.issued() for sm in self.sms]
+        self.issued.append(np.array(counts, dtype=np.float64))
+        self.sums.append(float(sum(counts)))  # (whole numbers: exact, as the array's sum)
         self.queued.append((max(0.0, ms.l2_server.next_free - t), max(0.0, ms.dram_server.next_free - t)))
         st = self._stable(n) if n >= MIN_WINDOWS else None
         checked = self.checks.pop(n, None)
@@ -104,7 +107,7 @@ class Watch:
             self.checks.setdefault(n + max(1, int(CHECK * n)), (n, st[1]))
 
     def _done(self, n):
-        return float(self.issued[n - 1].sum()) if n > 0 else 0.0
+        return self.sums[n]
 
     def _stable(self, n):
         """``(first window of the blocks, rate per cycle, relative half-width)`` when the rates are
@@ -122,7 +125,8 @@ class Watch:
         if m < 1:
             return None
         a = n - m * BLOCK
-        done = np.array([self._done(a + j * m) for j in range(BLOCK + 1)])
+        sums = self.sums
+        done = np.array([sums[a + j * m] for j in range(BLOCK + 1)])
         b = np.diff(done) / (m * PROGRESS_CYCLES)
         rate = float(b.mean())
         if rate <= 0:
