@@ -509,3 +509,16 @@ def test_the_dispatch_clock_paces_the_ctas_it_hands_out():
     pace = DispatchClock(5)
     # in order: at most one CTA per 5 cycles; a request stamped earlier than the last waits behind it
     assert [pace.take(t) for t in (100, 100, 103, 200, 150)] == [100, 105, 110, 200, 205]
+
+
+@pytest.mark.parametrize("name", ["sgemm_64", "sgemm_128"])
+def test_a_dispatched_first_wave_in_the_sampled_prediction_follows_the_full_simulation(name):
+    """gpu.first_wave "dispatched" at 122 cycles per CTA (CTA r of the first wave starts 122 r
+    cycles late): a launch of one wave at N = 512 (64 CTAs of sgemm_64, the last 7,686 cycles late;
+    16 of sgemm_128), sampled against the full simulation, within 1%; and longer than with the
+    first wave together."""
+    dealt = override(CFG, {"gpu.first_wave": "dispatched", "gpu.cta_dispatch_interval": 122})
+    err, sampled, full = _error(name, 512, dealt)
+    assert abs(err) < 0.01
+    together = predict_sgemm(name, 512, override(CFG, {"gpu.cta_dispatch_interval": 122}), full=True)
+    assert full["cycles"] > together["cycles"]
