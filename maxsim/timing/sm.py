@@ -336,8 +336,11 @@ HAZARD_HISTORY = 4096  # issued positions a trace run in windows keeps for hazar
 # instruction a hazard waited on (a simulator setting; beyond them a message says "an earlier instruction")
 TRACE_SLACK = 0.125  # room a grown trace buffer leaves beyond the resident traces, as a share of them
 # (a simulator setting: more means fewer moves of the traces, less means less memory)
-SEGMENT_CACHE = 256  # table chunks kept (a simulator setting: bounds the memory the cache holds)
-TABLE_ROWS = 128  # rows of a segment whose tables are built together (a simulator setting)
+SEGMENT_CACHE = 64  # table chunks kept (a simulator setting: bounds the memory the cache holds; with
+# TABLE_ROWS, 32,768 rows, as many as 256 chunks of 128)
+TABLE_ROWS = 512  # rows of a segment whose tables are built together (a simulator setting: the warps
+# of the CTAs the block dispatcher takes at once lie in fewer chunks, flattened in fewer passes; more
+# rows than the warps flattened at once build tables that wait in the cache)
 TABLE_BYTES = 32 << 20  # bytes of tables kept (a simulator setting: bounds the memory the cache holds)
 _table_bytes = [0]
 
