@@ -901,27 +901,39 @@ def _reduce_at_barrier(ctx, instr, g, m):
 
 def _release_barriers(ctx, waiting, live):
     """All runnable warps are blocked: release the CTA barriers that every live warp has reached."""
-    arrived = {}
-    bars = {}
+    # per CTA (in the order the waiting groups first name them): warps arrived, and the least and
+    # the greatest barrier they wait on (one array pass for all CTAs of a batch)
+    ctas, warps, ids = [], [], []
     for g in waiting:
-        ctas, n = np.unique(g.cta[::32], return_counts=True)
-        for c, k in zip(ctas, n):
-            arrived[int(c)] = arrived.get(int(c), 0) + int(k)
-            bars.setdefault(int(c), set()).add(g.bar_id)
-    for c, k in arrived.items():
-        if k != live[c] or len(bars[c]) > 1:
-            g = next(x for x in waiting if (x.cta == c).any())
-            pos = int(np.flatnonzero(g.cta == c)[0])
-            instr = ctx.kernel.instructions[g.pc - 1]
-            why = (f"{k} of its {int(live[c])} live warps arrived" if k != live[c]
-                   else f"its warps wait on different barriers {sorted(bars[c])}")
-            raise SimulationError(ctx.where(instr, g, pos).format(
-                f"BAR.SYNC can never complete: {why}"))
+        c, n = np.unique(g.cta[::32], return_counts=True)
+        ctas.append(c)
+        warps.append(n)
+        ids.append(np.full(c.size, g.bar_id, dtype=np.int64))
+    ctas = np.concatenate(ctas)
+    warps = np.concatenate(warps)
+    ids = np.concatenate(ids)
+    every, first, inv = np.unique(ctas, return_index=True, return_inverse=True)
+    arrived = np.bincount(inv, weights=warps, minlength=every.size).astype(np.int64)
+    least = np.full(every.size, np.iinfo(np.int64).max, dtype=np.int64)
+    most = np.full(every.size, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(least, inv, ids)
+    np.maximum.at(most, inv, ids)
+    bad = (arrived != live[every]) | (least != most)
+    if bad.any():
+        j = int(np.flatnonzero(bad)[np.argmin(first[bad])])  # the first such CTA named
+        c, k = int(every[j]), int(arrived[j])
+        g = next(x for x in waiting if (x.cta == c).any())
+        pos = int(np.flatnonzero(g.cta == c)[0])
+        instr = ctx.kernel.instructions[g.pc - 1]
+        why = (f"{k} of its {int(live[c])} live warps arrived" if k != live[c]
+               else f"its warps wait on different barriers {sorted(set(ids[inv == j].tolist()))}")
+        raise SimulationError(ctx.where(instr, g, pos).format(
+            f"BAR.SYNC can never complete: {why}"))
     # the reductions of BAR.RED become their CTAs' results (B2R.RESULT reads them)
     pending = ctx.bar_pending
     if pending:
         results = ctx.bar_result
-        for c in arrived:
+        for c in every[np.argsort(first, kind="stable")].tolist():
             if c in pending:
                 results[c] = pending.pop(c)
     # merge released groups that continue at the same pc
