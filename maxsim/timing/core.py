@@ -136,13 +136,9 @@ W_SIZE = -(-(W_EXIT_SEQ + 1) // 8) * 8  # whole cache lines
 
 # ---- S: per scheduler ----
 S_LAST, S_BUSY, S_PIPE0, S_PIPE1, S_MEM_FREE, S_RC_WARP, S_NW, S_RCN = range(8)  # S_RCN: 3 counts
-S_SIZE = 14
+S_SIZE = 13
 S_PIPE2 = 11  # the quarter-rate (xu) pipe's free cycle
 S_PIPE3 = 12  # the fp64 pipe's free cycle
-# a cycle before which none of the scheduler's warps is ready (those at a barrier aside), found by a
-# scan that picked none; a lower bound only (0: unknown), reset when run starts and when a barrier
-# releases warps (nothing else makes a warp ready sooner than its W_READY said)
-S_WAKE = 13
 
 # ---- C: per resident CTA ----
 C_LIVE, C_NARRIVED, C_SIZE = range(3)
@@ -660,7 +656,6 @@ def _release(G, W, S, SW, C, c, t):
             x = SW[s, k]
             if W[x, W_CTA] == c and W[x, W_AT_BAR]:
                 W[x, W_AT_BAR] = 0
-                S[s, S_WAKE] = 0
                 if W[x, W_READY] < when:
                     W[x, W_READY] = when
                 if W[x, W_DEP_UNTIL] < when:
@@ -909,8 +904,6 @@ def _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, I
 def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, SLOG, BLOG,
               HLOG, REQ, CNT, MS, s, t):
     """One scheduler's turn in cycle t: greedy-then-oldest selection, stall accounting, issue."""
-    if S[s, S_WAKE] > t:
-        return _NONE  # (no warp ready: the scan below would pick none, and change nothing)
     w = S[s, S_LAST]
     nw = S[s, S_NW]
     if w >= 0 and not W[w, W_DONE] and not W[w, W_AT_BAR] and W[w, W_READY] <= t \
@@ -919,18 +912,9 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
     else:
         pick = -1
         best = NEVER
-        wake = NEVER
         for k in range(nw):
             x = SW[s, k]
-            if W[x, W_AT_BAR]:
-                continue
-            r = W[x, W_READY]
-            if r > t:
-                if r < wake:
-                    wake = r
-                continue
-            wake = t  # (a warp ready: its unit, not its dependences, holds it)
-            if W[x, W_LAST_ISSUE] < best:
+            if W[x, W_READY] <= t and not W[x, W_AT_BAR] and W[x, W_LAST_ISSUE] < best:
                 if x == w and W[x, W_YIELDED] and nw > 1:
                     continue
                 if _unit_ok(G, W, Q, S, P, x, W[x, W_PC], t, s):
@@ -941,8 +925,6 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
                     and _unit_ok(G, W, Q, S, P, w, W[w, W_PC], t, s):
                 pick = w
             else:
-                if wake > t:
-                    S[s, S_WAKE] = wake
                 return _NONE
     w = pick
     if S[s, S_LAST] != w:
@@ -1100,8 +1082,6 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
         G[G_SI] = s + 1
         if MS[1][I_ROOM]:  # (never set in the stand-ins: G_MEMC = 0)
             return ROOM
-    for q in range(nsched):
-        S[q, S_WAKE] = 0  # (Python may have made warps ready since the last call)
     ilog_cap = ILOG.shape[0] - 2 * nsched
     slog_cap = SLOG.shape[0] - nsched
     blog_cap = BLOG.shape[0] - 2 * nsched
