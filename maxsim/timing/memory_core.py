@@ -23,8 +23,10 @@ State:
   full window: a later window; the window itself while not full), one row per server. A table
   keeps exactly the windows the reference's dicts hold (pruned at the same moments), so requests
   out of time order find the same room.
-* ``I`` (int64) counters and bookkeeping, ``F`` (float64) float counters and latencies, ``P``
-  (int64) the geometry, ``T`` the slice hash's byte tables, ``DELAYS`` each DRAM read piece's wait.
+* ``I`` (int64) counters and bookkeeping, then the words a request works in (``SCRATCH``: its
+  lines and its table by slice, without an allocation of their own), ``F`` (float64) float
+  counters and latencies, ``P`` (int64) the geometry, ``T`` the slice hash's byte tables,
+  ``DELAYS`` each DRAM read piece's wait.
 
 The tables and ``DELAYS`` grow (Python reallocates them) when a call leaves them more than half
 full; before a call that could add more than the room left (a long request, a flush, a backlog),
@@ -64,7 +66,12 @@ _DELAYS_MIN = 4096  # initial length of the DRAM delay record
 # ---- I: counters and bookkeeping (int64) ----
 (I_READS, I_WRITES, I_READ_HITS, I_PENDING_HITS, I_READ_MISSES, I_WRITE_SECTORS, I_WRITE_HITS,
  I_WRITE_MISSES, I_DRAM_READ, I_DRAM_WRITTEN, I_EVICTIONS, I_PIECES, I_DELAYS, I_CLOCK, I_ROOM,
- I_SIZE) = range(16)
+ I_SCRATCH) = range(16)
+# words of I after the counters that a request works in (its lines, its table by slice, its missed
+# sectors: _work), instead of arrays of its own; enough for a warp's request (up to 32 sectors in
+# 32 lines: 904 words with 4 sectors a line); a longer one (from Python) takes a new array
+SCRATCH = 1024
+I_SIZE = I_SCRATCH + SCRATCH
 
 # ---- F: float counters and latencies ----
 F_LAST_REQUEST, F_L2_DELAY, F_L2_LAT, F_DRAM_LAT, F_DRAM_FACTOR, F_SIZE = range(6)
@@ -351,20 +358,39 @@ def _popcount(m):
 
 
 @njit(cache=True, forceinline=True)
-def _lines_of(A, P):
-    """The distinct lines of sector addresses ``A`` in the order of their first sector, with the
-    mask of their sectors (MemorySystem._by_slice); m = -1 for a negative address. A sector's line
-    is looked for among those seen so far: first the last one (sectors of a line side by side),
-    then, in a request of up to ``SMALL_LINES`` sectors, one by one, in a longer one through a hash
-    table of the lines seen (its rows in the same allocation as the lines and masks)."""
-    n = A.shape[0]
-    ls, ss, smask = P[P_LINE_SHIFT], P[P_SECTOR_SHIFT], P[P_SPL] - 1
+def _hash_size(n):
+    """Slots of _lines_of's hash table for a request of ``n`` sectors (none up to SMALL_LINES)."""
     size = 0
     if n > SMALL_LINES:
         size = 1
         while size < 2 * n:
             size *= 2
-    buf = np.empty(2 * n + size, np.int64)
+    return size
+
+
+@njit(cache=True, forceinline=True)
+def _work(I, n, spl):
+    """The words a request of ``n`` sectors works in: _lines_of's lines, masks and hash table, then
+    _by_slice's table, then read_request's missed sectors (at most n lines); the scratch words of
+    ``I`` when they are enough, else a new array. Nothing in them outlives the request."""
+    need = 2 * n + _hash_size(n) + B_SIZE * (n + 1) + 4 * n * spl
+    if need <= SCRATCH:
+        return I[I_SCRATCH:I_SCRATCH + need]
+    return np.empty(need, np.int64)
+
+
+@njit(cache=True, forceinline=True)
+def _lines_of(A, P, W):
+    """The distinct lines of sector addresses ``A`` in the order of their first sector, with the
+    mask of their sectors (MemorySystem._by_slice); m = -1 for a negative address. A sector's line
+    is looked for among those seen so far: first the last one (sectors of a line side by side),
+    then, in a request of up to ``SMALL_LINES`` sectors, one by one, in a longer one through a hash
+    table of the lines seen. The lines, the masks and the table are the first words of ``W``
+    (_work)."""
+    n = A.shape[0]
+    ls, ss, smask = P[P_LINE_SHIFT], P[P_SECTOR_SHIFT], P[P_SPL] - 1
+    size = _hash_size(n)
+    buf = W
     lines = buf[:n]
     masks = buf[n:2 * n]
     for j in range(n):
@@ -391,7 +417,7 @@ def _lines_of(A, P):
                 masks[u] |= bit
             last = u
         return lines, masks, m
-    slot_of = buf[2 * n:]
+    slot_of = buf[2 * n:2 * n + size]
     slot_of[:] = -1
     mask = size - 1
     for j in range(n):
@@ -421,14 +447,17 @@ B_GROUP, B_ROW, B_ORDER, B_FIRST, B_LINE, B_SECTORS, B_FILL, B_SIZE = range(8)
 
 
 @njit(cache=True, forceinline=True)
-def _by_slice(lines, masks, m, P, T, LINES):
+def _by_slice(lines, masks, m, P, T, LINES, W):
     """The lines of a request grouped by slice (MemorySystem._by_slice: each slice's sectors are one
     piece of work for it, the slices in the order of their first line), in one table ``B`` (int64,
     ``B_*`` x (m + 1)): per line its group and its row of ``LINES``; per group its slice
     (``B_ORDER``), its sector count and where its lines start in ``B[B_LINE]``, which lists the
     lines of each group one group after another, each group's in the request's order
-    (``B[B_FIRST, g + 1]`` ends group g). Returns (B, number of groups)."""
-    B = np.empty((B_SIZE, m + 1), np.int64)
+    (``B[B_FIRST, g + 1]`` ends group g); ``B`` is the words of ``W`` (_work) after _lines_of's.
+    Returns (B, number of groups)."""
+    n = lines.shape[0]
+    at = 2 * n + _hash_size(n)
+    B = W[at:at + B_SIZE * (m + 1)].reshape((B_SIZE, m + 1))
     ng = 0
     plane = LINES.shape[1] * LINES.shape[2]
     ways = LINES.shape[2]
@@ -524,7 +553,10 @@ def read_request(now, A, sm, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAY
     (maxsim.timing.tlb.translate on the TLBs in the tails of ``I`` and ``F``)."""
     A, P, I, F, T, LINES, READY = borrow(A), borrow(P), borrow(I), borrow(F), borrow(T), borrow(LINES), borrow(READY)
     SF, SI, HK, HV, HP, DELAYS = borrow(SF), borrow(SI), borrow(HK), borrow(HV), borrow(HP), borrow(DELAYS)
-    lines, masks, m = _lines_of(A, P)
+    n = A.shape[0]
+    spl = P[P_SPL]
+    W = _work(I, n, spl)
+    lines, masks, m = _lines_of(A, P, W)
     if m < 0 or not pages_known(A, I, I_SIZE):
         return np.nan
     now = translate(sm, now, A, I, F, I_SIZE, F_SIZE)
@@ -532,15 +564,16 @@ def read_request(now, A, sm, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAY
     if now > F[F_LAST_REQUEST]:
         F[F_LAST_REQUEST] = now
     sec = P[P_SECTOR]
-    spl = P[P_SPL]
     lat2 = F[F_L2_LAT]
     done = now
     hits = 0
     pending = 0
     misses = 0
-    B, ng = _by_slice(lines, masks, m, P, T, LINES)
-    fills = np.empty((4, m * spl), np.int64)  # the missed sectors of a piece: row, way, sector, line
-    f_row, f_way, f_i, f_ln = fills[0], fills[1], fills[2], fills[3]
+    B, ng = _by_slice(lines, masks, m, P, T, LINES, W)
+    # the missed sectors of a piece (row, way, sector, line): the last words of W
+    at = 2 * n + _hash_size(n) + B_SIZE * (n + 1)
+    k = m * spl
+    f_row, f_way, f_i, f_ln = W[at:at + k], W[at + k:at + 2 * k], W[at + 2 * k:at + 3 * k], W[at + 3 * k:at + 4 * k]
     for g in range(ng):
         s = B[B_ORDER, g]
         start = _piece(s, now, B[B_SECTORS, g], SF, SI, HK, HV, HP, I, F, P)
@@ -609,17 +642,18 @@ def write_request(now, A, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP):
     (nothing changed) for a negative address."""
     A, P, I, F, T, LINES, READY = borrow(A), borrow(P), borrow(I), borrow(F), borrow(T), borrow(LINES), borrow(READY)
     SF, SI, HK, HV, HP = borrow(SF), borrow(SI), borrow(HK), borrow(HV), borrow(HP)
-    lines, masks, m = _lines_of(A, P)
+    n = A.shape[0]
+    W = _work(I, n, P[P_SPL])
+    lines, masks, m = _lines_of(A, P, W)
     if m < 0:
         return np.nan
-    n = A.shape[0]
     I[I_WRITES] += 1
     if now > F[F_LAST_REQUEST]:
         F[F_LAST_REQUEST] = now
     spl = P[P_SPL]
     done = now
     hits = 0
-    B, ng = _by_slice(lines, masks, m, P, T, LINES)
+    B, ng = _by_slice(lines, masks, m, P, T, LINES, W)
     for g in range(ng):
         s = B[B_ORDER, g]
         start = _piece(s, now, B[B_SECTORS, g], SF, SI, HK, HV, HP, I, F, P)
