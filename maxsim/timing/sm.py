@@ -498,7 +498,7 @@ def _flatten_together(group, unit, key):
     most = np.zeros(n, dtype=np.int64)
     npos = 0
     for j, (seg, row0) in enumerate(group[0]):
-        rows = np.fromiter((parts[j][1] for parts in group), dtype=np.int64, count=n)
+        rows = np.array([parts[j][1] for parts in group], dtype=np.int64)
         (spcs, sec_pos, flat, starts, row_most, row_aux, sizes), lo = _tables(seg, unit, key, row0)
         rows -= lo
         a = row_aux[rows]
@@ -521,9 +521,9 @@ def _flatten_together(group, unit, key):
         # are (views of the tables; no one writes them), its summaries (a copy) as the warps' own
         flat, starts, sizes, rows = sec_parts[0]
         aux = aux_parts[0]
+        pcs, offs = pcs_parts[0], off_parts[0]
         first = starts[rows].tolist()
-        return [(pcs_parts[0], aux[i], flat[f:f + m], off_parts[0], most[i])
-                for i, f, m in zip(range(n), first, nsec.tolist())]
+        return [(pcs, a, flat[f:f + m], offs, w) for a, f, m, w in zip(aux, first, nsec.tolist(), most)]
     if len(pcs_parts) == 1:
         pcs, aux = pcs_parts[0], aux_parts[0]
     else:
@@ -539,7 +539,7 @@ def _flatten_together(group, unit, key):
         for flat, starts, sizes, rows in sec_parts:
             _place_blocks(every, at, flat, starts, sizes, rows)
     bounds = bounds.tolist()
-    return [(pcs, aux[i], every[bounds[i]:bounds[i + 1]], offs, most[i]) for i in range(n)]
+    return [(pcs, a, every[b:e], offs, w) for a, b, e, w in zip(aux, bounds, bounds[1:], most)]
 
 
 def _place_for(freed, pcs, sec):
