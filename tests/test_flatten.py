@@ -88,3 +88,34 @@ def test_divergent_warps_flattened_as_written_out():
     want = check(traces, k, cfg)
     assert len({tuple(id(seg) for seg, _ in tr.parts) for tr in traces}) > 1  # (warps through different segments)
     assert max(len(tr.parts) for tr in traces) > 2 and sum(w[2].size for w in want) > 0
+
+
+def test_sector_lists_held_as_plain_lists_flattened_the_same():
+    # records whose sector lists are a plain list of arrays (not one SectorLists array) take the
+    # tables' other path: the same flattened traces
+    from maxsim.functional.trace import Segment, WarpTrace
+    from maxsim.timing.summaries import SectorLists
+    k = Kernel.load(os.path.join(ROOT, "workloads/cuda/stencil.cu"), kernel="stencil5")
+    n = 32
+    a = np.random.default_rng(2).standard_normal((n, n)).astype(np.float32)
+    r = maxsim.launch(k, grid=(n // 32, n // 8), block=(32, 8), timing=False, predict=False, trace=True,
+                      params={"in": "a", "out": "o", "h": n, "w": n, "c0": 0.5, "c1": 0.125},
+                      buffers=dict(a=a, o=np.zeros_like(a)))
+    traces = [r.result.trace[w] for w in range(4 * 8)]
+    copies = {}
+    plain = []
+    for tr in traces:
+        new = WarpTrace(tr.warp)
+        for seg, row in tr.parts:
+            if id(seg) not in copies:
+                c = Segment(seg.warps)
+                c.pcs = seg.pcs
+                c.mem = {q: ([np.array(x) for x in rec] if isinstance(rec, SectorLists) else rec)
+                         for q, rec in seg.mem.items()}
+                copies[id(seg)] = c
+            new.parts.append((copies[id(seg)], row))
+        plain.append(new)
+    assert any(isinstance(rec, list) for c in copies.values() for rec in c.mem.values())
+    cfg = load_config(r.config)
+    for x, y in zip(check(plain, k.code, cfg), check(traces, k.code, cfg)):
+        assert all(np.array_equal(u, v) for u, v in zip(x[:4], y[:4])) and x[4] == y[4]
