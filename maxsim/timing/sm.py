@@ -383,8 +383,15 @@ def flatten_traces(traces, unit, unit_key=None):
     key = unit.tobytes() if unit_key is None else unit_key
     out = [None] * len(traces)
     groups = {}
+    rows = TABLE_ROWS
     for w, parts in enumerate(traces):
-        groups.setdefault(tuple([(id(seg), row // TABLE_ROWS) for seg, row in parts]), []).append(w)
+        # (the segments themselves in the key, each followed by its chunk: compared by identity)
+        k = tuple([x for seg, row in parts for x in (seg, row // rows)])
+        ws = groups.get(k)
+        if ws is None:
+            groups[k] = [w]
+        else:
+            ws.append(w)
     for ws in groups.values():
         for w, f in zip(ws, _flatten_together([traces[w] for w in ws], unit, key)):
             out[w] = f
