@@ -93,8 +93,11 @@ def test_what_a_timed_run_compiles_after_the_workers_is_compiled_ahead_for_its_t
     from workloads.sgemm.harness import run_workload
     sm._gather_lists_ahead()
     sm._start_warps_ahead()
+    sm._place_blocks_ahead()
     ahead = list(sm._gather_lists.signatures)
     assert ahead == [sm.GATHER_TYPES]
+    places = list(sm._place_blocks.signatures)
+    assert places == [sm.PLACE_TYPES]
     starts = list(sm._start_warps.signatures)
     assert starts == [sm._start_types()]
     exits = list(sm._exited.signatures)
@@ -104,6 +107,7 @@ def test_what_a_timed_run_compiles_after_the_workers_is_compiled_ahead_for_its_t
     assert sm._gather_lists.signatures == ahead
     assert sm._start_warps.signatures == starts  # (the CTAs' starts and ends compiled nothing more)
     assert sm._exited.signatures == exits
+    assert sm._place_blocks.signatures == places
 
 
 def test_the_compiles_ahead_run_only_while_a_worker_compiles(monkeypatch):

@@ -263,7 +263,8 @@ def segment_tables(seg, unit, lo=0, hi=None):
     records; per row its sector block (each list: count, then the sorted sector byte addresses) and
     the block's largest count; the memory summary of every position per row (int32: the wavefront
     count of a shared-memory record, the arrival (0/1) of a barrier record, the offset of a sector
-    list in the row's block, -1 for none); the blocks' sizes. Rows are numbered from ``lo``."""
+    list in the row's block, -1 for none); the blocks' sizes. The blocks lie one after another in one
+    array (int64), given with where each row's starts. Rows are numbered from ``lo``."""
     pcs = np.asarray(seg.pcs, dtype=np.int32)
     hi = len(seg.warps) if hi is None else hi
     rows = hi - lo
@@ -286,8 +287,7 @@ def segment_tables(seg, unit, lo=0, hi=None):
             # compiled pass
             aux, flat, starts, per_row, most = _gather_lists(*lists, lo, hi, pcs.size, sec_pos, shared_pos, shared,
                                                              bar_pos, bar)
-            blocks = [flat[a:a + n] for a, n in zip(starts.tolist(), per_row.tolist())]
-            return pcs, sec_pos, blocks, most, aux, per_row
+            return pcs, sec_pos, flat, starts, most, aux, per_row
         lists = [rec[r] for r in range(lo, hi) for rec in recs]  # row-major
         lens = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)).reshape(rows, -1)
         size = lens + 1
@@ -302,17 +302,16 @@ def segment_tables(seg, unit, lo=0, hi=None):
         body[at] = False
         if body.any():
             flat[body] = np.concatenate(lists)
-        blocks = [flat[a:a + n] for a, n in zip(starts.tolist(), per_row.tolist())]
     else:
         heads = np.zeros((rows, sec_pos.size), dtype=np.int64)
-        blocks = [np.zeros(0, np.int64)] * rows
+        flat = np.zeros(0, np.int64)
+        starts = per_row = np.zeros(rows, dtype=np.int64)
         most = np.zeros(rows, dtype=np.int64)
     aux = np.full((rows, pcs.size), -1, dtype=np.int32)
     aux[:, shared_pos] = shared
     aux[:, bar_pos] = bar
     aux[:, sec_pos] = heads
-    sizes = np.fromiter(map(len, blocks), dtype=np.int64, count=len(blocks))
-    return pcs, sec_pos, blocks, most, aux, sizes
+    return pcs, sec_pos, flat, starts, most, aux, np.asarray(per_row, dtype=np.int64)
 
 
 # the types every call of _gather_lists has (_record_lists' three arrays, two row numbers, the
@@ -356,9 +355,7 @@ def _tables(seg, unit, key, row):
             _table_bytes[0] -= hit[3]
         lo = chunk * TABLE_ROWS
         tables = segment_tables(seg, unit, lo, min(lo + TABLE_ROWS, len(seg.warps)))
-        blocks = tables[2]
-        size = sum(t.nbytes for t in tables if isinstance(t, np.ndarray)) + \
-            (blocks[0].base.nbytes if blocks and blocks[0].base is not None else 0)
+        size = sum(t.nbytes for t in tables if isinstance(t, np.ndarray))
         while _SEGMENTS and (len(_SEGMENTS) >= SEGMENT_CACHE or _table_bytes[0] + size > TABLE_BYTES):
             _table_bytes[0] -= _SEGMENTS.pop(next(iter(_SEGMENTS)))[3]
         hit = _SEGMENTS[(id(seg), chunk)] = (weakref.ref(seg), key, tables, size)
@@ -386,8 +383,15 @@ def flatten_traces(traces, unit, unit_key=None):
     key = unit.tobytes() if unit_key is None else unit_key
     out = [None] * len(traces)
     groups = {}
+    rows = TABLE_ROWS
     for w, parts in enumerate(traces):
-        groups.setdefault(tuple([(id(seg), row // TABLE_ROWS) for seg, row in parts]), []).append(w)
+        # (the segments themselves in the key, each followed by its chunk: compared by identity)
+        k = tuple([x for seg, row in parts for x in (seg, row // rows)])
+        ws = groups.get(k)
+        if ws is None:
+            groups[k] = [w]
+        else:
+            ws.append(w)
     for ws in groups.values():
         for w, f in zip(ws, _flatten_together([traces[w] for w in ws], unit, key)):
             out[w] = f
@@ -410,9 +414,7 @@ def flatten_items(items, unit, unit_key):
         traces = item[1]
         if not _closed(traces):
             continue
-        for tr in traces:
-            for seg, _ in tr.parts:
-                total += len(seg.pcs)
+        total += sum([len(seg.pcs) for tr in traces for seg, _ in tr.parts])
         if total > FLATTEN_TOGETHER_POSITIONS:
             break
         chosen.append(item)
@@ -470,26 +472,48 @@ def flatten_small_queued(sms, closed_only=False):
     flatten_queued(sms, closed_only)
 
 
+@njit(cache=True)
+def _place_blocks(every, at, flat, starts, sizes, rows):
+    """Copy the sector block of row ``rows[i]`` of a part's tables (``sizes[r]`` entries of ``flat``
+    from ``starts[r]``) to ``every`` at ``at[i]``, for every i, and move ``at[i]`` past it."""
+    for i in range(rows.size):
+        r = rows[i]
+        a = starts[r]
+        d = at[i]
+        for k in range(sizes[r]):
+            every[d + k] = flat[a + k]
+        at[i] = d + sizes[r]
+
+
+# the types every call of _place_blocks has
+PLACE_TYPES = (jit.types.int64[::1], jit.types.int64[::1], jit.types.int64[::1], jit.types.int64[::1],
+               jit.types.int64[::1], jit.types.int64[::1])
+
+
+@jit.compile_ahead
+def _place_blocks_ahead():
+    _place_blocks.compile(PLACE_TYPES)
+
+
 def _flatten_together(group, unit, key):
     """:func:`flatten_traces` of warps whose traces run through the same segments, each part's rows
-    in one chunk of its tables: one numpy pass per part for all of them."""
+    in one chunk of its tables: one numpy pass per part for all of them, and one compiled pass per
+    part placing their sector blocks in one array (each warp's a view of it)."""
     n = len(group)
-    pcs_parts, aux_parts, off_parts = [], [], []
-    sec_parts = [[] for _ in range(n)]
+    pcs_parts, aux_parts, off_parts, sec_parts = [], [], [], []
     nsec = np.zeros(n, dtype=np.int64)
     most = np.zeros(n, dtype=np.int64)
     npos = 0
     for j, (seg, row0) in enumerate(group[0]):
-        rows = np.fromiter((parts[j][1] for parts in group), dtype=np.int64, count=n)
-        (spcs, sec_pos, blocks, row_most, row_aux, sizes), lo = _tables(seg, unit, key, row0)
+        rows = np.array([parts[j][1] for parts in group], dtype=np.int64)
+        (spcs, sec_pos, flat, starts, row_most, row_aux, sizes), lo = _tables(seg, unit, key, row0)
         rows -= lo
         a = row_aux[rows]
         if sec_pos.size:
             if j:  # (the first part's lists start each warp's: nothing to add)
                 a[:, sec_pos] += nsec[:, None].astype(np.int32)
             off_parts.append(sec_pos + npos)
-            for i, r in enumerate(rows.tolist()):
-                sec_parts[i].append(blocks[r])
+            sec_parts.append((flat, starts, sizes, rows))
             nsec += sizes[rows]
             most = np.maximum(most, row_most[rows])
         pcs_parts.append(spcs)
@@ -499,22 +523,30 @@ def _flatten_together(group, unit, key):
         e = np.zeros(0, np.int64)
         return [(np.zeros(0, np.int32), np.zeros(0, np.int32), e, e, 0)] * n
     most = most.tolist()
-    if len(pcs_parts) == 1:
+    if len(sec_parts) == 1 and len(pcs_parts) == 1:
         # one part (a window of a stream): its pcs and each warp's row of its sector blocks as they
         # are (views of the tables; no one writes them), its summaries (a copy) as the warps' own
-        offs = off_parts[0] if off_parts else np.zeros(0, np.int64)
-        e = np.zeros(0, np.int64)
+        flat, starts, sizes, rows = sec_parts[0]
         aux = aux_parts[0]
-        return [(pcs_parts[0], aux[i], sec_parts[i][0] if sec_parts[i] else e, offs, most[i]) for i in range(n)]
-    cat = np.concatenate
-    pcs = cat(pcs_parts)
-    aux = cat(aux_parts, axis=1)
-    offs = cat(off_parts) if off_parts else np.zeros(0, np.int64)
+        pcs, offs = pcs_parts[0], off_parts[0]
+        first = starts[rows].tolist()
+        return [(pcs, a, flat[f:f + m], offs, w) for a, f, m, w in zip(aux, first, nsec.tolist(), most)]
+    if len(pcs_parts) == 1:
+        pcs, aux = pcs_parts[0], aux_parts[0]
+    else:
+        pcs = np.concatenate(pcs_parts)
+        aux = np.concatenate(aux_parts, axis=1)
+    offs = np.concatenate(off_parts) if off_parts else np.zeros(0, np.int64)
     # every warp's sector lists one after another in one array, each warp's a view of it
-    blocks = [b for parts in sec_parts for b in parts]
-    every = cat(blocks) if blocks else np.zeros(0, np.int64)
-    bounds = [0] + np.cumsum(nsec).tolist()
-    return [(pcs, aux[i], every[bounds[i]:bounds[i + 1]], offs, most[i]) for i in range(n)]
+    bounds = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(nsec, out=bounds[1:])
+    every = np.empty(int(bounds[-1]), dtype=np.int64)
+    if every.size:
+        at = bounds[:-1].copy()
+        for flat, starts, sizes, rows in sec_parts:
+            _place_blocks(every, at, flat, starts, sizes, rows)
+    bounds = bounds.tolist()
+    return [(pcs, a, every[b:e], offs, w) for a, b, e, w in zip(aux, bounds, bounds[1:], most)]
 
 
 def _place_for(freed, pcs, sec):
