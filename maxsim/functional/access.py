@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import njit
+from .bounds import lanes_high_word_set
 
 # how the lanes' addresses are checked (see memops: check)
 RANGE = 0  # within [lo, last] and aligned
@@ -26,17 +27,8 @@ def _lanes_pass(addr, regs, high, carry, borrow, mode, lo, last, align, bases, e
     address's base row, -1 for none; see operands.high_word) and its access of ``align + 1``
     bytes in range (``mode`` RANGE) or inside one allocation (ALLOCATIONS)."""
     n = addr.shape[0]
-    if high >= 0:
-        hi_row = regs[high + 1]
-        lo_row = regs[high]
-        for i in range(n):
-            if masked and not sel[i]:
-                continue
-            h = np.int64(hi_row[i]) + borrow
-            if carry and addr[i] < lo_row[i]:
-                h += 1
-            if h & 0xFFFFFFFF:
-                return False
+    if high >= 0 and lanes_high_word_set(addr, regs[high], regs[high + 1], carry, borrow, sel, masked):
+        return False
     if mode == RANGE:
         # the lowest and highest address and the OR of all (its low bits: any misaligned), in a
         # loop that LLVM vectorises
