@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import njit
-from .bounds import lanes_high_word_set
+from .bounds import lanes_high_word_set, lanes_out_of_range, lanes_outside_allocations
 
 # how the lanes' addresses are checked (see memops: check)
 RANGE = 0  # within [lo, last] and aligned
@@ -26,50 +26,11 @@ def _lanes_pass(addr, regs, high, carry, borrow, mode, lo, last, align, bases, e
     """Whether every lane (of ``sel`` when ``masked``) passes: its .E high word zero (``high``: the
     address's base row, -1 for none; see operands.high_word) and its access of ``align + 1``
     bytes in range (``mode`` RANGE) or inside one allocation (ALLOCATIONS)."""
-    n = addr.shape[0]
     if high >= 0 and lanes_high_word_set(addr, regs[high], regs[high + 1], carry, borrow, sel, masked):
         return False
     if mode == RANGE:
-        # the lowest and highest address and the OR of all (its low bits: any misaligned), in a
-        # loop that LLVM vectorises
-        least = np.uint32(0xFFFFFFFF)
-        most = np.uint32(0)
-        bits = np.uint32(0)
-        if masked:
-            for i in range(n):
-                if sel[i]:
-                    a = addr[i]
-                    least = min(least, a)
-                    most = max(most, a)
-                    bits |= a
-        else:
-            for i in range(n):
-                a = addr[i]
-                least = min(least, a)
-                most = max(most, a)
-                bits |= a
-        if most < least:  # (no lane)
-            return True
-        return not (np.int64(least) < lo or np.int64(most) > last or np.int64(bits) & align)
-    k = 0
-    for i in range(n):
-        if masked and not sel[i]:
-            continue
-        a = np.int64(addr[i])
-        if a & align:
-            return False
-        if not (bases[k] <= a and a + align + 1 <= ends[k]):
-            j0, j1 = 0, bases.shape[0]
-            while j0 < j1:
-                mid = (j0 + j1) // 2
-                if bases[mid] <= a:
-                    j0 = mid + 1
-                else:
-                    j1 = mid
-            if j0 == 0 or a + align + 1 > ends[j0 - 1]:
-                return False
-            k = j0 - 1
-    return True
+        return not lanes_out_of_range(addr, lo, last, align, sel, masked)
+    return not lanes_outside_allocations(addr, bases, ends, align + 1, sel, masked)
 
 
 @njit(cache=True)

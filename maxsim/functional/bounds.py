@@ -11,14 +11,28 @@ from ..jit import njit
 def lanes_out_of_range(addr, lo, last, align, sel, masked):
     """Whether any lane (of ``sel`` when ``masked``) has a byte address (uint32) below ``lo``,
     above ``last`` or with a bit of ``align`` set: the bounds check of a memory instruction in
-    one pass (the caller then finds which lane, and why, for the message)."""
-    for i in range(addr.shape[0]):
-        if masked and not sel[i]:
-            continue
-        a = np.int64(addr[i])
-        if a < lo or a > last or a & align:
-            return True
-    return False
+    one pass (the caller then finds which lane, and why, for the message). The pass takes the
+    lowest and highest address and the OR of all (its low bits: any misaligned), in loops
+    that LLVM vectorises."""
+    least = np.uint32(0xFFFFFFFF)
+    most = np.uint32(0)
+    bits = np.uint32(0)
+    if masked:
+        for i in range(addr.shape[0]):
+            if sel[i]:
+                a = addr[i]
+                least = min(least, a)
+                most = max(most, a)
+                bits |= a
+    else:
+        for i in range(addr.shape[0]):
+            a = addr[i]
+            least = min(least, a)
+            most = max(most, a)
+            bits |= a
+    if most < least:  # (no lane)
+        return False
+    return np.int64(least) < lo or np.int64(most) > last or (np.int64(bits) & align) != 0
 
 
 @njit(cache=True)
