@@ -60,14 +60,19 @@ def check(traces, code, cfg):
     return want
 
 
-def test_a_stencils_warps_flattened_together_as_written_out():
+def stencil_traces(n, seed):
+    """stencil5 over n x n (CTAs of 32 x 8) run functionally: the kernel, the launch and its warps'
+    traces in warp order."""
     k = Kernel.load(os.path.join(ROOT, "workloads/cuda/stencil.cu"), kernel="stencil5")
-    n = 64
-    a = np.random.default_rng(1).standard_normal((n, n)).astype(np.float32)
+    a = np.random.default_rng(seed).standard_normal((n, n)).astype(np.float32)
     r = maxsim.launch(k, grid=(n // 32, n // 8), block=(32, 8), timing=False, predict=False, trace=True,
                       params={"in": "a", "out": "o", "h": n, "w": n, "c0": 0.5, "c1": 0.125},
                       buffers=dict(a=a, o=np.zeros_like(a)))
-    traces = [r.result.trace[w] for w in range(16 * 8)]
+    return k, r, [r.result.trace[w] for w in range(n * n // 32)]
+
+
+def test_a_stencils_warps_flattened_together_as_written_out():
+    k, r, traces = stencil_traces(64, 1)
     want = check(traces, k.code, load_config(r.config))
     assert sum(w[2].size for w in want) > 0  # (global loads flattened: sector lists there)
     assert any(len(tr.parts) > 1 for tr in traces)  # (several parts a warp)
@@ -95,13 +100,7 @@ def test_sector_lists_held_as_plain_lists_flattened_the_same():
     # tables' other path: the same flattened traces
     from maxsim.functional.trace import Segment, WarpTrace
     from maxsim.timing.summaries import SectorLists
-    k = Kernel.load(os.path.join(ROOT, "workloads/cuda/stencil.cu"), kernel="stencil5")
-    n = 32
-    a = np.random.default_rng(2).standard_normal((n, n)).astype(np.float32)
-    r = maxsim.launch(k, grid=(n // 32, n // 8), block=(32, 8), timing=False, predict=False, trace=True,
-                      params={"in": "a", "out": "o", "h": n, "w": n, "c0": 0.5, "c1": 0.125},
-                      buffers=dict(a=a, o=np.zeros_like(a)))
-    traces = [r.result.trace[w] for w in range(4 * 8)]
+    k, r, traces = stencil_traces(32, 2)
     copies = {}
     plain = []
     for tr in traces:
