@@ -369,11 +369,24 @@ def _hash_size(n):
 
 
 @njit(cache=True, forceinline=True)
+def _by_slice_at(n):
+    """Where _by_slice's table starts in the words of a request of ``n`` sectors (_work)."""
+    return 2 * n + _hash_size(n)
+
+
+@njit(cache=True, forceinline=True)
+def _fills_at(n):
+    """Where read_request's missed sectors start in the words of a request of ``n`` sectors."""
+    return _by_slice_at(n) + B_SIZE * (n + 1)
+
+
+@njit(cache=True, forceinline=True)
 def _work(I, n, spl):
     """The words a request of ``n`` sectors works in: _lines_of's lines, masks and hash table, then
-    _by_slice's table, then read_request's missed sectors (at most n lines); the scratch words of
-    ``I`` when they are enough, else a new array. Nothing in them outlives the request."""
-    need = 2 * n + _hash_size(n) + B_SIZE * (n + 1) + 4 * n * spl
+    _by_slice's table (from _by_slice_at), then read_request's missed sectors (from _fills_at; at
+    most n lines); the scratch words of ``I`` when they are enough, else a new array. Nothing in
+    them outlives the request."""
+    need = _fills_at(n) + 4 * n * spl
     if need <= SCRATCH:
         return I[I_SCRATCH:I_SCRATCH + need]
     return np.empty(need, np.int64)
@@ -455,8 +468,7 @@ def _by_slice(lines, masks, m, P, T, LINES, W):
     lines of each group one group after another, each group's in the request's order
     (``B[B_FIRST, g + 1]`` ends group g); ``B`` is the words of ``W`` (_work) after _lines_of's.
     Returns (B, number of groups)."""
-    n = lines.shape[0]
-    at = 2 * n + _hash_size(n)
+    at = _by_slice_at(lines.shape[0])
     B = W[at:at + B_SIZE * (m + 1)].reshape((B_SIZE, m + 1))
     ng = 0
     plane = LINES.shape[1] * LINES.shape[2]
@@ -571,7 +583,7 @@ def read_request(now, A, sm, P, I, F, T, LINES, READY, SF, SI, HK, HV, HP, DELAY
     misses = 0
     B, ng = _by_slice(lines, masks, m, P, T, LINES, W)
     # the missed sectors of a piece (row, way, sector, line): the last words of W
-    at = 2 * n + _hash_size(n) + B_SIZE * (n + 1)
+    at = _fills_at(n)
     k = m * spl
     f_row, f_way, f_i, f_ln = W[at:at + k], W[at + k:at + 2 * k], W[at + 2 * k:at + 3 * k], W[at + 3 * k:at + 4 * k]
     for g in range(ng):
