@@ -375,13 +375,9 @@ def flatten_trace(parts, unit, unit_key=None):
     return _flatten_together([parts], unit, key)[0]
 
 
-def flatten_traces(traces, unit, unit_key=None):
-    """:func:`flatten_trace` of several warps' traces (a list of their ``parts``), the same arrays
-    per warp. Warps that ran the same segments in the same order (a CTA's, unless they diverged)
-    are flattened together: each part once for all of them, with their rows side by side (grouped
-    by the chunks of the segments' tables their rows lie in)."""
-    key = unit.tobytes() if unit_key is None else unit_key
-    out = [None] * len(traces)
+def _warp_groups(traces):
+    """The warps of ``traces`` (a list of their ``parts``) that ran the same segments in the same
+    order, each part's rows in the same chunk of its tables: lists of their indices, ascending."""
     groups = {}
     rows = TABLE_ROWS
     for w, parts in enumerate(traces):
@@ -392,7 +388,17 @@ def flatten_traces(traces, unit, unit_key=None):
             groups[k] = [w]
         else:
             ws.append(w)
-    for ws in groups.values():
+    return groups.values()
+
+
+def flatten_traces(traces, unit, unit_key=None):
+    """:func:`flatten_trace` of several warps' traces (a list of their ``parts``), the same arrays
+    per warp. Warps that ran the same segments in the same order (a CTA's, unless they diverged)
+    are flattened together: each part once for all of them, with their rows side by side (grouped
+    by the chunks of the segments' tables their rows lie in)."""
+    key = unit.tobytes() if unit_key is None else unit_key
+    out = [None] * len(traces)
+    for ws in _warp_groups(traces):
         for w, f in zip(ws, _flatten_together([traces[w] for w in ws], unit, key)):
             out[w] = f
     return out
@@ -407,25 +413,49 @@ def flatten_items(items, unit, unit_key):
     """{cta id: its warps' flattened traces} of the CTAs ``items`` (``(cta id, warp traces, ...)``)
     whose traces are complete, flattened in one pass (:func:`flatten_traces`), up to
     FLATTEN_TOGETHER_POSITIONS trace positions in all (the CTAs after them are left out: each is
-    flattened as it starts)."""
+    flattened as it starts). A CTA whose warps ran the same code is given as a :class:`CtaBlock`,
+    any other as a list of its warps' (:func:`flatten_trace`'s)."""
     chosen = []
     total = 0
     for item in items:
         traces = item[1]
         if not _closed(traces):
             continue
-        total += sum([len(seg.pcs) for tr in traces for seg, _ in tr.parts])
+        for tr in traces:
+            for seg, _ in tr.parts:
+                total += len(seg.pcs)
         if total > FLATTEN_TOGETHER_POSITIONS:
             break
         chosen.append(item)
     if len(chosen) < 2:
         return {}
-    flats = flatten_traces([tr.parts for item in chosen for tr in item[1]], unit, unit_key)
+    every = [tr.parts for item in chosen for tr in item[1]]
+    # per warp: its group's arrays (_flatten_group) and its row in them
+    group_of = [None] * len(every)
+    row_of = [0] * len(every)
+    for ws in _warp_groups(every):
+        arrays = _flatten_group([every[w] for w in ws], unit, unit_key)
+        for i, w in enumerate(ws):
+            group_of[w] = arrays
+            row_of[w] = i
     out = {}
     k = 0
     for item in chosen:
         n = len(item[1])
-        out[item[0]] = flats[k:k + n]
+        arrays, i = group_of[k], row_of[k]
+        if group_of[k + n - 1] is arrays and row_of[k + n - 1] == i + n - 1:
+            # (a group's warps ascend: the CTA's first and last warps n - 1 rows apart: all of them)
+            pcs, aux, sec, bounds, offs, most = arrays
+            b0 = bounds[i]
+            out[item[0]] = CtaBlock(pcs, aux[i:i + n], sec[b0:bounds[i + n]], [b - b0 for b in bounds[i:i + n + 1]],
+                                    offs, most[i:i + n])
+        else:
+            warps = []
+            for w in range(k, k + n):
+                pcs, aux, sec, bounds, offs, most = group_of[w]
+                j = row_of[w]
+                warps.append((pcs, aux[j], sec[bounds[j]:bounds[j + 1]], offs, most[j]))
+            out[item[0]] = warps
         k += n
     return out
 
@@ -499,6 +529,35 @@ def _flatten_together(group, unit, key):
     """:func:`flatten_traces` of warps whose traces run through the same segments, each part's rows
     in one chunk of its tables: one numpy pass per part for all of them, and one compiled pass per
     part placing their sector blocks in one array (each warp's a view of it)."""
+    pcs, aux, every, bounds, offs, most = _flatten_group(group, unit, key)
+    return [(pcs, a, every[b:e], offs, w) for a, b, e, w in zip(aux, bounds, bounds[1:], most)]
+
+
+class CtaBlock:
+    """The flattened traces of a CTA's warps that ran the same code (:func:`_flatten_group`'s rows
+    of them, consecutive): their pcs and sector-list positions (shared), their summaries (a row
+    each), their sector lists one warp after another, where each warp's start in them (one more
+    than the warps), and each warp's largest sector count. :meth:`SM._start_cta` places them
+    without gathering them warp by warp; ``warps()`` gives them as :func:`flatten_trace`'s."""
+
+    __slots__ = ("pcs", "aux", "sec", "bounds", "offs", "most")
+
+    def __init__(self, pcs, aux, sec, bounds, offs, most):
+        self.pcs, self.aux, self.sec, self.bounds, self.offs, self.most = pcs, aux, sec, bounds, offs, most
+
+    def __len__(self):
+        return len(self.most)
+
+    def warps(self):
+        pcs, sec, offs, b = self.pcs, self.sec, self.offs, self.bounds
+        return [(pcs, a, sec[b[i]:b[i + 1]], offs, m) for i, (a, m) in enumerate(zip(self.aux, self.most))]
+
+
+def _flatten_group(group, unit, key):
+    """The flattened traces of warps that run through the same segments (:func:`_flatten_together`)
+    as arrays for all of them: pcs (int32) and sector-list positions (int64), shared; the summaries
+    (int32, a row per warp); the sector lists (int64) of every warp one after another, where each
+    warp's start (a list, one more than the warps) and each warp's largest count (a list)."""
     n = len(group)
     pcs_parts, aux_parts, off_parts, sec_parts = [], [], [], []
     nsec = np.zeros(n, dtype=np.int64)
@@ -521,32 +580,32 @@ def _flatten_together(group, unit, key):
         npos += spcs.size
     if not pcs_parts:
         e = np.zeros(0, np.int64)
-        return [(np.zeros(0, np.int32), np.zeros(0, np.int32), e, e, 0)] * n
+        return np.zeros(0, np.int32), np.zeros((n, 0), np.int32), e, [0] * (n + 1), e, [0] * n
     most = most.tolist()
+    bounds = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(nsec, out=bounds[1:])
     if len(sec_parts) == 1 and len(pcs_parts) == 1:
-        # one part (a window of a stream): its pcs and each warp's row of its sector blocks as they
-        # are (views of the tables; no one writes them), its summaries (a copy) as the warps' own
+        # one part (a window of a stream): its pcs as they are, the summaries (a copy) as the
+        # warps' own; the rows' sector blocks as they lie in the tables (a view; no one writes
+        # them) when the rows are consecutive (a CTA's warps), else gathered
         flat, starts, sizes, rows = sec_parts[0]
-        aux = aux_parts[0]
-        pcs, offs = pcs_parts[0], off_parts[0]
-        first = starts[rows].tolist()
-        return [(pcs, a, flat[f:f + m], offs, w) for a, f, m, w in zip(aux, first, nsec.tolist(), most)]
+        if n == 1 or bool((np.diff(rows) == 1).all()):
+            first = int(starts[rows[0]])
+            return (pcs_parts[0], aux_parts[0], flat[first:first + int(bounds[-1])], bounds.tolist(),
+                    off_parts[0], most)
     if len(pcs_parts) == 1:
         pcs, aux = pcs_parts[0], aux_parts[0]
     else:
         pcs = np.concatenate(pcs_parts)
         aux = np.concatenate(aux_parts, axis=1)
     offs = np.concatenate(off_parts) if off_parts else np.zeros(0, np.int64)
-    # every warp's sector lists one after another in one array, each warp's a view of it
-    bounds = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(nsec, out=bounds[1:])
+    # every warp's sector lists one after another in one array
     every = np.empty(int(bounds[-1]), dtype=np.int64)
     if every.size:
         at = bounds[:-1].copy()
         for flat, starts, sizes, rows in sec_parts:
             _place_blocks(every, at, flat, starts, sizes, rows)
-    bounds = bounds.tolist()
-    return [(pcs, a, every[b:e], offs, w) for a, b, e, w in zip(aux, bounds, bounds[1:], most)]
+    return pcs, aux, every, bounds.tolist(), offs, most
 
 
 def _place_for(freed, pcs, sec):
@@ -1181,6 +1240,8 @@ class SM:
         warp's trace fits (the first such place, in the order they were freed), else at the end of
         the buffers (moved to the front first when the CTA's do not fit there). The copies and the
         warps' rows are one compiled call (:func:`_start_warps`). Returns the warps now resident."""
+        if type(flats) is CtaBlock:
+            return self._start_block(c, t0, wid0, slot0, flats)
         free = list(self._freed)
         places = []
         rest = rest_sec = 0
@@ -1250,6 +1311,56 @@ class SM:
                             cat([f[1] for f in flats]).astype(np.int32, copy=False),
                             cat([f[2] for f in flats]).astype(np.int64, copy=False),
                             (offs_list[0] if len(offs_list) == 1 else cat(offs_list)).astype(np.int64, copy=False))
+
+    def _start_block(self, c, t0, wid0, slot0, blk):
+        """:meth:`_start_cta` of a :class:`CtaBlock`: the same places and warps' rows, its arrays
+        passed as they are (not gathered warp by warp)."""
+        pcs, offs, bounds = blk.pcs, blk.offs, blk.bounds
+        nw = len(blk.most)
+        n = pcs.size
+        free = list(self._freed)
+        places = []
+        rest = rest_sec = 0
+        for w in range(nw):
+            ns = bounds[w + 1] - bounds[w]
+            for k, g in enumerate(free):  # (as _start_cta)
+                if g[1] >= n and g[3] >= ns:
+                    places.append(free.pop(k))
+                    break
+            else:
+                places.append(None)
+                rest += n
+                rest_sec += ns
+        if self._tfill + rest > self._TPC.size or self._sfill + rest_sec > self._SEC.size:
+            self._compact(n * nw, bounds[-1])  # (frees none)
+            places = [None] * nw
+        else:
+            self._freed = free
+        self._taken[slot0:slot0 + nw] = False
+        live = self._slot_trace
+        tfill, sfill = self._tfill, self._sfill
+        no = offs.size
+        table = []
+        slot = slot0
+        s0 = 0
+        for place, s1 in zip(places, bounds[1:]):
+            ns = s1 - s0
+            if place is not None:
+                tb, sb = place[0], place[2]
+            else:
+                tb, sb = tfill, sfill
+                tfill += n
+                sfill += ns
+            live[slot] = (tb, n, sb, ns, offs)
+            slot += 1
+            table += (tb, sb, 0, n, 0, no, s0, ns)
+            s0 = s1
+        self._tfill, self._sfill = tfill, sfill
+        self._room_for_requests(max(blk.most))
+        return _start_warps(self._W, self._REGS, self._S, self._SW, self._C, self._pos0, self._TPC, self._TAUX,
+                            self._SEC, c, t0, wid0, len(self.scheds), slot0, np.array(table, np.int64).reshape(-1, 8),
+                            pcs.astype(np.int32, copy=False), np.ascontiguousarray(blk.aux, np.int32).reshape(-1),
+                            np.ascontiguousarray(blk.sec, np.int64), offs.astype(np.int64, copy=False))
 
     def extend_traces(self, items):
         """Join the next window of their traces to resident warps' (``items``: ``(slot, warp view,
