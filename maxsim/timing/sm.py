@@ -1215,17 +1215,19 @@ class SM:
             label = f"cta{cid[0]},{cid[1]}.w"
             wid0 = len(self.all_warps)
             nw = self._start_cta(c, t0, wid0, slots.start, flats)
-            scheds, slot_warp, all_warps, open_ = self.scheds, self._slot_warp, self.all_warps, self._open
+            scheds, slot_warp, open_ = self.scheds, self._slot_warp, self._open
+            add = self.all_warps._items.append
             keep = self.keep_branch_times
-            for w, (slot, tr) in enumerate(zip(slots, traces)):
+            open_[slots.start:slots.stop] = False
+            slot = slots.start
+            for w, tr in enumerate(traces):
                 view = WarpView(wid0 + w, slot, scheds[slot % nsched], cta, label + str(w), tr.parts, keep)
                 if getattr(tr, "open", False):
                     open_[slot] = True
                     self.router.loaded(tr.warp, self, slot, view)
-                else:
-                    open_[slot] = False
                 slot_warp[slot] = view
-                all_warps.append(view)
+                add(view)
+                slot += 1
             self.resident += 1
             if nw > self.peak_warps:
                 self.peak_warps = nw
@@ -1433,15 +1435,15 @@ class SM:
         if not slots.size:
             return
         views = self._slot_warp
-        open_, live, freed = self._open, self._slot_trace, self._freed
+        live, freed = self._slot_trace, self._freed
+        self._open[slots] = False
         labels = []
         for slot in slots.tolist():
             view = views[slot]
             view.done = True
-            view.parts, view._flat = (), None
-            open_[slot] = False
-            tb, n, sb, ns, _ = live.pop(slot)
-            freed.append((tb, n, sb, ns))
+            view.parts = ()
+            view._flat = None
+            freed.append(live.pop(slot)[:4])
             labels.append(view.label)
         self._stall_rows.append((labels, rows))
 
