@@ -266,14 +266,16 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
 
     def wanted(i):  # whether a CTA's traces are read: timed SM, chunk, sectors of a history
         return i < keep or i < probe or i in member or before_chunk(i)
-    if stream._state.get("warp_counts") is not None:
+    counted = stream._state.get("warp_counts") is not None
+    if counted:
         stream.record = lambda batch: any(wanted(y * gx + x) for x, y in batch)
     for p, (cid, traces) in enumerate(stream_ctas(stream)):
         i = cid[1] * gx + cid[0]
         if traces is None:  # (a batch no one reads the traces of: its warps' counts)
             instr[i] = stream.cta_instructions(p)
             continue
-        instr[i] = sum(len(t) for t in traces)
+        # (a warp's count is its trace's length: a batch's counted at once)
+        instr[i] = stream.cta_instructions(p) if counted else sum(len(t) for t in traces)
         if i < keep:
             kept += narrowed(traces)
         c = member.get(i)
