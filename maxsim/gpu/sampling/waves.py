@@ -210,11 +210,18 @@ def warm(ms, history):
         ms.warm(a)  # (the error it gives a negative address)
     ends = np.cumsum([len(x) for x, _ in runs])
     dirty = np.array([d for _, d in runs], dtype=np.bool_)
+    # the sectors whose page is not the one before's: a sector in the same page as the sector just
+    # warmed would only make that page, the most recent in every TLB, most recent again (the order
+    # of the TLBs' entries, all that their replacement reads, stays the same)
+    pages = a >> ms.tlb.geometry[0]
+    turns = np.empty(pages.size, dtype=np.bool_)
+    turns[:1] = True
+    np.not_equal(pages[1:], pages[:-1], out=turns[1:])
     # room for the (page, SM) pairs the warming may record: every SM's each distinct page (not each
     # sector's: the record of translated pages would be grown to tens of megabytes per chunk)
-    ms._tlb_room(np.unique(a >> ms.tlb.geometry[0]).size * ms.tlb.n_sms)
+    ms._tlb_room(np.unique(pages[turns]).size * ms.tlb.n_sms)
     _warm_runs(a, ends, dirty, ms._P, ms._T, ms._LINES, ms._READY, ms._I)
-    warm_pages(a, ms._I, ms._F, I_SIZE, F_SIZE)
+    warm_pages(a[turns], ms._I, ms._F, I_SIZE, F_SIZE)
 
 
 @njit(cache=True)
