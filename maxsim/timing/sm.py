@@ -429,7 +429,14 @@ def flatten_items(items, unit, unit_key):
         chosen.append(item)
     if len(chosen) < 2:
         return {}
-    every = [tr.parts for item in chosen for tr in item[1]]
+    return dict(zip([item[0] for item in chosen], _flatten_ctas([item[1] for item in chosen], unit, unit_key)))
+
+
+def _flatten_ctas(ctas, unit, unit_key):
+    """The flattened traces of CTAs (``ctas``: each a list of its warps' traces) in one pass
+    (:func:`flatten_traces`): per CTA a :class:`CtaBlock` when its warps ran the same code, else a
+    list of its warps' (:func:`flatten_trace`'s)."""
+    every = [tr.parts for traces in ctas for tr in traces]
     # per warp: its group's arrays (_flatten_group) and its row in them
     group_of = [None] * len(every)
     row_of = [0] * len(every)
@@ -438,24 +445,27 @@ def flatten_items(items, unit, unit_key):
         for i, w in enumerate(ws):
             group_of[w] = arrays
             row_of[w] = i
-    out = {}
+    out = []
     k = 0
-    for item in chosen:
-        n = len(item[1])
+    for traces in ctas:
+        n = len(traces)
+        if not n:
+            out.append([])
+            continue
         arrays, i = group_of[k], row_of[k]
         if group_of[k + n - 1] is arrays and row_of[k + n - 1] == i + n - 1:
             # (a group's warps ascend: the CTA's first and last warps n - 1 rows apart: all of them)
             pcs, aux, sec, bounds, offs, most = arrays
             b0 = bounds[i]
-            out[item[0]] = CtaBlock(pcs, aux[i:i + n], sec[b0:bounds[i + n]], [b - b0 for b in bounds[i:i + n + 1]],
-                                    offs, most[i:i + n])
+            out.append(CtaBlock(pcs, aux[i:i + n], sec[b0:bounds[i + n]], [b - b0 for b in bounds[i:i + n + 1]],
+                                offs, most[i:i + n]))
         else:
             warps = []
             for w in range(k, k + n):
                 pcs, aux, sec, bounds, offs, most = group_of[w]
                 j = row_of[w]
                 warps.append((pcs, aux[j], sec[bounds[j]:bounds[j + 1]], offs, most[j]))
-            out[item[0]] = warps
+            out.append(warps)
         k += n
     return out
 
@@ -470,12 +480,9 @@ def flatten_queued(sms, closed_only=False):
     items = [(sm, cid, traces) for sm in sms for cid, traces in sm.pending if not closed_only or _closed(traces)]
     if not items:
         return
-    flats = flatten_traces([tr.parts for _, _, traces in items for tr in traces], sms[0]._unit,
-                           sms[0]._unit_key)
-    k = 0
-    for sm, cid, traces in items:
-        sm._flat_of[cid] = flats[k:k + len(traces)]
-        k += len(traces)
+    flats = _flatten_ctas([traces for _, _, traces in items], sms[0]._unit, sms[0]._unit_key)
+    for (sm, cid, _), f in zip(items, flats):
+        sm._flat_of[cid] = f
 
 
 FLATTEN_TOGETHER_POSITIONS = 1 << 16  # queued trace positions up to which the CTAs queued on SMs
