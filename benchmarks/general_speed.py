@@ -8,7 +8,8 @@ prediction, per launch shape.
 Each case runs in a child process (after a warm-up launch there that loads the compiled code) and
 prints the launch's CPU seconds (user + system of the child over the timed launches, from
 ``os.wait4``, less the warm-up's, which the child reports), its warp-instructions, the end-to-end
-rate in millions of warp-instructions per CPU second, and the child's peak resident set size:
+rate in millions of warp-instructions per CPU second (and the part spent in ``maxsim.launch`` itself,
+without making the inputs and checking the outputs in numpy), and the child's peak resident set size:
 
 * ``matvec``: ``matvec_rows`` of ``workloads/cuda/linalg.cu`` (one thread per row: a warp's loads
   are 32 rows apart) over an N x N matrix, 128 threads per CTA: one wave of a few long CTAs (N =
@@ -60,6 +61,18 @@ from maxsim.host.kernel import Kernel
 case, size, config, root, method = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 steps_n = int(sys.argv[6])
 rng = np.random.default_rng(0)
+
+LAUNCHES = [0.0]  # CPU seconds spent in maxsim.launch itself (not making the inputs or checking the outputs)
+_launch = maxsim.launch
+
+def _timed_launch(*args, **kwargs):
+    t0 = time.process_time()
+    try:
+        return _launch(*args, **kwargs)
+    finally:
+        LAUNCHES[0] += time.process_time() - t0
+
+maxsim.launch = _timed_launch
 
 def matvec(n):
     k = Kernel.load(os.path.join(root, "workloads/cuda/linalg.cu"), kernel="matvec_rows")
@@ -143,13 +156,14 @@ run = {"matvec": matvec, "stencil": stencil, "gemm": gemm, "tiny": tiny, "steps"
 run({"matvec": 256, "stencil": 64, "gemm": 64, "tiny": 0, "steps": 1024, "conv": 16}[case])  # loads the compiled code
 t = os.times()
 warm = t.user + t.system
+LAUNCHES[0] = 0.0
 count = size if case in ("tiny", "steps") else 1
 STEPS.clear()
 for _ in range(count):
     r = run({"tiny": 0, "steps": steps_n}.get(case, size))
 t = os.times()
 p = r.prediction
-out = {"warm": warm, "loop": t.user + t.system - warm, "launches": count, "instructions": r.result.warp_instructions,
+out = {"warm": warm, "loop": t.user + t.system - warm, "in_launch": LAUNCHES[0], "launches": count, "instructions": r.result.warp_instructions,
        "method": p.method, "cycles": p.cycles, "timed_sm_cycles": (r.timing or {}).get("cycles")}
 if case == "steps":
     check_steps()
@@ -206,7 +220,9 @@ def main():
         what = {"matvec": f"matvec_rows {sizes[case]}^2", "stencil": f"stencil5 {sizes[case]}^2",
                 "gemm": f"matmul_tiled {sizes[case]}^3",
                 "conv": f"conv1d8 one wave, {sizes[case]} taps"}[case]
-        print(f"{case:7s} {what}: {n / 1e6:.2f} M warp-instructions in {cpu:.2f} CPU s = {n / cpu / 1e6:.2f} M/s, "
+        inside = f["in_launch"]
+        print(f"{case:7s} {what}: {n / 1e6:.2f} M warp-instructions in {cpu:.2f} CPU s = {n / cpu / 1e6:.2f} M/s "
+              f"(in maxsim.launch: {inside:.2f} s = {n / inside / 1e6:.2f} M/s), "
               f"peak {rss:,.0f} MB ({f['method']}, {f['cycles']:,.0f} cycles; timed SM {f['timed_sm_cycles']:,})")
 
 

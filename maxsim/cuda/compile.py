@@ -20,6 +20,7 @@ import tempfile
 from ..errors import MaxsimError
 
 ARCH = "sm_52"
+COMPILED_KEPT = 64  # cubins of .cu files kept per process (a simulator setting: bounds the memory held)
 INSTALL = 'pip install "maxsim[cuda]"'
 
 
@@ -141,6 +142,15 @@ def compile_file(path, options=()) -> bytes:
         raise CompileError(f"{path}: cannot read the file: {getattr(e, 'strerror', None) or e}") from None
     if path.endswith(".ptx"):
         return compile_ptx(text, path, options)
+    if "#include" in text:  # (what it includes may change between two loads)
+        return compile_cuda(text, path, options)
+    return _compiled_source(text, path, tuple(options))
+
+
+@functools.lru_cache(maxsize=COMPILED_KEPT)
+def _compiled_source(text, path, options):
+    """compile_cuda of a source that includes nothing, once per process for each text, name and
+    options (a program that loads a kernel for each launch compiles it once)."""
     return compile_cuda(text, path, options)
 
 

@@ -399,6 +399,12 @@ class LaunchStream:
         self._cta_counts = (first, counts[first * wpc:end * wpc].reshape(-1, wpc).sum(axis=1).tolist())
         return self._cta_counts[1][position - first]
 
+    def drop_records(self):
+        """The batch under way summarises no more memory accesses (its windows still come, their
+        traces without the records: for a consumer that drops them, see
+        maxsim.gpu.gpu._untimed_rest); the next batch records as before."""
+        self._ctx.recorder = None
+
     def stop_recording(self):
         """Run the batches still to come without recording their traces (for a consumer that holds
         the traces it needs already); the result keeps the recorder's key."""

@@ -470,6 +470,7 @@ def _untimed_rest(stream, router):
     (the windows of the batch under way are taken and dropped), and its result."""
     if router is not None:
         router.at.clear()  # (no warp takes more trace)
+    stream.drop_records()  # (nor the summaries of its memory accesses)
     while stream.running:
         stream.more()
     stream.stop_recording()

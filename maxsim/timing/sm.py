@@ -705,6 +705,21 @@ def _exited(W, taken, sums):
     return slots, rows
 
 
+@njit(cache=True)
+def _trace_room(W, open_):
+    """SM.trace_room's count: the fewest positions loaded and not issued of the warps in slots with
+    more trace to come (``open_``) that have not exited, and whether there is any such warp."""
+    best = 0
+    found = False
+    for slot in range(open_.shape[0]):
+        if open_[slot] and W[slot, K.W_DONE] == 0:
+            r = W[slot, K.W_LEN] - W[slot, K.W_POS]
+            if not found or r < best:
+                best = r
+                found = True
+    return best, found
+
+
 def _start_types():
     """The argument types of every call of :func:`_start_warps` (the SM's arrays, C-contiguous)."""
     def a(dtype, ndim):
@@ -724,6 +739,7 @@ def _exited_types():
 def _start_warps_ahead():
     _start_warps.compile(_start_types())
     _exited.compile(_exited_types())
+    _trace_room.compile(_exited_types()[:2])
 
 
 def _static_tables(static, kernel, cfg):
@@ -1417,14 +1433,10 @@ class SM:
     def trace_room(self):
         """``(fewest positions any warp with more trace to come has loaded and not issued, the SM's
         cycle)``, or None when no such warp is resident."""
-        open_ = self._open
-        if not open_.any():
+        room, found = _trace_room(self._W, self._open)
+        if not found:
             return None
-        W = self._W
-        rows = np.flatnonzero(open_ & (W[:, K.W_DONE] == 0))
-        if not rows.size:
-            return None
-        return int((W[rows, K.W_LEN] - W[rows, K.W_POS]).min()), int(self._G[K.G_T])
+        return int(room), int(self._G[K.G_T])
 
     def flush_exits(self):
         """Take in the warps that exited since the last time, in the order they exited: their
