@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..jit import njit
+
 
 def warp_wavefronts(addr, active, nbytes, banks=32, bank_width=4):
     """Cycles the shared-memory banks need for each warp's request.
@@ -49,6 +51,96 @@ def warp_wavefronts(addr, active, nbytes, banks=32, bank_width=4):
     rows = np.repeat(np.arange(nw) * banks, words.shape[1])
     counts = np.bincount(rows + bank.reshape(-1), weights=first.reshape(-1), minlength=nw * banks)
     return counts.reshape(nw, banks).max(axis=1).astype(np.int64)
+
+
+
+def wavefronts(addr, active, nbytes, banks=32, bank_width=4):
+    """:func:`warp_wavefronts` (the same numbers, which that function specifies) in compiled code,
+    for the many warps of a functional batch at once: a warp whose request is the same as another's
+    of the batch (the same active lanes at the same addresses: the warps of one CTA slot of every
+    CTA, in shared memory's CTA-relative addresses) takes that one's count, found by comparing it
+    with the warp as far back as the last match was, else through a table of the distinct requests
+    met so far. Returns int64, one per warp."""
+    addr = np.ascontiguousarray(addr)
+    active = np.ascontiguousarray(active, dtype=np.bool_)
+    return _wavefronts(addr, active, int(nbytes), int(banks), int(bank_width))
+
+
+@njit(cache=True)
+def _wavefronts(addr, active, nbytes, banks, width):
+    nw, nl = addr.shape
+    per = max(1, nbytes // width)
+    out = np.empty(nw, np.int64)
+    size = 16
+    while size < 2 * nw:
+        size *= 2
+    rows = np.full(size, -1, np.int64)  # open addressing: the first warp of each distinct request
+    keys = np.zeros(size, np.uint64)
+    buf = np.empty(nl * per, np.int64)
+    count = np.zeros(banks, np.int64)
+    back = 0  # how far back the last matching request was
+    for w in range(nw):
+        if back and w >= back and _same(addr, active, w, w - back):
+            out[w] = out[w - back]
+            continue
+        h = np.uint64(nbytes)
+        for lane in range(nl):
+            v = np.uint64(addr[w, lane]) if active[w, lane] else np.uint64(0xFFFFFFFFFFFF)
+            h = (h ^ v) * np.uint64(0x100000001B3)
+        h ^= h >> np.uint64(29)
+        i = np.int64(h & np.uint64(size - 1))
+        found = -1
+        while rows[i] >= 0:
+            r = rows[i]
+            if keys[i] == h and _same(addr, active, w, r):
+                found = r
+                break
+            i = (i + 1) & (size - 1)
+        if found >= 0:
+            out[w] = out[found]
+            back = w - found
+            continue
+        rows[i] = w
+        keys[i] = h
+        out[w] = _one(addr, active, w, per, banks, width, buf, count)
+    return out
+
+
+@njit(cache=True, forceinline=True)
+def _same(addr, active, w, r):
+    """Whether warps w and r make the same request (every lane's address and activity alike)."""
+    d = 0
+    for lane in range(addr.shape[1]):
+        d |= (addr[w, lane] != addr[r, lane]) | (active[w, lane] != active[r, lane])
+    return d == 0
+
+
+@njit(cache=True, forceinline=True)
+def _one(addr, active, w, per, banks, width, buf, count):
+    """:func:`warp_wavefronts` of warp w: its lanes' words sorted (insertion: a warp's lanes mostly
+    come in order), the distinct ones counted per bank; the largest count."""
+    m = 0
+    for lane in range(addr.shape[1]):
+        if active[w, lane]:
+            word = np.int64(addr[w, lane]) // width
+            for j in range(per):
+                x = word + j
+                if x >= 0:
+                    k = m
+                    while k > 0 and buf[k - 1] > x:
+                        buf[k] = buf[k - 1]
+                        k -= 1
+                    buf[k] = x
+                    m += 1
+    count[:] = 0
+    most = 0
+    for i in range(m):
+        if i == 0 or buf[i] != buf[i - 1]:
+            b = buf[i] % banks
+            count[b] += 1
+            if count[b] > most:
+                most = count[b]
+    return most
 
 
 class SharedMemoryTiming:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import njit
-from .shared_memory import warp_wavefronts
+from .shared_memory import wavefronts, warp_wavefronts
 
 
 class SectorLists:
@@ -166,8 +166,8 @@ def _warp_sectors_sorted(addr, active, nbytes, sector, per, run, out, k):
     return k
 
 
-SEEN_LIMIT = 4096  # remembered shared-memory patterns per bank geometry (a bound on the memory held)
-_SEEN = {}  # (banks, bank width) -> {pattern: wavefronts per warp}
+SEEN_LIMIT = 4096  # remembered shared-memory summaries per bank geometry (a bound on the memory held)
+_SEEN = {}  # (banks, bank width) -> {summary's bytes: the summary}
 
 
 def atomic_wavefronts(addr, active, banks, width):
@@ -188,11 +188,12 @@ def atomic_wavefronts(addr, active, banks, width):
 
 def make_summariser(cfg):
     """``summarise(kind, addr, active, nbytes)`` for the trace recorder under ``cfg``. A shared
-    access pattern seen before gets the same (read-only) summary array back."""
+    access whose summary (each warp's wavefronts) was made before gets the same (read-only) array
+    back."""
     banks, width, sector = cfg.shared.banks, cfg.shared.bank_width, cfg.l1tex.sector
 
-    # shared-memory access patterns already summarised (loops repeat them, and so do the launches of
-    # one kernel): kept per bank geometry for every summariser of the process
+    # shared-memory summaries already made (loops repeat them, and so do the launches of one kernel):
+    # one read-only array for each, kept per bank geometry for every summariser of the process
     seen = _SEEN.setdefault((banks, width), {})
 
     def summarise(kind, addr, active, nbytes):
@@ -201,14 +202,15 @@ def make_summariser(cfg):
         if kind == "atoms":
             return atomic_wavefronts(addr, active, banks, width)
         if kind in ("lds", "sts"):
-            key = (nbytes, addr.shape[0], addr.tobytes(), active.tobytes())
-            out = seen.get(key)
-            if out is None:
+            out = wavefronts(addr, active, nbytes, banks, width)
+            key = out.tobytes()  # (a warp's count, not its 32 addresses: far fewer bytes to hash)
+            kept = seen.get(key)
+            if kept is None:
                 if len(seen) >= SEEN_LIMIT:
                     seen.clear()
-                out = seen[key] = warp_wavefronts(addr, active, nbytes, banks, width)
-                out.flags.writeable = False  # shared by every trace with this pattern
-            return out
+                kept = seen[key] = out
+                out.flags.writeable = False  # shared by every trace with this summary
+            return kept
         return sectors(addr, active, nbytes, sector)
     summarise.key = ("banks", banks, "bank_width", width, "sector", sector)
     return summarise
