@@ -594,3 +594,18 @@ def test_the_percentile_of_the_stats_is_numpys_bit_for_bit():
         for q in (95, 50, 0, 100, 99.9, 12.5):
             assert percentile(v, q) == float(np.percentile(v, q)), (v, q)
     assert np.isnan(percentile(np.array([1.0, np.nan]), 95))
+
+
+@pytest.mark.parametrize("core", ["python", "compiled"])
+def test_the_counts_only_stats_are_the_additive_counters_of_the_whole_stats(core):
+    # (the per-window report of a sampled chunk takes these: the same counts, none of the ratios,
+    # means or the 95th percentile, which sorts every DRAM queue delay)
+    ms = MemorySystem(CFG, core=core)
+    for t in range(0, 4000, 100):
+        ms.read(t, [(t * 37 + i * 32) % (1 << 22) for i in range(8)], sm=t % 4)
+        ms.write(t + 50, [(t * 11 + i * 32) % (1 << 22) for i in range(4)])
+    whole, counts = ms.stats(), ms.stats(counts_only=True)
+    assert whole["dram_read_requests"] > 0 and whole["l2_read_misses"] > 0  # (there is something to count)
+    assert counts == {k: v for k, v in whole.items()
+                      if not k.endswith(("rate", "utilisation", "delay", "p95"))}
+    assert "dram_queue_delay_cycles" in counts and "dram_p95_queue_delay" not in counts

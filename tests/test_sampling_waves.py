@@ -28,9 +28,32 @@ def test_chunk_starts_begin_with_the_first_wave_and_stay_inside_the_launch():
     for n in (24 * slots, 100 * slots + 17, 1000 * slots):
         starts = waves.chunk_starts(n, slots)
         span = waves.CHUNK_WAVES * slots
-        assert starts[0] == 0 and len(starts) == waves.CHUNKS
+        assert starts[0] == 0 and waves.MIN_CHUNKS <= len(starts) <= waves.CHUNKS
         assert all(b - a >= span for a, b in zip(starts, starts[1:]))  # chunks do not overlap
         assert starts[-1] + span <= n
+    # the chunks always simulated are centred on equal parts of the launch after the first (5 waves
+    # of 64 CTAs = 320: the parts of 100 waves after it are 320-3,360 and 3,360-6,400, centres 1,840
+    # and 4,880); those simulated only when they disagree, on equal parts of what is left after them
+    # (a fourth chunk: 5,040-6,400, centre 5,720), as many as fit whole (34 waves: 1,872-2,176 is
+    # less than a chunk)
+    assert waves.chunk_starts(100 * 64, 64, chunks=3) == [0, 1840 - 160, 4880 - 160]
+    assert waves.chunk_starts(100 * 64, 64, chunks=4) == [0, 1680, 4720, 5720 - 160]
+    assert waves.chunk_starts(34 * 64, 64, chunks=4) == [0, 784 - 160, 1712 - 160]
+
+
+def test_later_chunks_are_simulated_only_when_the_first_ones_disagree():
+    # two chunks in mid-launch whose CTAs all do the same work: a CTA's modelled duration is the mean
+    # of both chunks' (105 cycles); measured 100 and 110, their ratios 100/105 and 110/105: two
+    # standard errors of the mean of two ratios is their difference, 10/105
+    def chunk(first, d):
+        return waves.Chunk(first=first, durations=tuple((first + j, 40, d) for j in range(4)), early=(),
+                           cycles=1.0, memory={})
+    first = chunk(0, 300.0)  # (the launch's start: not part of the spread)
+    assert waves.chunk_spread([first, chunk(100, 100.0), chunk(200, 110.0)]) == pytest.approx(10 / 105)
+    assert waves.more_chunks([first, chunk(100, 100.0), chunk(200, 110.0)])  # 9.5% > the 2% agreement
+    assert waves.chunk_spread([first, chunk(100, 100.0), chunk(200, 101.0)]) == pytest.approx(1 / 100.5)
+    assert not waves.more_chunks([first, chunk(100, 100.0), chunk(200, 101.0)])  # 1% < 2%
+    assert waves.chunk_spread([first, chunk(100, 100.0)]) == float("inf")  # one chunk: no spread
 
 
 def test_a_ctas_duration_is_its_groups_measured_mean_or_the_line_through_the_samples():

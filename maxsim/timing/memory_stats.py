@@ -55,12 +55,15 @@ class MemoryStats:
         total = self.l2_read_hits + self.l2_read_misses
         return self.l2_read_hits / total if total else 0.0
 
-    def stats(self, elapsed_cycles: float | None = None, l1=()) -> dict:
+    def stats(self, elapsed_cycles: float | None = None, l1=(), counts_only=False) -> dict:
         """Counters and utilisations as one flat dict (keys below; cycles are core cycles).
 
         ``elapsed_cycles``: the time the utilisations are taken over (default: the latest request
         cycle seen). ``l1``: the SMs' :class:`~maxsim.timing.texture.TextureCache` objects whose
         counters to add (``tex_*`` keys, summed; ``tex_utilisation`` is their mean).
+        ``counts_only``: only the counts that add up over pieces of a run (none of the keys ending
+        in ``rate``, ``utilisation``, ``delay`` or ``p95``): no sort of the DRAM queue delays for
+        their 95th percentile (a report taken every window of a run would sort them every time).
 
         * ``mem_reads``, ``mem_writes``: read and write requests.
         * ``l2_read_sectors`` = ``l2_read_hits`` + ``l2_read_misses``; ``l2_pending_hits`` (of the
@@ -117,7 +120,8 @@ class MemoryStats:
         delays = np.frombuffer(self._dram_delays, dtype=np.float64) if len(self._dram_delays) else None
         d["dram_queue_delay_cycles"] = float(delays.sum()) if delays is not None else 0.0
         d["dram_mean_queue_delay"] = float(delays.mean()) if delays is not None else 0.0
-        d["dram_p95_queue_delay"] = percentile(delays, 95) if delays is not None else 0.0
+        if not counts_only:
+            d["dram_p95_queue_delay"] = percentile(delays, 95) if delays is not None else 0.0
         for i, s in enumerate(self.slices):
             d[f"l2_slice{i}_busy_cycles"] = s.busy
             d[f"l2_slice{i}_utilisation"] = util(s.busy)
@@ -134,4 +138,6 @@ class MemoryStats:
             looked = d["tex_sector_hits"] + d["tex_sector_misses"]
             d["tex_hit_rate"] = d["tex_sector_hits"] / looked if looked else 0.0
             d["tex_utilisation"] = sum(t["tex_utilisation"] for t in tex) / len(tex)
+        if counts_only:
+            return {k: v for k, v in d.items() if not k.endswith(("rate", "utilisation", "utilization", "delay", "p95"))}
         return d

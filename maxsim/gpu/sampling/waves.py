@@ -48,6 +48,7 @@ from .settings import SETTINGS
 _W = SETTINGS["waves"]
 MIN_WAVES = _W["min_waves"]
 CHUNKS = _W["chunks"]
+MIN_CHUNKS = _W["min_chunks"]
 HISTORY_FILL = _W["history_fill"]
 HISTORY_SPARE = _W["history_spare"]
 GROUPS = _W["groups"]
@@ -66,15 +67,55 @@ def applies(n_ctas, slots) -> bool:
 
 def chunk_starts(n_ctas, slots, chunks=None) -> list:
     """The first CTA index of each chunk of ``CHUNK_WAVES`` waves: 0 (the first wave, as the launch
-    starts it), then the others centred on equal parts of the rest of the launch."""
+    starts it), then ``MIN_CHUNKS - 1`` centred on equal parts of the rest of the launch (the chunks
+    always simulated), then up to ``chunks - MIN_CHUNKS`` (default ``CHUNKS``) centred on equal
+    parts of what is left after them (simulated only when the chunks before disagree: see
+    :func:`more_chunks`), as many of those as fit whole."""
     chunks = CHUNKS if chunks is None else chunks
     span = CHUNK_WAVES * slots
-    rest = n_ctas - span
-    out = [0]
-    for c in range(chunks - 1):
-        centre = span + (c + 0.5) * rest / (chunks - 1)
-        out.append(int(min(max(span, round(centre - span / 2)), n_ctas - span)))
+    base = _spread_over(span, n_ctas, min(chunks, MIN_CHUNKS) - 1, span)
+    out = [0] + base
+    if chunks > MIN_CHUNKS:
+        after = (base[-1] if base else 0) + span
+        out += _spread_over(after, n_ctas, chunks - MIN_CHUNKS, span)
     return sorted(set(out))
+
+
+def _spread_over(a, b, count, span) -> list:
+    """``count`` chunks of ``span`` CTAs centred on equal parts of the CTAs ``a`` to ``b``, as many
+    as fit there without overlapping."""
+    count = min(count, (b - a) // span) if count > 0 else 0
+    if count <= 0:
+        return []
+    part = (b - a) / count
+    return [int(min(max(a, round(a + (c + 0.5) * part - span / 2)), b - span)) for c in range(count)]
+
+
+def more_chunks(chunks) -> bool:
+    """Whether the chunks beyond the first ``MIN_CHUNKS`` are simulated: when the spread between the
+    chunks simulated (:func:`chunk_spread`) is wider than the method's agreement (``agreement``),
+    the interval's least half-width, so that more chunks could narrow it."""
+    return chunk_spread(chunks) > AGREEMENT
+
+
+def chunk_spread(chunks) -> float:
+    """The half-width of the interval the chunks in mid-launch (``first`` > 0) give by their spread,
+    relative: ``INTERVAL_SE`` standard errors of the mean of each chunk's measured cycles over those
+    :func:`durations` models for its CTAs (from the chunks' own CTAs' warp instructions); infinite
+    with fewer than two such chunks."""
+    later = [c for c in chunks if c.first > 0]
+    if len(later) < 2:
+        return float("inf")
+    ids = sorted({i for c in later for i, _, _ in c.durations})
+    at = {i: k for k, i in enumerate(ids)}
+    instr = np.zeros(len(ids), dtype=np.int64)
+    for c in later:
+        for i, w, _ in c.durations:
+            instr[at[i]] = w
+    own = [attrs.evolve(c, durations=tuple((at[i], w, d) for i, w, d in c.durations)) for c in later]
+    dur = durations(instr, own)
+    ratios = np.array([sum(d for _, _, d in c.durations) / sum(dur[i] for i, _, _ in c.durations) for c in own])
+    return float(INTERVAL_SE * ratios.std(ddof=1) / np.sqrt(len(ratios)) / ratios.mean())
 
 
 @attrs.frozen
@@ -170,9 +211,9 @@ class _Counts:
         if done is None or self.sms is None:
             return
         from ...timing import core as K
-        st = self.ms.stats()
+        st = self.ms.stats(counts_only=True)
         row = {k: float(v) for k, v in st.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-               and not k.endswith(("rate", "utilisation", "utilization", "delay", "p95")) and k != "elapsed_cycles"}
+               and k != "elapsed_cycles"}
         for key, field, g in (("tex_sector_hits", "sector_hits", K.G_L1_HITS),
                               ("tex_sector_misses", "sector_misses", K.G_L1_MISSES),
                               ("tex_pending_hits", "pending_hits", K.G_L1_PENDING)):
@@ -258,6 +299,8 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
     for c, s in enumerate(starts):
         for i in range(s, min(n, s + span)):
             member.setdefault(i, c)
+    base = min(MIN_CHUNKS, len(starts))  # the chunks always simulated (the others: see more_chunks)
+    skipped = []
     instr = np.full(n, -1, dtype=np.int64)
     capacity = HISTORY_FILL * cfg.l2.size // cfg.l2.sector
     history, held = collections.deque(), 0
@@ -298,6 +341,15 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
                     period = np.mean([d for _, _, d in chunks[0].durations]) + cfg.sm.cta_launch_cycles
                 chunks.append(_simulate_chunk(kernel, block, cfg, waiting.pop(c), warm_of.pop(c), instr, starts[c],
                                               per_sm, period))
+                if len(chunks) == base < len(starts) and not more_chunks(chunks):
+                    # the chunks agree: the later ones are not simulated (nor their CTAs' traces
+                    # recorded, nor their histories' sectors taken)
+                    skipped = starts[base:]
+                    for k, s in enumerate(skipped, base):
+                        waiting.pop(k, None)
+                        for j in range(s, min(n, s + span)):
+                            member.pop(j, None)
+                    starts = starts[:base]
                 if progress is not None:
                     progress(len(chunks), len(starts), "chunks simulated", "chunks")
         if i < probe or before_chunk(i):
