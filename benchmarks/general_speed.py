@@ -163,7 +163,7 @@ for _ in range(count):
     r = run({"tiny": 0, "steps": steps_n}.get(case, size))
 t = os.times()
 p = r.prediction
-out = {"warm": warm, "loop": t.user + t.system - warm, "in_launch": LAUNCHES[0], "launches": count, "instructions": r.result.warp_instructions,
+out = {"maxsim": os.path.dirname(os.path.abspath(maxsim.__file__)), "warm": warm, "loop": t.user + t.system - warm, "in_launch": LAUNCHES[0], "launches": count, "instructions": r.result.warp_instructions,
        "method": p.method, "cycles": p.cycles, "timed_sm_cycles": (r.timing or {}).get("cycles")}
 if case == "steps":
     check_steps()
@@ -174,8 +174,11 @@ print(json.dumps(out))
 
 def run_case(case, size, config, method="auto", steps_n=4096):
     """The child's figures, its CPU seconds and peak RSS (MB), from os.wait4."""
+    # run from this folder, which holds no package: `python -c` puts its current folder first on sys.path,
+    # so a child started from another tree's root would measure that tree's maxsim instead of PYTHONPATH's
+    # (or the installed one)
     proc = subprocess.Popen([sys.executable, "-c", CHILD, case, str(size), config, ROOT, method, str(steps_n)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=HERE)
     out = proc.stdout.read()
     err = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -202,8 +205,12 @@ def main():
     print(f"load average {os.getloadavg()[0]:.2f}; config {args.config}; gpu_method {args.method}")
     sizes = {"matvec": args.matvec, "stencil": args.stencil, "gemm": args.gemm, "tiny": args.tiny, "steps": args.steps,
              "conv": args.conv_taps}
+    measured = None
     for case in args.cases.split(","):
         f, cpu, rss = run_case(case, sizes[case], args.config, args.method, args.steps_n)
+        if f["maxsim"] != measured:
+            measured = f["maxsim"]
+            print(f"maxsim measured: {measured}")
         n = f["instructions"]
         if case == "steps":
             loop, count = f["loop"], f["launches"]
