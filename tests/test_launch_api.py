@@ -507,3 +507,47 @@ def test_a_timed_sm_with_the_inputs_of_an_earlier_one_takes_its_figures(vecadd, 
     r4, f4 = once(900, 4)  # other traces (threads past n leave early): run again
     assert r4.sm._G is not r3.sm._G
     assert f4["sm_warp_instructions"] == r4.result.warp_instructions < f3["sm_warp_instructions"]
+
+
+def test_parameters_bound_again_alike_or_changed_pack_their_own_bank(vecadd):
+    """Constant bank 0 is packed once for parameters given alike again; a changed value, its type
+    (an int and a float of the same value) or the sign of a zero packs its own bits."""
+    import struct
+
+    from maxsim.host.args import bind
+    bufs = {"a": np.zeros(8, np.float32), "b": np.zeros(8, np.float32), "c": np.zeros(8, np.float32)}
+    at = vecadd.param("n").offset
+
+    def n_word(n):
+        bank = bind(vecadd, {"a": "a", "b": "b", "c": "c", "n": n}, bufs).const_bank
+        return bank[at:at + 4]
+    assert n_word(5) == struct.pack("<I", 5) and n_word(5) == struct.pack("<I", 5)
+    assert n_word(6) == struct.pack("<I", 6)
+    assert n_word(5.0) == struct.pack("<f", 5.0)
+    assert n_word(0.0) == struct.pack("<f", 0.0) and n_word(-0.0) == struct.pack("<f", -0.0) != n_word(0.0)
+    assert n_word(np.float32(2.5)) == struct.pack("<f", 2.5)
+    # a buffer placed elsewhere (another one before it) gives its parameter its new address
+    r1 = bind(vecadd, {"a": "a", "b": "b", "c": "c", "n": 5}, bufs)
+    r2 = bind(vecadd, {"a": "a", "b": "b", "c": "c", "n": 5}, {"x": np.zeros(64, np.float32), **bufs})
+    for name in "abc":
+        p = vecadd.param(name)
+        assert int.from_bytes(r1.const_bank[p.offset:p.offset + p.size], "little") == r1.buffers[name][0]
+        assert int.from_bytes(r2.const_bank[p.offset:p.offset + p.size], "little") == r2.buffers[name][0]
+    assert r1.buffers["a"][0] != r2.buffers["a"][0]
+
+
+def test_the_same_ctas_run_again_in_another_order_read_their_own_ids():
+    """A batch's warp and CTA ids are made once per batch and shared: the same CTAs launched again,
+    alone, in another order or in another grid, each read their own SR_CTAID and SR_TID."""
+    k = Kernel.load(IDS)
+    cz, cy, cx, tz, ty, tx = np.indices((2, 3, 2, 8, 3, 4))
+    expected = ((((((4 * 16 + cx) * 16 + cz) * 16 + cy) * 16 + tz) * 16 + ty) * 16 + tx)
+    for ctas in ([(1, 0), (0, 5)], [(0, 5), (1, 0)], [(1, 0), (0, 5)], [(1, 3)]):
+        r = launch(k, grid=(2, 3, 2), block=(4, 3, 8), params={"out": "out"},
+                   buffers={"out": Buffer.zeros((12 * 96,), np.uint32)}, ctas=ctas, timing=False, predict=False)
+        out = r.outputs["out"].reshape(2, 3, 2, 8, 3, 4)
+        for x, y in ctas:  # (CTA y numbers z * 3 + y of the three-dimensional grid)
+            np.testing.assert_array_equal(out[y // 3, y % 3, x], expected[y // 3, y % 3, x])
+        ran = {(y // 3, y % 3, x) for x, y in ctas}
+        others = [(z, yy, x) for z in range(2) for yy in range(3) for x in range(2) if (z, yy, x) not in ran]
+        assert all(not out[c].any() for c in others)
