@@ -551,3 +551,33 @@ def test_the_same_ctas_run_again_in_another_order_read_their_own_ids():
         ran = {(y // 3, y % 3, x) for x, y in ctas}
         others = [(z, yy, x) for z in range(2) for yy in range(3) for x in range(2) if (z, yy, x) not in ran]
         assert all(not out[c].any() for c in others)
+
+
+def test_room_made_at_once_for_the_buffers_places_them_where_allocation_alone_does():
+    """GlobalMemory.reserve makes room for the buffers bind places in one array: their addresses,
+    the memory's top and the bytes written are those of the allocations made one by one (the
+    first at GLOBAL_BASE, each after a 4 KiB guard, 256-byte aligned); a size past 4 GiB reserves
+    nothing and its allocation says it does not fit."""
+    from maxsim.functional.memory import ALLOC_ALIGN, GLOBAL_BASE, GUARD_BYTES, GlobalMemory
+    from maxsim.host.args import bind
+    sizes = [10, 4096, 1, 777]
+    plain = GlobalMemory()
+    want = [plain.alloc(n, name=f"b{i}") for i, n in enumerate(sizes)]
+    assert want[0] == GLOBAL_BASE
+    for (a, n), b in zip(zip(want, sizes), want[1:]):
+        assert b == -(-(a + (n + 3) // 4 * 4 + GUARD_BYTES) // ALLOC_ALIGN) * ALLOC_ALIGN
+    reserved = GlobalMemory()
+    reserved.reserve(sizes)
+    room = reserved.words.size
+    assert [reserved.alloc(n, name=f"b{i}") for i, n in enumerate(sizes)] == want
+    assert reserved.top == plain.top and reserved.words.size == room >= plain.top // 4  # (not grown again)
+    arrays = {f"b{i}": np.arange(n, dtype=np.uint8) for i, n in enumerate(sizes)}
+    b = bind(Kernel.load(VECADD), {"a": "b0", "b": "b1", "c": "b2", "n": 1}, arrays)
+    assert [b.buffers[f"b{i}"][0] for i in range(len(sizes))] == want
+    for i, n in enumerate(sizes):
+        np.testing.assert_array_equal(b.memory.read(want[i], n, np.uint8), arrays[f"b{i}"])
+    huge = GlobalMemory()
+    huge.reserve([1 << 32])
+    assert huge.words.size == 0
+    with pytest.raises(LaunchError, match="exhausted"):
+        huge.alloc(1 << 32, name="x")

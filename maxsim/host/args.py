@@ -107,10 +107,13 @@ def bind(kernel, params=None, buffers=None, textures=None, constants=None) -> Bo
     record of the parameter's size (a struct passed by value)."""
     memory = GlobalMemory()
     bound_buffers = {}
+    given = []
     for name, value in (buffers or {}).items():
         if not isinstance(name, str) or not name:
             raise LaunchError(f"buffer names must be non-empty strings, got {name!r}")
-        buf = as_buffer(name, value)
+        given.append((name, as_buffer(name, value)))
+    memory.reserve([buf.nbytes for _, buf in given])
+    for name, buf in given:
         addr = memory.alloc(buf.nbytes, name=name)
         if buf.io != "out" and buf.data is not None:
             memory.write(addr, np.ascontiguousarray(buf.data, dtype=buf.dtype).reshape(-1))
