@@ -507,3 +507,77 @@ def test_a_timed_sm_with_the_inputs_of_an_earlier_one_takes_its_figures(vecadd, 
     r4, f4 = once(900, 4)  # other traces (threads past n leave early): run again
     assert r4.sm._G is not r3.sm._G
     assert f4["sm_warp_instructions"] == r4.result.warp_instructions < f3["sm_warp_instructions"]
+
+
+def test_parameters_bound_again_alike_or_changed_pack_their_own_bank(vecadd):
+    """Constant bank 0 is packed once for parameters given alike again; a changed value, its type
+    (an int and a float of the same value) or the sign of a zero packs its own bits."""
+    import struct
+
+    from maxsim.host.args import bind
+    bufs = {"a": np.zeros(8, np.float32), "b": np.zeros(8, np.float32), "c": np.zeros(8, np.float32)}
+    at = vecadd.param("n").offset
+
+    def n_word(n):
+        bank = bind(vecadd, {"a": "a", "b": "b", "c": "c", "n": n}, bufs).const_bank
+        return bank[at:at + 4]
+    assert n_word(5) == struct.pack("<I", 5) and n_word(5) == struct.pack("<I", 5)
+    assert n_word(6) == struct.pack("<I", 6)
+    assert n_word(5.0) == struct.pack("<f", 5.0)
+    assert n_word(0.0) == struct.pack("<f", 0.0) and n_word(-0.0) == struct.pack("<f", -0.0) != n_word(0.0)
+    assert n_word(np.float32(2.5)) == struct.pack("<f", 2.5)
+    # a buffer placed elsewhere (another one before it) gives its parameter its new address
+    r1 = bind(vecadd, {"a": "a", "b": "b", "c": "c", "n": 5}, bufs)
+    r2 = bind(vecadd, {"a": "a", "b": "b", "c": "c", "n": 5}, {"x": np.zeros(64, np.float32), **bufs})
+    for name in "abc":
+        p = vecadd.param(name)
+        assert int.from_bytes(r1.const_bank[p.offset:p.offset + p.size], "little") == r1.buffers[name][0]
+        assert int.from_bytes(r2.const_bank[p.offset:p.offset + p.size], "little") == r2.buffers[name][0]
+    assert r1.buffers["a"][0] != r2.buffers["a"][0]
+
+
+def test_the_same_ctas_run_again_in_another_order_read_their_own_ids():
+    """A batch's warp and CTA ids are made once per batch and shared: the same CTAs launched again,
+    alone, in another order or in another grid, each read their own SR_CTAID and SR_TID."""
+    k = Kernel.load(IDS)
+    cz, cy, cx, tz, ty, tx = np.indices((2, 3, 2, 8, 3, 4))
+    expected = ((((((4 * 16 + cx) * 16 + cz) * 16 + cy) * 16 + tz) * 16 + ty) * 16 + tx)
+    for ctas in ([(1, 0), (0, 5)], [(0, 5), (1, 0)], [(1, 0), (0, 5)], [(1, 3)]):
+        r = launch(k, grid=(2, 3, 2), block=(4, 3, 8), params={"out": "out"},
+                   buffers={"out": Buffer.zeros((12 * 96,), np.uint32)}, ctas=ctas, timing=False, predict=False)
+        out = r.outputs["out"].reshape(2, 3, 2, 8, 3, 4)
+        for x, y in ctas:  # (CTA y numbers z * 3 + y of the three-dimensional grid)
+            np.testing.assert_array_equal(out[y // 3, y % 3, x], expected[y // 3, y % 3, x])
+        ran = {(y // 3, y % 3, x) for x, y in ctas}
+        others = [(z, yy, x) for z in range(2) for yy in range(3) for x in range(2) if (z, yy, x) not in ran]
+        assert all(not out[c].any() for c in others)
+
+
+def test_room_made_at_once_for_the_buffers_places_them_where_allocation_alone_does():
+    """GlobalMemory.reserve makes room for the buffers bind places in one array: their addresses,
+    the memory's top and the bytes written are those of the allocations made one by one (the
+    first at GLOBAL_BASE, each after a 4 KiB guard, 256-byte aligned); a size past 4 GiB reserves
+    nothing and its allocation says it does not fit."""
+    from maxsim.functional.memory import ALLOC_ALIGN, GLOBAL_BASE, GUARD_BYTES, GlobalMemory
+    from maxsim.host.args import bind
+    sizes = [10, 4096, 1, 777]
+    plain = GlobalMemory()
+    want = [plain.alloc(n, name=f"b{i}") for i, n in enumerate(sizes)]
+    assert want[0] == GLOBAL_BASE
+    for (a, n), b in zip(zip(want, sizes), want[1:]):
+        assert b == -(-(a + (n + 3) // 4 * 4 + GUARD_BYTES) // ALLOC_ALIGN) * ALLOC_ALIGN
+    reserved = GlobalMemory()
+    reserved.reserve(sizes)
+    room = reserved.words.size
+    assert [reserved.alloc(n, name=f"b{i}") for i, n in enumerate(sizes)] == want
+    assert reserved.top == plain.top and reserved.words.size == room >= plain.top // 4  # (not grown again)
+    arrays = {f"b{i}": np.arange(n, dtype=np.uint8) for i, n in enumerate(sizes)}
+    b = bind(Kernel.load(VECADD), {"a": "b0", "b": "b1", "c": "b2", "n": 1}, arrays)
+    assert [b.buffers[f"b{i}"][0] for i in range(len(sizes))] == want
+    for i, n in enumerate(sizes):
+        np.testing.assert_array_equal(b.memory.read(want[i], n, np.uint8), arrays[f"b{i}"])
+    huge = GlobalMemory()
+    huge.reserve([1 << 32])
+    assert huge.words.size == 0
+    with pytest.raises(LaunchError, match="exhausted"):
+        huge.alloc(1 << 32, name="x")

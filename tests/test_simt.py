@@ -328,3 +328,36 @@ def test_ssy_takes_no_guard():
     from maxsim.errors import SassParseError
     with pytest.raises(SassParseError, match=r"test.sass:\d+:\d+: SSY cannot be guarded"):
         kernel("@P0 SSY END", "END:", "EXIT")
+
+
+@pytest.mark.parametrize("edge", [511, 100])
+def test_warps_that_go_on_after_a_divergent_branch_keep_their_own_lanes(edge):
+    """Threads 0 and ``edge`` of two CTAs of 256 take a branch: their warps diverge and the others
+    go on as one group, a run of consecutive warps (edge 511: warps 1-14, taken as a slice) or not
+    (edge 100: warp 3 diverges too); every lane's result and its thread id read after the
+    reconvergence are its own."""
+    body = [
+        "--:-:-:-:d ISETP.EQ.AND P0, PT, R0, RZ, PT",
+        f"--:-:-:-:d ISETP.EQ.OR P0, PT, R0, {hex(edge)}, P0",
+        "SSY END",
+        "--:-:-:-:5 @P0 BRA EDGE",
+        "MOV32I R3, 0x64",
+        "IADD R3, R3, R0",
+        "--:-:-:-:5 SYNC",
+        "EDGE:",
+        "MOV32I R3, 0xc8",
+        "IADD R3, R3, -R0",
+        "--:-:-:-:5 SYNC",
+        "END:",
+        "--:-:1:-:1 S2R R5, SR_TID.X",
+        "01:-:-:-:6 IADD R3, R3, R5",
+    ]
+    prologue = PROLOGUE[:2] + ["03:-:-:-:6 ISCADD R0, R8, R0, 0x8"] + PROLOGUE[3:]
+    k = kernel(*(prologue + body + EPILOGUE), nparams=2, regs=16)
+    mem = GlobalMemory()
+    src, out = mem.alloc(4 * 512), mem.alloc(4 * 512)
+    res = launch(k, 2, 256, [src, out], mem)
+    t = np.arange(512)
+    want = np.where((t == 0) | (t == edge), 200 - t, 100 + t) + t % 256
+    assert (mem.read(out, 512, np.uint32).astype(np.int64) == want % (1 << 32)).all()
+    assert res.warp_instructions > 0

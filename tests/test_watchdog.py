@@ -163,3 +163,20 @@ def test_returns_to_different_callers_are_not_a_loop():
                 "--:-:-:-:5      EXIT;\nSUB:\n--:-:-:-:5      RET;\n")
     res = launch(k, 1, 32)
     assert res.opcode_counts["RET"] == 3 and res.warp_instructions == 7
+
+
+def test_the_stores_of_each_kernel_are_its_own_when_found_once_per_kernel():
+    """The pcs of a kernel's stores are found once per kernel and kept read-only: a kernel whose loop
+    stores is not stopped, one of the same length whose loop does not store is, run one after the
+    other and again."""
+    from maxsim.functional.watchdog import _store_pcs
+    stores = _kernel("LOOP:\n--:-:-:-:1      STS [RZ], RZ;\n--:-:-:-:1      BRA LOOP;\n--:-:-:-:1      EXIT;\n",
+                     shared=4)
+    spins = _kernel("LOOP:\n--:-:-:-:1      MOV R1, RZ;\n--:-:-:-:1      BRA LOOP;\n--:-:-:-:1      EXIT;\n")
+    assert _store_pcs(stores.instructions).tolist() == [0] and _store_pcs(spins.instructions).tolist() == []
+    assert not _store_pcs(stores.instructions).flags.writeable
+    for _ in range(2):
+        msg, _ = _stopped(stores, max_instructions=2000)
+        assert "without effect" not in msg and "instruction limit" in msg
+        msg, _ = _stopped(spins)
+        assert "without effect" in msg

@@ -51,7 +51,10 @@ class Group:
         return self.warps.size
 
     def take(self, rows):
-        """A new group made of the warps at positions ``rows`` of this one (state copied)."""
+        """A new group made of the warps at positions ``rows`` of this one (state copied); ``rows``
+        may be a slice of consecutive warps (copied a slice at a time)."""
+        if isinstance(rows, slice):
+            return self._take_run(rows.start, rows.stop)
         nw = self.warps.size
         g = Group()
         g.regs = _warp_rows(self.regs, nw, rows)
@@ -65,6 +68,26 @@ class Group:
         g.warps = self.warps[rows]
         for name in ("tid", "ctaid_x", "ctaid_y", "cta", "shbase", "laneid"):
             setattr(g, name, _warp_rows(getattr(self, name), nw, rows))
+        g.init_counters()
+        return g
+
+    def _take_run(self, first, end):
+        """:meth:`take` of warps ``first`` to ``end`` (excluded): the lanes' state copied as slices;
+        the warp and thread ids, which no instruction writes (a batch's first group holds them
+        read-only), are views of this group's."""
+        lo, hi = first * 32, end * 32
+        g = Group()
+        g.regs = self.regs[:, lo:hi].copy()
+        g.preds = self.preds[:, lo:hi].copy()
+        g.cc = self.cc[lo:hi].copy()
+        g.active = self.active[lo:hi].copy()
+        g.full = bool(g.active.all())
+        g.pc = self.pc
+        g.stack = list(self.stack)
+        g.simt = [(kind, pc, mask[lo:hi].copy()) for kind, pc, mask in self.simt]
+        g.warps = self.warps[first:end]
+        for name in ("tid", "ctaid_x", "ctaid_y", "cta", "shbase", "laneid"):
+            setattr(g, name, getattr(self, name)[lo:hi])
         g.init_counters()
         return g
 

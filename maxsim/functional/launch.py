@@ -165,6 +165,42 @@ def _place_variables(kernel, memory, banks) -> dict:
     return {b: bytes(d) for b, d in out.items()}
 
 
+_BANKS = {}  # (kernel, packed parameters, block, grid) -> constant bank 0 as a launch of it reads it
+
+
+def _bank_zero(kernel, params, block, grid) -> bytes:
+    """Constant bank 0 of a launch: the parameters packed (:func:`pack_params`), with the geometry
+    words and the stack pointer; made once for parameters given packed and launched again alike."""
+    if not isinstance(params, bytes):
+        return _stack_pointer(_geometry_words(pack_params(kernel, params), block, grid), kernel)
+    key = (id(kernel), params, block, grid)
+    hit = _BANKS.get(key)
+    if hit is not None and hit[0] is kernel:
+        return hit[1]
+    bank = _stack_pointer(_geometry_words(pack_params(kernel, params), block, grid), kernel)
+    if len(_BANKS) > 64:
+        _BANKS.clear()
+    _BANKS[key] = (kernel, bank)
+    return bank
+
+
+_GRIDS = {}  # (grid X, grid Y) -> its CTA ids in launch order
+GRIDS_KEPT_CTAS = 1 << 16  # the largest grid whose CTA ids are kept (a simulator setting: bounds their memory)
+
+
+def _grid_ctas(gx, gy) -> tuple:
+    """The CTA ids (x, y) of a grid in launch order (x fastest), made once per grid."""
+    out = _GRIDS.get((gx, gy))
+    if out is None:
+        out = tuple((x, y) for y in range(gy) for x in range(gx))
+        if gx * gy > GRIDS_KEPT_CTAS:
+            return out
+        if len(_GRIDS) > 16:
+            _GRIDS.clear()
+        _GRIDS[(gx, gy)] = out
+    return out
+
+
 def _stack_pointer(bank: bytes, kernel) -> bytes:
     """c[0x0][0x20], the local-memory stack pointer, set to the top of each thread's local window
     (a kernel without local memory keeps the bank as it is)."""
@@ -257,12 +293,12 @@ class LaunchStream:
         _check_clock(kernel)
         if kernel.variable_words:
             banks = _place_variables(kernel, memory, {**dict(kernel.banks or ()), **banks})
-        const_bank = _stack_pointer(_geometry_words(pack_params(kernel, params), block, (gx, gy)), kernel)
+        const_bank = _bank_zero(kernel, params, block, (gx, gy))
         if not kernel.instructions:
             raise LaunchError(f"{kernel.filename}: no instructions to run (kernel {kernel.name})")
 
         wpc = (block + 31) // 32  # warps per CTA
-        cta_list = [(x, y) for y in range(gy) for x in range(gx)] if ctas is None else [tuple(c) for c in ctas]
+        cta_list = list(_grid_ctas(gx, gy)) if ctas is None else [tuple(c) for c in ctas]
         limit = instruction_limit(len(cta_list) * wpc, max_instructions)
         per_batch = max(1, BATCH_LANES // (wpc * 32))
         shared_words = (kernel.shared_size + 3) // 4
@@ -543,7 +579,8 @@ _LANES = {}  # (CTAs, warps per CTA, block, shared words) -> a batch's per-lane 
 def _batch_lanes(nc, wpc, block, shared_words):
     """The per-lane arrays every batch of ``nc`` CTAs has alike: thread ids, lane ids, CTA numbers
     (in the batch) and shared-memory bases, made once and shared read-only (groups gather from
-    them, never write them), with the lanes that exist (``tid < block``)."""
+    them, never write them), with the lanes that exist (``tid < block``) and whether that is
+    every lane."""
     key = (nc, wpc, block, shared_words)
     out = _LANES.get(key)
     if out is None:
@@ -552,6 +589,7 @@ def _batch_lanes(nc, wpc, block, shared_words):
         out = (tid, tid % 32, cta, cta * shared_words, tid < block)
         for a in out:
             a.flags.writeable = False
+        out += (bool(out[4].all()),)
         if len(_LANES) > 16:
             _LANES.clear()
         _LANES[key] = out
@@ -566,18 +604,36 @@ def _initial_group(kernel, batch, wpc, block, shared_words, warp_base):
     g.preds = np.zeros((8, lanes), dtype=bool)
     g.preds[ins.PT] = True
     g.cc = np.zeros(lanes, dtype=np.uint32)
-    g.tid, g.laneid, g.cta, g.shbase, active = _batch_lanes(nc, wpc, block, shared_words)
+    g.tid, g.laneid, g.cta, g.shbase, active, g.full = _batch_lanes(nc, wpc, block, shared_words)
     g.active = active.copy()
-    g.full = bool(g.active.all())
     g.pc = 0
     g.stack = []
     g.simt = []
-    g.warps = np.arange(nc * wpc, dtype=np.int64) + warp_base * wpc
-    cx, cy = np.array(batch, dtype=np.uint32).reshape(nc, 2).T
-    g.ctaid_x = np.repeat(cx, wpc * 32)
-    g.ctaid_y = np.repeat(cy, wpc * 32)
+    g.warps, g.ctaid_x, g.ctaid_y = _batch_ids(batch, wpc, warp_base)
     g.init_counters()
     return g
+
+
+_IDS = {}  # (CTA ids, warps per CTA, first CTA's number) -> a batch's warp ids and per-lane CTA ids
+
+
+def _batch_ids(batch, wpc, warp_base):
+    """The warp ids of a batch of CTAs (``batch``, the first numbered ``warp_base`` in the launch) and
+    their lanes' CTA ids (x, y): made once for a batch run again (the same batch of a launch
+    repeated) and shared read-only, as :func:`_batch_lanes`'s arrays."""
+    key = (tuple(batch), wpc, warp_base)
+    out = _IDS.get(key)
+    if out is None:
+        nc = len(batch)
+        warps = np.arange(nc * wpc, dtype=np.int64) + warp_base * wpc
+        cx, cy = np.array(batch, dtype=np.uint32).reshape(nc, 2).T
+        out = (warps, np.repeat(cx, wpc * 32), np.repeat(cy, wpc * 32))
+        for a in out:
+            a.flags.writeable = False
+        if len(_IDS) > 64:
+            _IDS.clear()
+        _IDS[key] = out
+    return out
 
 
 def _divergent(g, taken):
@@ -795,7 +851,9 @@ def _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder
                     if recorder is not None:
                         recorder.split(g, d, None)
                     if rest.size:
-                        g = g.take(rest)
+                        # (the warps that go on together, most often a run of them: taken as a slice)
+                        run = rest[-1] - rest[0] + 1 == rest.size
+                        g = g.take(slice(int(rest[0]), int(rest[-1]) + 1) if run else rest)
                         m = m.reshape(-1, 32)[rest].reshape(-1)
                         runnable.append(d)
                         if recorder is not None:

@@ -67,6 +67,16 @@ class GlobalMemory:
         self.names.append(name or "")
         return base
 
+    def reserve(self, sizes) -> None:
+        """Make room at once for named allocations of ``sizes`` bytes made next (in one array, not
+        grown allocation by allocation); where they go is as without it."""
+        top = self.top + sum(GUARD_BYTES + ALLOC_ALIGN + n + 3 for n in sizes)
+        need = top // 4
+        if top <= 1 << 32 and need > self.words.size:  # (past 4 GiB: alloc says which does not fit)
+            grown = np.zeros(need, dtype=np.uint32)
+            grown[: self.words.size] = self.words
+            self.words = grown
+
     def extents(self):
         """The allocations' starts (sorted) and ends as int64 arrays (kept until the next one)."""
         ext = getattr(self, "_extents", None)

@@ -108,6 +108,22 @@ class _Loop:
         self.skip = 0  # visits left before the next comparison
 
 
+_STORES = {}  # id(a kernel's instructions) -> (the instructions, the pcs of its stores)
+
+
+def _store_pcs(instrs):
+    """The pcs of the instructions that store (read-only; found once per kernel)."""
+    hit = _STORES.get(id(instrs))
+    if hit is not None and hit[0] is instrs:
+        return hit[1]
+    pcs = np.array([i.index for i in instrs if i.unit in STORE_UNITS], dtype=np.int64)
+    pcs.flags.writeable = False
+    if len(_STORES) > 64:
+        _STORES.clear()
+    _STORES[id(instrs)] = (instrs, pcs)
+    return pcs
+
+
 class Watchdog:
     """Detects loops without effect in one launch (see the module docstring).
 
@@ -123,8 +139,7 @@ class Watchdog:
         self.limit = limit
         self.warps = warps  # warps the launch runs (the default limit is per warp)
         self.given = given  # the limit was chosen by the caller
-        self.store_pcs = np.array([i.index for i in kernel.instructions if i.unit in STORE_UNITS],
-                                  dtype=np.int64)
+        self.store_pcs = _store_pcs(kernel.instructions)
         self.loops = {}  # (pc, first warp) -> _Loop
         self.last = {}  # pc -> the _Loop used there last (the common case: the same group again)
 

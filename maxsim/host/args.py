@@ -107,15 +107,18 @@ def bind(kernel, params=None, buffers=None, textures=None, constants=None) -> Bo
     record of the parameter's size (a struct passed by value)."""
     memory = GlobalMemory()
     bound_buffers = {}
+    given = []
     for name, value in (buffers or {}).items():
         if not isinstance(name, str) or not name:
             raise LaunchError(f"buffer names must be non-empty strings, got {name!r}")
-        buf = as_buffer(name, value)
+        given.append((name, as_buffer(name, value)))
+    memory.reserve([buf.nbytes for _, buf in given])
+    for name, buf in given:
         addr = memory.alloc(buf.nbytes, name=name)
         if buf.io != "out" and buf.data is not None:
             memory.write(addr, np.ascontiguousarray(buf.data, dtype=buf.dtype).reshape(-1))
         bound_buffers[name] = (addr, buf)
-    bank = _pack(kernel, params or {}, bound_buffers)
+    bank = _packed(kernel, params or {}, bound_buffers)
     return Bound(bank, memory, bound_buffers, _textures(kernel, textures or {}), constant_banks(constants))
 
 
@@ -151,6 +154,32 @@ def constant_banks(constants) -> dict:
                               f"{CONSTANT_BANK_BYTES} bytes")
         out[int(bank)] = raw
     return out
+
+
+_PACKED = {}  # (kernel, parameters, buffers' addresses) -> constant bank 0 packed (see _packed)
+
+
+def _packed(kernel, params, buffers) -> bytes:
+    """:func:`_pack`, made once for parameters given alike again: names or offsets with ints, floats
+    (by their bits) or buffer names, the buffers at the same addresses (any other value is packed
+    each time)."""
+    if not isinstance(params, dict):
+        return _pack(kernel, params, buffers)
+    given = []
+    for key, value in params.items():
+        t = type(value)
+        if type(key) not in (str, int) or t not in (int, float, str):
+            return _pack(kernel, params, buffers)
+        given.append((key, t, struct.pack("<d", value) if t is float else value))
+    key = (id(kernel), tuple(given), tuple((name, addr) for name, (addr, _) in buffers.items()))
+    hit = _PACKED.get(key)
+    if hit is not None and hit[0] is kernel:
+        return hit[1]
+    bank = _pack(kernel, params, buffers)
+    if len(_PACKED) > 64:
+        _PACKED.clear()
+    _PACKED[key] = (kernel, bank)
+    return bank
 
 
 def _pack(kernel, params, buffers) -> bytes:
