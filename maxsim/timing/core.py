@@ -250,7 +250,10 @@ def _unit_ok(G, W, Q, S, P, w, pc, t, s):
         else:
             base, nf, depth = G[G_SHARED_DEPTH], W_NQ1, G[G_GLOBAL_DEPTH]
         n = W[w, nf]
-        if n:
+        # (a queue holding fewer requests than its depth has a place, whatever has completed: it is
+        # compacted only when it may be full, the same answer for fewer passes; _unit_free counts
+        # only the requests still live, and a request is queued only after this test passed)
+        if n >= depth:
             m = 0
             for k in range(n):  # drop the requests completed by now
                 c = Q[w, base + k]
