@@ -918,9 +918,7 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
         best = NEVER
         for k in range(nw):
             x = SW[s, k]
-            # (the three tests as one branch: which warps pass them follows no pattern the CPU can
-            # predict, and a branch each mispredicted most of this loop's time)
-            if (W[x, W_READY] <= t) & (W[x, W_AT_BAR] == 0) & (W[x, W_LAST_ISSUE] < best):
+            if W[x, W_READY] <= t and not W[x, W_AT_BAR] and W[x, W_LAST_ISSUE] < best:
                 if x == w and W[x, W_YIELDED] and nw > 1:
                     continue
                 if _unit_ok(G, W, Q, S, P, x, W[x, W_PC], t, s):
