@@ -55,7 +55,8 @@ lookups, barrier release, warp exit, hazard records) too; the small scheduling s
 ``_dual``, ``_next_time``) are ``inline="always"`` (numba's own inliner, cheap for them).
 ``run`` also passes the arrays on without reference counts (:func:`maxsim.jit.borrow`). The resident warps read
 their traces as interleaved streams, which the CPU's prefetchers do not follow: each issue asks for
-the trace lines two ahead (:func:`maxsim.jit.prefetch`); the pc table (int32) and
+the trace lines two ahead (:func:`maxsim.jit.prefetch`), and as an SM's turn begins its warps' rows
+and next trace lines are asked for at once (:func:`_warm`); the pc table (int32) and
 the warp table keep the fields every issue reads in the first cache lines of their rows (perf put
 the next-pc load first among the core's instructions before). The L2/DRAM model's
 ``read_request`` (and ``_post_queued``, which hands stores to it) stays a call, through a pointer
@@ -250,7 +251,10 @@ def _unit_ok(G, W, Q, S, P, w, pc, t, s):
         else:
             base, nf, depth = G[G_SHARED_DEPTH], W_NQ1, G[G_GLOBAL_DEPTH]
         n = W[w, nf]
-        if n:
+        # (a queue holding fewer requests than its depth has a place, whatever has completed: it is
+        # compacted only when it may be full, the same answer for fewer passes; _unit_free counts
+        # only the requests still live, and a request is queued only after this test passed)
+        if n >= depth:
             m = 0
             for k in range(n):  # drop the requests completed by now
                 c = Q[w, base + k]
@@ -914,9 +918,7 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
         best = NEVER
         for k in range(nw):
             x = SW[s, k]
-            # (the three tests as one branch: which warps pass them follows no pattern the CPU can
-            # predict, and a branch each mispredicted most of this loop's time)
-            if (W[x, W_READY] <= t) & (W[x, W_AT_BAR] == 0) & (W[x, W_LAST_ISSUE] < best):
+            if W[x, W_READY] <= t and not W[x, W_AT_BAR] and W[x, W_LAST_ISSUE] < best:
                 if x == w and W[x, W_YIELDED] and nw > 1:
                     continue
                 if _unit_ok(G, W, Q, S, P, x, W[x, W_PC], t, s):
@@ -1197,6 +1199,24 @@ def drive_types():
     return types.ListType(types.Tuple(state)), types.Tuple(ms), a(i64, 2), a(i64, 1)
 
 
+@njit(cache=True, forceinline=True)
+def _warm(W, S, SW, TPC, TAUX):
+    """As an SM's turn begins (the other SMs' turns since its last have pushed its rows out of the
+    CPU's caches): ask for the first two lines of each of its warps' rows and for the trace lines
+    each warp reads next, all at once, rather than one miss after another as the warps are scanned
+    and issue. Hints only (:func:`maxsim.jit.prefetch`): nothing the model computes changes."""
+    for s in range(S.shape[0]):
+        for k in range(S[s, S_NW]):
+            x = SW[s, k]
+            _prefetch(W, x * W.shape[1])
+            _prefetch(W, x * W.shape[1] + 8)
+            i = W[x, W_TBASE] + W[x, W_POS]
+            _prefetch(TPC, i)
+            _prefetch(TAUX, i)
+            _prefetch(TPC, i + 16)
+            _prefetch(TAUX, i + 16)
+
+
 @njit(cache=True)
 def drive(SMS, MS, H, E):
     """Run the SMs ``SMS`` (a typed list of their state tuples, ``run``'s arguments but ``MS``)
@@ -1240,6 +1260,8 @@ def drive(SMS, MS, H, E):
                 return START
             G = SMS[cur][0]
             G[G_NEXT_YIELD] = G[G_T] + quantum
+            a = SMS[cur]
+            _warm(a[2], a[5], a[6], a[13], a[14])
         a = SMS[cur]
         G = a[0]
         st = run(G, a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14],
