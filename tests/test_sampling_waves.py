@@ -388,3 +388,17 @@ def test_batches_whose_traces_no_one_reads_run_unrecorded_with_the_same_predicti
     assert r.prediction.method == whole.prediction.method == "sampled across waves"
     assert r.prediction.cycles == whole.prediction.cycles and r.prediction.memory == whole.prediction.memory
     assert r.result.warp_instructions == whole.result.warp_instructions
+
+
+@pytest.mark.parametrize("agreement, simulated", [(1.0, 3), (0.0, 4)])
+def test_a_fourth_chunk_is_simulated_only_when_the_first_ones_disagree(monkeypatch, agreement, simulated):
+    # a 2-D stencil of 128 waves on two SMs: its two chunks in mid-launch agree within 100% (the
+    # fourth is left out) and never within 0% (the fourth is simulated, where chunk_starts put it)
+    monkeypatch.setattr(waves, "AGREEMENT", agreement)
+    r, _ = _stencil(1024, "auto")
+    p = r.prediction
+    slots = 2 * 16
+    starts = waves.chunk_starts(1024 * 4, slots)
+    assert len(starts) == 4
+    assert [c["first_cta"] for c in p.details["chunks"]] == starts[:simulated]
+    assert p.simulated_share == pytest.approx(simulated * waves.CHUNK_WAVES * slots / (1024 * 4), rel=0.05)

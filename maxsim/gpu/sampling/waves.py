@@ -5,7 +5,8 @@ The functional run covers the whole grid (every output computed), a batch of CTA
 goes, each CTA's warp instructions are counted and its sectors noted (what it reads and what it
 stores), and the CTAs of the chunks chosen in advance (:func:`chunk_starts`: the first wave, then
 ``chunks - 1`` more spread over the launch) are kept. Each chunk is simulated as soon as its CTAs
-have run: one wave of CTAs dealt to the SMs as the dispatcher deals the first wave, on an L2 that
+have run: its first wave of CTAs dealt to the SMs as the dispatcher deals the launch's first wave
+(together, or spread over a CTA period: ``chunk_start`` in ``methods.toml``), on an L2 that
 holds what the CTAs just before it read and stored (as many as ``history_fill`` L2 capacities;
 their stores dirty), so that it sees the hits and the write-backs a wave in mid-launch sees.
 
@@ -18,8 +19,7 @@ those durations (the first wave: its measured ones) and the launch takes its mak
 counters are the chunks' scaled by the launch's warp instructions over theirs. The interval comes
 from the spread between the chunks: each chunk's measured cycles over its CTAs' modelled ones, two
 standard errors of their mean either side, widened to the launch as its first chunk measured its
-CTAs (that chunk's waves start together, the others' staggered: the two ways of starting a chunk
-bracket a launch in mid-course, see ``methods.toml``), and to the method's measured agreement.
+CTAs (the launch's own start), and to the method's measured agreement.
 The launch takes at least its DRAM time (:func:`dram_floor`: a chunk starts with no backlog of
 write-backs and runs a DRAM-saturated launch's CTAs fast).
 
@@ -54,6 +54,9 @@ HISTORY_SPARE = _W["history_spare"]
 GROUPS = _W["groups"]
 CHUNK_WAVES = _W["chunk_waves"]
 MEASURED_WAVE = _W["measured_wave"]
+CHUNK_START = _W["chunk_start"]
+if CHUNK_START not in ("together", "staggered"):
+    raise ValueError(f"methods.toml [waves] chunk_start {CHUNK_START!r}: expected 'together' or 'staggered'")
 INTERVAL_SE = _W["interval_standard_errors"]
 COUNTED = _W["counted"]
 COUNTED_SHARE = _W["counted_share"]
@@ -337,7 +340,7 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
             waiting[c].append((i, cid, traces))
             if len(waiting[c]) == span or i == min(n, starts[c] + span) - 1:
                 period = None
-                if chunks and starts[c] > 0:  # the launch's first chunk gives the period of a CTA slot
+                if chunks and starts[c] > 0 and CHUNK_START == "staggered":  # the launch's first chunk gives the period of a CTA slot
                     period = np.mean([d for _, _, d in chunks[0].durations]) + cfg.sm.cta_launch_cycles
                 chunks.append(_simulate_chunk(kernel, block, cfg, waiting.pop(c), warm_of.pop(c), instr, starts[c],
                                               per_sm, period))
@@ -561,8 +564,7 @@ def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
     ratios = np.array([sum(d for _, _, d in c.durations) / sum(dur[i] for i, _, _ in c.durations) for c in later])
     se = float(ratios.std(ddof=1) / np.sqrt(len(ratios))) if len(ratios) > 1 else 0.0
     # the interval: the launch with every later CTA's duration off by INTERVAL_SE standard errors,
-    # and as the launch's own first chunk measured them (its waves started together, not
-    # staggered: the two ways of starting a chunk bracket a launch in mid-course)
+    # and as the launch's own first chunk measured them (the launch's start, on an empty L2)
     lo_f, hi_f = 1 - INTERVAL_SE * se, 1 + INTERVAL_SE * se
     if chunks[0].first == 0 and len(chunks) > 1 and chunks[0].durations:
         own = sum(d for _, _, d in chunks[0].durations) / sum(dur[i] for i, _, _ in chunks[0].durations)
