@@ -12,9 +12,9 @@ by about ``mean x sqrt(waves)`` cycles. The delay is applied alike
 * in the sampled prediction (its dispatcher model, ``maxsim.gpu.sampling.kloop.dispatch``, and the
   CTAs the steady-state windows take from the dispatcher).
 
-The sampled prediction's setting ``kloop.tlb_history`` (off as shipped) is turned on: every page of
+The sampled prediction's setting ``kloop.tlb_history`` (on as shipped) is kept on: every page of
 A and B is put into the TLBs before each window in the order the launch's CTAs last read them
-(``_History.pages_read``); ``--no-tlb-history`` leaves that out, as the shipped prediction does: a window's fresh SMs then find a page that left the L2 TLB long before
+(``_History.pages_read``); ``--no-tlb-history`` leaves that out, as the prediction did before: a window's fresh SMs then find a page that left the L2 TLB long before
 never translated, which costs nothing (``maxsim.timing.tlb``: an SM's first touch is free), and no
 window walks.
 
@@ -269,7 +269,7 @@ def _dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interva
 
 
 # ---- the TLBs before a window ---------------------------------------------------------------------
-# The sampled prediction's setting kloop.tlb_history (off as shipped), turned on here: every page of
+# The sampled prediction's setting kloop.tlb_history (on as shipped), kept on here: every page of
 # A and B in the TLBs before each window, in the order the launch last read them
 # (maxsim.gpu.sampling.kloop_history._History.pages_read); ``--no-tlb-history`` leaves that out
 # (only the pages of the sectors the L2 replay holds).
@@ -389,7 +389,7 @@ def install():
     sm_mod.SM.__init__ = _init
     kloop.dispatch = _dispatch
     kloop_history._History.pages_read = _history_pages
-    sampling_settings.TLB_HISTORY = True  # the sampled prediction's setting kloop.tlb_history (off as shipped)
+    sampling_settings.TLB_HISTORY = True  # the sampled prediction's setting kloop.tlb_history (on as shipped)
     if S.uniform_k:
         kloop_run.resident_at = _spread_resident_at
         kloop_run.run_sms = _spread_run_sms

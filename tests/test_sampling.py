@@ -522,3 +522,57 @@ def test_a_dispatched_first_wave_in_the_sampled_prediction_follows_the_full_simu
     assert abs(err) < 0.01
     together = predict_sgemm(name, 512, override(CFG, {"gpu.cta_dispatch_interval": 122}), full=True)
     assert full["cycles"] > together["cycles"]
+
+
+@pytest.mark.parametrize("tlb_history", [True, False])
+def test_steady_window_walks_each_page_it_crosses_once_for_the_gpu(monkeypatch, tlb_history):
+    """sgemm_64 at N = 512, K = 512 on 4 SMs (two waves of 32 CTAs), pages of 64 KB and an L2 TLB of
+    4 entries: A and B (1 MB each, K-major, 2 KB a row of K) take 16 pages each, a CTA enters a new
+    page of each every 4 main-loop iterations. A window in the second wave runs its resident CTAs
+    from their place d along K for W iterations: they read the tiles of iterations d ... d + W - 1
+    (rows 8d ... 8(d + W) - 1). As in the full simulation past the first wave, every page was read
+    before (by the first wave) and left the TLBs since: the page of the last row a CTA read before
+    the window is held, each later one is walked once for the whole GPU (the L2 TLB is shared:
+    the SMs that come to a page while its walk is under way wait for that walk) and missed once
+    by each SM's L1 TLB. Without the TLB history (``kloop.tlb_history`` off) the TLBs know only the
+    pages of what the L2 is warmed with (an L2 of 256 KB: the last 12 slices of K, pages 5-7), and
+    every page the window enters is a first touch, free: no walk."""
+    from maxsim.gpu.sampling import STEADY_SKIP, STEADY_ITERATIONS, _History, _steady_state
+    from maxsim.gpu.sampling import settings
+    from maxsim.timing.sm import residency
+    from workloads.sgemm.generator import generate_kernel
+    from workloads.sgemm.problem import _builder, _shift
+
+    monkeypatch.setattr(settings, "TLB_HISTORY", tlb_history)
+    cfg = override(CFG4, {"tlb.page_bytes": 64 * 1024, "tlb.l1_entries": 4, "tlb.l1_assoc": 4,
+                          "tlb.l2_entries": 4, "tlb.l2_assoc": 4, "l2.size": 256 * 1024, "l2.slices": 2,
+                          "dram.channels": 2})
+    n = k = 512
+    kernel = generate_kernel("sgemm_64")
+    grid = (n // 64, n // 64)
+    iters = k // 8
+    resident = residency(kernel, 64, cfg)[0]
+    slots = resident * cfg.gpu.sms
+    assert grid[0] * grid[1] == 2 * slots
+    cta = 4000.0 * iters  # cycles of a CTA in the dispatcher model
+    schedule = dispatch(grid[0] * grid[1], slots, lambda j, i: cta)
+    mid = cta + 0.5 * cta  # the second wave, half way: no CTA starts after it
+    history = _History(kernel, grid, 64, _builder(n, n, k), _shift(n, n), cfg, 8, iters, grid[0], slots)
+    assert history.page_period() == 4
+    window = _steady_state(kernel, 64, grid, k, 8, _builder(n, n, k), _shift(n, n), cfg, schedule, mid,
+                           resident, grid[0], None, history)
+    mem = window.phase.memory
+    d = iters // 2  # every resident CTA's place (the second wave started together)
+    w = window.phase.ks[0] // 8  # iterations the window ran
+    assert w == (STEADY_SKIP + 4 * 2 + 2 if tlb_history else STEADY_ITERATIONS)  # whole page periods
+    rows_per_page = 64 * 1024 // (n * 4)
+    # pages entered: from the page of the last row read before the window (8d - 1) to that of its last
+    crossings = (8 * (d + w) - 1) // rows_per_page - (8 * d - 1) // rows_per_page
+    # 14 iterations: rows 256 ... 367, pages 8 ... 11 after page 7; 12: rows 256 ... 351, pages 8 ... 10
+    assert crossings == (4 if tlb_history else 3)
+    if tlb_history:
+        assert mem["tlb_l2_misses"] == 2 * crossings  # A's and B's new pages, one walk each
+        assert mem["tlb_l1_misses"] == cfg.gpu.sms * 2 * crossings
+        assert mem["tlb_first_touches"] == 0
+    else:
+        assert mem["tlb_l2_misses"] == 0 and mem["tlb_l1_misses"] == 0

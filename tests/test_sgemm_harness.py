@@ -182,3 +182,17 @@ def test_run_workload_times_the_checked_run_as_separate_runs_would():
 def r_kernel(name):
     from workloads.sgemm.generator import generate_kernel
     return generate_kernel(name)
+
+
+def test_b_begins_a_page_of_its_own_when_it_fills_one():
+    """A and B are two device allocations: B after A on a 256-byte boundary while it is smaller than
+    a 2 MB page (packed), at the first page boundary after A's end when it fills a page or more."""
+    from workloads.sgemm.problem import DEVICE_PAGE, TEXTURE_BASE, texture_addresses
+
+    assert DEVICE_PAGE == 2 * 1024 * 1024 and TEXTURE_BASE % DEVICE_PAGE == 0
+    assert texture_addresses(512, 512) == (TEXTURE_BASE, TEXTURE_BASE + 512 * 512 * 4)  # 1 MB each
+    assert texture_addresses(516, 8) == (TEXTURE_BASE, TEXTURE_BASE + 16 * 1024 + 256)  # 16,512 B
+    a, b = texture_addresses(1280, 1280)  # 6.25 MB each: B at 8 MB
+    assert (a, b - a) == (TEXTURE_BASE, 8 * 1024 * 1024)
+    assert texture_addresses(4096, 4096)[1] - TEXTURE_BASE == 64 * 1024 * 1024  # A fills 32 pages
+    assert texture_addresses(1280, 1280, ldb=64)[1] - TEXTURE_BASE == 1280 * 1280 * 4  # B of 400 KB

@@ -76,14 +76,26 @@ def _round4(x):
 
 
 TEXTURE_BASE = 1 << 36  # cache address of A; B follows it (as two consecutive device allocations)
+# B, when it takes a page or more, begins the first 2 MB page after A's end (a documented choice).
+# maxas's sgemm.cpp gives A, B and C one cuMemAlloc each; CUDA promises an allocation 256-byte
+# alignment only, but the GPU maps device memory in pages of 2 MB (the GTX 980's TLB entries,
+# [mei17-data] fine_grain_TLB.cu), the driver's granularity for device memory
+# (cuMemGetAllocationGranularity, CUDA driver API): an allocation of a page or more is taken as
+# pages of its own, smaller ones as packed together. It matters above the L2 TLB's reach: when B
+# starts within a page, its pages change at other rows of K than A's, and a CTA sweeping both walks
+# twice per page period instead of once (docs/memory-hierarchy.md, "Where B starts")
+DEVICE_PAGE = 2 << 20
 
 
-def texture_addresses(lda, k):
+def texture_addresses(lda, k, ldb=None):
     """Cache addresses of the A and B textures: A at ``TEXTURE_BASE``, B after A's ``lda x k``
-    floats on a 256-byte boundary. The harness and the whole-GPU prediction
-    (:mod:`workloads.sgemm.predict`) place them alike, so a trace of the harness's launch is a
-    trace of the predicted problem."""
-    return TEXTURE_BASE, TEXTURE_BASE + -(-lda * k * 4 // 256) * 256
+    floats, at the next ``DEVICE_PAGE`` boundary when B's ``ldb x k`` floats (``ldb`` default:
+    ``lda``) fill a page or more, else on a 256-byte boundary (two device allocations). The harness
+    and the whole-GPU prediction (:mod:`workloads.sgemm.predict`) place them alike, so a trace of
+    the harness's launch is a trace of the predicted problem."""
+    ldb = lda if ldb is None else ldb
+    align = DEVICE_PAGE if ldb * k * 4 >= DEVICE_PAGE else 256
+    return TEXTURE_BASE, TEXTURE_BASE + -(-lda * k * 4 // align) * align
 
 
 @attrs.define(slots=False)
@@ -124,7 +136,7 @@ class _Problem:
 def _arguments(m, n, k, lda, ldb, ldc, alpha, abuf, bbuf, c):
     """The launch arguments of the problem: C a buffer, A and B float4 textures at
     :func:`texture_addresses`, the nine parameters by name."""
-    a_addr, b_addr = texture_addresses(lda, k)
+    a_addr, b_addr = texture_addresses(lda, k, ldb)
     textures = {texture_index(TEX_A): Texture(abuf.ravel(order="F").reshape(-1, 4), "float4", a_addr),
                 texture_index(TEX_B): Texture(bbuf.ravel(order="F").reshape(-1, 4), "float4", b_addr)}
     params = dict(C="C", m=m, n=n, k=k, lda=lda, ldb=ldb, ldc=ldc, alpha=np.float32(alpha), debug=0)
@@ -201,11 +213,11 @@ def gflops(n, seconds, m=None, k=None):
 def _builder(m, n, k_full, seed=0):
     """The same M x N problem with any K: random A and B (timing does not depend on the values).
 
-    A and B get fixed cache addresses laid out for the real K (``k_full``), A first, B after it on a
-    256-byte boundary, so that every K sample and every K position of a CTA (see ``_shift``) names
+    A and B get fixed cache addresses laid out for the real K (``k_full``), A first, B after it
+    (:func:`texture_addresses`), so that every K sample and every K position of a CTA (see ``_shift``) names
     the sectors of the same problem."""
     lda, ldb = _round4(m), _round4(n)
-    a_addr, b_addr = texture_addresses(lda, k_full)
+    a_addr, b_addr = texture_addresses(lda, k_full, ldb)
 
     def build(k):
         mem = GlobalMemory()

@@ -16,7 +16,7 @@ from .kloop_choose import _staggered
 from .kloop_history import _relocated
 from . import settings
 from .records import Phase, memory_counters
-from .settings import STEADY_ITERATIONS, STEADY_SKIP, TAIL_SETTLE, WAVE_K_SAMPLES, WAVE_SETTLE, WAVE_SETTLE_MAX_K, WAVE_START_K
+from .settings import STEADY_ITERATIONS, STEADY_PAGE_PERIODS, STEADY_SKIP, TAIL_SETTLE, WAVE_K_SAMPLES, WAVE_SETTLE, WAVE_SETTLE_MAX_K, WAVE_START_K
 
 
 def _memory_system(cfg):
@@ -190,11 +190,13 @@ def _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, m
     total_iters = int(k // k_step)
     window = STEADY_ITERATIONS
     # with the launch's pages in the TLBs, a window long enough to measure a whole number of page
-    # periods (see _sm_loop_cycles), at least the iterations it measures otherwise
+    # periods (see _sm_loop_cycles), at least STEADY_PAGE_PERIODS of them and at least the
+    # iterations it measures otherwise
     period = history.page_period() if settings.TLB_HISTORY and history is not None else None
     if period is not None:
         measured = STEADY_ITERATIONS - STEADY_SKIP
-        window = max(window, STEADY_SKIP + math.ceil(period * math.ceil(measured / period)) + 2)
+        periods = max(math.ceil(measured / period), STEADY_PAGE_PERIODS)
+        window = max(window, STEADY_SKIP + math.ceil(period * periods) + 2)
     live = resident_at(schedule, mid)
     sms = cfg.gpu.sms
     pop = []  # (slot, cta id, iterations done, iterations to run)

@@ -15,6 +15,7 @@ WAVE_SETTLE_MAX_K = _K["wave_settle_max_k"]  # ... sampled again up to this K
 TAIL_SETTLE = _K["tail_settle"]  # a tail drifting by d that is a share s is sampled again only if d x s exceeds this
 STEADY_ITERATIONS = _K["steady_iterations"]  # main-loop iterations each CTA runs in a steady-state window
 STEADY_SKIP = _K["steady_skip"]  # ... of which the first are left out (prologue and settling)
+STEADY_PAGE_PERIODS = _K["steady_page_periods"]  # page periods a window measures at least (with the TLB history)
 HISTORY_FILL = _K["history_fill"]  # history replayed into the L2 before a window, in L2 capacities
 WAVE_START_K = _K["wave_start_k"]  # K to which the start of a later wave is simulated
 DRAM_SATURATED = _K["dram_saturated"]  # DRAM busy share of a window from which a launch is dram_bound
