@@ -56,6 +56,30 @@ def test_later_chunks_are_simulated_only_when_the_first_ones_disagree():
     assert waves.chunk_spread([first, chunk(100, 100.0)]) == float("inf")  # one chunk: no spread
 
 
+def test_the_interval_holds_the_methods_measured_error_and_the_launchs_start_for_the_same_work():
+    # 400 CTAs of 40 warp instructions on 4 slots; the chunks in mid-launch measured every CTA at 100
+    # cycles (no spread): the interval is the prediction +-least_half_width (the method's measured
+    # error on the suite, methods.toml)
+    instr = np.full(400, 40)
+
+    def chunk(first, d, w=40):
+        return waves.Chunk(first=first, durations=tuple((first + j, w, d) for j in range(4)), early=(),
+                           cycles=1.0, memory={})
+    later = [chunk(100, 100.0), chunk(200, 100.0)]
+    p = waves.extrapolate(instr, [chunk(0, 100.0)] + later, 4, CFG)
+    assert p.interval == pytest.approx((p.cycles * (1 - waves.LEAST_HALF_WIDTH), p.cycles * (1 + waves.LEAST_HALF_WIDTH)))
+    # the launch's first chunk measured the same work at 150 cycles: the interval reaches the launch
+    # with every later CTA at 1.5 times its modelled 100 cycles (396 CTAs of 150 on 4 slots: at least
+    # 99 x 150 cycles)
+    p = waves.extrapolate(instr, [chunk(0, 150.0)] + later, 4, CFG)
+    assert p.interval[1] >= 99 * 150
+    # ... but CTAs of other work (80 warp instructions, none measured in mid-launch) do not widen it:
+    # their modelled durations come from the line through other CTAs' samples
+    instr[:4] = 80
+    p = waves.extrapolate(instr, [chunk(0, 300.0, w=80)] + later, 4, CFG)
+    assert p.interval == pytest.approx((p.cycles * (1 - waves.LEAST_HALF_WIDTH), p.cycles * (1 + waves.LEAST_HALF_WIDTH)))
+
+
 def test_a_ctas_duration_is_its_groups_measured_mean_or_the_line_through_the_samples():
     # CTAs of 10, 20 and 40 warp instructions; the chunk measured CTAs of 10 (100 and 110 cycles)
     # and of 40 (400): the group of 20 has no sample and takes the line through the three samples

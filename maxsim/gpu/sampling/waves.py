@@ -19,7 +19,8 @@ those durations (the first wave: its measured ones) and the launch takes its mak
 counters are the chunks' scaled by the launch's warp instructions over theirs. The interval comes
 from the spread between the chunks: each chunk's measured cycles over its CTAs' modelled ones, two
 standard errors of their mean either side, widened to the launch as its first chunk measured its
-CTAs (the launch's own start), and to the method's measured agreement.
+CTAs that did the work of CTAs measured in mid-launch (the launch's own start), and to the method's
+worst measured error on the suite (``least_half_width``).
 The launch takes at least its DRAM time (:func:`dram_floor`: a chunk starts with no backlog of
 write-backs and runs a DRAM-saturated launch's CTAs fast).
 
@@ -61,6 +62,7 @@ INTERVAL_SE = _W["interval_standard_errors"]
 COUNTED = _W["counted"]
 COUNTED_SHARE = _W["counted_share"]
 AGREEMENT = _W["agreement"]
+LEAST_HALF_WIDTH = _W["least_half_width"]
 
 
 def applies(n_ctas, slots) -> bool:
@@ -526,6 +528,13 @@ def _steady_counters(chunks, total) -> dict:
     return out
 
 
+def _like_for_like(chunk, later) -> list:
+    """``(CTA index, measured duration)`` of the CTAs of ``chunk``'s measured wave that ran as many
+    warp instructions as a CTA measured by a chunk of ``later``."""
+    counts = {w for c in later for _, w, _ in c.durations}
+    return [(i, d) for i, w, d in chunk.durations if w in counts]
+
+
 def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
     """The launch from its chunks (see the module's docstring)."""
     chunks = sorted(chunks, key=lambda c: c.first)
@@ -557,8 +566,13 @@ def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
     # the interval: the launch with every later CTA's duration off by INTERVAL_SE standard errors,
     # and as the launch's own first chunk measured them (the launch's start, on an empty L2)
     lo_f, hi_f = 1 - INTERVAL_SE * se, 1 + INTERVAL_SE * se
-    if chunks[0].first == 0 and len(chunks) > 1 and chunks[0].durations:
-        own = sum(d for _, _, d in chunks[0].durations) / sum(dur[i] for i, _, _ in chunks[0].durations)
+    # (its CTAs that did the work of a CTA the later chunks measured: another CTA's modelled duration
+    # is a group's mean or the line through the samples, which says how far those are off for the
+    # first waves' work, not how the launch's start differs from its middle; a triangular loop's
+    # first chunk measured 0.38 of its modelled cycles, its later chunks 0.93 and 1.04)
+    like = _like_for_like(chunks[0], later) if chunks[0].first == 0 and len(chunks) > 1 else []
+    if like:
+        own = sum(d for _, d in like) / sum(dur[i] for i, _ in like)
         lo_f, hi_f = min(lo_f, own), max(hi_f, own)
     # ... and, when the CTAs not run were counted from a sample, with the launch's work off by
     # INTERVAL_SE standard errors of that estimate
@@ -572,7 +586,7 @@ def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
         if floor[0] > cycles:
             bound = "dram"
         cycles, lo, hi = max(cycles, floor[0]), max(lo, floor[1] * (1 - rel)), max(hi, floor[2] * (1 + rel))
-    lo, hi = min(lo, cycles * (1 - AGREEMENT)), max(hi, cycles * (1 + AGREEMENT))
+    lo, hi = min(lo, cycles * (1 - LEAST_HALF_WIDTH)), max(hi, cycles * (1 + LEAST_HALF_WIDTH))
     mem = {}
     for c in chunks:
         mem = _add(mem, c.memory)
