@@ -426,3 +426,29 @@ def test_a_fourth_chunk_is_simulated_only_when_the_first_ones_disagree(monkeypat
     assert len(starts) == 4
     assert [c["first_cta"] for c in p.details["chunks"]] == starts[:simulated]
     assert p.simulated_share == pytest.approx(simulated * waves.CHUNK_WAVES * slots / (1024 * 4), rel=0.05)
+
+
+def test_for_timing_only_a_fourth_chunk_not_simulated_is_not_run(monkeypatch):
+    # the 2-D stencil of 1,024 waves on two SMs for timing only, its chunks agreeing (within 100%):
+    # the fourth chunk is not simulated, and its CTAs and those of its history (from the third
+    # chunk's end to the fourth's) are not run but the CTAs counted for the CTAs not run, and those
+    # of the batch that ran the third chunk's last CTA (a batch of the functional run: 512 of the CTAs
+    # run, of 128 threads)
+    from maxsim.functional.launch import BATCH_LANES
+    monkeypatch.setattr(waves, "AGREEMENT", 1.0)
+    h, w = 8192, 512
+    k = Kernel.load(SUITE, cfg=CFG, kernel="stencil2d")
+    a = np.random.default_rng(1).random(h * w, dtype=np.float32)
+    r = launch(k, (w // 128, h), 128, params={"in": "in", "out": "out", "h": h, "w": w},
+               buffers={"in": a, "out": np.zeros_like(a)}, config=CFG, timing=False, timing_only=True)
+    n, slots, span = h * 4, 2 * 16, waves.CHUNK_WAVES * 2 * 16
+    starts = waves.chunk_starts(n, slots)
+    ran = {y * 4 + x for x, y in r.result.ctas}
+    assert len(r.prediction.details["chunks"]) == 3 and r.prediction.details["ctas_run"] == len(ran)
+    counted = set(waves.counted_sample(n, slots).tolist())
+    order = [y * 4 + x for x, y in r.result.ctas]  # (the CTAs in the order they ran)
+    batch = BATCH_LANES // 128
+    end = (order.index(starts[2] + span - 1) // batch + 1) * batch  # the end of that batch
+    assert set(order[end:]) & set(range(starts[2] + span, starts[3] + span)) <= counted
+    fourth = set(range(starts[3], starts[3] + span))
+    assert fourth & ran == fourth & counted and len(fourth & counted) < span / 2

@@ -346,6 +346,8 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
                         for j in range(s, min(n, s + span)):
                             member.pop(j, None)
                     starts = starts[:base]
+                    if stream.timing_only:  # nor run: those the prediction needed for them only
+                        _drop_skipped(stream, n, slots, starts[-1] + span, min(n, skipped[-1] + span))
                 if progress is not None:
                     progress(len(chunks), len(starts), "chunks simulated", "chunks")
         if i < probe or before_chunk(i):
@@ -360,6 +362,15 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
                 held -= len(old[0]) + len(old[1])
         traces = None
     return instr, chunks, kept
+
+
+def _drop_skipped(stream, n, slots, a, b):
+    """Leave out of a stream for timing only (its CTAs :func:`needed`'s, ``seed`` 0) the CTAs from
+    ``a`` to ``b`` (the chunks not simulated and the CTAs of history before them) not run yet,
+    but those counted for the CTAs not run (:func:`counted_sample`)."""
+    gx = stream.grid[0]
+    counted = set(counted_sample(n, slots).tolist())
+    stream.drop(lambda cid: a <= cid[1] * gx + cid[0] < b and cid[1] * gx + cid[0] not in counted)
 
 
 _MOVED = (("tex", "ldg"), ("stg",))  # the units of what a CTA reads and of what it stores
@@ -393,13 +404,19 @@ def needed(n, slots, look, seed=0) -> list:
     keep = np.zeros(n, dtype=bool)
     for s in chunk_starts(n, slots):
         keep[max(0, s - look):min(n, s + span)] = True
+    keep[counted_sample(n, slots, seed)] = True
+    return [int(i) for i in np.flatnonzero(keep)]
+
+
+def counted_sample(n, slots, seed=0) -> np.ndarray:
+    """The CTAs of :func:`needed` whose warp instructions stand for the CTAs not run: two at random
+    (``seed``) in each of its ranges of the launch."""
     strata = _strata(n, slots)
     edges = np.linspace(0, n, strata + 1).astype(np.int64)
     rng = np.random.default_rng(seed)
-    for a, b in zip(edges[:-1], edges[1:]):
-        if b > a:
-            keep[rng.choice(np.arange(a, b), size=min(2, b - a), replace=False)] = True
-    return [int(i) for i in np.flatnonzero(keep)]
+    out = [rng.choice(np.arange(a, b), size=min(2, b - a), replace=False) for a, b in zip(edges[:-1], edges[1:])
+           if b > a]
+    return np.sort(np.concatenate(out)) if out else np.zeros(0, dtype=np.int64)
 
 
 def _strata(n, slots) -> int:
