@@ -98,8 +98,8 @@ def _spread_over(a, b, count, span) -> list:
 
 def more_chunks(chunks) -> bool:
     """Whether the chunks beyond the first ``MIN_CHUNKS`` are simulated: when the spread between the
-    chunks simulated (:func:`chunk_spread`) is wider than the method's agreement (``agreement``),
-    the interval's least half-width, so that more chunks could narrow it."""
+    chunks simulated (:func:`chunk_spread`) is wider than ``agreement`` (below it the interval's
+    least half-width, ``least_half_width``, is wider than the spread anyway)."""
     return chunk_spread(chunks) > AGREEMENT
 
 
