@@ -56,6 +56,30 @@ def test_later_chunks_are_simulated_only_when_the_first_ones_disagree():
     assert waves.chunk_spread([first, chunk(100, 100.0)]) == float("inf")  # one chunk: no spread
 
 
+def test_the_interval_holds_the_methods_measured_error_and_the_launchs_start_for_the_same_work():
+    # 400 CTAs of 40 warp instructions on 4 slots; the chunks in mid-launch measured every CTA at 100
+    # cycles (no spread): the interval is the prediction +-least_half_width (the method's measured
+    # error on the suite, methods.toml)
+    instr = np.full(400, 40)
+
+    def chunk(first, d, w=40):
+        return waves.Chunk(first=first, durations=tuple((first + j, w, d) for j in range(4)), early=(),
+                           cycles=1.0, memory={})
+    later = [chunk(100, 100.0), chunk(200, 100.0)]
+    p = waves.extrapolate(instr, [chunk(0, 100.0)] + later, 4, CFG)
+    assert p.interval == pytest.approx((p.cycles * (1 - waves.LEAST_HALF_WIDTH), p.cycles * (1 + waves.LEAST_HALF_WIDTH)))
+    # the launch's first chunk measured the same work at 150 cycles: the interval reaches the launch
+    # with every later CTA at 1.5 times its modelled 100 cycles (396 CTAs of 150 on 4 slots: at least
+    # 99 x 150 cycles)
+    p = waves.extrapolate(instr, [chunk(0, 150.0)] + later, 4, CFG)
+    assert p.interval[1] >= 99 * 150
+    # ... but CTAs of other work (80 warp instructions, none measured in mid-launch) do not widen it:
+    # their modelled durations come from the line through other CTAs' samples
+    instr[:4] = 80
+    p = waves.extrapolate(instr, [chunk(0, 300.0, w=80)] + later, 4, CFG)
+    assert p.interval == pytest.approx((p.cycles * (1 - waves.LEAST_HALF_WIDTH), p.cycles * (1 + waves.LEAST_HALF_WIDTH)))
+
+
 def test_a_ctas_duration_is_its_groups_measured_mean_or_the_line_through_the_samples():
     # CTAs of 10, 20 and 40 warp instructions; the chunk measured CTAs of 10 (100 and 110 cycles)
     # and of 40 (400): the group of 20 has no sample and takes the line through the three samples
@@ -402,3 +426,29 @@ def test_a_fourth_chunk_is_simulated_only_when_the_first_ones_disagree(monkeypat
     assert len(starts) == 4
     assert [c["first_cta"] for c in p.details["chunks"]] == starts[:simulated]
     assert p.simulated_share == pytest.approx(simulated * waves.CHUNK_WAVES * slots / (1024 * 4), rel=0.05)
+
+
+def test_for_timing_only_a_fourth_chunk_not_simulated_is_not_run(monkeypatch):
+    # the 2-D stencil of 1,024 waves on two SMs for timing only, its chunks agreeing (within 100%):
+    # the fourth chunk is not simulated, and its CTAs and those of its history (from the third
+    # chunk's end to the fourth's) are not run but the CTAs counted for the CTAs not run, and those
+    # of the batch that ran the third chunk's last CTA (a batch of the functional run: 512 of the CTAs
+    # run, of 128 threads)
+    from maxsim.functional.launch import BATCH_LANES
+    monkeypatch.setattr(waves, "AGREEMENT", 1.0)
+    h, w = 8192, 512
+    k = Kernel.load(SUITE, cfg=CFG, kernel="stencil2d")
+    a = np.random.default_rng(1).random(h * w, dtype=np.float32)
+    r = launch(k, (w // 128, h), 128, params={"in": "in", "out": "out", "h": h, "w": w},
+               buffers={"in": a, "out": np.zeros_like(a)}, config=CFG, timing=False, timing_only=True)
+    n, slots, span = h * 4, 2 * 16, waves.CHUNK_WAVES * 2 * 16
+    starts = waves.chunk_starts(n, slots)
+    ran = {y * 4 + x for x, y in r.result.ctas}
+    assert len(r.prediction.details["chunks"]) == 3 and r.prediction.details["ctas_run"] == len(ran)
+    counted = set(waves.counted_sample(n, slots).tolist())
+    order = [y * 4 + x for x, y in r.result.ctas]  # (the CTAs in the order they ran)
+    batch = BATCH_LANES // 128
+    end = (order.index(starts[2] + span - 1) // batch + 1) * batch  # the end of that batch
+    assert set(order[end:]) & set(range(starts[2] + span, starts[3] + span)) <= counted
+    fourth = set(range(starts[3], starts[3] + span))
+    assert fourth & ran == fourth & counted and len(fourth & counted) < span / 2

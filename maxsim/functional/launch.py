@@ -441,6 +441,22 @@ class LaunchStream:
         maxsim.gpu.gpu._untimed_rest); the next batch records as before."""
         self._ctx.recorder = None
 
+    def drop(self, unwanted) -> int:
+        """Leave out the CTAs not run yet whose ids ``unwanted(cta id)`` holds (a consumer that no
+        longer needs them: a prediction for timing only); the result then holds the CTAs run.
+        Returns how many were left out."""
+        rest = self.ctas[self._next:]
+        keep = [c for c in rest if not unwanted(c)]
+        if len(keep) == len(rest):
+            return 0
+        self.ctas = self.ctas[:self._next] + keep
+        end = len(self.ctas) * self.wpc  # (the arrays' entries past what has run are still empty)
+        self._warp_threads = self._warp_threads[:end]
+        for key in ("warp_divergent", "warp_idle", "warp_counts"):
+            if self._state[key] is not None:
+                self._state[key] = self._state[key][:end]
+        return len(rest) - len(keep)
+
     def stop_recording(self):
         """Run the batches still to come without recording their traces (for a consumer that holds
         the traces it needs already); the result keeps the recorder's key."""

@@ -642,7 +642,8 @@ def _waves_gpu(code, grid, block, cfg, bound, recorder, sm_ctas, **run):
     stream.release()
     w = waves.extrapolate(instr, chunks, cfg.gpu.sms * per_sm, cfg)
     seconds = cfg.cycles_to_seconds(w.cycles) + cfg.gpu.launch_overhead_us * 1e-6
-    details = dict(w.details, l2_start="empty", interval_from="the spread between the chunks")
+    details = dict(w.details, l2_start="empty",
+                   interval_from="the spread between the chunks, the launch's start, and the method's measured error")
     return res, Prediction(cfg.name, cfg.gpu.name, cfg.gpu.sms, seconds, w.cycles, w.waves, "sampled across waves",
                            gflops=w.flops / seconds / 1e9, memory=w.memory,
                            details=details, simulated_share=w.simulated_share, interval=w.interval)

@@ -19,7 +19,8 @@ those durations (the first wave: its measured ones) and the launch takes its mak
 counters are the chunks' scaled by the launch's warp instructions over theirs. The interval comes
 from the spread between the chunks: each chunk's measured cycles over its CTAs' modelled ones, two
 standard errors of their mean either side, widened to the launch as its first chunk measured its
-CTAs (the launch's own start), and to the method's measured agreement.
+CTAs that did the work of CTAs measured in mid-launch (the launch's own start), and to the method's
+worst measured error on the suite (``least_half_width``).
 The launch takes at least its DRAM time (:func:`dram_floor`: a chunk starts with no backlog of
 write-backs and runs a DRAM-saturated launch's CTAs fast).
 
@@ -61,6 +62,7 @@ INTERVAL_SE = _W["interval_standard_errors"]
 COUNTED = _W["counted"]
 COUNTED_SHARE = _W["counted_share"]
 AGREEMENT = _W["agreement"]
+LEAST_HALF_WIDTH = _W["least_half_width"]
 
 
 def applies(n_ctas, slots) -> bool:
@@ -96,8 +98,8 @@ def _spread_over(a, b, count, span) -> list:
 
 def more_chunks(chunks) -> bool:
     """Whether the chunks beyond the first ``MIN_CHUNKS`` are simulated: when the spread between the
-    chunks simulated (:func:`chunk_spread`) is wider than the method's agreement (``agreement``),
-    the interval's least half-width, so that more chunks could narrow it."""
+    chunks simulated (:func:`chunk_spread`) is wider than ``agreement`` (below it the interval's
+    least half-width, ``least_half_width``, is wider than the spread anyway)."""
     return chunk_spread(chunks) > AGREEMENT
 
 
@@ -353,6 +355,8 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
                         for j in range(s, min(n, s + span)):
                             member.pop(j, None)
                     starts = starts[:base]
+                    if stream.timing_only:  # nor run: those the prediction needed for them only
+                        _drop_skipped(stream, n, slots, starts[-1] + span, min(n, skipped[-1] + span))
                 if progress is not None:
                     progress(len(chunks), len(starts), "chunks simulated", "chunks")
         if i < probe or before_chunk(i):
@@ -367,6 +371,15 @@ def stream_and_sample(stream, kernel, block, cfg, per_sm, keep=0, progress=None,
                 held -= len(old[0]) + len(old[1])
         traces = None
     return instr, chunks, kept
+
+
+def _drop_skipped(stream, n, slots, a, b):
+    """Leave out of a stream for timing only (its CTAs :func:`needed`'s, ``seed`` 0) the CTAs from
+    ``a`` to ``b`` (the chunks not simulated and the CTAs of history before them) not run yet,
+    but those counted for the CTAs not run (:func:`counted_sample`)."""
+    gx = stream.grid[0]
+    counted = set(counted_sample(n, slots).tolist())
+    stream.drop(lambda cid: a <= cid[1] * gx + cid[0] < b and cid[1] * gx + cid[0] not in counted)
 
 
 _MOVED = (("tex", "ldg"), ("stg",))  # the units of what a CTA reads and of what it stores
@@ -400,13 +413,19 @@ def needed(n, slots, look, seed=0) -> list:
     keep = np.zeros(n, dtype=bool)
     for s in chunk_starts(n, slots):
         keep[max(0, s - look):min(n, s + span)] = True
+    keep[counted_sample(n, slots, seed)] = True
+    return [int(i) for i in np.flatnonzero(keep)]
+
+
+def counted_sample(n, slots, seed=0) -> np.ndarray:
+    """The CTAs of :func:`needed` whose warp instructions stand for the CTAs not run: two at random
+    (``seed``) in each of its ranges of the launch."""
     strata = _strata(n, slots)
     edges = np.linspace(0, n, strata + 1).astype(np.int64)
     rng = np.random.default_rng(seed)
-    for a, b in zip(edges[:-1], edges[1:]):
-        if b > a:
-            keep[rng.choice(np.arange(a, b), size=min(2, b - a), replace=False)] = True
-    return [int(i) for i in np.flatnonzero(keep)]
+    out = [rng.choice(np.arange(a, b), size=min(2, b - a), replace=False) for a, b in zip(edges[:-1], edges[1:])
+           if b > a]
+    return np.sort(np.concatenate(out)) if out else np.zeros(0, dtype=np.int64)
 
 
 def _strata(n, slots) -> int:
@@ -535,6 +554,13 @@ def _steady_counters(chunks, total) -> dict:
     return out
 
 
+def _like_for_like(chunk, later) -> list:
+    """``(CTA index, measured duration)`` of the CTAs of ``chunk``'s measured wave that ran as many
+    warp instructions as a CTA measured by a chunk of ``later``."""
+    counts = {w for c in later for _, w, _ in c.durations}
+    return [(i, d) for i, w, d in chunk.durations if w in counts]
+
+
 def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
     """The launch from its chunks (see the module's docstring)."""
     chunks = sorted(chunks, key=lambda c: c.first)
@@ -566,8 +592,13 @@ def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
     # the interval: the launch with every later CTA's duration off by INTERVAL_SE standard errors,
     # and as the launch's own first chunk measured them (the launch's start, on an empty L2)
     lo_f, hi_f = 1 - INTERVAL_SE * se, 1 + INTERVAL_SE * se
-    if chunks[0].first == 0 and len(chunks) > 1 and chunks[0].durations:
-        own = sum(d for _, _, d in chunks[0].durations) / sum(dur[i] for i, _, _ in chunks[0].durations)
+    # (its CTAs that did the work of a CTA the later chunks measured: another CTA's modelled duration
+    # is a group's mean or the line through the samples, which says how far those are off for the
+    # first waves' work, not how the launch's start differs from its middle; a triangular loop's
+    # first chunk measured 0.38 of its modelled cycles, its later chunks 0.93 and 1.04)
+    like = _like_for_like(chunks[0], later) if chunks[0].first == 0 and len(chunks) > 1 else []
+    if like:
+        own = sum(d for _, d in like) / sum(dur[i] for i, _ in like)
         lo_f, hi_f = min(lo_f, own), max(hi_f, own)
     # ... and, when the CTAs not run were counted from a sample, with the launch's work off by
     # INTERVAL_SE standard errors of that estimate
@@ -581,7 +612,7 @@ def extrapolate(instr, chunks, slots, cfg) -> WavesPrediction:
         if floor[0] > cycles:
             bound = "dram"
         cycles, lo, hi = max(cycles, floor[0]), max(lo, floor[1] * (1 - rel)), max(hi, floor[2] * (1 + rel))
-    lo, hi = min(lo, cycles * (1 - AGREEMENT)), max(hi, cycles * (1 + AGREEMENT))
+    lo, hi = min(lo, cycles * (1 - LEAST_HALF_WIDTH)), max(hi, cycles * (1 + LEAST_HALF_WIDTH))
     mem = {}
     for c in chunks:
         mem = _add(mem, c.memory)
