@@ -655,8 +655,11 @@ def _batch_ids(batch, wpc, warp_base):
 def _divergent(g, taken):
     """Per warp, whether its active lanes disagree on a branch (None: no warp diverges)."""
     t = taken.reshape(-1, 32)
-    act = g.active.reshape(-1, 32)
-    div = (t & act).any(axis=1) & ~(t | ~act).all(axis=1)
+    if g.full:  # (every lane active)
+        div = t.any(axis=1) & ~t.all(axis=1)
+    else:
+        act = g.active.reshape(-1, 32)
+        div = (t & act).any(axis=1) & ~(t | ~act).all(axis=1)
     return div if div.any() else None
 
 
@@ -664,8 +667,11 @@ def _warp_ok(instr, g, taken, ctx):
     """Per-warp outcome of CAL / RET; a warp whose active lanes disagree is an error."""
     t = taken.reshape(-1, 32)
     act = g.active.reshape(-1, 32)
-    any_t = (t & act).any(axis=1)
-    all_t = (t | ~act).all(axis=1)
+    if g.full:  # (every lane active)
+        any_t, all_t = t.any(axis=1), t.all(axis=1)
+    else:
+        any_t = (t & act).any(axis=1)
+        all_t = (t | ~act).all(axis=1)
     div = any_t & ~all_t
     if div.any():
         w = int(np.flatnonzero(div)[0])
