@@ -125,13 +125,17 @@ F_TEX_BPC, F_TEX_FREE, F_SIZE = range(3)
  W_AT_BAR, W_YIELDED, W_BLOCKED, W_BAR_WAIT, W_NQ0, W_NQ1) = range(16)
 # (the fields every issue reads first: a row starts on a cache line and its first two lines hold them)
 W_TBASE = 16  # where the warp's trace starts in TPC and TAUX
-W_STALLS = 17  # 6 stall counters (stats.STALL_REASONS order)
-W_BAR_CLEAR = 23  # 7 entries (barrier 0 unused)
-W_BAR_SET = 30  # 7 entries
-W_LDG_DONE = 37  # completion cycle of the warp's last global load (they complete in issue order)
-W_SHD_DONE = 38  # latest completion cycle of the warp's shared-memory ops
-W_PRED = 39  # 8 predicates
-W_BAR_HIST = 47  # per barrier 1-6, BAR_HIST entries: completion cycles of its latest ops (DEPBAR.LE)
+# per memory queue (shared, global/texture): a cycle before which it is full (its earliest
+# completion when _unit_ok last found it full; 0: not known full)
+W_QFULL0 = 17
+W_QFULL1 = 18
+W_STALLS = 19  # 6 stall counters (stats.STALL_REASONS order)
+W_BAR_CLEAR = 25  # 7 entries (barrier 0 unused)
+W_BAR_SET = 32  # 7 entries
+W_LDG_DONE = 39  # completion cycle of the warp's last global load (they complete in issue order)
+W_SHD_DONE = 40  # latest completion cycle of the warp's shared-memory ops
+W_PRED = 41  # 8 predicates
+W_BAR_HIST = 49  # per barrier 1-6, BAR_HIST entries: completion cycles of its latest ops (DEPBAR.LE)
 W_EXIT_SEQ = W_BAR_HIST + 6 * BAR_HIST  # the warp exited as the SM's n-th (G_EXITS)
 W_SIZE = -(-(W_EXIT_SEQ + 1) // 8) * 8  # whole cache lines
 
@@ -247,22 +251,32 @@ def _unit_ok(G, W, Q, S, P, w, pc, t, s):
             W[w, W_BLOCKED] = 3
             return False
         if u == LDS or u == STS:
-            base, nf, depth = 0, W_NQ0, G[G_SHARED_DEPTH]
+            base, nf, qf, depth = 0, W_NQ0, W_QFULL0, G[G_SHARED_DEPTH]
         else:
-            base, nf, depth = G[G_SHARED_DEPTH], W_NQ1, G[G_GLOBAL_DEPTH]
+            base, nf, qf, depth = G[G_SHARED_DEPTH], W_NQ1, W_QFULL1, G[G_GLOBAL_DEPTH]
         n = W[w, nf]
         # (a queue holding fewer requests than its depth has a place, whatever has completed: it is
         # compacted only when it may be full, the same answer for fewer passes; _unit_free counts
-        # only the requests still live, and a request is queued only after this test passed)
+        # only the requests still live, and a request is queued only after this test passed.
+        # A queue found full stays full until its earliest completion, W_QFULL*: nothing is queued
+        # meanwhile, so until then the answer needs no pass; a later pass runs at or after that
+        # cycle, so a value left from before a request was queued is never in the future)
         if n >= depth:
+            if W[w, qf] > t:
+                W[w, W_BLOCKED] = 3
+                return False
             m = 0
+            first = NEVER
             for k in range(n):  # drop the requests completed by now
                 c = Q[w, base + k]
                 if c > t:
                     Q[w, base + m] = c
                     m += 1
+                    if c < first:
+                        first = c
             W[w, nf] = m
             if m >= depth:
+                W[w, qf] = first
                 W[w, W_BLOCKED] = 3
                 return False
     return True
@@ -1011,19 +1025,25 @@ def _unit_free(G, W, Q, S, P, w, pc, t, s):
         if f <= t:
             f = t + 1
         if u == LDS or u == STS:
-            base, nf, depth = 0, W_NQ0, G[G_SHARED_DEPTH]
+            base, nf, qf, depth = 0, W_NQ0, W_QFULL0, G[G_SHARED_DEPTH]
         else:
-            base, nf, depth = G[G_SHARED_DEPTH], W_NQ1, G[G_GLOBAL_DEPTH]
-        live = 0
-        first = NEVER
-        for k in range(W[w, nf]):
-            c = Q[w, base + k]
-            if c > t:
-                live += 1
-                if c < first:
-                    first = c
-        if live >= depth and first > f:
-            f = first  # (the queue has a place once its earliest request completes)
+            base, nf, qf, depth = G[G_SHARED_DEPTH], W_NQ1, W_QFULL1, G[G_GLOBAL_DEPTH]
+        n = W[w, nf]
+        if n >= depth:  # (fewer requests than the depth: a place, whatever has completed)
+            first = W[w, qf]  # (the queue is full until then, as _unit_ok found it)
+            if first <= t:
+                live = 0
+                first = NEVER
+                for k in range(n):
+                    c = Q[w, base + k]
+                    if c > t:
+                        live += 1
+                        if c < first:
+                            first = c
+                if live < depth:
+                    first = 0
+            if first > f:
+                f = first  # (the queue has a place once its earliest request completes)
         return f
     return t + 1
 
