@@ -1071,6 +1071,52 @@ def _next_unblocked(G, W, Q, S, SW, P, t):
     return nxt
 
 
+@njit(cache=True, forceinline=True)
+def _idle_until(G, W, Q, S, SW, P, t):
+    """Cycle ``t`` follows one in which a warp issued: ``t`` if a warp may issue in it (or nothing
+    below applies); otherwise the cycle at which :func:`run`, having visited ``t`` without an issue,
+    would go on, with what that visit leaves - every warp its schedulers tested found its unit
+    busy (``W_BLOCKED``, the reason its stall is charged to) - so the visit is passed over. ``t``
+    is before the quantum's end and the cycle limit."""
+    nxt = NEVER
+    ready = False
+    for s in range(G[G_NSCHED]):
+        busy = S[s, S_BUSY]
+        for k in range(S[s, S_NW]):
+            x = SW[s, k]
+            if not W[x, W_AT_BAR]:
+                r = W[x, W_READY]
+                if r < busy:
+                    r = busy
+                if r <= t:
+                    # (its scheduler would test it in t: it issues unless its unit is busy then)
+                    if _unit_free(G, W, Q, S, P, x, W[x, W_PC], t - 1, s) <= t:
+                        return t
+                    ready = True
+                    r = _unit_free(G, W, Q, S, P, x, W[x, W_PC], t, s)
+                if r < nxt:
+                    nxt = r
+    if nxt >= NEVER:
+        return t  # (no warp left, or none can ever issue: the visit says which)
+    if ready:
+        # the visit's tests, and the pass to the first cycle a unit frees (as far as the quantum's
+        # end and the cycle limit)
+        for s in range(G[G_NSCHED]):
+            busy = S[s, S_BUSY]
+            for k in range(S[s, S_NW]):
+                x = SW[s, k]
+                if not W[x, W_AT_BAR] and W[x, W_READY] <= t and busy <= t:
+                    W[x, W_BLOCKED] = 4 if P[W[x, W_PC], P_UNIT] <= ALU_HALF else 3
+        cap = G[G_NEXT_YIELD]
+        if G[G_LIMIT] >= 0 and G[G_LIMIT] + 1 < cap:
+            cap = G[G_LIMIT] + 1
+        if nxt > cap:
+            nxt = cap
+        if nxt <= t:
+            nxt = t + 1
+    return nxt
+
+
 @njit(cache=True, inline="always")
 def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, SLOG, BLOG, HLOG,
         REQ, CNT, MS):
@@ -1143,6 +1189,13 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
         G[G_SI] = 0
         if G[G_ISSUED]:
             t += 1
+            # (a cycle in which no warp can issue is passed over here as below, with the tests its
+            # visit would make; not at the quantum's end, the cycle limit or logs to drain, where
+            # the visit returns)
+            if t < G[G_NEXT_YIELD] and (G[G_LIMIT] < 0 or t <= G[G_LIMIT]) and not (
+                    G[G_NBLOG] > blog_cap or G[G_NHLOG] > hlog_cap or
+                    (G[G_LOG] and (G[G_NILOG] > ilog_cap or G[G_NSLOG] > slog_cap))):
+                t = _idle_until(G, W, Q, S, SW, P, t)
         else:
             nxt = _next_time(G, W, S, SW)
             if nxt >= NEVER:
