@@ -111,7 +111,10 @@ _NONE = 11  # a scheduler found no warp to issue (internal)
  G_SM_ID,
  # the texture caches (l1tex.sharing): how a scheduler picks its cache (0 pooled, 1 s // (schedulers
  # / caches), 2 s % caches), how many, and the first set of the cache of the request under way
- G_L1_MODE, G_L1_CACHES, G_L1_BASE, G_SIZE) = range(78)
+ G_L1_MODE, G_L1_CACHES, G_L1_BASE,
+ # whether the last cycles passed over were those after a cycle in which ready warps found their units
+ # busy (a hint: only then does run look for such a cycle after one with an issue)
+ G_IDLE, G_SIZE) = range(79)
 
 # request kinds (G_REQ_KIND)
 REQ_TEX, REQ_LDG, REQ_STG = range(3)
@@ -1191,11 +1194,15 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
             t += 1
             # (a cycle in which no warp can issue is passed over here as below, with the tests its
             # visit would make; not at the quantum's end, the cycle limit or logs to drain, where
-            # the visit returns)
-            if t < G[G_NEXT_YIELD] and (G[G_LIMIT] < 0 or t <= G[G_LIMIT]) and not (
+            # the visit returns; looked for only while such cycles come, G_IDLE, so that a run whose
+            # warps mostly issue does not pay for the test)
+            if G[G_IDLE] and t < G[G_NEXT_YIELD] and (G[G_LIMIT] < 0 or t <= G[G_LIMIT]) and not (
                     G[G_NBLOG] > blog_cap or G[G_NHLOG] > hlog_cap or
                     (G[G_LOG] and (G[G_NILOG] > ilog_cap or G[G_NSLOG] > slog_cap))):
-                t = _idle_until(G, W, Q, S, SW, P, t)
+                nxt = _idle_until(G, W, Q, S, SW, P, t)
+                if nxt == t:
+                    G[G_IDLE] = 0
+                t = nxt
         else:
             nxt = _next_time(G, W, S, SW)
             if nxt >= NEVER:
@@ -1210,6 +1217,7 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
                 # as far as the quantum's end (and the cycle limit) where the cycle-by-cycle run
                 # stops too
                 nxt = _next_unblocked(G, W, Q, S, SW, P, t)
+                G[G_IDLE] = 1
                 cap = G[G_NEXT_YIELD]
                 if G[G_LIMIT] >= 0 and G[G_LIMIT] + 1 < cap:
                     cap = G[G_LIMIT] + 1
