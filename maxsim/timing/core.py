@@ -111,7 +111,10 @@ _NONE = 11  # a scheduler found no warp to issue (internal)
  G_SM_ID,
  # the texture caches (l1tex.sharing): how a scheduler picks its cache (0 pooled, 1 s // (schedulers
  # / caches), 2 s % caches), how many, and the first set of the cache of the request under way
- G_L1_MODE, G_L1_CACHES, G_L1_BASE, G_SIZE) = range(78)
+ G_L1_MODE, G_L1_CACHES, G_L1_BASE,
+ # whether the last cycles passed over were those after a cycle in which ready warps found their units
+ # busy (a hint: only then does run look for such a cycle after one with an issue)
+ G_IDLE, G_SIZE) = range(79)
 
 # request kinds (G_REQ_KIND)
 REQ_TEX, REQ_LDG, REQ_STG = range(3)
@@ -125,13 +128,17 @@ F_TEX_BPC, F_TEX_FREE, F_SIZE = range(3)
  W_AT_BAR, W_YIELDED, W_BLOCKED, W_BAR_WAIT, W_NQ0, W_NQ1) = range(16)
 # (the fields every issue reads first: a row starts on a cache line and its first two lines hold them)
 W_TBASE = 16  # where the warp's trace starts in TPC and TAUX
-W_STALLS = 17  # 6 stall counters (stats.STALL_REASONS order)
-W_BAR_CLEAR = 23  # 7 entries (barrier 0 unused)
-W_BAR_SET = 30  # 7 entries
-W_LDG_DONE = 37  # completion cycle of the warp's last global load (they complete in issue order)
-W_SHD_DONE = 38  # latest completion cycle of the warp's shared-memory ops
-W_PRED = 39  # 8 predicates
-W_BAR_HIST = 47  # per barrier 1-6, BAR_HIST entries: completion cycles of its latest ops (DEPBAR.LE)
+# per memory queue (shared, global/texture): a cycle before which it is full (its earliest
+# completion when _unit_ok last found it full; 0: not known full)
+W_QFULL0 = 17
+W_QFULL1 = 18
+W_STALLS = 19  # 6 stall counters (stats.STALL_REASONS order)
+W_BAR_CLEAR = 25  # 7 entries (barrier 0 unused)
+W_BAR_SET = 32  # 7 entries
+W_LDG_DONE = 39  # completion cycle of the warp's last global load (they complete in issue order)
+W_SHD_DONE = 40  # latest completion cycle of the warp's shared-memory ops
+W_PRED = 41  # 8 predicates
+W_BAR_HIST = 49  # per barrier 1-6, BAR_HIST entries: completion cycles of its latest ops (DEPBAR.LE)
 W_EXIT_SEQ = W_BAR_HIST + 6 * BAR_HIST  # the warp exited as the SM's n-th (G_EXITS)
 W_SIZE = -(-(W_EXIT_SEQ + 1) // 8) * 8  # whole cache lines
 
@@ -247,22 +254,32 @@ def _unit_ok(G, W, Q, S, P, w, pc, t, s):
             W[w, W_BLOCKED] = 3
             return False
         if u == LDS or u == STS:
-            base, nf, depth = 0, W_NQ0, G[G_SHARED_DEPTH]
+            base, nf, qf, depth = 0, W_NQ0, W_QFULL0, G[G_SHARED_DEPTH]
         else:
-            base, nf, depth = G[G_SHARED_DEPTH], W_NQ1, G[G_GLOBAL_DEPTH]
+            base, nf, qf, depth = G[G_SHARED_DEPTH], W_NQ1, W_QFULL1, G[G_GLOBAL_DEPTH]
         n = W[w, nf]
         # (a queue holding fewer requests than its depth has a place, whatever has completed: it is
         # compacted only when it may be full, the same answer for fewer passes; _unit_free counts
-        # only the requests still live, and a request is queued only after this test passed)
+        # only the requests still live, and a request is queued only after this test passed.
+        # A queue found full stays full until its earliest completion, W_QFULL*: nothing is queued
+        # meanwhile, so until then the answer needs no pass; a later pass runs at or after that
+        # cycle, so a value left from before a request was queued is never in the future)
         if n >= depth:
+            if W[w, qf] > t:
+                W[w, W_BLOCKED] = 3
+                return False
             m = 0
+            first = NEVER
             for k in range(n):  # drop the requests completed by now
                 c = Q[w, base + k]
                 if c > t:
                     Q[w, base + m] = c
                     m += 1
+                    if c < first:
+                        first = c
             W[w, nf] = m
             if m >= depth:
+                W[w, qf] = first
                 W[w, W_BLOCKED] = 3
                 return False
     return True
@@ -1011,19 +1028,25 @@ def _unit_free(G, W, Q, S, P, w, pc, t, s):
         if f <= t:
             f = t + 1
         if u == LDS or u == STS:
-            base, nf, depth = 0, W_NQ0, G[G_SHARED_DEPTH]
+            base, nf, qf, depth = 0, W_NQ0, W_QFULL0, G[G_SHARED_DEPTH]
         else:
-            base, nf, depth = G[G_SHARED_DEPTH], W_NQ1, G[G_GLOBAL_DEPTH]
-        live = 0
-        first = NEVER
-        for k in range(W[w, nf]):
-            c = Q[w, base + k]
-            if c > t:
-                live += 1
-                if c < first:
-                    first = c
-        if live >= depth and first > f:
-            f = first  # (the queue has a place once its earliest request completes)
+            base, nf, qf, depth = G[G_SHARED_DEPTH], W_NQ1, W_QFULL1, G[G_GLOBAL_DEPTH]
+        n = W[w, nf]
+        if n >= depth:  # (fewer requests than the depth: a place, whatever has completed)
+            first = W[w, qf]  # (the queue is full until then, as _unit_ok found it)
+            if first <= t:
+                live = 0
+                first = NEVER
+                for k in range(n):
+                    c = Q[w, base + k]
+                    if c > t:
+                        live += 1
+                        if c < first:
+                            first = c
+                if live < depth:
+                    first = 0
+            if first > f:
+                f = first  # (the queue has a place once its earliest request completes)
         return f
     return t + 1
 
@@ -1048,6 +1071,52 @@ def _next_unblocked(G, W, Q, S, SW, P, t):
                     if r <= t + 1:
                         return t + 1  # (the next cycle: none can come sooner)
                     nxt = r
+    return nxt
+
+
+@njit(cache=True, forceinline=True)
+def _idle_until(G, W, Q, S, SW, P, t):
+    """Cycle ``t`` follows one in which a warp issued: ``t`` if a warp may issue in it (or nothing
+    below applies); otherwise the cycle at which :func:`run`, having visited ``t`` without an issue,
+    would go on, with what that visit leaves - every warp its schedulers tested found its unit
+    busy (``W_BLOCKED``, the reason its stall is charged to) - so the visit is passed over. ``t``
+    is before the quantum's end and the cycle limit."""
+    nxt = NEVER
+    ready = False
+    for s in range(G[G_NSCHED]):
+        busy = S[s, S_BUSY]
+        for k in range(S[s, S_NW]):
+            x = SW[s, k]
+            if not W[x, W_AT_BAR]:
+                r = W[x, W_READY]
+                if r < busy:
+                    r = busy
+                if r <= t:
+                    # (its scheduler would test it in t: it issues unless its unit is busy then)
+                    if _unit_free(G, W, Q, S, P, x, W[x, W_PC], t - 1, s) <= t:
+                        return t
+                    ready = True
+                    r = _unit_free(G, W, Q, S, P, x, W[x, W_PC], t, s)
+                if r < nxt:
+                    nxt = r
+    if nxt >= NEVER:
+        return t  # (no warp left, or none can ever issue: the visit says which)
+    if ready:
+        # the visit's tests, and the pass to the first cycle a unit frees (as far as the quantum's
+        # end and the cycle limit)
+        for s in range(G[G_NSCHED]):
+            busy = S[s, S_BUSY]
+            for k in range(S[s, S_NW]):
+                x = SW[s, k]
+                if not W[x, W_AT_BAR] and W[x, W_READY] <= t and busy <= t:
+                    W[x, W_BLOCKED] = 4 if P[W[x, W_PC], P_UNIT] <= ALU_HALF else 3
+        cap = G[G_NEXT_YIELD]
+        if G[G_LIMIT] >= 0 and G[G_LIMIT] + 1 < cap:
+            cap = G[G_LIMIT] + 1
+        if nxt > cap:
+            nxt = cap
+        if nxt <= t:
+            nxt = t + 1
     return nxt
 
 
@@ -1123,6 +1192,17 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
         G[G_SI] = 0
         if G[G_ISSUED]:
             t += 1
+            # (a cycle in which no warp can issue is passed over here as below, with the tests its
+            # visit would make; not at the quantum's end, the cycle limit or logs to drain, where
+            # the visit returns; looked for only while such cycles come, G_IDLE, so that a run whose
+            # warps mostly issue does not pay for the test)
+            if G[G_IDLE] and t < G[G_NEXT_YIELD] and (G[G_LIMIT] < 0 or t <= G[G_LIMIT]) and not (
+                    G[G_NBLOG] > blog_cap or G[G_NHLOG] > hlog_cap or
+                    (G[G_LOG] and (G[G_NILOG] > ilog_cap or G[G_NSLOG] > slog_cap))):
+                nxt = _idle_until(G, W, Q, S, SW, P, t)
+                if nxt == t:
+                    G[G_IDLE] = 0
+                t = nxt
         else:
             nxt = _next_time(G, W, S, SW)
             if nxt >= NEVER:
@@ -1137,6 +1217,7 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
                 # as far as the quantum's end (and the cycle limit) where the cycle-by-cycle run
                 # stops too
                 nxt = _next_unblocked(G, W, Q, S, SW, P, t)
+                G[G_IDLE] = 1
                 cap = G[G_NEXT_YIELD]
                 if G[G_LIMIT] >= 0 and G[G_LIMIT] + 1 < cap:
                     cap = G[G_LIMIT] + 1
