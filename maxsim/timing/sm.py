@@ -1258,6 +1258,30 @@ class SM:
             # the next functional batch; these would keep their batch's records alive meanwhile)
             traces = tr = flats = None
 
+    def _places(self, sizes):
+        """Where a CTA's warps' traces go, in warp order, from their ``sizes`` ((trace positions,
+        sector-list entries) each): the first place an exited warp's trace left that holds both
+        (taken from the freed places, :func:`_place_for` inlined: this runs for every warp), else
+        None, the end of the buffers; when those at the end do not fit there, the buffers are
+        compacted first (freeing no place) and every warp goes at the end."""
+        free = list(self._freed)
+        places = []
+        rest = rest_sec = 0
+        for n, ns in sizes:
+            for k, g in enumerate(free):
+                if g[1] >= n and g[3] >= ns:
+                    places.append(free.pop(k))
+                    break
+            else:
+                places.append(None)
+                rest += n
+                rest_sec += ns
+        if self._tfill + rest > self._TPC.size or self._sfill + rest_sec > self._SEC.size:
+            self._compact(sum(v[0] for v in sizes), sum(v[1] for v in sizes))
+            return [None] * len(sizes)
+        self._freed = free
+        return places
+
     def _start_cta(self, c, t0, wid0, slot0, flats):
         """Place the flattened traces ``flats`` of a CTA's warps (:func:`flatten_trace`'s, in warp
         order) in the trace buffers and start the warps in the consecutive slots from ``slot0``, in
@@ -1267,24 +1291,7 @@ class SM:
         warps' rows are one compiled call (:func:`_start_warps`). Returns the warps now resident."""
         if type(flats) is CtaBlock:
             return self._start_block(c, t0, wid0, slot0, flats)
-        free = list(self._freed)
-        places = []
-        rest = rest_sec = 0
-        for f in flats:
-            n, ns = f[0].size, f[2].size
-            for k, g in enumerate(free):  # (_place_for, inlined: called for every warp)
-                if g[1] >= n and g[3] >= ns:
-                    places.append(free.pop(k))
-                    break
-            else:
-                places.append(None)
-                rest += n
-                rest_sec += ns
-        if self._tfill + rest > self._TPC.size or self._sfill + rest_sec > self._SEC.size:
-            self._compact(sum(f[0].size for f in flats), sum(f[2].size for f in flats))  # (frees none)
-            places = [None] * len(flats)
-        else:
-            self._freed = free
+        places = self._places([(f[0].size, f[2].size) for f in flats])
         nw = len(flats)
         self._taken[slot0:slot0 + nw] = False
         live = self._slot_trace
@@ -1343,24 +1350,7 @@ class SM:
         pcs, offs, bounds = blk.pcs, blk.offs, blk.bounds
         nw = len(blk.most)
         n = pcs.size
-        free = list(self._freed)
-        places = []
-        rest = rest_sec = 0
-        for w in range(nw):
-            ns = bounds[w + 1] - bounds[w]
-            for k, g in enumerate(free):  # (as _start_cta)
-                if g[1] >= n and g[3] >= ns:
-                    places.append(free.pop(k))
-                    break
-            else:
-                places.append(None)
-                rest += n
-                rest_sec += ns
-        if self._tfill + rest > self._TPC.size or self._sfill + rest_sec > self._SEC.size:
-            self._compact(n * nw, bounds[-1])  # (frees none)
-            places = [None] * nw
-        else:
-            self._freed = free
+        places = self._places([(n, bounds[w + 1] - bounds[w]) for w in range(nw)])
         self._taken[slot0:slot0 + nw] = False
         live = self._slot_trace
         tfill, sfill = self._tfill, self._sfill
