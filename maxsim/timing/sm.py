@@ -1260,10 +1260,11 @@ class SM:
 
     def _places(self, sizes):
         """Where a CTA's warps' traces go, in warp order, from their ``sizes`` ((trace positions,
-        sector-list entries) each): the first place an exited warp's trace left that holds both
-        (taken from the freed places, :func:`_place_for` inlined: this runs for every warp), else
-        None, the end of the buffers; when those at the end do not fit there, the buffers are
-        compacted first (freeing no place) and every warp goes at the end."""
+        sector-list entries) each), as (start in TPC, start in SEC): the first place an exited
+        warp's trace left that holds both (taken from the freed places, :func:`_place_for` inlined:
+        this runs for every warp), else the end of the buffers (their fill advanced); when those at
+        the end do not fit there, the buffers are compacted first (freeing no place) and every warp
+        goes at the end."""
         free = list(self._freed)
         places = []
         rest = rest_sec = 0
@@ -1278,9 +1279,20 @@ class SM:
                 rest_sec += ns
         if self._tfill + rest > self._TPC.size or self._sfill + rest_sec > self._SEC.size:
             self._compact(sum(v[0] for v in sizes), sum(v[1] for v in sizes))
-            return [None] * len(sizes)
-        self._freed = free
-        return places
+            places = [None] * len(sizes)
+        else:
+            self._freed = free
+        starts = []
+        tfill, sfill = self._tfill, self._sfill
+        for (n, ns), place in zip(sizes, places):
+            if place is not None:
+                starts.append((place[0], place[2]))
+            else:
+                starts.append((tfill, sfill))
+                tfill += n
+                sfill += ns
+        self._tfill, self._sfill = tfill, sfill
+        return starts
 
     def _start_cta(self, c, t0, wid0, slot0, flats):
         """Place the flattened traces ``flats`` of a CTA's warps (:func:`flatten_trace`'s, in warp
@@ -1304,16 +1316,9 @@ class SM:
         npc = noff = nsec = 0
         most = 0
         last_pcs = last_offs = None
-        tfill, sfill = self._tfill, self._sfill
         slot = slot0
-        for (pcs, _, sec, offs, m), place in zip(flats, places):
+        for (pcs, _, sec, offs, m), (tb, sb) in zip(flats, places):
             n, ns = pcs.size, sec.size
-            if place is not None:
-                tb, sb = place[0], place[2]
-            else:
-                tb, sb = tfill, sfill
-                tfill += n
-                sfill += ns
             live[slot] = (tb, n, sb, ns, offs)
             slot += 1
             if pcs is not last_pcs:
@@ -1334,7 +1339,6 @@ class SM:
             nsec += ns
             if m > most:
                 most = m
-        self._tfill, self._sfill = tfill, sfill
         self._room_for_requests(most)
         cat = np.concatenate
         return _start_warps(self._W, self._REGS, self._S, self._SW, self._C, self._pos0, self._TPC, self._TAUX,
@@ -1353,24 +1357,16 @@ class SM:
         places = self._places([(n, bounds[w + 1] - bounds[w]) for w in range(nw)])
         self._taken[slot0:slot0 + nw] = False
         live = self._slot_trace
-        tfill, sfill = self._tfill, self._sfill
         no = offs.size
         table = []
         slot = slot0
         s0 = 0
-        for place, s1 in zip(places, bounds[1:]):
+        for (tb, sb), s1 in zip(places, bounds[1:]):
             ns = s1 - s0
-            if place is not None:
-                tb, sb = place[0], place[2]
-            else:
-                tb, sb = tfill, sfill
-                tfill += n
-                sfill += ns
             live[slot] = (tb, n, sb, ns, offs)
             slot += 1
             table += (tb, sb, 0, n, 0, no, s0, ns)
             s0 = s1
-        self._tfill, self._sfill = tfill, sfill
         self._room_for_requests(max(blk.most))
         return _start_warps(self._W, self._REGS, self._S, self._SW, self._C, self._pos0, self._TPC, self._TAUX,
                             self._SEC, c, t0, wid0, len(self.scheds), slot0, np.array(table, np.int64).reshape(-1, 8),
