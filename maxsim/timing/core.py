@@ -1074,6 +1074,19 @@ def _next_unblocked(G, W, Q, S, SW, P, t):
     return nxt
 
 
+@njit(cache=True, inline="always")
+def _pass_to(G, nxt, t):
+    """The cycle a run passing over cycles from ``t`` goes on at, heading for ``nxt``: no further
+    than the quantum's end and the cycle limit (where the cycle-by-cycle run stops too), and at
+    least ``t + 1``."""
+    cap = G[G_NEXT_YIELD]
+    if G[G_LIMIT] >= 0 and G[G_LIMIT] + 1 < cap:
+        cap = G[G_LIMIT] + 1
+    if nxt > cap:
+        nxt = cap
+    return nxt if nxt > t + 1 else t + 1
+
+
 @njit(cache=True, forceinline=True)
 def _idle_until(G, W, Q, S, SW, P, t):
     """Cycle ``t`` follows one in which a warp issued: ``t`` if a warp may issue in it (or nothing
@@ -1110,13 +1123,7 @@ def _idle_until(G, W, Q, S, SW, P, t):
                 x = SW[s, k]
                 if not W[x, W_AT_BAR] and W[x, W_READY] <= t and busy <= t:
                     W[x, W_BLOCKED] = 4 if P[W[x, W_PC], P_UNIT] <= ALU_HALF else 3
-        cap = G[G_NEXT_YIELD]
-        if G[G_LIMIT] >= 0 and G[G_LIMIT] + 1 < cap:
-            cap = G[G_LIMIT] + 1
-        if nxt > cap:
-            nxt = cap
-        if nxt <= t:
-            nxt = t + 1
+        nxt = _pass_to(G, nxt, t)
     return nxt
 
 
@@ -1218,12 +1225,7 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
                 # stops too
                 nxt = _next_unblocked(G, W, Q, S, SW, P, t)
                 G[G_IDLE] = 1
-                cap = G[G_NEXT_YIELD]
-                if G[G_LIMIT] >= 0 and G[G_LIMIT] + 1 < cap:
-                    cap = G[G_LIMIT] + 1
-                if nxt > cap:
-                    nxt = cap
-                t = nxt if nxt > t + 1 else t + 1
+                t = _pass_to(G, nxt, t)
         G[G_T] = t
         if G[G_LIMIT] >= 0 and t > G[G_LIMIT]:
             return ERR_LIMIT
