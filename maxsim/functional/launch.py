@@ -8,6 +8,7 @@ import attrs
 import numpy as np
 
 from ..errors import LaunchError, SimulationError
+from ..memo import Kept
 from ..isa import instruction as ins
 from . import simt
 from .executor import CONTROL, Context, Group, compile_instruction
@@ -165,40 +166,28 @@ def _place_variables(kernel, memory, banks) -> dict:
     return {b: bytes(d) for b, d in out.items()}
 
 
-_BANKS = {}  # (kernel, packed parameters, block, grid) -> constant bank 0 as a launch of it reads it
+_BANKS = Kept(64)  # (kernel, packed parameters, block, grid) -> constant bank 0 as a launch of it reads it
 
 
 def _bank_zero(kernel, params, block, grid) -> bytes:
     """Constant bank 0 of a launch: the parameters packed (:func:`pack_params`), with the geometry
     words and the stack pointer; made once for parameters given packed and launched again alike."""
-    if not isinstance(params, bytes):
+    def make():
         return _stack_pointer(_geometry_words(pack_params(kernel, params), block, grid), kernel)
-    key = (id(kernel), params, block, grid)
-    hit = _BANKS.get(key)
-    if hit is not None and hit[0] is kernel:
-        return hit[1]
-    bank = _stack_pointer(_geometry_words(pack_params(kernel, params), block, grid), kernel)
-    if len(_BANKS) > 64:
-        _BANKS.clear()
-    _BANKS[key] = (kernel, bank)
-    return bank
+    if not isinstance(params, bytes):
+        return make()
+    return _BANKS.get((id(kernel), params, block, grid), make, owner=kernel)
 
 
-_GRIDS = {}  # (grid X, grid Y) -> its CTA ids in launch order
+_GRIDS = Kept(16)  # (grid X, grid Y) -> its CTA ids in launch order
 GRIDS_KEPT_CTAS = 1 << 16  # the largest grid whose CTA ids are kept (a simulator setting: bounds their memory)
 
 
 def _grid_ctas(gx, gy) -> tuple:
     """The CTA ids (x, y) of a grid in launch order (x fastest), made once per grid."""
-    out = _GRIDS.get((gx, gy))
-    if out is None:
-        out = tuple((x, y) for y in range(gy) for x in range(gx))
-        if gx * gy > GRIDS_KEPT_CTAS:
-            return out
-        if len(_GRIDS) > 16:
-            _GRIDS.clear()
-        _GRIDS[(gx, gy)] = out
-    return out
+    def make():
+        return tuple((x, y) for y in range(gy) for x in range(gx))
+    return make() if gx * gy > GRIDS_KEPT_CTAS else _GRIDS.get((gx, gy), make)
 
 
 def _stack_pointer(bank: bytes, kernel) -> bytes:
@@ -589,7 +578,7 @@ def _ticker(progress, state, start, n, total, expected):
     return tick
 
 
-_LANES = {}  # (CTAs, warps per CTA, block, shared words) -> a batch's per-lane arrays (read-only)
+_LANES = Kept(16)  # (CTAs, warps per CTA, block, shared words) -> a batch's per-lane arrays (read-only)
 
 
 def _batch_lanes(nc, wpc, block, shared_words):
@@ -597,19 +586,14 @@ def _batch_lanes(nc, wpc, block, shared_words):
     (in the batch) and shared-memory bases, made once and shared read-only (groups gather from
     them, never write them), with the lanes that exist (``tid < block``) and whether that is
     every lane."""
-    key = (nc, wpc, block, shared_words)
-    out = _LANES.get(key)
-    if out is None:
+    def make():
         tid = np.tile(np.arange(wpc * 32, dtype=np.uint32), nc)
         cta = np.repeat(np.arange(nc, dtype=np.int64), wpc * 32)
         out = (tid, tid % 32, cta, cta * shared_words, tid < block)
         for a in out:
             a.flags.writeable = False
-        out += (bool(out[4].all()),)
-        if len(_LANES) > 16:
-            _LANES.clear()
-        _LANES[key] = out
-    return out
+        return out + (bool(out[4].all()),)
+    return _LANES.get((nc, wpc, block, shared_words), make)
 
 
 def _initial_group(kernel, batch, wpc, block, shared_words, warp_base):
@@ -630,26 +614,22 @@ def _initial_group(kernel, batch, wpc, block, shared_words, warp_base):
     return g
 
 
-_IDS = {}  # (CTA ids, warps per CTA, first CTA's number) -> a batch's warp ids and per-lane CTA ids
+_IDS = Kept(64)  # (CTA ids, warps per CTA, first CTA's number) -> a batch's warp ids and per-lane CTA ids
 
 
 def _batch_ids(batch, wpc, warp_base):
     """The warp ids of a batch of CTAs (``batch``, the first numbered ``warp_base`` in the launch) and
     their lanes' CTA ids (x, y): made once for a batch run again (the same batch of a launch
     repeated) and shared read-only, as :func:`_batch_lanes`'s arrays."""
-    key = (tuple(batch), wpc, warp_base)
-    out = _IDS.get(key)
-    if out is None:
+    def make():
         nc = len(batch)
         warps = np.arange(nc * wpc, dtype=np.int64) + warp_base * wpc
         cx, cy = np.array(batch, dtype=np.uint32).reshape(nc, 2).T
         out = (warps, np.repeat(cx, wpc * 32), np.repeat(cy, wpc * 32))
         for a in out:
             a.flags.writeable = False
-        if len(_IDS) > 64:
-            _IDS.clear()
-        _IDS[key] = out
-    return out
+        return out
+    return _IDS.get((tuple(batch), wpc, warp_base), make)
 
 
 def _divergent(g, taken):

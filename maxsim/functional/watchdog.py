@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SimulationError
+from ..memo import Kept
 
 # choice: 400,000 warp instructions per warp. It is the limit of kernels of unknown size (a .sass
 # file, the Python API): a counted micro-benchmark loop of 100,000 iterations of three instructions
@@ -108,20 +109,16 @@ class _Loop:
         self.skip = 0  # visits left before the next comparison
 
 
-_STORES = {}  # id(a kernel's instructions) -> (the instructions, the pcs of its stores)
+_STORES = Kept(64)  # id(a kernel's instructions) -> the pcs of its stores
 
 
 def _store_pcs(instrs):
     """The pcs of the instructions that store (read-only; found once per kernel)."""
-    hit = _STORES.get(id(instrs))
-    if hit is not None and hit[0] is instrs:
-        return hit[1]
-    pcs = np.array([i.index for i in instrs if i.unit in STORE_UNITS], dtype=np.int64)
-    pcs.flags.writeable = False
-    if len(_STORES) > 64:
-        _STORES.clear()
-    _STORES[id(instrs)] = (instrs, pcs)
-    return pcs
+    def make():
+        pcs = np.array([i.index for i in instrs if i.unit in STORE_UNITS], dtype=np.int64)
+        pcs.flags.writeable = False
+        return pcs
+    return _STORES.get(id(instrs), make, owner=instrs)
 
 
 class Watchdog:

@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import LaunchError
 from ..functional.launch import PARAM_BASE
 from ..functional.memory import FORMATS, GlobalMemory, Texture1D
+from ..memo import Kept
 
 IO = ("in", "out", "inout")
 
@@ -156,7 +157,7 @@ def constant_banks(constants) -> dict:
     return out
 
 
-_PACKED = {}  # (kernel, parameters, buffers' addresses) -> constant bank 0 packed (see _packed)
+_PACKED = Kept(64)  # (kernel, parameters, buffers' addresses) -> constant bank 0 packed (see _packed)
 
 
 def _packed(kernel, params, buffers) -> bytes:
@@ -172,14 +173,7 @@ def _packed(kernel, params, buffers) -> bytes:
             return _pack(kernel, params, buffers)
         given.append((key, t, struct.pack("<d", value) if t is float else value))
     key = (id(kernel), tuple(given), tuple((name, addr) for name, (addr, _) in buffers.items()))
-    hit = _PACKED.get(key)
-    if hit is not None and hit[0] is kernel:
-        return hit[1]
-    bank = _pack(kernel, params, buffers)
-    if len(_PACKED) > 64:
-        _PACKED.clear()
-    _PACKED[key] = (kernel, bank)
-    return bank
+    return _PACKED.get(key, lambda: _pack(kernel, params, buffers), owner=kernel)
 
 
 def _pack(kernel, params, buffers) -> bytes:
