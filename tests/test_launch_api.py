@@ -581,3 +581,106 @@ def test_room_made_at_once_for_the_buffers_places_them_where_allocation_alone_do
     assert huge.words.size == 0
     with pytest.raises(LaunchError, match="exhausted"):
         huge.alloc(1 << 32, name="x")
+
+
+def test_a_buffer_of_a_page_or_more_starts_a_page_of_its_own():
+    """Buffers of 2 MB or more begin at a 2 MB page boundary, smaller ones are packed 256-byte
+    aligned after a 4 KiB guard (maxsim.functional.memory.place), as bind lays out a launch's
+    buffers; room made at once is room enough. An allocation that fits the 4 GiB address space
+    packed but not on its page is refused, the error naming it and where it was placed."""
+    from maxsim.functional.memory import DEVICE_PAGE, GlobalMemory
+    from maxsim.host.args import bind
+    mb = 1 << 20
+    assert DEVICE_PAGE == 2 * mb
+    sizes = [10, 3 * mb, 100, 2 * mb, 2 * mb - 4, 8 * mb]
+    # by hand: 0x1000; 0x100c + 0x1000 guard -> the page at 2 MB; 5 MB + guard; 0x502064 + guard ->
+    # the page at 6 MB; 8 MB + guard (2 MB - 4 is packed); 0xa00ffc + guard -> the page at 12 MB
+    want = [0x1000, 0x200000, 0x501000, 0x600000, 0x801000, 0xC00000]
+    plain = GlobalMemory()
+    assert [plain.alloc(n, name=f"b{i}") for i, n in enumerate(sizes)] == want
+    assert plain.top == 0xC00000 + 8 * mb
+    reserved = GlobalMemory()
+    reserved.reserve(sizes)
+    room = reserved.words.size
+    assert [reserved.alloc(n, name=f"b{i}") for i, n in enumerate(sizes)] == want
+    assert reserved.words.size == room >= reserved.top // 4  # (not grown again)
+    arrays = {f"b{i}": np.full(n, i + 1, np.uint8) for i, n in enumerate(sizes)}
+    b = bind(Kernel.load(VECADD), {"a": "b0", "b": "b1", "c": "b2", "n": 1}, arrays)
+    assert [b.buffers[f"b{i}"][0] for i in range(len(sizes))] == want
+    for i, n in enumerate(sizes):
+        np.testing.assert_array_equal(b.memory.read(want[i], n, np.uint8), arrays[f"b{i}"])
+    unnamed = GlobalMemory()  # no guards: a small allocation at GLOBAL_BASE, a large one on the next page
+    assert [unnamed.alloc(4), unnamed.alloc(2 * mb), unnamed.alloc(4)] == [0x1000, 0x200000, 0x400000]
+    with pytest.raises(LaunchError, match=r"buffer 'x' of 4294963200 bytes, placed at 0x200000, does not fit "
+                                          r"in the 32-bit address space \(4 GiB"):
+        GlobalMemory().alloc((1 << 32) - 0x1000, name="x")  # packed at 0x1000 it would end at 4 GiB exactly
+
+
+SWEEP = """# Kernel: sweep
+# Params(4):
+#	0:0x140:4:0 a
+#	1:0x144:4:0 out
+#	2:0x148:4:0 step
+#	3:0x14c:4:0 count
+// one warp reads a[tid + k * step / 4] for k < count, twice over, in order: out[tid] = their sum
+<CONSTANT_MAPPING>
+    param_a : c[0x0][0x140]
+    param_out : c[0x0][0x144]
+    param_step : c[0x0][0x148]
+    param_count : c[0x0][0x14c]
+</CONSTANT_MAPPING>
+
+<REGISTER_MAPPING>
+    0-1 : tid, k
+    2-31 ~ t, p, x, sum, pass
+</REGISTER_MAPPING>
+
+S2R tid, SR_TID.X;
+SHL t, tid, 2;
+MOV sum, RZ;
+MOV pass, RZ;
+PASS:
+IADD p, t, param_a;
+MOV k, param_count;
+LOOP:
+LDG x, [p];
+FADD sum, sum, x;
+IADD p, p, param_step;
+IADD32I k, k, -1;
+ISETP.NE.AND P0, PT, k, RZ, PT;
+@P0 BRA LOOP;
+IADD32I pass, pass, 1;
+ISETP.LT.AND P1, PT, pass, 2, PT;
+@P1 BRA PASS;
+IADD p, t, param_out;
+STG [p], sum;
+EXIT;
+"""
+
+
+@pytest.mark.parametrize("start, pages", [(0, 3), (1 << 20, 4)])
+def test_a_matrix_walks_once_per_page_it_spans(start, pages):
+    """One warp sweeps 6 MB of an 8 MB buffer twice, 64 KB steps, with TLBs of one entry each: the
+    first sweep's translations are first touches (free), the second misses both TLBs once at each
+    page it enters, so it walks once per page the sweep spans. From the buffer's start (a page
+    boundary: 2 MB or more) that is 3 pages, 3 walks; from 1 MB in, 4. Every request lies in one
+    page: 2 x 96 lookups."""
+    from maxsim.arch.config import load_config, override
+    mb = 1 << 20
+    cfg = override(load_config("gm204"), {"tlb.l1_entries": 1, "tlb.l1_assoc": 1, "tlb.l2_entries": 1,
+                                          "tlb.l2_assoc": 1})
+    a = np.arange(8 * mb // 4, dtype=np.float32) % 1021
+    step, count = 64 * 1024, 6 * mb // (64 * 1024)
+    r = launch(Kernel.load(SWEEP), grid=1, block=32, buffers={"a": a, "out": Buffer.zeros(32)},
+               params={"a": "a", "out": "out", "step": step, "count": count}, config=cfg, gpu_method="full")
+    base = r.bound.buffers["a"][0]
+    assert base % (2 * mb) == 0
+    words = np.arange(32)[:, None] + (start // 4 + np.arange(count) * (step // 4))[None, :]
+    if start:  # the same sweep from 1 MB into the buffer: a pointer past the buffer's start
+        r = launch(Kernel.load(SWEEP), grid=1, block=32, buffers={"a": a, "out": Buffer.zeros(32)},
+                   params={"a": base + start, "out": "out", "step": step, "count": count}, config=cfg,
+                   gpu_method="full")
+    np.testing.assert_array_equal(r.outputs["out"], 2 * a[words].sum(axis=1, dtype=np.float64).astype(np.float32))
+    m = r.sm.memsys.stats()  # (one CTA: the timed SM's run is the launch)
+    assert (m["tlb_lookups"], m["tlb_first_touches"]) == (2 * count, pages)
+    assert (m["tlb_l1_misses"], m["tlb_l2_misses"]) == (pages, pages)

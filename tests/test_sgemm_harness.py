@@ -187,7 +187,8 @@ def r_kernel(name):
 def test_b_begins_a_page_of_its_own_when_it_fills_one():
     """A and B are two device allocations: B after A on a 256-byte boundary while it is smaller than
     a 2 MB page (packed), at the first page boundary after A's end when it fills a page or more."""
-    from workloads.sgemm.problem import DEVICE_PAGE, TEXTURE_BASE, texture_addresses
+    from maxsim.functional.memory import DEVICE_PAGE
+    from workloads.sgemm.problem import TEXTURE_BASE, texture_addresses
 
     assert DEVICE_PAGE == 2 * 1024 * 1024 and TEXTURE_BASE % DEVICE_PAGE == 0
     assert texture_addresses(512, 512) == (TEXTURE_BASE, TEXTURE_BASE + 512 * 512 * 4)  # 1 MB each

@@ -7,15 +7,36 @@ import numpy as np
 from ..errors import LaunchError
 
 GLOBAL_BASE = 0x1000  # first allocated address: low addresses stay unmapped so a null pointer faults
-ALLOC_ALIGN = 256
+ALLOC_ALIGN = 256  # [cuda-pg] "Device Memory Accesses": an address returned by the driver's or the
+# runtime's allocation routines is aligned to at least 256 bytes
+DEVICE_PAGE = 2 << 20  # an allocation of this size or more starts a page of its own (see place())
 GUARD_BYTES = 4096  # choice: unmapped bytes before each named buffer after the first, so that an
 # access up to 4 KiB past a buffer's end (or before its start) faults instead of reading its neighbour
+
+
+def place(top: int, nbytes: int) -> int:
+    """Where an allocation of ``nbytes`` made when ``top`` is the first free address begins: the
+    next ``DEVICE_PAGE`` (2 MB) boundary for an allocation of 2 MB or more, else the next
+    ``ALLOC_ALIGN`` (256-byte) boundary.
+
+    What is known: CUDA promises 256-byte alignment only ([cuda-pg]). The GPU maps device memory in
+    pages of 2 MB (the GTX 980's TLB entries: [mei17-data] fine_grain_TLB.cu strides by 2 MB pages;
+    ``tlb.page_bytes``), the granularity the driver reports for device memory
+    (``cuMemGetAllocationGranularity``, CUDA driver API). No source says where ``cuMemAlloc`` puts
+    an allocation of that size or more; taking it as pages of its own, smaller ones packed
+    together, is a documented choice. It matters above the L2 TLB's reach: a matrix that starts
+    inside a page spans one page more, and CTAs that sweep two such matrices in lockstep cross their
+    pages at different rows and walk twice per page period instead of once (docs/memory-hierarchy.md,
+    "Where B starts"). Shared by :class:`GlobalMemory` and the SGEMM problem's texture addresses."""
+    align = DEVICE_PAGE if nbytes >= DEVICE_PAGE else ALLOC_ALIGN
+    return -(-top // align) * align
 
 
 class GlobalMemory:
     """Byte-addressed global memory with 32-bit addresses, stored as 32-bit words.
 
-    Allocations are 256-byte aligned and contiguous from ``GLOBAL_BASE``; an access outside
+    Allocations are contiguous from ``GLOBAL_BASE``, each where :func:`place` puts it (256-byte
+    aligned; one of 2 MB or more at the start of a 2 MB page); an access outside
     ``[GLOBAL_BASE, top)`` or misaligned is an error reported by the executor. An allocation made
     with a ``name`` (a buffer of :func:`maxsim.host.launch`) is preceded by an unmapped guard of
     ``GUARD_BYTES``: once a memory holds such gaps (``gapped``), every access must lie inside one
@@ -53,10 +74,12 @@ class GlobalMemory:
         if name is not None and self.allocations:
             top += GUARD_BYTES
             self.gapped = True
-        base = (top + ALLOC_ALIGN - 1) // ALLOC_ALIGN * ALLOC_ALIGN
+        base = place(top, nbytes)
         top = base + (nbytes + 3) // 4 * 4
         if top > 1 << 32:
-            raise LaunchError(f"global memory exhausted: {nbytes} bytes do not fit in the 32-bit address space")
+            what = f"buffer {name!r}" if name else "an allocation"
+            raise LaunchError(f"global memory exhausted: {what} of {nbytes} bytes, placed at 0x{base:x}, does not fit "
+                              f"in the 32-bit address space (4 GiB; {self.top - GLOBAL_BASE} bytes allocated before it)")
         need = top // 4
         if need > self.words.size:
             grown = np.zeros(max(need, self.words.size * 2), dtype=np.uint32)
@@ -70,7 +93,9 @@ class GlobalMemory:
     def reserve(self, sizes) -> None:
         """Make room at once for named allocations of ``sizes`` bytes made next (in one array, not
         grown allocation by allocation); where they go is as without it."""
-        top = self.top + sum(GUARD_BYTES + ALLOC_ALIGN + n + 3 for n in sizes)
+        top = self.top
+        for n in sizes:
+            top = place(top + GUARD_BYTES, n) + (n + 3) // 4 * 4
         need = top // 4
         if top <= 1 << 32 and need > self.words.size:  # (past 4 GiB: alloc says which does not fit)
             grown = np.zeros(need, dtype=np.uint32)

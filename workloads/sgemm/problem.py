@@ -32,7 +32,7 @@ import attrs
 import numpy as np
 
 from maxsim.functional import GlobalMemory, Texture1D
-from maxsim.functional.memory import texture_index
+from maxsim.functional.memory import place, texture_index
 from maxsim.errors import LaunchError
 from maxsim.host import Buffer, Kernel, Texture, bind
 from maxsim.isa import instruction as ins
@@ -76,26 +76,20 @@ def _round4(x):
 
 
 TEXTURE_BASE = 1 << 36  # cache address of A; B follows it (as two consecutive device allocations)
-# B, when it takes a page or more, begins the first 2 MB page after A's end (a documented choice).
-# maxas's sgemm.cpp gives A, B and C one cuMemAlloc each; CUDA promises an allocation 256-byte
-# alignment only, but the GPU maps device memory in pages of 2 MB (the GTX 980's TLB entries,
-# [mei17-data] fine_grain_TLB.cu), the driver's granularity for device memory
-# (cuMemGetAllocationGranularity, CUDA driver API): an allocation of a page or more is taken as
-# pages of its own, smaller ones as packed together. It matters above the L2 TLB's reach: when B
-# starts within a page, its pages change at other rows of K than A's, and a CTA sweeping both walks
-# twice per page period instead of once (docs/memory-hierarchy.md, "Where B starts")
-DEVICE_PAGE = 2 << 20
+# maxas's sgemm.cpp gives A, B and C one cuMemAlloc each: B goes where global memory puts the
+# allocation after A's (maxsim.functional.memory.place: at the next 2 MB page when it takes a page
+# or more, a documented choice, else packed 256 bytes after A), as C goes in GlobalMemory
 
 
 def texture_addresses(lda, k, ldb=None):
-    """Cache addresses of the A and B textures: A at ``TEXTURE_BASE``, B after A's ``lda x k``
-    floats, at the next ``DEVICE_PAGE`` boundary when B's ``ldb x k`` floats (``ldb`` default:
-    ``lda``) fill a page or more, else on a 256-byte boundary (two device allocations). The harness
-    and the whole-GPU prediction (:mod:`workloads.sgemm.predict`) place them alike, so a trace of
-    the harness's launch is a trace of the predicted problem."""
+    """Cache addresses of the A and B textures: A at ``TEXTURE_BASE`` (a page boundary), B after
+    A's ``lda x k`` floats where :func:`maxsim.functional.memory.place` puts an allocation of B's
+    ``ldb x k`` floats (``ldb`` default: ``lda``): at the next ``DEVICE_PAGE`` boundary when they
+    fill a page or more, else on a 256-byte boundary. The harness and the whole-GPU prediction
+    (:mod:`workloads.sgemm.predict`) place them alike, so a trace of the harness's launch is a
+    trace of the predicted problem."""
     ldb = lda if ldb is None else ldb
-    align = DEVICE_PAGE if ldb * k * 4 >= DEVICE_PAGE else 256
-    return TEXTURE_BASE, TEXTURE_BASE + -(-lda * k * 4 // align) * align
+    return TEXTURE_BASE, place(TEXTURE_BASE + lda * k * 4, ldb * k * 4)
 
 
 @attrs.define(slots=False)
