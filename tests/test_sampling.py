@@ -142,7 +142,8 @@ def test_a_launch_that_saturates_dram_is_marked_dram_bound():
     """Where DRAM is saturated the waves of the full simulation drift apart, which the sampled
     prediction does not follow: such a launch is marked. The quarter GPU at 25 GB/s (8 waves of
     sgemm_64 at N = 1024) keeps DRAM busy 87% of its steady-state window (off by -13% against its
-    full simulation; 83% from the L2 the launch before left); at 51 GB/s 49% (within 1.6%). The
+    full simulation; 82% from the L2 the launch before left, 82.4% before C began a page of its
+    own, maxsim.functional.memory.place); at 51 GB/s 48% (within 1.6%). The
     busy share is the channels' bytes over their sustained rate, and a launch without a
     steady-state window (no later waves to drift) is never marked."""
     slow = override(QUARTER, {"dram.efficiency": 0.395})
@@ -153,7 +154,7 @@ def test_a_launch_that_saturates_dram_is_marked_dram_bound():
             window, = [ph["memory"] for ph in p["phases"] if ph["name"] == "steady state"]
             by_bytes = (window["dram_bytes_read"] + window["dram_bytes_written"]) / (window["cycles"] * cfg.dram_bytes_per_clk)
             assert p["dram_busy"] == pytest.approx(by_bytes, rel=0.01)
-            assert (0.82 < p["dram_busy"] < 0.9) if bound else (0.4 < p["dram_busy"] < 0.6)
+            assert (0.81 < p["dram_busy"] < 0.9) if bound else (0.4 < p["dram_busy"] < 0.6)
     one = predict_sgemm("sgemm_64", 256, slow)  # 16 CTAs: half a wave
     assert not one["dram_bound"] and one["dram_busy"] > 0
 
