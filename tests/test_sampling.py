@@ -519,16 +519,18 @@ def test_dispatch_model_frees_tied_slots_in_the_order_of_the_first_waves_ends():
 
 
 def test_the_start_spacing_of_an_sms_ctas_grows_with_the_waves_before_them():
-    """Hand-computed: an SM whose first-wave CTAs ended 0, 100 and 250 cycles after its first starts
-    the CTAs of a window after 4 waves of its slots 0, 400 and 1,000 cycles apart; the same when
-    the CTAs cross TLB pages that leave the L2 TLB (a page period: every crossing brings them
-    together again) or in the first two waves: the first wave's spacing."""
+    """Hand-computed, ``kloop.stagger_growth`` "waves": an SM whose first-wave CTAs ended 0, 100 and
+    250 cycles after its first starts the CTAs of a window after 4 waves of its slots 0, 400 and
+    1,000 cycles apart; the first wave's spacing when the CTAs cross TLB pages that leave the L2
+    TLB (a page period: every crossing brings them together again), in the first two waves, and
+    with "none" (shipped)."""
     from maxsim.gpu.sampling.kloop_choose import _grown
     stagger = [[0.0, 100.0, 250.0], [0.0, 30.0]]
-    assert _grown(stagger, 4, None) == [[0.0, 400.0, 1000.0], [0.0, 120.0]]
-    assert _grown(stagger, 4, 10.7) == stagger
-    assert _grown(stagger, 1, None) == stagger
-    assert _grown([], 4, None) == []
+    assert _grown(stagger, 4, None, "waves") == [[0.0, 400.0, 1000.0], [0.0, 120.0]]
+    assert _grown(stagger, 4, 10.7, "waves") == stagger
+    assert _grown(stagger, 1, None, "waves") == stagger
+    assert _grown([], 4, None, "waves") == []
+    assert _grown(stagger, 4, None, "none") == stagger
 
 
 def test_the_dispatch_clock_paces_the_ctas_it_hands_out():

@@ -39,7 +39,7 @@ def _staggered(placement, stagger):
                     for q, c in enumerate(ctas)])
     return out
 
-def _grown(stagger, waves, period):
+def _grown(stagger, waves, period, growth=None):
     """``stagger`` (per SM, its CTAs' start delays in the first wave's order of ends: see
     :func:`_staggered`) for CTAs that start after ``waves`` waves of their slots, with
     ``kloop.stagger_growth`` "waves": a later wave's CTAs on an SM start as the previous CTAs of its
@@ -49,9 +49,11 @@ def _grown(stagger, waves, period):
     spacing apart. Not when the CTAs cross a TLB page every ``period`` iterations (not None: the
     data moved along K spans more pages than the L2 TLB holds, :meth:`_History.page_period`): every
     CTA of an SM that reaches a page waits for the one walk of it and they leave it together, so
-    the spacing starts again from each crossing, more than once in a CTA's life. "none": every later
-    wave at the first wave's spacing."""
-    if not stagger or STAGGER_GROWTH == "none" or waves <= 1 or period is not None:
+    the spacing starts again from each crossing, more than once in a CTA's life. "none" (shipped):
+    every later wave at the first wave's spacing. ``growth``: "waves" or "none" (default: the
+    setting)."""
+    growth = STAGGER_GROWTH if growth is None else growth
+    if not stagger or growth == "none" or waves <= 1 or period is not None:
         return stagger
     return [[x * waves for x in row] for row in stagger]
 
