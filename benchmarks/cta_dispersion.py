@@ -247,7 +247,8 @@ def steady_rate(log, wave, n_ctas, flops_per_cta, clock_hz):
 
 # ---- the sampled prediction's dispatcher model --------------------------------------------------
 
-def _dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interval=0, first_wave="together"):
+def _dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interval=0, first_wave="together",
+              ends=None):
     """maxsim.gpu.sampling.dispatcher.dispatch with each later CTA's start delayed by its delay.
     ``S.same_pace``: a CTA's duration is the mean of what it would take on each SM (the sampled
     prediction gives each SM the pace its window measured, and over a hundred waves SMs whose paces
@@ -263,7 +264,7 @@ def _dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interva
 
         def duration(j, i, t):
             return sum(by_slot(x, i, t) for x in range(sms)) / sms
-    out = _model_dispatch(n_ctas, slots, duration, hold, True, launch, interval, S.delays, first_wave)
+    out = _model_dispatch(n_ctas, slots, duration, hold, True, launch, interval, S.delays, first_wave, ends)
     S.schedule = out
     return out
 

@@ -520,6 +520,35 @@ def test_dispatch_model_with_a_dispatched_first_wave():
         dispatch(3, 2, lambda slot, cta: 10, first_wave="late")
 
 
+def test_dispatch_model_frees_tied_slots_in_the_order_of_the_first_waves_ends():
+    """Hand-computed: 7 CTAs of 10 cycles on 3 slots, whose first-wave CTAs ended (in the first
+    wave's simulation) at 5, 3 and 4: the slots free together at 10 and take CTAs 3, 4, 5 in that
+    order (slot 1, then 2, then 0); CTA 6 goes to the slot whose CTA was handed out first (slot 1).
+    Without ``ends`` the lower slot goes first: CTA i on slot i mod 3."""
+    sched = dispatch(7, 3, lambda slot, cta: 10, ends=[5.0, 3.0, 4.0])
+    assert [j for j, _, _ in sched] == [0, 1, 2, 1, 2, 0, 1]
+    assert [(s, e) for _, s, e in sched][3:] == [(10, 20), (10, 20), (10, 20), (20, 30)]
+    assert [j for j, _, _ in dispatch(7, 3, lambda slot, cta: 10)] == [0, 1, 2, 0, 1, 2, 0]
+    # with the dispatcher's pace the order of hand-out holds over the waves: CTA 3 at 10, 4 at 11, 5 at 12
+    paced = dispatch(9, 3, lambda slot, cta: 10, interval=1, ends=[5.0, 3.0, 4.0])
+    assert [(j, s) for j, s, _ in paced][3:] == [(1, 10), (2, 11), (0, 12), (1, 20), (2, 21), (0, 22)]
+
+
+def test_the_start_spacing_of_an_sms_ctas_grows_with_the_waves_before_them():
+    """Hand-computed, ``kloop.stagger_growth`` "waves": an SM whose first-wave CTAs ended 0, 100 and
+    250 cycles after its first starts the CTAs of a window after 4 waves of its slots 0, 400 and
+    1,000 cycles apart; the first wave's spacing when the CTAs cross TLB pages that leave the L2
+    TLB (a page period: every crossing brings them together again), in the first two waves, and
+    with "none" (shipped)."""
+    from maxsim.gpu.sampling.kloop_choose import _grown
+    stagger = [[0.0, 100.0, 250.0], [0.0, 30.0]]
+    assert _grown(stagger, 4, None, "waves") == [[0.0, 400.0, 1000.0], [0.0, 120.0]]
+    assert _grown(stagger, 4, 10.7, "waves") == stagger
+    assert _grown(stagger, 1, None, "waves") == stagger
+    assert _grown([], 4, None, "waves") == []
+    assert _grown(stagger, 4, None, "none") == stagger
+
+
 def test_the_dispatch_clock_paces_the_ctas_it_hands_out():
     from maxsim.gpu.gpu import DispatchClock
     pace = DispatchClock(5)

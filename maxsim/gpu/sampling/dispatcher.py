@@ -10,7 +10,7 @@ from ...jit import njit
 
 
 def dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interval=0, delays=None,
-             first_wave="together"):
+             first_wave="together", ends=None):
     """CTA-level model of the block dispatcher.
 
     ``slots`` CTA slots (SM i mod S, as the first wave is dealt round-robin: slot j holds CTA j of
@@ -22,7 +22,11 @@ def dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interval
     than ``interval`` cycles after the CTA handed out before it (``gpu.cta_dispatch_interval``), as
     the full simulation starts them. ``hold``: the CTAs from this index on wait until every CTA
     before it has ended. ``delays``: extra cycles before each later CTA starts, by CTA index (an
-    experiment's spread of start times; none as the model stands)."""
+    experiment's spread of start times; none as the model stands). ``ends``: per first-wave slot,
+    when its CTA ended in the first wave's simulation: slots that free at the same cycle of the
+    model (every slot at one mean cost) free in that order, and each later CTA takes the order of
+    its hand-out, as the full simulation's block dispatcher gives each CTA to the slot that frees
+    first (default: the lower slot first, so CTA i of every wave goes to slot i mod ``slots``)."""
     if not timed:
         untimed = duration
 
@@ -32,16 +36,21 @@ def dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interval
     dealt = first_wave == "dispatched"
     out = []
     heap = []
-    for j in range(min(slots, n_ctas)):
+    first = min(slots, n_ctas)
+    rank = list(range(first))  # ties between slots that free together: by this rank, then by slot
+    if ends is not None:
+        for r, j in enumerate(sorted(range(first), key=lambda j: (ends[j], j))):
+            rank[j] = r
+    for j in range(first):
         s = float(j * interval) if dealt else 0.0
         d = duration(j, j, s)
         out.append((j, s, s + d))
-        heap.append((s + d, j))
+        heap.append((s + d, rank[j], j))
     heapq.heapify(heap)
     held = None
     free = float(len(out) * interval) if dealt else 0.0  # the dispatcher's next free cycle
     for i in range(len(out), n_ctas):
-        t, j = heapq.heappop(heap)
+        t, _, j = heapq.heappop(heap)
         t += launch
         if hold is not None and i >= hold:
             if held is None:
@@ -53,7 +62,7 @@ def dispatch(n_ctas, slots, duration, hold=None, timed=False, launch=0, interval
             t += float(delays[i])
         d = duration(j, i, t)
         out.append((j, t, t + d))
-        heapq.heappush(heap, (t + d, j))
+        heapq.heappush(heap, (t + d, i, j))  # (i > every first-wave rank: handed out later)
     return out
 
 def resident_at(schedule, t):

@@ -14,11 +14,11 @@ import numpy as np
 from ...timing.memory_system import L2_STARTS
 from ...timing.sm import residency
 from .dispatcher import dispatch, resident_at
-from .kloop_choose import _slot_ends, _tail_sms, _window_times
+from .kloop_choose import _grown, _slot_ends, _tail_sms, _window_times
 from .kloop_history import _History
 from .kloop_run import _backlog, _steady_state, _wave_start, _whole
 from .records import Prediction, _add, _scale, dram_busy
-from .settings import DRAM_SATURATED, KLOOP_AGREEMENT
+from .settings import DRAM_SATURATED, KLOOP_AGREEMENT, SLOT_ORDER
 
 
 def predict(kernel, block, grid, k, build, cfg, *, k_step=8, shift=None, progress=None, traced=None,
@@ -124,12 +124,18 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
         return steady(windows[0] if i < switch[0] else windows[1], j)
 
     hold = full * wave if left else None  # see the tail below
+    # which slot a later CTA takes: slots that free together free in the order of the first wave's
+    # ends (its simulation), as the full simulation's dispatcher hands each CTA to the slot that
+    # frees first; that order decides which CTAs share an SM, and so which A and B panels its L1
+    # and the L2 see together (kloop.slot_order)
+    order = first.sampled if SLOT_ORDER == "first_wave_ends" else None
+    period = history.page_period(margin=False)  # (kloop_choose._grown)
     # the L2/DRAM work a wave leaves queued at its end (its posted stores), ahead of the next CTAs
     # (what is left of it when a later CTA starts: sm.cta_launch_cycles after its slot freed)
     backlog = _backlog(ms_first, first.phase.cycles[-1] + cfg.sm.cta_launch_cycles) if previous is None \
         else previous[2]
     schedule = dispatch(n, slots, duration, hold, timed=True, launch=cfg.sm.cta_launch_cycles,
-                        interval=cfg.gpu.cta_dispatch_interval, first_wave=cfg.gpu.first_wave)
+                        interval=cfg.gpu.cta_dispatch_interval, first_wave=cfg.gpu.first_wave, ends=order)
     if first_only:
         return None, schedule, backlog
     if full >= 2:
@@ -137,7 +143,7 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
         times, switch[0] = _window_times(schedule, wave, full, history)
         for at in times:
             window = _steady_state(kernel, block, grid, k, k_step, build, shift, cfg, schedule, at, resident,
-                                   gx, progress, history, first.stagger)
+                                   gx, progress, history, _grown(first.stagger, _waves_before(schedule, at, wave), period))
             phases.append(window.phase)
             found.append(window)
         windows.extend(found)
@@ -147,10 +153,11 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
             # the start of a later wave: the cost of its CTAs besides their steady iterations
             rate = {i: windows[-1].per_iter.get(j, per_iter) for j, (i, _, _) in live.items()}
             wave_start = _wave_start(kernel, block, grid, k, k_step, build, cfg, schedule, live, rate, gx,
-                                     progress, history, backlog, first.stagger)
+                                     progress, history, backlog, _grown(first.stagger, _waves_before(schedule, times[-1], wave), period),
+                                     on_slots=order is not None)
             phases.append(wave_start.phase)
         schedule = dispatch(n, slots, duration, hold, timed=True, launch=cfg.sm.cta_launch_cycles,
-                        interval=cfg.gpu.cta_dispatch_interval, first_wave=cfg.gpu.first_wave)
+                        interval=cfg.gpu.cta_dispatch_interval, first_wave=cfg.gpu.first_wave, ends=order)
     if left:
         # the tail's CTAs in the order the dispatcher hands them out, each on the slot that takes it:
         # the slot that frees first at the end of the last full wave, as the dispatcher model has
@@ -167,10 +174,10 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
         ends = _slot_ends(schedule, full * wave, wave) if full >= 2 else first.sampled
         tail, _ = _whole(kernel, block, grid, k, k_step, build, cfg, tail_ids, progress, "tail",
                          backlog=backlog, warm=lambda ms: history.warm(ms, schedule, t0), settle=t0,
-                         stagger=first.stagger, on_sms=_tail_sms(ends, len(tail_ids), sms))
+                         stagger=_grown(first.stagger, full, period), on_sms=_tail_sms(ends, len(tail_ids), sms))
         phases.append(tail.phase)
         schedule = dispatch(n, slots, duration, hold, timed=True, launch=cfg.sm.cta_launch_cycles,
-                        interval=cfg.gpu.cta_dispatch_interval, first_wave=cfg.gpu.first_wave)
+                        interval=cfg.gpu.cta_dispatch_interval, first_wave=cfg.gpu.first_wave, ends=order)
     cycles = max(e for _, _, e in schedule)
 
     # launch memory figures: the first wave's, the steady window's per cycle over the steady part,
@@ -197,6 +204,13 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
         memory = _add(memory, _scale(tail.phase.memory, t_tail / max(tail.phase.memory["cycles"], 1)))
     return _done(cfg, cycles, phases, n / wave, resident, skew, memory, t_wall), \
         schedule, backlog
+
+
+def _waves_before(schedule, t, wave):
+    """The waves of CTAs the slots of the CTAs resident at cycle ``t`` of ``schedule`` ran before
+    them (the median over those CTAs; CTA i of the launch is handed out in wave i // ``wave``)."""
+    live = resident_at(schedule, t)
+    return int(np.median([i // wave for i, _, _ in live.values()])) if live else 0
 
 
 def _done(cfg, cycles, phases, waves, resident, skew, memory, t_wall):

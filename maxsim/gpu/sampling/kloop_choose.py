@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dispatcher import resident_at
-from .settings import STEADY_SKIP, WAVE_K_SAMPLES, WINDOW_SHIFTS
+from .settings import STAGGER_GROWTH, STEADY_SKIP, WAVE_K_SAMPLES, WINDOW_SHIFTS
 
 
 def _tail_sms(ends, n, sms):
@@ -45,6 +45,24 @@ def _staggered(placement, stagger):
         out.append([(c[0], c[1], int(round(offs[q]))) if q < len(offs) and offs[q] else c
                     for q, c in enumerate(ctas)])
     return out
+
+def _grown(stagger, waves, period, growth=None):
+    """``stagger`` (per SM, its CTAs' start delays in the first wave's order of ends: see
+    :func:`_staggered`) for CTAs that start after ``waves`` waves of their slots, with
+    ``kloop.stagger_growth`` "waves": a later wave's CTAs on an SM start as the previous CTAs of its
+    slots end, so with the spacing of those ends, and each CTA adds to the spacing it started with
+    what a CTA of its place in the order adds (the first wave's simulation: CTAs that start together
+    end that far apart), so that after w waves the CTAs of an SM start w times the first wave's
+    spacing apart. Not when the CTAs cross a TLB page every ``period`` iterations (not None: the
+    data moved along K spans more pages than the L2 TLB holds, :meth:`_History.page_period`): every
+    CTA of an SM that reaches a page waits for the one walk of it and they leave it together, so
+    the spacing starts again from each crossing, more than once in a CTA's life. "none" (shipped):
+    every later wave at the first wave's spacing. ``growth``: "waves" or "none" (default: the
+    setting)."""
+    growth = STAGGER_GROWTH if growth is None else growth
+    if not stagger or growth == "none" or waves <= 1 or period is not None:
+        return stagger
+    return [[x * waves for x in row] for row in stagger]
 
 def _window_times(schedule, wave, full, history):
     """The cycles of ``schedule`` at which the steady state is sampled, and the index of the first

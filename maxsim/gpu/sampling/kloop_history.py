@@ -467,13 +467,16 @@ class _History:
             if pages.size:
                 ms.warm_tlb(pages)
 
-    def page_period(self):
+    def page_period(self, margin=True):
         """Main-loop iterations between two crossings of a TLB page (``tlb.page_bytes``) by a CTA
         moving along K through the data ``shift`` moves, when that data spans more pages over the
         launch's K than the L2 TLB holds (else None: CTAs sweeping it in K order find their pages
         translated). Data stored K-major (SGEMM's A and B) moves ``ld x 4`` bytes per row of K, so a
         CTA enters a new page every ``page / (ld x 4 x k_step)`` iterations (N = 8,192 on the
-        GTX 980: 8). Of several data moving at different rates, the fastest's period."""
+        GTX 980: 8). Of several data moving at different rates, the fastest's period. ``margin``:
+        count a page more for each datum (a CTA whose rows straddle a page boundary holds two);
+        without it, the pages the data span (A and B at N = 4,096 on the GTX 980: exactly the L2
+        TLB's 64, and no walk in the full simulation)."""
         if self.shift is None:
             return None
         textures = self.textures
@@ -483,7 +486,7 @@ class _History:
         moves = [abs(d) for lo, hi, d in self.shift(textures, self.k_step) if hi > lo and d]
         if not moves:
             return None
-        pages = sum(m * self.iters / page + 1 for m in moves)
+        pages = sum(m * self.iters / page + (1 if margin else 0) for m in moves)
         if pages <= self.cfg.tlb.l2_entries:
             return None
         return page / max(moves)

@@ -283,7 +283,7 @@ class _WaveStart:
     fixed: float  # cycles a CTA of a later wave costs besides its steady main-loop iterations
 
 def _wave_start(kernel, block, grid, k, k_step, build, cfg, schedule, live, rate, gx, progress, history,
-                backlog, stagger=None):
+                backlog, stagger=None, on_slots=False):
     """The start of a later wave: the CTAs ``live`` (``{slot: (cta index, start, end)}``, the
     wave a steady-state window sampled), simulated whole from their start to K = ``WAVE_START_K``
     (or K), behind the L2's history at that start (the previous wave's results in it, dirty, and
@@ -292,13 +292,17 @@ def _wave_start(kernel, block, grid, k, k_step, build, cfg, schedule, live, rate
     wave's start costs, above all the write-backs of the previous wave's results, which the new
     reads evict (quarter GTX 980, sgemm_64, N = 1024, DRAM-bound: the first 16 of a CTA's 128
     iterations cost 4,000-5,600 cycles, the others 2,300-2,900; a window in mid-wave sees none of
-    it). The mean over the wave's CTAs."""
+    it). The mean over the wave's CTAs. ``on_slots``: each CTA runs on its slot's SM (slot j on SM
+    j mod S, an SM's CTAs in the order they started); otherwise the wave is dealt round-robin in
+    CTA order, as a first wave is."""
     t0 = min(s for _, s, _ in live.values())
-    ids = [i for i, _, _ in sorted(live.values())]
+    # each CTA on its slot's SM (slot j on SM j mod S), an SM's CTAs in the order they started
+    placed = sorted(live.items(), key=lambda x: (x[1][1], x[0]))
+    ids = [i for _, (i, _, _) in placed]
     kb = min(k, WAVE_START_K)
     start, _ = _whole(kernel, block, grid, k, k_step, build, cfg, [(i % gx, i // gx) for i in ids], progress,
                       "wave start", backlog=backlog, warm=lambda ms: history.warm(ms, schedule, t0), at=kb,
-                      stagger=stagger)
+                      stagger=stagger, on_sms=[j % cfg.gpu.sms for j, _ in placed] if on_slots else None)
     extra = [d - rate[i] * kb / k_step for i, d in zip(ids, start.sampled)]
     return _WaveStart(start.phase, float(np.mean(extra)))
 

@@ -23,3 +23,9 @@ WINDOW_SHIFTS = _K["window_shifts"]  # candidate window starts tried on each sid
 KNOWN_PROBLEMS = _K["known_problems"]  # problems whose CTAs' sectors are kept
 TLB_HISTORY = _K["tlb_history"]  # the TLBs before a window hold the launch's pages in the order last read
 KLOOP_AGREEMENT = _K["agreement"]  # the K-loop method's interval: its tested agreement with full simulations
+SLOT_ORDER = _K["slot_order"]  # which slot a later CTA takes when slots free together in the dispatcher model
+if SLOT_ORDER not in ("first_wave_ends", "slot"):
+    raise ValueError(f"methods.toml [kloop] slot_order {SLOT_ORDER!r}: expected 'first_wave_ends' or 'slot'")
+STAGGER_GROWTH = _K["stagger_growth"]  # how an SM's CTAs' start spacing grows with the waves before them
+if STAGGER_GROWTH not in ("waves", "none"):
+    raise ValueError(f"methods.toml [kloop] stagger_growth {STAGGER_GROWTH!r}: expected 'waves' or 'none'")
