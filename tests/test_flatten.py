@@ -118,3 +118,26 @@ def test_sector_lists_held_as_plain_lists_flattened_the_same():
     cfg = load_config(r.config)
     for x, y in zip(check(plain, k.code, cfg), check(traces, k.code, cfg)):
         assert all(np.array_equal(u, v) for u, v in zip(x[:4], y[:4])) and x[4] == y[4]
+
+
+def test_records_read_alone_or_copied_together_flattened_the_same(monkeypatch):
+    # a segment whose rows are gathered at once reads its records where they are when they are
+    # long (RECORD_SECTORS_ALONE), else copies them into one array first: the same flattened traces
+    k, r, traces = stencil_traces(64, 3)
+    cfg = load_config(r.config)
+    calls = {"alone": 0, "together": 0}
+
+    def counted(name, fn):
+        def call(*args):
+            calls[name] += 1
+            return fn(*args)
+        return call
+    monkeypatch.setattr(S, "_gather_record", counted("alone", S._gather_record))
+    monkeypatch.setattr(S, "_record_lists", counted("together", S._record_lists))
+    for least in (0, 1 << 40):
+        monkeypatch.setattr(S, "RECORD_SECTORS_ALONE", least)
+        S._SEGMENTS.clear()
+        S._RECORD_LISTS.clear()
+        S._table_bytes[0] = 0
+        check(traces, k.code, cfg)
+    assert calls["alone"] > 0 and calls["together"] > 0

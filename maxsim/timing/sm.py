@@ -176,6 +176,13 @@ RECORD_LISTS = 16  # segments whose lists are kept (a simulator setting: the chu
 # are built one after another, each reading every record)
 
 
+def _plain_lists(recs):
+    """Whether every record is a :class:`SectorLists` of int64 sectors and int32 ends over the same
+    rows (the records the compiled gathering reads)."""
+    return all(isinstance(rec, SectorLists) and rec.ends.dtype == np.int32 and rec.flat.dtype == np.int64
+               and rec.ends.shape == recs[0].ends.shape for rec in recs)
+
+
 def _record_lists(seg, sec_pos, recs):
     """The sector-list records of segment ``seg`` (at positions ``sec_pos``) as three arrays, made
     once for all chunks of its rows: every record's ``flat`` one after another (int64), where each
@@ -186,8 +193,7 @@ def _record_lists(seg, sec_pos, recs):
     hit = _RECORD_LISTS.get(id(seg))
     if hit is not None and hit[0]() is seg and np.array_equal(hit[1], sec_pos):
         return hit[2]
-    if not all(isinstance(rec, SectorLists) and rec.ends.dtype == np.int32 and rec.flat.dtype == np.int64
-               and rec.ends.shape == recs[0].ends.shape for rec in recs):
+    if not _plain_lists(recs):
         return None
     key = id(seg)
 
@@ -207,15 +213,15 @@ def _record_lists(seg, sec_pos, recs):
 
 
 @njit(cache=True)
-def _gather_lists(flats, first, ends, lo, hi, npos, sec_pos, shared_pos, shared, bar_pos, bar):
-    """The sector blocks of rows ``lo .. hi - 1`` of sector-list records (record j, at position
-    ``sec_pos[j]`` of a segment of ``npos`` positions: its lists one after another in
-    ``flats[first[j]:first[j + 1]]``, row r's ending at ``ends[j, r]``), with the rows' memory
-    summaries: per row and position (int32, -1 for none) the offset of a sector list's count in the
-    row's block, the wavefronts ``shared`` of the shared-memory records at ``shared_pos`` and the
-    numbers ``bar`` of the records at ``bar_pos`` (per row, one column per record); the blocks one
-    after another (each list: count, then its sectors); where each row's block starts and its size;
-    per row the largest count."""
+def _gather_plan(ends, lo, hi, npos, sec_pos, shared_pos, shared, bar_pos, bar):
+    """Where the sector blocks of rows ``lo .. hi - 1`` of sector-list records go (record j, at
+    position ``sec_pos[j]`` of a segment of ``npos`` positions, row r's list ending at
+    ``ends[j, r]``), with the rows' memory summaries: per row and position (int32, -1 for none)
+    the offset of a sector list's count in the row's block, the wavefronts ``shared`` of the
+    shared-memory records at ``shared_pos`` and the numbers ``bar`` of the records at ``bar_pos``
+    (per row, one column per record); the array of the blocks (each list: count, then its sectors;
+    not yet filled: :func:`_gather_record`); where each row's block starts and its size; per row
+    the largest count."""
     nrec = ends.shape[0]
     rows = hi - lo
     aux = np.full((rows, npos), -1, np.int32)
@@ -243,18 +249,46 @@ def _gather_lists(flats, first, ends, lo, hi, npos, sec_pos, shared_pos, shared,
         starts[r] = total
         total += per_row[r]
     flat = np.empty(total, np.int64)
-    for j in range(nrec):
-        q = sec_pos[j]
-        base = first[j]
-        prev = np.int64(ends[j, lo - 1]) if lo else np.int64(0)
-        for r in range(rows):
-            x = np.int64(ends[j, lo + r])
-            at = starts[r] + aux[r, q]
-            flat[at] = x - prev
-            for i in range(x - prev):
-                flat[at + 1 + i] = flats[base + prev + i]
-            prev = x
     return aux, flat, starts, per_row, most
+
+
+@njit(cache=True, forceinline=True)
+def _copy_lists(flat, src, base, ends, j, lo, hi, q, aux, starts):
+    """Record j's lists of rows ``lo .. hi - 1`` (row r's: ``src[base + ends[j, r - 1]:base +
+    ends[j, r]]``) into their places in the blocks ``flat`` (:func:`_gather_plan`), each after its
+    count."""
+    prev = np.int64(ends[j, lo - 1]) if lo else np.int64(0)
+    for r in range(hi - lo):
+        x = np.int64(ends[j, lo + r])
+        at = starts[r] + aux[r, q]
+        flat[at] = x - prev
+        for i in range(x - prev):
+            flat[at + 1 + i] = src[base + prev + i]
+        prev = x
+
+
+@njit(cache=True)
+def _gather_record(flat, src, ends, j, lo, hi, q, aux, starts):
+    """:func:`_copy_lists` of record j from its own array ``src`` (its ``flat``)."""
+    _copy_lists(flat, src, 0, ends, j, lo, hi, q, aux, starts)
+
+
+@njit(cache=True)
+def _gather_lists(flats, first, ends, lo, hi, npos, sec_pos, shared_pos, shared, bar_pos, bar):
+    """The sector blocks of rows ``lo .. hi - 1`` of sector-list records and the rows' memory
+    summaries (:func:`_gather_plan`'s, the blocks filled), every record's lists one after another
+    in ``flats`` (record j's in ``flats[first[j]:first[j + 1]]``)."""
+    aux, flat, starts, per_row, most = _gather_plan(ends, lo, hi, npos, sec_pos, shared_pos, shared, bar_pos, bar)
+    for j in range(ends.shape[0]):
+        _copy_lists(flat, flats, first[j], ends, j, lo, hi, sec_pos[j], aux, starts)
+    return aux, flat, starts, per_row, most
+
+
+# records of a segment read one by one (not first copied into one array, _record_lists) when its
+# rows are gathered at once and its records hold at least this many sectors on average (a
+# simulator setting, a documented choice: the copy of a 32 KiB record and its page faults cost
+# more than the call that reads it alone, ~1 us; short records are better copied together)
+RECORD_SECTORS_ALONE = 1024
 
 
 def segment_tables(seg, unit, lo=0, hi=None):
@@ -281,6 +315,17 @@ def segment_tables(seg, unit, lo=0, hi=None):
            .reshape(-1, rows).T.copy())
     if sec_pos.size and rows:
         recs = [seg.mem[q] for q in sec_pos.tolist()]
+        if lo == 0 and hi == len(seg.warps) and id(seg) not in _RECORD_LISTS and \
+                sum(rec.flat.size for rec in recs if isinstance(rec, SectorLists)) >= RECORD_SECTORS_ALONE * len(recs) \
+                and _plain_lists(recs):
+            # every row at once: each record read where it is, not copied into one array first (a
+            # copy made for one use)
+            ends = np.stack([rec.ends for rec in recs])
+            aux, flat, starts, per_row, most = _gather_plan(ends, lo, hi, pcs.size, sec_pos, shared_pos, shared,
+                                                            bar_pos, bar)
+            for j, rec in enumerate(recs):
+                _gather_record(flat, rec.flat, ends, j, lo, hi, int(sec_pos[j]), aux, starts)
+            return pcs, sec_pos, flat, starts, most, aux, per_row
         lists = _record_lists(seg, sec_pos, recs)
         if lists is not None:
             # every record's lists of these rows gathered, and the rows' summaries made, in one
@@ -321,9 +366,18 @@ GATHER_TYPES = (jit.types.int64[::1], jit.types.int64[::1], jit.types.int32[:, :
                 jit.types.int64[::1], jit.types.int64[:, ::1])
 
 
+# those of _gather_plan and _gather_record (a record's own sectors: read only)
+PLAN_TYPES = GATHER_TYPES[2:]
+RECORD_TYPES = (jit.types.int64[::1], jit.types.Array(jit.types.int64, 1, "C", readonly=True), jit.types.int32[:, ::1],
+                jit.types.int64, jit.types.int64, jit.types.int64, jit.types.int64, jit.types.int32[:, ::1],
+                jit.types.int64[::1])
+
+
 @jit.compile_ahead
 def _gather_lists_ahead():
     _gather_lists.compile(GATHER_TYPES)
+    _gather_plan.compile(PLAN_TYPES)
+    _gather_record.compile(RECORD_TYPES)
 
 
 # (id(segment), chunk of its rows) -> (the segment, weakly; units it was read with, the chunk's
