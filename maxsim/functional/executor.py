@@ -33,18 +33,21 @@ class Group:
     """Warps executing in lockstep at one pc. Arrays are per lane, warp-major (32 lanes a warp)."""
 
     __slots__ = ("regs", "fregs", "preds", "cc", "active", "full", "pc", "stack", "warps", "tid", "ctaid_x",
-                 "ctaid_y", "cta", "shbase", "laneid", "segment", "bar_id", "pos", "thr_n", "thr_lanes", "simt")
+                 "ctaid_y", "cta", "shbase", "laneid", "segment", "bar_id", "pos", "thr_n", "thr_lanes", "idle_n",
+                 "simt")
 
     def init_counters(self):
         """Fresh per-group bookkeeping: float view of the registers, trace position, thread counts
         not yet added to the warps (``thr_n`` instructions over every active lane, plus the per-lane
-        counts ``thr_lanes`` of guarded ones)."""
+        counts ``thr_lanes`` of guarded ones), and ``idle_n`` instructions whose lanes not active are
+        not yet added to the warps' idle lanes."""
         self.fregs = self.regs.view(np.float32)
         self.segment = None
         self.bar_id = -1
         self.pos = 0
         self.thr_n = 0
         self.thr_lanes = None
+        self.idle_n = 0
 
     @property
     def nwarps(self):

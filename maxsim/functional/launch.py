@@ -11,6 +11,7 @@ from ..errors import LaunchError, SimulationError
 from ..memo import Kept
 from ..isa import instruction as ins
 from . import simt
+from .simt import warp_lanes
 from .executor import CONTROL, Context, Group, compile_instruction
 from .floatops import float_row, float_table, run_floats, table_float
 from .operands import CC_FLAGS, CC_SIGN, CC_ZERO, GEOMETRY, STACK_POINTER, local_window
@@ -634,26 +635,26 @@ def _batch_ids(batch, wpc, warp_base):
 
 def _divergent(g, taken):
     """Per warp, whether its active lanes disagree on a branch (None: no warp diverges)."""
-    t = taken.reshape(-1, 32)
     if g.full:  # (every lane active)
-        div = t.any(axis=1) & ~t.all(axis=1)
+        n = warp_lanes(taken)
+        div = (n > 0) & (n < 32)
     else:
-        act = g.active.reshape(-1, 32)
-        div = (t & act).any(axis=1) & ~(t | ~act).all(axis=1)
+        n = warp_lanes(taken & g.active)
+        div = (n > 0) & (n < warp_lanes(g.active))
     return div if div.any() else None
 
 
 def _warp_ok(instr, g, taken, ctx):
     """Per-warp outcome of CAL / RET; a warp whose active lanes disagree is an error."""
-    t = taken.reshape(-1, 32)
-    act = g.active.reshape(-1, 32)
     if g.full:  # (every lane active)
-        any_t, all_t = t.any(axis=1), t.all(axis=1)
+        n = warp_lanes(taken)
+        any_t, all_t = n > 0, n == 32
     else:
-        any_t = (t & act).any(axis=1)
-        all_t = (t | ~act).all(axis=1)
+        n = warp_lanes(taken & g.active)
+        any_t, all_t = n > 0, n == warp_lanes(g.active)
     div = any_t & ~all_t
     if div.any():
+        act = g.active.reshape(-1, 32)
         w = int(np.flatnonzero(div)[0])
         lane = w * 32 + int(np.flatnonzero(act[w])[0])
         raise SimulationError(ctx.where(instr, g, lane).format(
@@ -675,16 +676,22 @@ def _guard_mask(g, pred, neg):
     return m
 
 
-def _flush_threads(g, warp_threads):
-    """Add group g's pending thread-instruction counts to its warps (before its active lanes
-    change or it ends)."""
+def _flush_threads(g, warp_threads, warp_idle):
+    """Add group g's pending thread-instruction counts to its warps, and its pending instructions'
+    idle lanes (32 less the active ones) to theirs (before its active lanes change or it ends)."""
     lanes = g.thr_lanes
-    if g.thr_n:
-        lanes = g.active * g.thr_n if lanes is None else lanes + g.active * g.thr_n
-    if lanes is not None:
-        warp_threads[g.warps] += lanes.reshape(-1, 32).sum(axis=1)
+    counts = None if lanes is None else warp_lanes(lanes)
+    if g.thr_n or (g.idle_n and not g.full):
+        active = warp_lanes(g.active)
+        if g.thr_n:
+            counts = active * g.thr_n if counts is None else counts + active * g.thr_n
+        if g.idle_n and not g.full:
+            warp_idle[g.warps] += g.idle_n * (32 - active)
+    if counts is not None:
+        warp_threads[g.warps] += counts
     g.thr_n = 0
     g.thr_lanes = None
+    g.idle_n = 0
 
 
 def _run_batch(ctx, program, batch, wpc, block, counts, state, limit, recorder, warp_base, warp_threads,
@@ -733,8 +740,7 @@ def _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder
                 length, steps, nguarded = program.block(pc)
                 counts[pc:pc + length] += nw
                 state["total"] += length * nw
-                if not g.full:
-                    warp_idle[g.warps] += length * (32 - g.active.reshape(-1, 32).sum(axis=1))
+                g.idle_n += length
                 if warp_counts is not None:
                     warp_counts[g.warps] += length
                 if state["total"] > limit:
@@ -763,8 +769,7 @@ def _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder
                 continue
             counts[pc] += nw
             state["total"] += nw
-            if not g.full:
-                warp_idle[g.warps] += 32 - g.active.reshape(-1, 32).sum(axis=1)
+            g.idle_n += 1
             if warp_counts is not None:
                 warp_counts[g.warps] += 1
             if state["total"] > limit:
@@ -787,9 +792,9 @@ def _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder
                 if not lanes.any():
                     g.pc = pc + 1
                     continue
-                _flush_threads(g, warp_threads)
+                _flush_threads(g, warp_threads, warp_idle)
                 if op == "EXIT":
-                    warp_threads[g.warps] += lanes.reshape(-1, 32).sum(axis=1)
+                    warp_threads[g.warps] += warp_lanes(lanes)
                     simt.leave(g, lanes)
                 else:
                     simt.wait(ctx, instr, g, lanes)
@@ -808,7 +813,7 @@ def _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder
                 bar = instr.operands[0].value
                 if not 0 <= bar <= 15:
                     raise SimulationError(ctx.where(instr, g, 0).format(f"barrier {bar} is out of range 0..15"))
-                _flush_threads(g, warp_threads)
+                _flush_threads(g, warp_threads, warp_idle)
                 if "RED" in instr.mods:
                     _reduce_at_barrier(ctx, instr, g, m)
                 if m is not None:
@@ -843,7 +848,7 @@ def _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder
             if op == "BRA" and m is not None:
                 div = _divergent(g, m)
                 if div is not None:
-                    _flush_threads(g, warp_threads)
+                    _flush_threads(g, warp_threads, warp_idle)
                     state["divergent"] += int(div.sum())
                     warp_divergent[g.warps[div]] += 1
                     rest = np.flatnonzero(~div)
@@ -877,7 +882,7 @@ def _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder
                     if tick is not None:
                         tick()
                     if runnable:  # let the groups behind catch up (see _next_group)
-                        _flush_threads(g, warp_threads)
+                        _flush_threads(g, warp_threads, warp_idle)
                         runnable.append(g)
                         g = None
                         break
@@ -889,7 +894,7 @@ def _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder
             if not taken.any():
                 g.pc = pc + 1
                 continue
-            _flush_threads(g, warp_threads)
+            _flush_threads(g, warp_threads, warp_idle)
             yes = g.take(np.flatnonzero(taken))
             no = g.take(np.flatnonzero(~taken))
             if op == "CAL":

@@ -154,13 +154,19 @@ class WarpView:
         self.sched = sched
         self.cta = cta
         self.label = label
-        self.parts = [seg.pcs for seg, _ in parts]
+        self.parts = parts  # each part's instruction indices (see part_pcs; a list shared by the views of
+        # a CTA's warps that ran the same code: it is replaced, not changed, when it changes)
         # cycles at which it issued a backward branch (``branch_times`` false: none are kept, and an
         # empty tuple, not a list per warp, leaves the collector fewer long-lived objects to scan)
         self.branch_times = [] if branch_times else ()
         self.done = False
         self._flat = None
         self.base = 0  # trace positions before ``parts`` (let go of in a launch run in windows)
+
+    @staticmethod
+    def part_pcs(parts):
+        """A view's ``parts`` from a warp trace's: each part's instruction indices."""
+        return [seg.pcs for seg, _ in parts]
 
     def flat_pcs(self):
         if self._flat is None:
@@ -436,7 +442,12 @@ def _warp_groups(traces):
     rows = TABLE_ROWS
     for w, parts in enumerate(traces):
         # (the segments themselves in the key, each followed by its chunk: compared by identity)
-        k = tuple([x for seg, row in parts for x in (seg, row // rows)])
+        k = []
+        add = k.append
+        for seg, row in parts:
+            add(seg)
+            add(row // rows)
+        k = tuple(k)
         ws = groups.get(k)
         if ws is None:
             groups[k] = [w]
@@ -1267,50 +1278,66 @@ class SM:
 
     def _launch_ready_ctas(self, t):
         nsched = len(self.scheds)
-        ahead = getattr(self.dispatcher, "flats", None)  # CTAs the dispatcher flattened ahead
+        dispatcher = self.dispatcher
+        ahead = getattr(dispatcher, "flats", None)  # CTAs the dispatcher flattened ahead
+        pending, ctas, flat_of = self.pending, self._ctas, self._flat_of
+        scheds, slot_warp, items = self.scheds, self._slot_warp, self.all_warps._items
+        router = self.router
+        keep = self.keep_branch_times
+        part_pcs = WarpView.part_pcs
         while self.resident < self.max_ctas:
-            if self.pending:
-                cid, traces = self.pending.pop(0)
+            if pending:
+                cid, traces = pending.pop(0)
                 start = t
-            elif self.dispatcher is not None and self.dispatcher:
+            elif dispatcher is not None and dispatcher:
                 # a GPU's block dispatcher hands the next CTA to the SM whose slot freed first
-                cid, traces = self.dispatcher.popleft()
+                cid, traces = dispatcher.popleft()
                 start = self.dispatch_clock.take(t) if self.dispatch_clock is not None else t
                 self.dispatched.append((start, cid))
             else:
                 break
             t0 = start + self._delays.pop(cid, 0) if self._delays else start
-            c = self._ctas.index(None)
+            c = ctas.index(None)
             slots = cta_warp_slots(cid, c, self.block, len(traces))
-            cta = CtaView(cid, c, t0, len(self.all_warps), slots.start)
-            self._ctas[c] = cta
-            flats = self._flat_of.pop(cid, None)
+            wid0 = len(items)
+            slot0 = slots.start
+            cta = CtaView(cid, c, t0, wid0, slot0)
+            ctas[c] = cta
+            flats = flat_of.pop(cid, None) if flat_of else None
             if flats is None and ahead is not None:
                 flats = ahead.pop(cid, None)
             if flats is None:
                 flats = flatten_traces([tr.parts for tr in traces], self._unit, self._unit_key)
             label = f"cta{cid[0]},{cid[1]}.w"
-            wid0 = len(self.all_warps)
-            nw = self._start_cta(c, t0, wid0, slots.start, flats)
-            scheds, slot_warp, open_ = self.scheds, self._slot_warp, self._open
-            add = self.all_warps._items.append
-            keep = self.keep_branch_times
-            open_[slots.start:slots.stop] = False
-            slot = slots.start
-            for w, tr in enumerate(traces):
-                view = WarpView(wid0 + w, slot, scheds[slot % nsched], cta, label + str(w), tr.parts, keep)
-                if getattr(tr, "open", False):
-                    open_[slot] = True
-                    self.router.loaded(tr.warp, self, slot, view)
-                slot_warp[slot] = view
-                add(view)
-                slot += 1
+            # (the warps of a CtaBlock ran the same segments: their views share one list of their pcs)
+            shared = part_pcs(traces[0].parts) if type(flats) is CtaBlock and traces else None
+            nw = self._start_cta(c, t0, wid0, slot0, flats)
+            slot = slot0
+            if router is None:  # (no trace may grow: no slot is open)
+                for w, tr in enumerate(traces):
+                    view = WarpView(wid0 + w, slot, scheds[slot % nsched], cta, label + str(w),
+                                    shared if shared is not None else part_pcs(tr.parts), keep)
+                    slot_warp[slot] = view
+                    items.append(view)
+                    slot += 1
+            else:
+                open_ = self._open
+                open_[slots.start:slots.stop] = False
+                for w, tr in enumerate(traces):
+                    view = WarpView(wid0 + w, slot, scheds[slot % nsched], cta, label + str(w), part_pcs(tr.parts),
+                                    keep)
+                    if getattr(tr, "open", False):
+                        open_[slot] = True
+                        router.loaded(tr.warp, self, slot, view)
+                    slot_warp[slot] = view
+                    items.append(view)
+                    slot += 1
             self.resident += 1
             if nw > self.peak_warps:
                 self.peak_warps = nw
             # loaded: let go of the traces before asking the dispatcher for more (asking may run
             # the next functional batch; these would keep their batch's records alive meanwhile)
-            traces = tr = flats = None
+            traces = tr = flats = view = None
 
     def _places(self, sizes):
         """Where a CTA's warps' traces go, in warp order, from their ``sizes`` ((trace positions,
@@ -1495,15 +1522,18 @@ class SM:
             return
         views = self._slot_warp
         live, freed = self._slot_trace, self._freed
-        self._open[slots] = False
+        if self.router is not None:  # (else no slot is open)
+            self._open[slots] = False
         labels = []
+        add = labels.append
         for slot in slots.tolist():
             view = views[slot]
             view.done = True
             view.parts = ()
             view._flat = None
-            freed.append(live.pop(slot)[:4])
-            labels.append(view.label)
+            tb, n, sb, ns, _ = live.pop(slot)
+            freed.append((tb, n, sb, ns))
+            add(view.label)
         self._stall_rows.append((labels, rows))
 
     def _fold_stalls(self):
@@ -1532,9 +1562,11 @@ class SM:
         self._take_exits()  # (the statistics' dictionaries are built when the run ends or stops)
         if not self.keep_branch_times:
             # its warps held as the CTA alone (WarpList.ended): their views are all alike
-            views = self._slot_warp[cta.slot0:cta.slot0 + (self.block + 31) // 32]
-            views = [v for v in views if v is not None and v.cta is cta]
-            if all(v.done and not v.base and v.branch_times == () for v in views):
+            views = [v for v in self._slot_warp[cta.slot0:cta.slot0 + self.wpc] if v is not None and v.cta is cta]
+            for v in views:
+                if not v.done or v.base or v.branch_times != ():
+                    break
+            else:
                 self.all_warps.ended(cta, views)
         self.resident -= 1
         self.finished_ctas += 1
