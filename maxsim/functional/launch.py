@@ -789,7 +789,7 @@ def _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder
                     g.pc = pc + 1
                     continue
                 lanes = g.active.copy() if m is None else (m & g.active)
-                if not lanes.any():
+                if not np.count_nonzero(lanes):  # (cheaper than lanes.any())
                     g.pc = pc + 1
                     continue
                 _flush_threads(g, warp_threads, warp_idle)
