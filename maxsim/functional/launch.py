@@ -12,7 +12,7 @@ from ..memo import Kept
 from ..isa import instruction as ins
 from . import simt
 from .simt import warp_lanes
-from .executor import CONTROL, Context, Group, compile_instruction
+from .executor import CONTROL, ID_NAMES, Context, Group, compile_instruction
 from .floatops import float_row, float_table, run_floats, table_float
 from .operands import CC_FLAGS, CC_SIGN, CC_ZERO, GEOMETRY, STACK_POINTER, local_window
 from .watchdog import Watchdog, instruction_limit
@@ -605,13 +605,16 @@ def _initial_group(kernel, batch, wpc, block, shared_words, warp_base):
     g.preds = np.zeros((8, lanes), dtype=bool)
     g.preds[ins.PT] = True
     g.cc = np.zeros(lanes, dtype=np.uint32)
-    g.tid, g.laneid, g.cta, g.shbase, active, g.full = _batch_lanes(nc, wpc, block, shared_words)
+    tid, laneid, cta, shbase, active, g.full = _batch_lanes(nc, wpc, block, shared_words)
     g.active = active.copy()
     g.pc = 0
     g.stack = []
     g.simt = []
-    g.warps, g.ctaid_x, g.ctaid_y = _batch_ids(batch, wpc, warp_base)
+    g.warps, ctaid_x, ctaid_y = _batch_ids(batch, wpc, warp_base)
+    ids = dict(tid=tid, ctaid_x=ctaid_x, ctaid_y=ctaid_y, cta=cta, shbase=shbase, laneid=laneid)
+    g.ids_base = (int(g.warps[0]), tuple(ids[name] for name in ID_NAMES))
     g.init_counters()
+    g._ids = list(g.ids_base[1])  # (every warp of the batch: the arrays themselves)
     return g
 
 
