@@ -806,7 +806,8 @@ def _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder
                 if gone.size:
                     np.subtract.at(live, (gone // wpc) - warp_base, 1)
                     if recorder is not None:
-                        recorder.exit(g, np.isin(g.warps, gone))
+                        # (every warp of the group, the common case, without a search)
+                        recorder.exit(g, np.isin(g.warps, gone) if gone.size != g.warps.size else slice(None))
                 if len(groups) == 1 and groups[0] is g:
                     continue
                 runnable.extend(groups)
@@ -975,6 +976,14 @@ def _reduce_at_barrier(ctx, instr, g, m):
 
 def _release_barriers(ctx, waiting, live):
     """All runnable warps are blocked: release the CTA barriers that every live warp has reached."""
+    if len(waiting) == 1 and not ctx.bar_pending and waiting[0].warps.size == int(live.sum()):
+        # (the common case, one group holding every live warp of the batch: each CTA's warps have
+        # all arrived at the one barrier; what the checks below find, without sorting the CTAs)
+        g = waiting[0]
+        g.bar_id = -1
+        if ctx.recorder is not None:
+            ctx.recorder.merged(waiting, waiting)
+        return [g]
     # per CTA (in the order the waiting groups first name them): warps arrived, and the least and
     # the greatest barrier they wait on (one array pass for all CTAs of a batch)
     ctas, warps, ids = [], [], []
