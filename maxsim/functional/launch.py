@@ -559,6 +559,8 @@ class Program:
                 continue
             flush()
             fn = self.single[i]
+            if getattr(fn, "nothing", False):
+                fn = None  # (an instruction that changes no value: only its guard's thread count stays)
             if fn is not None or guard is not None:
                 steps.append((i - pc, fn, guard))
         flush()
