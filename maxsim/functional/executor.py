@@ -32,9 +32,14 @@ from .operands import ConstantFault, local_window
 class Group:
     """Warps executing in lockstep at one pc. Arrays are per lane, warp-major (32 lanes a warp)."""
 
-    __slots__ = ("regs", "fregs", "preds", "cc", "active", "full", "pc", "stack", "warps", "tid", "ctaid_x",
-                 "ctaid_y", "cta", "shbase", "laneid", "segment", "bar_id", "pos", "thr_n", "thr_lanes", "idle_n",
-                 "simt")
+    __slots__ = ("regs", "fregs", "preds", "cc", "active", "full", "pc", "stack", "warps", "ids_base", "_ids",
+                 "segment", "bar_id", "pos", "thr_n", "thr_lanes", "idle_n", "simt")
+
+    # The per-lane ids (``tid``, ``ctaid_x``, ``ctaid_y``, ``cta``, ``shbase``, ``laneid``: see
+    # ID_NAMES), which no instruction writes, are the batch's (``ids_base``: the first warp's id and
+    # the batch's arrays) at the group's warps, gathered when first read: a group taken or merged
+    # copies none of them until an instruction reads them (most groups split off at a branch never
+    # do).
 
     def init_counters(self):
         """Fresh per-group bookkeeping: float view of the registers, trace position, thread counts
@@ -48,6 +53,22 @@ class Group:
         self.thr_n = 0
         self.thr_lanes = None
         self.idle_n = 0
+        self._ids = [None] * len(ID_NAMES)
+
+    def _lane_ids(self, k):
+        """The group's lanes of the batch's per-lane id array ``k`` (of ID_NAMES): a view of the
+        batch's when the group's warps are a run of its warps, in order, else gathered."""
+        first, arrays = self.ids_base
+        local = self.warps - first
+        base = arrays[k]
+        n = local.size
+        lo = int(local[0]) if n else 0
+        if n == 0 or (int(local[-1]) - lo + 1 == n and (n == 1 or bool((np.diff(local) == 1).all()))):
+            v = base[lo * 32:(lo + n) * 32]
+        else:
+            v = _warp_rows(base, base.size // 32, local)
+        self._ids[k] = v
+        return v
 
     @property
     def nwarps(self):
@@ -69,15 +90,14 @@ class Group:
         g.stack = list(self.stack)
         g.simt = [(kind, pc, _warp_rows(mask, nw, rows)) for kind, pc, mask in self.simt]
         g.warps = self.warps[rows]
-        for name in ("tid", "ctaid_x", "ctaid_y", "cta", "shbase", "laneid"):
-            setattr(g, name, _warp_rows(getattr(self, name), nw, rows))
+        g.ids_base = self.ids_base
         g.init_counters()
         return g
 
     def _take_run(self, first, end):
         """:meth:`take` of warps ``first`` to ``end`` (excluded): the lanes' state copied as slices;
-        the warp and thread ids, which no instruction writes (a batch's first group holds them
-        read-only), are views of this group's."""
+        the warp ids, which no instruction writes (a batch's first group holds them read-only), are
+        a view of this group's."""
         lo, hi = first * 32, end * 32
         g = Group()
         g.regs = self.regs[:, lo:hi].copy()
@@ -89,8 +109,7 @@ class Group:
         g.stack = list(self.stack)
         g.simt = [(kind, pc, mask[lo:hi].copy()) for kind, pc, mask in self.simt]
         g.warps = self.warps[first:end]
-        for name in ("tid", "ctaid_x", "ctaid_y", "cta", "shbase", "laneid"):
-            setattr(g, name, getattr(self, name)[lo:hi])
+        g.ids_base = self.ids_base
         g.init_counters()
         return g
 
@@ -109,10 +128,23 @@ class Group:
         g.simt = [(kind, pc, np.concatenate([x.simt[n][2] for x in groups]))
                   for n, (kind, pc, _) in enumerate(groups[0].simt)]
         g.warps = np.concatenate([x.warps for x in groups])
-        for name in ("tid", "ctaid_x", "ctaid_y", "cta", "shbase", "laneid"):
-            setattr(g, name, np.concatenate([getattr(x, name) for x in groups]))
+        g.ids_base = groups[0].ids_base
         g.init_counters()
         return g
+
+
+ID_NAMES = ("tid", "ctaid_x", "ctaid_y", "cta", "shbase", "laneid")
+
+
+def _lane_id(k):
+    def get(self):
+        v = self._ids[k]
+        return v if v is not None else self._lane_ids(k)
+    return property(get, doc=f"The lanes' {ID_NAMES[k]} (read-only; see Group.ids_base).")
+
+
+for _k, _name in enumerate(ID_NAMES):
+    setattr(Group, _name, _lane_id(_k))
 
 
 def _warp_rows(a, nw, rows):

@@ -12,7 +12,7 @@ from ..memo import Kept
 from ..isa import instruction as ins
 from . import simt
 from .simt import warp_lanes
-from .executor import CONTROL, Context, Group, compile_instruction
+from .executor import CONTROL, ID_NAMES, Context, Group, compile_instruction
 from .floatops import float_row, float_table, run_floats, table_float
 from .operands import CC_FLAGS, CC_SIGN, CC_ZERO, GEOMETRY, STACK_POINTER, local_window
 from .watchdog import Watchdog, instruction_limit
@@ -559,6 +559,8 @@ class Program:
                 continue
             flush()
             fn = self.single[i]
+            if getattr(fn, "nothing", False):
+                fn = None  # (an instruction that changes no value: only its guard's thread count stays)
             if fn is not None or guard is not None:
                 steps.append((i - pc, fn, guard))
         flush()
@@ -605,13 +607,16 @@ def _initial_group(kernel, batch, wpc, block, shared_words, warp_base):
     g.preds = np.zeros((8, lanes), dtype=bool)
     g.preds[ins.PT] = True
     g.cc = np.zeros(lanes, dtype=np.uint32)
-    g.tid, g.laneid, g.cta, g.shbase, active, g.full = _batch_lanes(nc, wpc, block, shared_words)
+    tid, laneid, cta, shbase, active, g.full = _batch_lanes(nc, wpc, block, shared_words)
     g.active = active.copy()
     g.pc = 0
     g.stack = []
     g.simt = []
-    g.warps, g.ctaid_x, g.ctaid_y = _batch_ids(batch, wpc, warp_base)
+    g.warps, ctaid_x, ctaid_y = _batch_ids(batch, wpc, warp_base)
+    ids = dict(tid=tid, ctaid_x=ctaid_x, ctaid_y=ctaid_y, cta=cta, shbase=shbase, laneid=laneid)
+    g.ids_base = (int(g.warps[0]), tuple(ids[name] for name in ID_NAMES))
     g.init_counters()
+    g._ids = list(g.ids_base[1])  # (every warp of the batch: the arrays themselves)
     return g
 
 
@@ -789,7 +794,7 @@ def _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder
                     g.pc = pc + 1
                     continue
                 lanes = g.active.copy() if m is None else (m & g.active)
-                if not lanes.any():
+                if not np.count_nonzero(lanes):  # (cheaper than lanes.any())
                     g.pc = pc + 1
                     continue
                 _flush_threads(g, warp_threads, warp_idle)
@@ -803,7 +808,8 @@ def _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder
                 if gone.size:
                     np.subtract.at(live, (gone // wpc) - warp_base, 1)
                     if recorder is not None:
-                        recorder.exit(g, np.isin(g.warps, gone))
+                        # (every warp of the group, the common case, without a search)
+                        recorder.exit(g, np.isin(g.warps, gone) if gone.size != g.warps.size else slice(None))
                 if len(groups) == 1 and groups[0] is g:
                     continue
                 runnable.extend(groups)
@@ -972,6 +978,14 @@ def _reduce_at_barrier(ctx, instr, g, m):
 
 def _release_barriers(ctx, waiting, live):
     """All runnable warps are blocked: release the CTA barriers that every live warp has reached."""
+    if len(waiting) == 1 and not ctx.bar_pending and waiting[0].warps.size == int(live.sum()):
+        # (the common case, one group holding every live warp of the batch: each CTA's warps have
+        # all arrived at the one barrier; what the checks below find, without sorting the CTAs)
+        g = waiting[0]
+        g.bar_id = -1
+        if ctx.recorder is not None:
+            ctx.recorder.merged(waiting, waiting)
+        return [g]
     # per CTA (in the order the waiting groups first name them): warps arrived, and the least and
     # the greatest barrier they wait on (one array pass for all CTAs of a batch)
     ctas, warps, ids = [], [], []

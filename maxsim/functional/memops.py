@@ -35,9 +35,16 @@ def _atomic(ctx, instr, ops, mods, zrow, values=True):
     return atomic(ctx, instr, ops, mods, zrow, values)
 
 
+def nothing(g, m):
+    """What DEPBAR, MEMBAR and NOP do to the values (a launch's straight-line steps leave it out)."""
+
+
+nothing.nothing = True
+
+
 @compiles("DEPBAR", "MEMBAR", "NOP", values=True)
 def _nothing(ctx, instr, ops, mods, zrow, values=True):
-    return lambda g, m: None
+    return nothing
 
 
 def _memory(ctx, instr, ops, mods, zrow, values=True):

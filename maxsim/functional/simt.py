@@ -119,13 +119,16 @@ def settle(g):
         if alive.all():
             out.append(x)
             continue
+        if not x.simt:  # (the warps without an active lane end: nothing of theirs to take)
+            if alive.any():
+                out.append(x.take(np.flatnonzero(alive)))
+                out[-1].pc = x.pc
+            gone.append(x.warps[~alive])
+            continue
         if alive.any():
             out.append(x.take(np.flatnonzero(alive)))
             out[-1].pc = x.pc
             x = x.take(np.flatnonzero(~alive))
-        if not x.simt:
-            gone.append(x.warps)
-            continue
         kind, pc, mask = x.simt.pop()
         if kind == "CAL":
             x.stack.pop()
