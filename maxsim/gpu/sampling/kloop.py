@@ -128,7 +128,8 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
     # ends (its simulation), as the full simulation's dispatcher hands each CTA to the slot that
     # frees first; that order decides which CTAs share an SM, and so which A and B panels its L1
     # and the L2 see together (kloop.slot_order)
-    order = first.sampled if SLOT_ORDER == "first_wave_ends" else None
+    gap = cfg.gpu.cta_dispatch_interval if cfg.gpu.first_wave == "dispatched" else 0
+    order = [j * gap + d for j, d in enumerate(first.sampled)] if SLOT_ORDER == "first_wave_ends" else None
     period = history.page_period(margin=False)  # (kloop_choose._grown)
     # the L2/DRAM work a wave leaves queued at its end (its posted stores), ahead of the next CTAs
     # (what is left of it when a later CTA starts: sm.cta_launch_cycles after its slot freed)

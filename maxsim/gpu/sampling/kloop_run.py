@@ -297,7 +297,7 @@ def _wave_start(kernel, block, grid, k, k_step, build, cfg, schedule, live, rate
     CTA order, as a first wave is."""
     t0 = min(s for _, s, _ in live.values())
     # each CTA on its slot's SM (slot j on SM j mod S), an SM's CTAs in the order they started
-    placed = sorted(live.items(), key=lambda x: (x[1][1], x[0]))
+    placed = sorted(live.items(), key=lambda x: (x[1][1], x[0]) if on_slots else x[1][0])
     ids = [i for _, (i, _, _) in placed]
     kb = min(k, WAVE_START_K)
     start, _ = _whole(kernel, block, grid, k, k_step, build, cfg, [(i % gx, i // gx) for i in ids], progress,
