@@ -468,21 +468,6 @@ def test_a_tail_goes_to_the_slots_that_free_first():
     assert _tail_sms(ends, 8, 4) == [3, 3, 0, 0, 2, 2, 1, 1]
 
 
-def test_a_tail_goes_where_the_dispatcher_model_hands_it_out():
-    """After full waves at each slot's own pace, the tail's SMs are those of the slots the
-    dispatcher model hands the tail CTAs to. 4 SMs x 2 slots, the first wave's CTAs 100 cycles each
-    (all end together: by slot order the tail would go one per SM), the later ones 100 + 3 (j mod 4)
-    + (j div 4) cycles on slot j: after three waves the slots of SM 0 end at 300 and 302, of SM 1 at
-    306 and 308, of SM 2 at 312 and 314, of SM 3 at 318 and 320, and a tail of 4 goes two to SM 0
-    and two to SM 1."""
-    from maxsim.gpu.sampling import _slot_ends, _tail_sms
-    schedule = dispatch(28, 8, lambda slot, cta: 100 if cta < 8 else 100 + 3 * (slot % 4) + slot // 4)
-    ends = _slot_ends(schedule, 24, 8)
-    assert ends == [300, 306, 312, 318, 302, 308, 314, 320]
-    assert _tail_sms(ends, 4, 4) == [j % 4 for j, _, _ in schedule[24:]] == [0, 0, 1, 1]
-    assert _tail_sms(_slot_ends(schedule, 8, 8), 4, 4) == [0, 1, 2, 3]  # by the first wave's ends
-
-
 def test_a_sixteen_cta_tail_of_sgemm_128_matches_the_full_simulation():
     """sgemm_128 at N = 1536 on the GTX 980: 144 CTAs, four waves of 32 and a tail of 16. The full
     simulation puts the tail two to an SM on some SMs (which then take a whole CTA's time); dealt

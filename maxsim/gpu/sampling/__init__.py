@@ -13,7 +13,7 @@ How each method works and the figures it was checked against: docs/prediction-me
 from ...timing.memory_system import MemorySystem  # noqa: F401  (the one name the samples take it by)
 from .dispatcher import dispatch, resident_at
 from .kloop import _predict, predict  # noqa: F401
-from .kloop_choose import WINDOW_SHIFTS, _clear_of_ends, _mid_life, _slot_ends, _staggered, _tail_sms, _window_times, samples_needed  # noqa: F401
+from .kloop_choose import WINDOW_SHIFTS, _clear_of_ends, _mid_life, _staggered, _tail_sms, _window_times, samples_needed  # noqa: F401
 from .kloop_history import _KNOWN, KNOWN_PROBLEMS, _History, _known_sectors, _moved_records, _relocated  # noqa: F401
 from .kloop_run import _settled, _share, _sm_loop_cycles, _steady_state, _wave_start, _whole  # noqa: F401
 from .records import Phase, Prediction, dram_busy, memory_counters

@@ -14,7 +14,7 @@ import numpy as np
 from ...timing.memory_system import L2_STARTS
 from ...timing.sm import residency
 from .dispatcher import dispatch, resident_at
-from .kloop_choose import _grown, _slot_ends, _tail_sms, _window_times
+from .kloop_choose import _grown, _tail_sms, _window_times
 from .kloop_history import _History
 from .kloop_run import _backlog, _steady_state, _wave_start, _whole
 from .records import Prediction, _add, _scale, dram_busy
@@ -160,22 +160,17 @@ def _predict(kernel, block, grid, k, build, cfg, k_step, shift, progress, traced
         schedule = dispatch(n, slots, duration, hold, timed=True, launch=cfg.sm.cta_launch_cycles,
                         interval=cfg.gpu.cta_dispatch_interval, first_wave=cfg.gpu.first_wave, ends=order)
     if left:
-        # the tail's CTAs in the order the dispatcher hands them out, each on the slot that takes it:
-        # the slot that frees first at the end of the last full wave, as the dispatcher model has
-        # the slots' ends (each at the pace its window measured) after two full waves or more; with
-        # one, the first wave's simulated ends (the model holds it at its mean cost). After many
-        # waves an SM's two slots end together and the SMs apart, so a small tail goes two to an SM
-        # (sgemm_128 at N = 1280 on a quarter GPU: 4 CTAs on 2 SMs, as the full simulation runs it;
-        # the first wave's order dealt them one per SM). They start when the last full wave has
-        # ended: the epilogue stores of that wave are posted and fill the L2's queue (2 MB of C for
-        # a wave of sgemm_128: ~5,500 cycles of L2 bandwidth) ahead of the tail's first loads,
-        # which are simulated behind that backlog
+        # the tail's CTAs in the order the dispatcher hands them out, each on the slot that takes it
+        # (in the order of the slots' ends in the first wave's simulation: see _tail_sms; the last
+        # full wave's ends in the dispatcher model were measured and not kept, docs/memory-hierarchy.md).
+        # They start when the last full wave has ended: the epilogue stores of that wave are posted
+        # and fill the L2's queue (2 MB of C for a wave of sgemm_128: ~5,500 cycles of L2 bandwidth)
+        # ahead of the tail's first loads, which are simulated behind that backlog
         t0 = schedule[full * wave][1]
         tail_ids = [(i % gx, i // gx) for i in range(full * wave, n)]
-        ends = _slot_ends(schedule, full * wave, wave) if full >= 2 else first.sampled
         tail, _ = _whole(kernel, block, grid, k, k_step, build, cfg, tail_ids, progress, "tail",
                          backlog=backlog, warm=lambda ms: history.warm(ms, schedule, t0), settle=t0,
-                         stagger=_grown(first.stagger, full, period), on_sms=_tail_sms(ends, len(tail_ids), sms))
+                         stagger=_grown(first.stagger, full, period), on_sms=_tail_sms(first.sampled, len(tail_ids), sms))
         phases.append(tail.phase)
         schedule = dispatch(n, slots, duration, hold, timed=True, launch=cfg.sm.cta_launch_cycles,
                         interval=cfg.gpu.cta_dispatch_interval, first_wave=cfg.gpu.first_wave, ends=order)

@@ -13,19 +13,13 @@ def _tail_sms(ends, n, sms):
     """The SMs of a launch's ``n`` tail CTAs: the block dispatcher hands each to the slot that frees
     first, and an SM's slots free close together (its CTAs end within ~60-400 cycles of one another,
     the SMs further apart), so the tail goes to both slots of the SMs that finish first rather than
-    one per SM. ``ends``: per slot j (on SM j mod ``sms``), the end of its last CTA before the tail
-    (ties: the lower slot, as :func:`.dispatcher.dispatch` hands them out). sgemm_128 at N = 1536 on
+    one per SM. The order of the slots' ends is the first wave's (``ends``: per slot j, on SM
+    j mod ``sms``; ties: the lower slot). sgemm_128 at N = 1536 on
     the GTX 980 (144 CTAs, a tail of 16 on 32 slots): the full simulation runs 6 SMs with 2 tail
     CTAs and 4 with 1, the tail then taking a full CTA's time (403,600 cycles) where one CTA per SM
     takes 205,000."""
     order = sorted(range(len(ends)), key=lambda j: (ends[j], j))
     return [j % sms for j in order[:n]]  # a tail is shorter than a wave: n < len(ends)
-
-def _slot_ends(schedule, before, slots):
-    """Per slot of a :func:`.dispatcher.dispatch` ``schedule``, the end of its last CTA among the
-    first ``before`` (the ends at which the dispatcher hands out the CTAs from ``before`` on)."""
-    last = {j: e for j, _, e in schedule[:before]}  # (in CTA order: a slot's last CTA comes last)
-    return [last.get(j, 0.0) for j in range(slots)]
 
 def _staggered(placement, stagger):
     """``placement`` (per SM, its CTAs oldest first) with each CTA's start delay: the q-th of SM s
