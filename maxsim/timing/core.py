@@ -116,7 +116,7 @@ _NONE = 11  # a scheduler found no warp to issue (internal)
  # whether the last cycles passed over were those after a cycle in which ready warps found their units
  # busy (a hint: only then does run look for such a cycle after one with an issue)
  G_IDLE,
- # whether the scheduler rows' copies of warp fields (S_RDY, S_WAKE, W_K) are up to date: cleared
+ # whether the scheduler rows' copies of warp fields (S_RDY, S_LI, S_WAKE) are up to date: cleared
  # as drive is called (Python may have changed the warps since), set once run has made them
  G_SYNCED, G_SIZE) = range(80)
 
@@ -144,8 +144,7 @@ W_SHD_DONE = 40  # latest completion cycle of the warp's shared-memory ops
 W_PRED = 41  # 8 predicates
 W_BAR_HIST = 49  # per barrier 1-6, BAR_HIST entries: completion cycles of its latest ops (DEPBAR.LE)
 W_EXIT_SEQ = W_BAR_HIST + 6 * BAR_HIST  # the warp exited as the SM's n-th (G_EXITS)
-W_K = W_EXIT_SEQ + 1  # the warp's place in its scheduler's SW row (S_RDY)
-W_SIZE = -(-(W_K + 1) // 8) * 8  # whole cache lines
+W_SIZE = -(-(W_EXIT_SEQ + 1) // 8) * 8  # whole cache lines
 
 # ---- S: per scheduler ----
 S_LAST, S_BUSY, S_PIPE0, S_PIPE1, S_MEM_FREE, S_RC_WARP, S_NW, S_RCN = range(8)  # S_RCN: 3 counts
@@ -155,14 +154,14 @@ S_PIPE3 = 12  # the fp64 pipe's free cycle
 # a cycle before which none of the scheduler's warps is ready (at most the least of its S_RDY
 # columns below): until then its turn finds no warp without a scan
 S_WAKE = 13
-# from column S_SIZE, two runs of SW.shape[1] columns (a row holds S_SIZE + 2 x warp slots), one
-# entry per warp of the scheduler in SW's order (warp SW[s, k] at k, W_K): from S_RDY the cycle from
-# which the warp may issue as far as its dependencies and barriers say (W_READY; NEVER while it
-# waits at a CTA barrier, W_AT_BAR), from S_SIZE + SW.shape[1] the cycle it last issued
-# (W_LAST_ISSUE): the schedulers' scans read these side by side instead of one warp row each. Set
-# from W by the first call of run in each call of drive (Python may have changed W since,
-# G_SYNCED) and kept by the core's writes of those fields and of SW.
+# from column S_SIZE, two per warp slot (a row holds S_SIZE + 2 x warp slots columns), in its
+# scheduler's row: at S_RDY + 2 x slot the cycle from which the slot's warp may issue as far as its
+# dependencies and barriers say (W_READY; NEVER while it waits at a CTA barrier, W_AT_BAR), at
+# S_LI + 2 x slot the cycle it last issued (W_LAST_ISSUE): the schedulers' scans read these side by
+# side instead of one warp row each. Set from W by the first call of run in each call of drive
+# (Python may have changed W since, G_SYNCED) and kept by the core's writes of those fields.
 S_RDY = S_SIZE
+S_LI = S_SIZE + 1
 
 # ---- C: per resident CTA ----
 C_LIVE, C_NARRIVED, C_SIZE = range(3)
@@ -695,7 +694,7 @@ def _release(G, W, S, SW, C, c, t):
                 W[x, W_AT_BAR] = 0
                 if W[x, W_READY] < when:
                     W[x, W_READY] = when
-                S[s, S_RDY + k] = W[x, W_READY]
+                S[s, S_RDY + 2 * x] = W[x, W_READY]
                 if W[x, W_READY] < S[s, S_WAKE]:
                     S[s, S_WAKE] = W[x, W_READY]
                 if W[x, W_DEP_UNTIL] < when:
@@ -707,15 +706,10 @@ def _release(G, W, S, SW, C, c, t):
 def _finish_warp(G, W, S, SW, C, w, s, t):
     W[w, W_DONE] = 1
     n = S[s, S_NW]
-    li = S_SIZE + SW.shape[1]
     for k in range(n):
         if SW[s, k] == w:
             for j in range(k, n - 1):
-                x = SW[s, j + 1]
-                SW[s, j] = x
-                W[x, W_K] = j
-                S[s, S_RDY + j] = S[s, S_RDY + j + 1]
-                S[s, li + j] = S[s, li + j + 1]
+                SW[s, j] = SW[s, j + 1]
             break
     S[s, S_NW] = n - 1
     if S[s, S_LAST] == w:
@@ -846,14 +840,14 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, u,
             dep = c
     W[w, W_DEP_UNTIL] = dep
     W[w, W_READY] = dep
-    S[s, S_RDY + W[w, W_K]] = dep
+    S[s, S_RDY + 2 * w] = dep
     if dep < S[s, S_WAKE]:
         S[s, S_WAKE] = dep
     if u == BAR and arrives:
         c = W[w, W_CTA]
         C[c, C_NARRIVED] += 1
         W[w, W_AT_BAR] = 1
-        S[s, S_RDY + W[w, W_K]] = NEVER
+        S[s, S_RDY + 2 * w] = NEVER
         W[w, W_BAR_WAIT] = 1
         if C[c, C_NARRIVED] == C[c, C_LIVE]:
             _call_release(G, W, S, SW, C, c, t)
@@ -867,7 +861,7 @@ def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC,
     CNT[PC_EXEC, pc] += 1
     u = P[pc, P_UNIT]
     W[w, W_LAST_ISSUE] = t
-    S[s, S_SIZE + SW.shape[1] + W[w, W_K]] = t
+    S[s, S_LI + 2 * w] = t
     delay = 0
     done_at = t
     arrives = True
@@ -965,7 +959,6 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
         pick = -1
         best = NEVER
         wake = NEVER
-        li = S_SIZE + SW.shape[1]
         # (the warps ready by t, in launch order, up to 64 at a time: first a mask of them, made
         # without a branch per warp, then those only; the same order and tests as one loop)
         base = 0
@@ -973,19 +966,18 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
             end = base + 64 if base + 64 < nw else nw
             ready = np.int64(0)
             for k in range(base, end):
-                r = S[s, S_RDY + k]
+                r = S[s, S_RDY + 2 * SW[s, k]]
                 wake = r if r < wake else wake
                 ready |= np.int64(r <= t) << (k - base)
             while ready != 0:
-                k = base + _trailing_zeros(ready)
+                x = SW[s, base + _trailing_zeros(ready)]
                 ready &= ready - 1
-                x = SW[s, k]
-                if S[s, li + k] < best:
+                if S[s, S_LI + 2 * x] < best:
                     if x == w and W[x, W_YIELDED] and nw > 1:
                         continue
                     if _unit_ok(G, W, Q, S, P, x, W[x, W_PC], t, s):
                         pick = x
-                        best = S[s, li + k]
+                        best = S[s, S_LI + 2 * x]
             base = end
         S[s, S_WAKE] = wake
         if pick < 0:
@@ -1050,7 +1042,7 @@ def _next_time(G, W, S, SW):
     for s in range(G[G_NSCHED]):
         busy = S[s, S_BUSY]
         for k in range(S[s, S_NW]):
-            r = S[s, S_RDY + k]  # (NEVER at a barrier: no bound)
+            r = S[s, S_RDY + 2 * SW[s, k]]  # (NEVER at a barrier: no bound)
             if r < busy:
                 r = busy
             if r < nxt:
@@ -1106,7 +1098,7 @@ def _next_unblocked(G, W, Q, S, SW, P, t):
         busy = S[s, S_BUSY]
         for k in range(S[s, S_NW]):
             x = SW[s, k]
-            r = S[s, S_RDY + k]  # (NEVER at a barrier: none)
+            r = S[s, S_RDY + 2 * x]  # (NEVER at a barrier: none)
             if r < NEVER:
                 if r < busy:
                     r = busy
@@ -1145,7 +1137,7 @@ def _idle_until(G, W, Q, S, SW, P, t):
         busy = S[s, S_BUSY]
         for k in range(S[s, S_NW]):
             x = SW[s, k]
-            r = S[s, S_RDY + k]  # (NEVER at a barrier: none)
+            r = S[s, S_RDY + 2 * x]  # (NEVER at a barrier: none)
             if r < NEVER:
                 if r < busy:
                     r = busy
@@ -1166,7 +1158,7 @@ def _idle_until(G, W, Q, S, SW, P, t):
             busy = S[s, S_BUSY]
             for k in range(S[s, S_NW]):
                 x = SW[s, k]
-                if S[s, S_RDY + k] <= t and busy <= t:
+                if S[s, S_RDY + 2 * x] <= t and busy <= t:
                     W[x, W_BLOCKED] = 4 if P[W[x, W_PC], P_UNIT] <= ALU_HALF else 3
         nxt = _pass_to(G, nxt, t)
     return nxt
@@ -1189,10 +1181,9 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
         wake = NEVER
         for k in range(S[s, S_NW]):
             x = SW[s, k]
-            W[x, W_K] = k
             r = NEVER if W[x, W_AT_BAR] else W[x, W_READY]
-            S[s, S_RDY + k] = r
-            S[s, S_SIZE + SW.shape[1] + k] = W[x, W_LAST_ISSUE]
+            S[s, S_RDY + 2 * x] = r
+            S[s, S_LI + 2 * x] = W[x, W_LAST_ISSUE]
             if r < wake:
                 wake = r
         S[s, S_WAKE] = wake
