@@ -73,7 +73,6 @@ import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core.errors import TypingError
-from numba.cpython.unsafe.numbers import trailing_zeros as _trailing_zeros
 from numba.extending import intrinsic
 
 from ..jit import Callee, call_through, njit, pointer_call
@@ -959,26 +958,17 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
         pick = -1
         best = NEVER
         wake = NEVER
-        # (the warps ready by t, in launch order, up to 64 at a time: first a mask of them, made
-        # without a branch per warp, then those only; the same order and tests as one loop)
-        base = 0
-        while base < nw:
-            end = base + 64 if base + 64 < nw else nw
-            ready = np.int64(0)
-            for k in range(base, end):
-                r = S[s, S_RDY + 2 * SW[s, k]]
-                wake = r if r < wake else wake
-                ready |= np.int64(r <= t) << (k - base)
-            while ready != 0:
-                x = SW[s, base + _trailing_zeros(ready)]
-                ready &= ready - 1
-                if S[s, S_LI + 2 * x] < best:
-                    if x == w and W[x, W_YIELDED] and nw > 1:
-                        continue
-                    if _unit_ok(G, W, Q, S, P, x, W[x, W_PC], t, s):
-                        pick = x
-                        best = S[s, S_LI + 2 * x]
-            base = end
+        for k in range(nw):
+            x = SW[s, k]
+            r = S[s, S_RDY + 2 * x]
+            if r < wake:
+                wake = r
+            if r <= t and S[s, S_LI + 2 * x] < best:
+                if x == w and W[x, W_YIELDED] and nw > 1:
+                    continue
+                if _unit_ok(G, W, Q, S, P, x, W[x, W_PC], t, s):
+                    pick = x
+                    best = S[s, S_LI + 2 * x]
         S[s, S_WAKE] = wake
         if pick < 0:
             if w >= 0 and W[w, W_YIELDED] and W[w, W_READY] <= t and not W[w, W_AT_BAR] \
