@@ -114,10 +114,7 @@ _NONE = 11  # a scheduler found no warp to issue (internal)
  G_L1_MODE, G_L1_CACHES, G_L1_BASE,
  # whether the last cycles passed over were those after a cycle in which ready warps found their units
  # busy (a hint: only then does run look for such a cycle after one with an issue)
- G_IDLE,
- # whether the scheduler rows' copies of warp fields (S_RDY, S_LI, S_WAKE) are up to date: cleared
- # as drive is called (Python may have changed the warps since), set once run has made them
- G_SYNCED, G_SIZE) = range(80)
+ G_IDLE, G_SIZE) = range(79)
 
 # request kinds (G_REQ_KIND)
 REQ_TEX, REQ_LDG, REQ_STG = range(3)
@@ -147,20 +144,9 @@ W_SIZE = -(-(W_EXIT_SEQ + 1) // 8) * 8  # whole cache lines
 
 # ---- S: per scheduler ----
 S_LAST, S_BUSY, S_PIPE0, S_PIPE1, S_MEM_FREE, S_RC_WARP, S_NW, S_RCN = range(8)  # S_RCN: 3 counts
-S_SIZE = 14
+S_SIZE = 13
 S_PIPE2 = 11  # the quarter-rate (xu) pipe's free cycle
 S_PIPE3 = 12  # the fp64 pipe's free cycle
-# a cycle before which none of the scheduler's warps is ready (at most the least of its S_RDY
-# columns below): until then its turn finds no warp without a scan
-S_WAKE = 13
-# from column S_SIZE, two per warp slot (a row holds S_SIZE + 2 x warp slots columns), in its
-# scheduler's row: at S_RDY + 2 x slot the cycle from which the slot's warp may issue as far as its
-# dependencies and barriers say (W_READY; NEVER while it waits at a CTA barrier, W_AT_BAR), at
-# S_LI + 2 x slot the cycle it last issued (W_LAST_ISSUE): the schedulers' scans read these side by
-# side instead of one warp row each. Set from W by the first call of run in each call of drive
-# (Python may have changed W since, G_SYNCED) and kept by the core's writes of those fields.
-S_RDY = S_SIZE
-S_LI = S_SIZE + 1
 
 # ---- C: per resident CTA ----
 C_LIVE, C_NARRIVED, C_SIZE = range(3)
@@ -693,9 +679,6 @@ def _release(G, W, S, SW, C, c, t):
                 W[x, W_AT_BAR] = 0
                 if W[x, W_READY] < when:
                     W[x, W_READY] = when
-                S[s, S_RDY + 2 * x] = W[x, W_READY]
-                if W[x, W_READY] < S[s, S_WAKE]:
-                    S[s, S_WAKE] = W[x, W_READY]
                 if W[x, W_DEP_UNTIL] < when:
                     W[x, W_DEP_UNTIL] = when
     C[c, C_NARRIVED] = 0
@@ -839,14 +822,10 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, u,
             dep = c
     W[w, W_DEP_UNTIL] = dep
     W[w, W_READY] = dep
-    S[s, S_RDY + 2 * w] = dep
-    if dep < S[s, S_WAKE]:
-        S[s, S_WAKE] = dep
     if u == BAR and arrives:
         c = W[w, W_CTA]
         C[c, C_NARRIVED] += 1
         W[w, W_AT_BAR] = 1
-        S[s, S_RDY + 2 * w] = NEVER
         W[w, W_BAR_WAIT] = 1
         if C[c, C_NARRIVED] == C[c, C_LIVE]:
             _call_release(G, W, S, SW, C, c, t)
@@ -860,7 +839,6 @@ def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC,
     CNT[PC_EXEC, pc] += 1
     u = P[pc, P_UNIT]
     W[w, W_LAST_ISSUE] = t
-    S[s, S_LI + 2 * w] = t
     delay = 0
     done_at = t
     arrives = True
@@ -947,8 +925,6 @@ def _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, I
 def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, SLOG, BLOG,
               HLOG, REQ, CNT, MS, s, t):
     """One scheduler's turn in cycle t: greedy-then-oldest selection, stall accounting, issue."""
-    if S[s, S_WAKE] > t:
-        return _NONE  # (no warp ready: the scan below would find none)
     w = S[s, S_LAST]
     nw = S[s, S_NW]
     if w >= 0 and not W[w, W_DONE] and not W[w, W_AT_BAR] and W[w, W_READY] <= t \
@@ -957,19 +933,14 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
     else:
         pick = -1
         best = NEVER
-        wake = NEVER
         for k in range(nw):
             x = SW[s, k]
-            r = S[s, S_RDY + 2 * x]
-            if r < wake:
-                wake = r
-            if r <= t and S[s, S_LI + 2 * x] < best:
+            if W[x, W_READY] <= t and not W[x, W_AT_BAR] and W[x, W_LAST_ISSUE] < best:
                 if x == w and W[x, W_YIELDED] and nw > 1:
                     continue
                 if _unit_ok(G, W, Q, S, P, x, W[x, W_PC], t, s):
                     pick = x
-                    best = S[s, S_LI + 2 * x]
-        S[s, S_WAKE] = wake
+                    best = W[x, W_LAST_ISSUE]
         if pick < 0:
             if w >= 0 and W[w, W_YIELDED] and W[w, W_READY] <= t and not W[w, W_AT_BAR] \
                     and _unit_ok(G, W, Q, S, P, w, W[w, W_PC], t, s):
@@ -1032,11 +1003,13 @@ def _next_time(G, W, S, SW):
     for s in range(G[G_NSCHED]):
         busy = S[s, S_BUSY]
         for k in range(S[s, S_NW]):
-            r = S[s, S_RDY + 2 * SW[s, k]]  # (NEVER at a barrier: no bound)
-            if r < busy:
-                r = busy
-            if r < nxt:
-                nxt = r
+            x = SW[s, k]
+            if not W[x, W_AT_BAR]:
+                r = W[x, W_READY]
+                if r < busy:
+                    r = busy
+                if r < nxt:
+                    nxt = r
     return nxt
 
 
@@ -1088,8 +1061,8 @@ def _next_unblocked(G, W, Q, S, SW, P, t):
         busy = S[s, S_BUSY]
         for k in range(S[s, S_NW]):
             x = SW[s, k]
-            r = S[s, S_RDY + 2 * x]  # (NEVER at a barrier: none)
-            if r < NEVER:
+            if not W[x, W_AT_BAR]:
+                r = W[x, W_READY]
                 if r < busy:
                     r = busy
                 if r <= t:
@@ -1127,8 +1100,8 @@ def _idle_until(G, W, Q, S, SW, P, t):
         busy = S[s, S_BUSY]
         for k in range(S[s, S_NW]):
             x = SW[s, k]
-            r = S[s, S_RDY + 2 * x]  # (NEVER at a barrier: none)
-            if r < NEVER:
+            if not W[x, W_AT_BAR]:
+                r = W[x, W_READY]
                 if r < busy:
                     r = busy
                 if r <= t:
@@ -1148,7 +1121,7 @@ def _idle_until(G, W, Q, S, SW, P, t):
             busy = S[s, S_BUSY]
             for k in range(S[s, S_NW]):
                 x = SW[s, k]
-                if S[s, S_RDY + 2 * x] <= t and busy <= t:
+                if not W[x, W_AT_BAR] and W[x, W_READY] <= t and busy <= t:
                     W[x, W_BLOCKED] = 4 if P[W[x, W_PC], P_UNIT] <= ALU_HALF else 3
         nxt = _pass_to(G, nxt, t)
     return nxt
@@ -1167,17 +1140,6 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
     MS = (_borrow(MS[0]), _borrow(MS[1]), _borrow(MS[2]), _borrow(MS[3]), _borrow(MS[4]), _borrow(MS[5]),
            _borrow(MS[6]), _borrow(MS[7]), _borrow(MS[8]), _borrow(MS[9]), _borrow(MS[10]), _borrow(MS[11]))
     nsched = G[G_NSCHED]
-    for s in range(nsched if not G[G_SYNCED] else 0):  # (Python may have changed W since)
-        wake = NEVER
-        for k in range(S[s, S_NW]):
-            x = SW[s, k]
-            r = NEVER if W[x, W_AT_BAR] else W[x, W_READY]
-            S[s, S_RDY + 2 * x] = r
-            S[s, S_LI + 2 * x] = W[x, W_LAST_ISSUE]
-            if r < wake:
-                wake = r
-        S[s, S_WAKE] = wake
-    G[G_SYNCED] = 1
     t = G[G_T]
     phase = G[G_PHASE]
     if phase:
@@ -1359,8 +1321,6 @@ def drive(SMS, MS, H, E):
     ``E[E_STOP]``. With ``E[E_SOLO]``, every status returns (one SM driven by simpy)."""
     cur = E[E_CUR]
     quantum = E[E_QUANTUM]
-    for i in range(len(SMS)):  # (Python may have changed the warps since the last call)
-        SMS[i][0][G_SYNCED] = 0
     while True:
         if cur < 0:
             best = -1
