@@ -88,6 +88,10 @@ def xmad(a, b, c, b_reg, a_h1, b_h1, mods, a_signed=False, b_signed=False):
 
 
 def shl(a, n, wrap=False):
+    if type(n) is U32:  # (one count for every lane, an immediate or a constant: one numpy shift)
+        if wrap:
+            return a << (n & U32(31))
+        return a << n if n < 32 else np.zeros_like(a, dtype=np.uint32)
     n = np.asarray(n, dtype=np.uint32)
     if wrap:
         return np.asarray(a << (n & U32(31)), dtype=np.uint32)
@@ -95,6 +99,10 @@ def shl(a, n, wrap=False):
 
 
 def shr(a, n, signed):
+    if type(n) is U32:  # (one count for every lane, as in shl)
+        if signed:
+            return (np.asarray(a, dtype=np.uint32).view(np.int32) >> np.int32(min(n, 31))).view(np.uint32)
+        return a >> n if n < 32 else np.zeros_like(a, dtype=np.uint32)
     n = np.asarray(n, dtype=np.uint32)
     nn = np.minimum(n, U32(31))
     if signed:

@@ -228,20 +228,6 @@ def _mov(ctx, instr, ops, mods, zrow):
 def _shift(ctx, instr, ops, mods, zrow):
     a, b = (reader_u32(ctx, instr, o, zrow) for o in ops[1:])
     write = writer(ops[0].reg, zrow)
-    if ops[1].kind == ins.REG and ops[2].kind != ins.REG:
-        # a register shifted by a count the launch fixes (an immediate or a constant, the common
-        # case): one numpy shift, the count's modes applied once here (as alu.shl / alu.shr do)
-        n = int(b(None))
-        wrap = instr.opcode == "SHL" and "W" in mods
-        signed = instr.opcode == "SHR" and "U32" not in mods
-        if wrap or signed or n < 32:
-            s = U32(n & 31) if wrap else U32(min(n, 31))
-            if instr.opcode == "SHL":
-                return lambda g, m: write(g, a(g) << s, m)
-            if signed:
-                si = np.int32(s)
-                return lambda g, m: write(g, (a(g).view(np.int32) >> si).view(np.uint32), m)
-            return lambda g, m: write(g, a(g) >> s, m)
     if instr.opcode == "SHL":
         wrap = "W" in mods
         return lambda g, m: write(g, alu.shl(a(g), b(g), wrap), m)
