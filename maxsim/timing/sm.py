@@ -1309,29 +1309,22 @@ class SM:
             if flats is None:
                 flats = flatten_traces([tr.parts for tr in traces], self._unit, self._unit_key)
             label = f"cta{cid[0]},{cid[1]}.w"
-            # (the warps of a CtaBlock ran the same segments: their views share one list of their pcs)
-            shared = part_pcs(traces[0].parts) if type(flats) is CtaBlock and traces else None
+            # (the warps of a CtaBlock ran the same segments: their views share one list of their
+            # pcs; with a trace router a warp's trace may grow, so each view keeps its own)
+            shared = part_pcs(traces[0].parts) if router is None and type(flats) is CtaBlock and traces else None
             nw = self._start_cta(c, t0, wid0, slot0, flats)
+            if router is not None:
+                self._open[slots.start:slots.stop] = False
             slot = slot0
-            if router is None:  # (no trace may grow: no slot is open)
-                for w, tr in enumerate(traces):
-                    view = WarpView(wid0 + w, slot, scheds[slot % nsched], cta, label + str(w),
-                                    shared if shared is not None else part_pcs(tr.parts), keep)
-                    slot_warp[slot] = view
-                    items.append(view)
-                    slot += 1
-            else:
-                open_ = self._open
-                open_[slots.start:slots.stop] = False
-                for w, tr in enumerate(traces):
-                    view = WarpView(wid0 + w, slot, scheds[slot % nsched], cta, label + str(w), part_pcs(tr.parts),
-                                    keep)
-                    if getattr(tr, "open", False):
-                        open_[slot] = True
-                        router.loaded(tr.warp, self, slot, view)
-                    slot_warp[slot] = view
-                    items.append(view)
-                    slot += 1
+            for w, tr in enumerate(traces):
+                view = WarpView(wid0 + w, slot, scheds[slot % nsched], cta, label + str(w),
+                                shared if shared is not None else part_pcs(tr.parts), keep)
+                if router is not None and getattr(tr, "open", False):
+                    self._open[slot] = True
+                    router.loaded(tr.warp, self, slot, view)
+                slot_warp[slot] = view
+                items.append(view)
+                slot += 1
             self.resident += 1
             if nw > self.peak_warps:
                 self.peak_warps = nw
