@@ -218,6 +218,17 @@ def test_shr_edge_cases():
     assert ints(run_lanes("SHR.U32 R13, R10, 0x2", [0x100])) == [0x40]
 
 
+def test_shifts_by_an_immediate_of_32_or_more():
+    """A count every lane shares (an immediate) follows the same rules as per-lane counts:
+    clamped to 0 / the sign's fill, or wrapped to 5 bits by .W."""
+    a = [0x1, 0x80000001, 0xF0F0F0F0, 0x7FFFFFFF]
+    for s in (0x20, 0x21, 0x3F):
+        assert ints(run_lanes(f"SHL R13, R10, {s:#x}", a)) == [0] * 4
+        assert ints(run_lanes(f"SHL.W R13, R10, {s:#x}", a)) == [(x << (s & 31)) & M32 for x in a]
+        assert ints(run_lanes(f"SHR.U32 R13, R10, {s:#x}", a)) == [0] * 4
+        assert ints(run_lanes(f"SHR R13, R10, {s:#x}", a)) == [(s32(x) >> 31) & M32 for x in a]
+
+
 def bfe_ref(a, pos, length, signed):
     if length == 0:
         return 0
