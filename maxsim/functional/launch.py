@@ -10,11 +10,11 @@ import numpy as np
 from ..errors import LaunchError, SimulationError
 from ..memo import Kept
 from ..isa import instruction as ins
-from . import simt
+from . import alublock, simt
 from .simt import warp_lanes
 from .executor import CONTROL, ID_NAMES, Context, Group, compile_instruction
 from .floatops import float_row, float_table, run_floats, table_float
-from .operands import CC_FLAGS, CC_SIGN, CC_ZERO, GEOMETRY, STACK_POINTER, local_window
+from .operands import ConstantFault, CC_FLAGS, CC_SIGN, CC_ZERO, GEOMETRY, STACK_POINTER, local_window
 from .watchdog import Watchdog, instruction_limit
 
 PARAM_BASE = 0x140
@@ -517,7 +517,9 @@ class Program:
     A block is the longest run of instructions from a pc that contains no control instruction;
     it runs as one step of the launch loop (its pcs appended to the trace together, its counts
     added together). Consecutive unguarded FFMA/FMUL/FADD of a block become one table of
-    :mod:`maxsim.functional.fp32` run in one call. ``computed[i]`` false (a timing-only launch)
+    :mod:`maxsim.functional.fp32` run in one call; a run of unguarded ALU instructions that mixes
+    integer ones (MOV, IADD, ISCADD, XMAD, shifts, logic, ISETP, ...) with them or not, one table of
+    :mod:`maxsim.functional.alublock`. ``computed[i]`` false (a timing-only launch)
     leaves instruction i's values uncomputed (see :mod:`maxsim.functional.slicing`)."""
 
     def __init__(self, ctx, computed):
@@ -530,6 +532,13 @@ class Program:
             if instr.opcode not in CONTROL:
                 self.single[i] = compile_instruction(ctx, instr, computed[i])
 
+    def _row(self, i):
+        """Instruction i's row in a table of :mod:`maxsim.functional.alublock` (None: it has none)."""
+        try:
+            return alublock.row(self.ctx, self.instrs[i], self.ctx.kernel.reg_cnt)
+        except ConstantFault:
+            return None
+
     def block(self, pc):
         """``(length, steps, guarded)`` of the block at pc: steps are ``(offset, fn, guard)``
         with guard None (unguarded) or ``(pred, negated)``; ``guarded`` counts guarded steps."""
@@ -541,24 +550,33 @@ class Program:
         while end < len(instrs) and end - pc < MAX_BLOCK and instrs[end].opcode not in CONTROL:
             end += 1
         steps = []
-        floats = []  # (offset, row, consts) of the pending run of unguarded fp32 instructions
+        # the pending run of unguarded instructions that have a table row: (offset, index, row)
+        run = []
         zrow = self.ctx.kernel.reg_cnt
 
         def flush():
-            if floats:
-                fn = run_floats(*float_table([(r, c) for _, r, c in floats]))
-                steps.append((floats[0][0], fn, None))
-                floats.clear()
+            if not run:
+                return
+            if all(table_float(instrs[i]) for _, i, _ in run):
+                fn = run_floats(*float_table([float_row(self.ctx, instrs[i], zrow) for _, i, _ in run]))
+            elif len(run) == 1:
+                fn = self.single[run[0][1]]  # (one instruction: its closure costs no more)
+            else:
+                fn = alublock.runner(*alublock.table([r for _, _, r in run]))
+            steps.append((run[0][0], fn, None))
+            run.clear()
         for i in range(pc, end):
             instr = instrs[i]
             guard = None if instr.pred == ins.PT and not instr.pred_neg else (instr.pred, instr.pred_neg)
-            if table_float(instr) and guard is None and not getattr(self.single[i], "fault", False):
-                if self.computed[i]:
-                    row, consts = float_row(self.ctx, instr, zrow)
-                    floats.append((i - pc, row, consts))
-                continue
-            flush()
             fn = self.single[i]
+            if guard is None and not getattr(fn, "fault", False):
+                if not self.computed[i] and fn is None:
+                    continue  # (a value not computed: nothing to run, the run goes on)
+                r = self._row(i)
+                if r is not None:
+                    run.append((i - pc, i, r))
+                    continue
+            flush()
             if getattr(fn, "nothing", False):
                 fn = None  # (an instruction that changes no value: only its guard's thread count stays)
             if fn is not None or guard is not None:
