@@ -361,35 +361,3 @@ def test_warps_that_go_on_after_a_divergent_branch_keep_their_own_lanes(edge):
     want = np.where((t == 0) | (t == edge), 200 - t, 100 + t) + t % 256
     assert (mem.read(out, 512, np.uint32).astype(np.int64) == want % (1 << 32)).all()
     assert res.warp_instructions > 0
-
-
-def test_a_group_kept_in_place_equals_one_taken():
-    """Group.keep (the warps that go on after a divergent branch, moved down in the group's own
-    arrays) leaves the same state as Group.take (copied out), for any warps kept."""
-    from maxsim.functional.executor import Group
-    rng = np.random.default_rng(4)
-    for trial in range(60):
-        nw = int(rng.integers(1, 40))
-        lanes = nw * 32
-        g = Group()
-        g.regs = rng.integers(0, 1 << 32, size=(int(rng.integers(1, 9)), lanes), dtype=np.uint64).astype(np.uint32)
-        g.preds = rng.random((8, lanes)) < 0.5
-        g.cc = rng.integers(0, 32, size=lanes, dtype=np.uint32)
-        g.active = rng.random(lanes) < 0.8
-        g.full = bool(g.active.all())
-        g.pc, g.stack = 7, [3]
-        g.simt = [("SSY", 9, rng.random(lanes) < 0.5), ("DIV", 12, rng.random(lanes) < 0.5)]
-        g.warps = np.arange(nw, dtype=np.int64) + 100
-        g.ids_base = (100, ())
-        g.init_counters()
-        rows = np.flatnonzero(rng.random(nw) < rng.random())
-        want = g.take(rows)
-        got = g.keep(rows)
-        for name in ("regs", "preds", "cc", "active", "warps"):
-            a, b = getattr(got, name), getattr(want, name)
-            assert a.shape == b.shape and np.array_equal(a, b), (trial, name)
-            assert a.flags.c_contiguous, (trial, name)
-        assert got.full == want.full and got.pc == want.pc and got.stack == want.stack
-        assert [(k, pc) for k, pc, _ in got.simt] == [(k, pc) for k, pc, _ in want.simt]
-        assert all(np.array_equal(a, b) for (_, _, a), (_, _, b) in zip(got.simt, want.simt))
-        assert np.array_equal(got.fregs.view(np.uint32), got.regs)

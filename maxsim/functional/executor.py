@@ -27,7 +27,6 @@ from ..errors import SimulationError
 from ..isa.opcodes import IMMEDIATE_FORMS
 from . import opcode_table
 from .operands import ConstantFault, local_window
-from .simt import pack_warps
 
 
 class Group:
@@ -114,26 +113,6 @@ class Group:
         g.init_counters()
         return g
 
-    def keep(self, rows):
-        """This group reduced to the warps at positions ``rows`` (ascending), their lanes' state
-        moved down in place in this group's own arrays (no copy made, no memory asked for): a
-        group that splits off a few warps goes on with the rest without copying its registers.
-        This group must not be used after (the new one holds its arrays)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        g = Group()
-        g.regs = _keep_rows(self.regs, rows)
-        g.preds = _keep_rows(self.preds, rows)
-        g.cc = _keep_rows(self.cc, rows)
-        g.active = _keep_rows(self.active, rows)
-        g.full = bool(g.active.all())
-        g.pc = self.pc
-        g.stack = list(self.stack)
-        g.simt = [(kind, pc, _keep_rows(mask, rows)) for kind, pc, mask in self.simt]
-        g.warps = self.warps[rows]
-        g.ids_base = self.ids_base
-        g.init_counters()
-        return g
-
     @staticmethod
     def merge(groups):
         groups = sorted(groups, key=lambda g: int(g.warps[0]))
@@ -174,18 +153,6 @@ def _warp_rows(a, nw, rows):
     (..., warps, 32), several times faster than gathering lane by lane)."""
     lead = a.shape[:-1]
     return a.reshape(lead + (nw, 32)).take(rows, axis=len(lead)).reshape(lead + (-1,))
-
-
-def _keep_rows(a, rows):
-    """The lanes of warps ``rows`` (ascending) of a per-lane array (lanes along its last axis), moved
-    to the front of its own memory (:func:`maxsim.functional.simt.pack_warps`): a C-contiguous view
-    of the first ``rows.size * 32`` lanes of each row, laid out as a new array would be."""
-    lead = a.shape[:-1]
-    lanes = a.shape[-1]
-    flat = a.reshape(-1)
-    pack_warps(flat, flat.size // lanes if lanes else 0, lanes, rows)
-    n = rows.size * 32
-    return flat[:(flat.size // lanes if lanes else 0) * n].reshape(lead + (n,))
 
 
 class Context:

@@ -882,9 +882,9 @@ def _batch_steps(ctx, program, batch, wpc, block, counts, state, limit, recorder
                     if recorder is not None:
                         recorder.split(g, d, None)
                     if rest.size:
-                        # (the warps that go on together, most often all but a few: kept in the
-                        # group's own arrays, moved down in place, instead of copied)
-                        g = g.keep(rest)
+                        # (the warps that go on together, most often a run of them: taken as a slice)
+                        run = rest[-1] - rest[0] + 1 == rest.size
+                        g = g.take(slice(int(rest[0]), int(rest[-1]) + 1) if run else rest)
                         m = m.reshape(-1, 32)[rest].reshape(-1)
                         runnable.append(d)
                         if recorder is not None:

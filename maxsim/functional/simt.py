@@ -59,23 +59,6 @@ def warp_lanes(lanes):
     return out
 
 
-@njit(cache=True)
-def pack_warps(flat, nrows, lanes, rows):
-    """Move, in place, the 32 lanes of warps ``rows`` (ascending) of each of the ``nrows`` rows of
-    ``lanes`` lanes held in ``flat`` (a C-contiguous array's memory) to the front, as the rows of an
-    ``nrows`` x ``rows.size * 32`` array. Going up from the first lane, every lane moves to a place
-    at or below it and below every lane still to move, so nothing is overwritten before it is
-    read."""
-    width = rows.shape[0] * 32
-    for r in range(nrows):
-        for j in range(rows.shape[0]):
-            src = r * lanes + rows[j] * 32
-            dst = r * width + j * 32
-            if src != dst:
-                for k in range(32):
-                    flat[dst + k] = flat[src + k]
-
-
 def signature(g):
     """What two groups must share to merge: their token kinds and targets."""
     return tuple((kind, pc) for kind, pc, _ in g.simt)
