@@ -13,7 +13,6 @@ from ..isa import instruction as ins
 from . import alublock, simt
 from .simt import warp_lanes
 from .executor import CONTROL, ID_NAMES, Context, Group, compile_instruction
-from .floatops import float_row, float_table, run_floats, table_float
 from .operands import ConstantFault, CC_FLAGS, CC_SIGN, CC_ZERO, GEOMETRY, STACK_POINTER, local_window
 from .watchdog import Watchdog, instruction_limit
 
@@ -516,10 +515,9 @@ class Program:
 
     A block is the longest run of instructions from a pc that contains no control instruction;
     it runs as one step of the launch loop (its pcs appended to the trace together, its counts
-    added together). Consecutive unguarded FFMA/FMUL/FADD of a block become one table of
-    :mod:`maxsim.functional.fp32` run in one call; a run of unguarded ALU instructions that mixes
-    integer ones (MOV, IADD, ISCADD, XMAD, shifts, logic, ISETP, ...) with them or not, one table of
-    :mod:`maxsim.functional.alublock`. ``computed[i]`` false (a timing-only launch)
+    added together). A run of consecutive unguarded ALU instructions of a block (FFMA/FMUL/FADD,
+    MOV, IADD, ISCADD, XMAD, shifts, logic, ISETP, ...) becomes one table of
+    :mod:`maxsim.functional.alublock` run in one call. ``computed[i]`` false (a timing-only launch)
     leaves instruction i's values uncomputed (see :mod:`maxsim.functional.slicing`)."""
 
     def __init__(self, ctx, computed):
@@ -557,9 +555,10 @@ class Program:
         def flush():
             if not run:
                 return
-            if all(table_float(instrs[i]) for _, i, _ in run):
-                fn = run_floats(*float_table([float_row(self.ctx, instrs[i], zrow) for _, i, _ in run]))
-            elif len(run) == 1:
+            # (the fp32-only runs too: alublock's rows write a register that is also a source
+            # through a scratch row, where fp32.run's loop (FADD R0, R0, R6) runs without vector
+            # instructions; stencil2d's functional run ~5-10% less, SGEMM's the same)
+            if len(run) == 1:
                 fn = self.single[run[0][1]]  # (one instruction: its closure costs no more)
             else:
                 fn = alublock.runner(*alublock.table([r for _, _, r in run]))
