@@ -607,28 +607,51 @@ def run(regs, fr, preds, cc, table, crows, fc, scratch, pscratch, mask, masked):
 
 
 _NO_MASK = np.zeros(1, dtype=bool)
-ROWS_KEPT = 4  # group sizes whose constants' rows a table keeps (a simulator setting: bounds their memory)
+KEPT_ROWS = 64  # work rows a launch's tables keep between calls, by group size (a simulator setting: bounds
+# their memory: at 65,536 lanes each is about 1 MB; they are let go when the launch ends)
 
 
-def runner(table, words):
-    """``fn(g, m)`` running a table on group g for lanes m (None: all)."""
+class Work:
+    """The rows the tables of one launch work in, kept between calls by group size: four scratch
+    rows and two predicate rows shared by the tables (a launch runs one table at a time), and each
+    table's constants as rows of the lanes. :meth:`clear` lets them go."""
+
+    def __init__(self):
+        self.rows = {}
+
+    def get(self, key, make):
+        v = self.rows.get(key)
+        if v is None:
+            if len(self.rows) >= KEPT_ROWS:
+                self.rows.clear()
+            v = self.rows[key] = make()
+        return v
+
+    def clear(self):
+        self.rows.clear()
+
+
+def runner(table, words, work=None):
+    """``fn(g, m)`` running a table on group g for lanes m (None: all), working in rows of ``work``
+    (a :class:`Work`; None: rows of its own)."""
     kernel = run
-    kept = {}  # lanes -> the constants' rows
+    work = work if work is not None else Work()
+    tag = object()  # (this table's constants in work)
+
+    rows = work.rows
 
     def go(g, m):
         lanes = g.cc.shape[0]
-        rows = kept.get(lanes)
-        if rows is None:
-            if len(kept) >= ROWS_KEPT:
-                kept.clear()
+        mine = rows.get((tag, lanes))
+        shared = rows.get(lanes)
+        if mine is None or shared is None:
+            shared = work.get(lanes, lambda: (np.empty((4, lanes), dtype=np.uint32),
+                                              np.empty((2, lanes), dtype=np.bool_)))
             crows = np.repeat(words[:, None], lanes, axis=1)
-            rows = kept[lanes] = (crows, crows.view(np.float32), np.empty((4, lanes), dtype=np.uint32),
-                                  np.empty((2, lanes), dtype=np.bool_))
-        if m is None:
-            kernel(g.regs, g.fregs, g.preds, g.cc, table, *rows, _NO_MASK, False)
-        else:
-            kernel(g.regs, g.fregs, g.preds, g.cc, table, *rows, m, True)
+            mine = work.get((tag, lanes), lambda: (crows, crows.view(np.float32)))
+        kernel(g.regs, g.fregs, g.preds, g.cc, table, mine[0], mine[1], shared[0], shared[1],
+               _NO_MASK if m is None else m, m is not None)
     return go
 
 
-__all__ = ["row", "table", "run", "runner", "ConstantFault"]
+__all__ = ["row", "table", "run", "runner", "Work", "ConstantFault"]

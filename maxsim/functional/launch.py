@@ -504,6 +504,7 @@ def _release_program(key, program):
     # let go of the launch's memories and traces (the next launch sets its own)
     ctx.memory = ctx.textures = ctx.recorder = ctx.watchdog = None
     ctx.shared = np.zeros(1, dtype=np.uint32)
+    program.work.clear()  # (the rows its tables worked in: made again at their next call)
     _IDLE.pop(key, None)
     _IDLE[key] = program
     while len(_IDLE) > IDLE_PROGRAMS:
@@ -526,6 +527,7 @@ class Program:
         self.computed = computed
         self.single = [None] * len(self.instrs)
         self.blocks = {}
+        self.work = alublock.Work()  # (the rows its ALU tables work in)
         for i, instr in enumerate(self.instrs):
             if instr.opcode not in CONTROL:
                 self.single[i] = compile_instruction(ctx, instr, computed[i])
@@ -561,7 +563,7 @@ class Program:
             if len(run) == 1:
                 fn = self.single[run[0][1]]  # (one instruction: its closure costs no more)
             else:
-                fn = alublock.runner(*alublock.table([r for _, _, r in run]))
+                fn = alublock.runner(*alublock.table([r for _, _, r in run]), self.work)
             steps.append((run[0][0], fn, None))
             run.clear()
         for i in range(pc, end):
