@@ -22,6 +22,7 @@ LAYERS = [
     ["operands", "opcode_table"],
     ["fp64", "intops", "aluops", "atomics"],
     ["floatops", "memops"],  # (floatops converts through fp64; memops dispatches to atomics)
+    ["alublock"],  # (the table rows of aluops' and floatops' instructions)
     ["executor"],
     ["launch"],
     ["__init__"],

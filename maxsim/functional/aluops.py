@@ -339,7 +339,8 @@ def _s2r(ctx, instr, ops, mods, zrow):
     write = writer(ops[0].reg, zrow)
     # a block of (X, Y, Z) threads runs as X * Y * Z linear ones, a grid of (X, Y, Z) CTAs as (X, Y * Z):
     # the geometry words of constant bank 0 say how to split them (see launch._geometry_words)
-    (bx, by, bz), (_, gy, _) = geometry(ctx.const_bank)
+    (bx, by, bz), (_, gy, gz) = geometry(ctx.const_bank)
+    flat = gz == 1  # (a grid of one CTA in Z: its Y is the second coordinate as it is, its Z 0)
     bx, by, bz, gy = U32(bx), U32(by), U32(bz), U32(gy)
     div, mod = _divide_by(bx), _remainder_by(bx)
     div_y, mod_y = _divide_by(by), _remainder_by(by)
@@ -348,8 +349,8 @@ def _s2r(ctx, instr, ops, mods, zrow):
         "SR_TID.Y": lambda g: mod_y(div(g.tid)),
         "SR_TID.Z": lambda g: div_y(div(g.tid)),
         "SR_CTAID.X": lambda g: g.ctaid_x,
-        "SR_CTAID.Y": lambda g: g.ctaid_y % gy,
-        "SR_CTAID.Z": lambda g: g.ctaid_y // gy,
+        "SR_CTAID.Y": (lambda g: g.ctaid_y) if flat else (lambda g: g.ctaid_y % gy),
+        "SR_CTAID.Z": (lambda g: np.zeros_like(g.ctaid_y)) if flat else (lambda g: g.ctaid_y // gy),
         "SR_LANEID": lambda g: g.laneid,
         "SR_NTID.X": lambda g: np.full_like(g.tid, bx),
         # the functional model has no clock: the timing model owns time

@@ -10,11 +10,10 @@ import numpy as np
 from ..errors import LaunchError, SimulationError
 from ..memo import Kept
 from ..isa import instruction as ins
-from . import simt
+from . import alublock, simt
 from .simt import warp_lanes
 from .executor import CONTROL, ID_NAMES, Context, Group, compile_instruction
-from .floatops import float_row, float_table, run_floats, table_float
-from .operands import CC_FLAGS, CC_SIGN, CC_ZERO, GEOMETRY, STACK_POINTER, local_window
+from .operands import ConstantFault, CC_FLAGS, CC_SIGN, CC_ZERO, GEOMETRY, STACK_POINTER, local_window
 from .watchdog import Watchdog, instruction_limit
 
 PARAM_BASE = 0x140
@@ -505,6 +504,7 @@ def _release_program(key, program):
     # let go of the launch's memories and traces (the next launch sets its own)
     ctx.memory = ctx.textures = ctx.recorder = ctx.watchdog = None
     ctx.shared = np.zeros(1, dtype=np.uint32)
+    program.work.clear()  # (the rows its tables worked in: made again at their next call)
     _IDLE.pop(key, None)
     _IDLE[key] = program
     while len(_IDLE) > IDLE_PROGRAMS:
@@ -516,8 +516,9 @@ class Program:
 
     A block is the longest run of instructions from a pc that contains no control instruction;
     it runs as one step of the launch loop (its pcs appended to the trace together, its counts
-    added together). Consecutive unguarded FFMA/FMUL/FADD of a block become one table of
-    :mod:`maxsim.functional.fp32` run in one call. ``computed[i]`` false (a timing-only launch)
+    added together). A run of consecutive unguarded ALU instructions of a block (FFMA/FMUL/FADD,
+    MOV, IADD, ISCADD, XMAD, shifts, logic, ISETP, ...) becomes one table of
+    :mod:`maxsim.functional.alublock` run in one call. ``computed[i]`` false (a timing-only launch)
     leaves instruction i's values uncomputed (see :mod:`maxsim.functional.slicing`)."""
 
     def __init__(self, ctx, computed):
@@ -526,9 +527,17 @@ class Program:
         self.computed = computed
         self.single = [None] * len(self.instrs)
         self.blocks = {}
+        self.work = alublock.Work()  # (the rows its ALU tables work in)
         for i, instr in enumerate(self.instrs):
             if instr.opcode not in CONTROL:
                 self.single[i] = compile_instruction(ctx, instr, computed[i])
+
+    def _row(self, i):
+        """Instruction i's row in a table of :mod:`maxsim.functional.alublock` (None: it has none)."""
+        try:
+            return alublock.row(self.ctx, self.instrs[i], self.ctx.kernel.reg_cnt)
+        except ConstantFault:
+            return None
 
     def block(self, pc):
         """``(length, steps, guarded)`` of the block at pc: steps are ``(offset, fn, guard)``
@@ -541,24 +550,34 @@ class Program:
         while end < len(instrs) and end - pc < MAX_BLOCK and instrs[end].opcode not in CONTROL:
             end += 1
         steps = []
-        floats = []  # (offset, row, consts) of the pending run of unguarded fp32 instructions
+        # the pending run of unguarded instructions that have a table row: (offset, index, row)
+        run = []
         zrow = self.ctx.kernel.reg_cnt
 
         def flush():
-            if floats:
-                fn = run_floats(*float_table([(r, c) for _, r, c in floats]))
-                steps.append((floats[0][0], fn, None))
-                floats.clear()
+            if not run:
+                return
+            # (the fp32-only runs too: alublock's rows write a register that is also a source
+            # through a scratch row, where fp32.run's loop (FADD R0, R0, R6) runs without vector
+            # instructions; stencil2d's functional run ~5-10% less, SGEMM's the same)
+            if len(run) == 1:
+                fn = self.single[run[0][1]]  # (one instruction: its closure costs no more)
+            else:
+                fn = alublock.runner(*alublock.table([r for _, _, r in run]), self.work)
+            steps.append((run[0][0], fn, None))
+            run.clear()
         for i in range(pc, end):
             instr = instrs[i]
             guard = None if instr.pred == ins.PT and not instr.pred_neg else (instr.pred, instr.pred_neg)
-            if table_float(instr) and guard is None and not getattr(self.single[i], "fault", False):
-                if self.computed[i]:
-                    row, consts = float_row(self.ctx, instr, zrow)
-                    floats.append((i - pc, row, consts))
-                continue
-            flush()
             fn = self.single[i]
+            if guard is None and not getattr(fn, "fault", False):
+                if (not self.computed[i] and fn is None) or getattr(fn, "nothing", False):
+                    continue  # (a value not computed, or no value changed: nothing to run, the run goes on)
+                r = self._row(i)
+                if r is not None:
+                    run.append((i - pc, i, r))
+                    continue
+            flush()
             if getattr(fn, "nothing", False):
                 fn = None  # (an instruction that changes no value: only its guard's thread count stays)
             if fn is not None or guard is not None:
