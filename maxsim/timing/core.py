@@ -1135,7 +1135,7 @@ def _unit_free(G, W, Q, S, P, w, pc, t, s):
 
 
 @njit(cache=True, forceinline=True)
-def _next_unblocked(G, W, Q, S, SW, P, t):
+def _next_unblocked(G, W, Q, S, SW, P, t, copies):
     """After a cycle ``t`` in which no warp issued though some were ready by then (their units
     were not, :func:`_unit_ok`): the first cycle at which any warp may issue, as far as the SM alone
     decides (a warp ready, its scheduler and unit free; nothing changes before a warp issues)."""
@@ -1144,8 +1144,9 @@ def _next_unblocked(G, W, Q, S, SW, P, t):
         busy = S[s, S_BUSY]
         for k in range(S[s, S_NW]):
             x = SW[s, k]
-            if not W[x, W_AT_BAR]:
-                r = W[x, W_READY]
+            # (with the copies, their ready cycles: NEVER at a barrier)
+            if (S[s, S_RDY + k] < NEVER) if copies else not W[x, W_AT_BAR]:
+                r = S[s, S_RDY + k] if copies else W[x, W_READY]
                 if r < busy:
                     r = busy
                 if r <= t:
@@ -1171,7 +1172,7 @@ def _pass_to(G, nxt, t):
 
 
 @njit(cache=True, forceinline=True)
-def _idle_until(G, W, Q, S, SW, P, t):
+def _idle_until(G, W, Q, S, SW, P, t, copies):
     """Cycle ``t`` follows one in which a warp issued: ``t`` if a warp may issue in it (or nothing
     below applies); otherwise the cycle at which :func:`run`, having visited ``t`` without an issue,
     would go on, with what that visit leaves - every warp its schedulers tested found its unit
@@ -1183,8 +1184,8 @@ def _idle_until(G, W, Q, S, SW, P, t):
         busy = S[s, S_BUSY]
         for k in range(S[s, S_NW]):
             x = SW[s, k]
-            if not W[x, W_AT_BAR]:
-                r = W[x, W_READY]
+            if (S[s, S_RDY + k] < NEVER) if copies else not W[x, W_AT_BAR]:
+                r = S[s, S_RDY + k] if copies else W[x, W_READY]
                 if r < busy:
                     r = busy
                 if r <= t:
@@ -1204,7 +1205,8 @@ def _idle_until(G, W, Q, S, SW, P, t):
             busy = S[s, S_BUSY]
             for k in range(S[s, S_NW]):
                 x = SW[s, k]
-                if not W[x, W_AT_BAR] and W[x, W_READY] <= t and busy <= t:
+                if ((S[s, S_RDY + k] <= t) if copies else (not W[x, W_AT_BAR] and W[x, W_READY] <= t)) \
+                        and busy <= t:
                     W[x, W_BLOCKED] = 4 if P[W[x, W_PC], P_UNIT] <= ALU_HALF else 3
         nxt = _pass_to(G, nxt, t)
     return nxt
@@ -1290,7 +1292,7 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
             if G[G_IDLE] and t < G[G_NEXT_YIELD] and (G[G_LIMIT] < 0 or t <= G[G_LIMIT]) and not (
                     G[G_NBLOG] > blog_cap or G[G_NHLOG] > hlog_cap or
                     (G[G_LOG] and (G[G_NILOG] > ilog_cap or G[G_NSLOG] > slog_cap))):
-                nxt = _idle_until(G, W, Q, S, SW, P, t)
+                nxt = _idle_until(G, W, Q, S, SW, P, t, copies)
                 if nxt == t:
                     G[G_IDLE] = 0
                 t = nxt
@@ -1307,7 +1309,7 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
                 # only repeat this one (no issue, the same stall reasons), so they are passed over,
                 # as far as the quantum's end (and the cycle limit) where the cycle-by-cycle run
                 # stops too
-                nxt = _next_unblocked(G, W, Q, S, SW, P, t)
+                nxt = _next_unblocked(G, W, Q, S, SW, P, t, copies)
                 G[G_IDLE] = 1
                 t = _pass_to(G, nxt, t)
         G[G_T] = t
@@ -1367,13 +1369,22 @@ def drive_types():
 
 
 @njit(cache=True, forceinline=True)
-def _warm(W, S, SW, TPC, TAUX):
+def _warm(G, W, S, SW, TPC, TAUX, copies):
     """As an SM's turn begins (the other SMs' turns since its last have pushed its rows out of the
     CPU's caches): ask for the first two lines of each of its warps' rows and for the trace lines
     each warp reads next, all at once, rather than one miss after another as the warps are scanned
     and issue. Hints only (:func:`maxsim.jit.prefetch`): nothing the model computes changes."""
+    until = G[G_NEXT_YIELD]
     for s in range(S.shape[0]):
+        if copies:  # (the scheduler row's copies, read at every turn)
+            r = s * S.shape[1]
+            for j in range(0, S_RDY + S[s, S_NW], 8):
+                _prefetch(S, r + j)
+            for j in range(S_SIZE + SW.shape[1], S_SIZE + SW.shape[1] + S[s, S_NW], 8):
+                _prefetch(S, r + j)
         for k in range(S[s, S_NW]):
+            if copies and S[s, S_RDY + k] >= until:
+                continue  # (with the copies: a warp that cannot issue in this turn is not read)
             x = SW[s, k]
             _prefetch(W, x * W.shape[1])
             _prefetch(W, x * W.shape[1] + 8)
@@ -1481,7 +1492,7 @@ def _drive(SMS, MS, H, E, copies):
             G = SMS[cur][0]
             G[G_NEXT_YIELD] = G[G_T] + quantum
             a = SMS[cur]
-            _warm(a[2], a[5], a[6], a[13], a[14])
+            _warm(G, a[2], a[5], a[6], a[13], a[14], copies)
         a = SMS[cur]
         G = a[0]
         st = run(G, a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14],
