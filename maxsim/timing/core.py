@@ -117,8 +117,10 @@ _NONE = 11  # a scheduler found no warp to issue (internal)
  # busy (a hint: only then does run look for such a cycle after one with an issue)
  G_IDLE,
  # whether the scheduler rows keep the copies of the warps' cycles (S_RDY, S_WAKE, S_LASTK): set as
- # drive_copies is called, cleared as drive is (the rare steps keep the copies only then)
- G_COPIES, G_SIZE) = range(80)
+ # drive_copies is called, cleared as drive is (the rare steps keep the copies only then); and whether
+ # they are up to date (cleared as drive_copies is called: Python may have changed the warps since;
+ # set once they are made, as the SM's turn comes)
+ G_COPIES, G_SYNCED, G_SIZE) = range(81)
 
 # request kinds (G_REQ_KIND)
 REQ_TEX, REQ_LDG, REQ_STG = range(3)
@@ -1423,28 +1425,24 @@ def drive_for(sms):
     return drive_copies if most >= COPIES_FROM else drive
 
 
-@njit(cache=True, inline="always")
-def _copies(SMS, copies):
-    """As drive is called: every SM's G_COPIES, and with the copies its scheduler rows' copies
-    made from the warps' rows (Python may have changed them since the last call)."""
-    for i in range(len(SMS)):
-        a = SMS[i]
-        G, W, S, SW = a[0], a[2], a[5], a[6]
-        G[G_COPIES] = 1 if copies else 0
-        if copies:
-            li = S_SIZE + SW.shape[1]
-            for s in range(S.shape[0]):
-                wake = NEVER
-                for k in range(S[s, S_NW]):
-                    x = SW[s, k]
-                    if x == S[s, S_LAST]:
-                        S[s, S_LASTK] = k
-                    r = NEVER if W[x, W_AT_BAR] else W[x, W_READY]
-                    S[s, S_RDY + k] = r
-                    S[s, li + k] = W[x, W_LAST_ISSUE]
-                    if r < wake:
-                        wake = r
-                S[s, S_WAKE] = wake
+@njit(cache=True, forceinline=True)
+def _sync(G, W, S, SW):
+    """An SM's scheduler rows' copies made from its warps' rows, as its turn comes in a call of
+    drive_copies (Python may have changed the warps since the last)."""
+    li = S_SIZE + SW.shape[1]
+    for s in range(S.shape[0]):
+        wake = NEVER
+        for k in range(S[s, S_NW]):
+            x = SW[s, k]
+            if x == S[s, S_LAST]:
+                S[s, S_LASTK] = k
+            r = NEVER if W[x, W_AT_BAR] else W[x, W_READY]
+            S[s, S_RDY + k] = r
+            S[s, li + k] = W[x, W_LAST_ISSUE]
+            if r < wake:
+                wake = r
+        S[s, S_WAKE] = wake
+    G[G_SYNCED] = 1
 
 
 @njit(cache=True, inline="always")
@@ -1466,7 +1464,10 @@ def _drive(SMS, MS, H, E, copies):
     overflow). A yield's posted stores go to the compiled memory system here when it is the SMs'
     (``_post_queued``). ``FINISHED``: no SM has an event left; ``STOPPED``: the next event is at or after
     ``E[E_STOP]``. With ``E[E_SOLO]``, every status returns (one SM driven by simpy)."""
-    _copies(SMS, copies)
+    for i in range(len(SMS)):
+        G = SMS[i][0]
+        G[G_COPIES] = 1 if copies else 0
+        G[G_SYNCED] = 0
     cur = E[E_CUR]
     quantum = E[E_QUANTUM]
     while True:
@@ -1492,9 +1493,13 @@ def _drive(SMS, MS, H, E, copies):
             G = SMS[cur][0]
             G[G_NEXT_YIELD] = G[G_T] + quantum
             a = SMS[cur]
+            if copies and not G[G_SYNCED]:
+                _sync(G, a[2], a[5], a[6])
             _warm(G, a[2], a[5], a[6], a[13], a[14], copies)
         a = SMS[cur]
         G = a[0]
+        if copies and not G[G_SYNCED]:
+            _sync(G, a[2], a[5], a[6])
         st = run(G, a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14],
                  a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22], MS, copies)
         if E[E_SOLO] or st != YIELD:
