@@ -65,6 +65,13 @@ the next-pc load first among the core's instructions before). The L2/DRAM model'
 without numba's negative-index wrap-around (:data:`maxsim.jit.NO_WRAPAROUND`; ~10% of the core's
 time). Compiling the core takes ~12-15 s of CPU, once (cached); numba's own inliner for the whole
 issue path took ~45 s.
+
+Two compiled drives: :func:`drive`, whose schedulers scan their warps' rows for the oldest ready
+warp, and :func:`drive_copies`, whose scheduler rows keep copies of their warps' ready and
+last-issue cycles side by side (``S_RDY``) and scan them with a mask of the ready ones, for SMs
+whose schedulers hold many warps (``COPIES_FROM``, :func:`drive_for`); the copies' upkeep on every
+issue costs the few-warp SGEMMs more than their scan saves. One source (``copies``, a constant of
+each compiled function), so neither pays for the other's code; the same figures (docs/design.md).
 """
 
 from __future__ import annotations
