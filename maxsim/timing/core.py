@@ -170,14 +170,15 @@ S_LASTK = 14
 # the cycle from which the warp may issue as far as its dependencies and barriers say (W_READY;
 # NEVER while it waits at a CTA barrier, W_AT_BAR), from S_SIZE + SW.shape[1] the cycle it last
 # issued (W_LAST_ISSUE): the schedulers' scans read these side by side instead of one warp row
-# each. Made from W as drive_copies is called (Python may have changed W since) and kept by the
-# core's writes of those fields and of SW.
+# each. Made from W as an SM's turn first comes in a call of drive_copies (Python may have changed W
+# since, G_SYNCED) and kept by the core's writes of those fields and of SW.
 S_RDY = S_SIZE
 # the fewest warps a scheduler may hold (the kernel's resident CTAs' warps over the schedulers) for
 # which an SM runs with the copies above (drive_copies); with fewer, the per-warp scan of the warps'
-# rows costs less than the copies' upkeep (a documented choice between the SGEMMs' 4 warps per
-# scheduler, on which the copies cost more than they save, and matmul_tiled's 16:
-# benchmarks/sm_speed.py, general_speed.py --cases gemm; docs/design.md)
+# rows costs less than the copies' upkeep (a simulator setting, no figure depends on it; a
+# documented choice between the SGEMMs' 4 warps per scheduler, on which the copies cost more than
+# they save, and matmul_tiled's 16: benchmarks/sm_speed.py, general_speed.py --cases gemm;
+# docs/design.md)
 COPIES_FROM = 6
 
 # ---- C: per resident CTA ----
