@@ -143,6 +143,18 @@ def test_unknown_clock_is_refused_by_name(monkeypatch):
         clock_name()
 
 
+def test_the_schedulers_scan_is_chosen_by_the_warps_they_may_hold():
+    from types import SimpleNamespace
+
+    from maxsim.timing import core as K
+    sgemm = SM(CFG, generate_kernel("sgemm_128"), 256, MemorySystem(CFG))
+    assert (sgemm.max_ctas, sgemm.wpc, len(sgemm.scheds)) == (2, 8, 4)  # 4 warps a scheduler
+    assert K.drive_for([sgemm]) is K.drive
+    tiled = SimpleNamespace(max_ctas=8, wpc=8, scheds=sgemm.scheds)  # matmul_tiled's 16 warps a scheduler
+    assert K.drive_for([sgemm, tiled]) is K.drive_copies
+    assert K.drive_for([]) is K.drive
+
+
 def test_sms_driven_together_must_share_a_memory_system():
     kernel, grid, block, params, mem, tex = sgemm_launch("sgemm_64", 128, 32)
     _, traces = trace_ctas(kernel, grid, block, params, mem, tex, CFG)

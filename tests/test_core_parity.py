@@ -7,7 +7,8 @@ cores (the reference on deep copies of the memory objects) and asserts identical
 totals and per-warp stalls, bank-conflict, delayed-conflict and reuse counts, dual issues,
 texture and shared-memory counters, hazards, issue and stall logs, CTA logs and back-branch times;
 then the same comparison runs for a hazard case, a multi-SM GPU and both SGEMM kernels (one
-wave, and more CTAs than fit on one SM).
+wave, and more CTAs than fit on one SM). Each test runs twice, with the compiled core's scans over
+the warps' rows and over the scheduler rows' copies of their cycles (``drive`` / ``drive_copies``).
 """
 
 from __future__ import annotations
@@ -130,6 +131,16 @@ def _twin(monkeypatch):
     monkeypatch.setattr(micro, "simulate", twin_simulate)
 
 
+@pytest.fixture(autouse=True, params=["rows", "copies"])
+def scan(request, monkeypatch):
+    """Every test with each of the compiled core's two scans: the schedulers' scans over the warps'
+    rows (drive) and over the scheduler rows' copies (drive_copies), whatever warps a scheduler
+    holds."""
+    from maxsim.timing import core as K
+    monkeypatch.setattr(K, "COPIES_FROM", 0 if request.param == "copies" else 1 << 30)
+    return request.param
+
+
 # ---- beyond the micro-kernels ------------------------------------------------------------------
 
 def test_the_twin_really_runs_both_cores(monkeypatch):
@@ -144,6 +155,18 @@ def test_the_twin_really_runs_both_cores(monkeypatch):
         --:-:-:-:{micro.s(6)}  FFMA R0, R1, R2, R3;
         {micro.exit_line()}"""))
     assert built == [ReferenceSM] and type(sm) is SM
+
+
+def test_the_compiled_core_runs_with_the_scan_under_test(scan, monkeypatch):
+    from maxsim.timing import core as K
+    used = []
+    for name in ("drive", "drive_copies"):
+        real = getattr(K, name)
+        monkeypatch.setattr(K, name, lambda *a, _f=real, _n=name: used.append(_n) or _f(*a))
+    micro.run(micro.kernel(f"""
+        --:-:-:-:{micro.s(6)}  FFMA R0, R1, R2, R3;
+        {micro.exit_line()}"""))
+    assert used and set(used) == {"drive_copies" if scan == "copies" else "drive"}
 
 
 def test_hazard_case_warn_and_strict():

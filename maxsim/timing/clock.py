@@ -123,6 +123,7 @@ class Solo:
 
     def __init__(self, sm):
         self.lineup = Lineup([sm])
+        self.drive = K.drive_for([sm])
         self.H = np.zeros((1, K.H_SIZE), dtype=np.int64)
         self.E = np.zeros(K.E_SIZE, dtype=np.int64)
         self.E[K.E_SOLO] = 1
@@ -130,7 +131,7 @@ class Solo:
 
     def call(self):
         ms = self.lineup.refresh()
-        return K.drive(self.lineup.states, ms, self.H, self.E)
+        return self.drive(self.lineup.states, ms, self.H, self.E)
 
 
 PROGRESS_CYCLES = 2048  # simulated cycles between two progress reports of a timing run
@@ -147,6 +148,7 @@ def run_together(sms, quantum, *, until=None, progress=None, refill=None):
     if not sms:
         return
     lineup = Lineup(sms)
+    drive = K.drive_for(sms)  # (the schedulers' scans for the warps they may hold)
     n = len(sms)
     H = np.zeros((n, K.H_SIZE), dtype=np.int64)
     H[:, K.H_STATE] = K.H_UNSTARTED
@@ -164,7 +166,7 @@ def run_together(sms, quantum, *, until=None, progress=None, refill=None):
     E[K.E_STOP] = stop()
     while True:
         ms = lineup.refresh()
-        status = K.drive(lineup.states, ms, H, E)
+        status = drive(lineup.states, ms, H, E)
         if status == K.FINISHED:
             break
         if status == K.STOPPED:

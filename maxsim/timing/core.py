@@ -65,6 +65,13 @@ the next-pc load first among the core's instructions before). The L2/DRAM model'
 without numba's negative-index wrap-around (:data:`maxsim.jit.NO_WRAPAROUND`; ~10% of the core's
 time). Compiling the core takes ~12-15 s of CPU, once (cached); numba's own inliner for the whole
 issue path took ~45 s.
+
+Two compiled drives: :func:`drive`, whose schedulers scan their warps' rows for the oldest ready
+warp, and :func:`drive_copies`, whose scheduler rows keep copies of their warps' ready and
+last-issue cycles side by side (``S_RDY``) and scan them with a mask of the ready ones, for SMs
+whose schedulers hold many warps (``COPIES_FROM``, :func:`drive_for`); the copies' upkeep on every
+issue costs the few-warp SGEMMs more than their scan saves. One source (``copies``, a constant of
+each compiled function), so neither pays for the other's code; the same figures (docs/design.md).
 """
 
 from __future__ import annotations
@@ -73,6 +80,7 @@ import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core.errors import TypingError
+from numba.cpython.unsafe.numbers import trailing_zeros as _trailing_zeros
 from numba.extending import intrinsic
 
 from ..jit import Callee, call_through, njit, pointer_call
@@ -114,7 +122,12 @@ _NONE = 11  # a scheduler found no warp to issue (internal)
  G_L1_MODE, G_L1_CACHES, G_L1_BASE,
  # whether the last cycles passed over were those after a cycle in which ready warps found their units
  # busy (a hint: only then does run look for such a cycle after one with an issue)
- G_IDLE, G_SIZE) = range(79)
+ G_IDLE,
+ # whether the scheduler rows keep the copies of the warps' cycles (S_RDY, S_WAKE, S_LASTK): set as
+ # drive_copies is called, cleared as drive is (the rare steps keep the copies only then); and whether
+ # they are up to date (cleared as drive_copies is called: Python may have changed the warps since;
+ # set once they are made, as the SM's turn comes)
+ G_COPIES, G_SYNCED, G_SIZE) = range(81)
 
 # request kinds (G_REQ_KIND)
 REQ_TEX, REQ_LDG, REQ_STG = range(3)
@@ -144,9 +157,29 @@ W_SIZE = -(-(W_EXIT_SEQ + 1) // 8) * 8  # whole cache lines
 
 # ---- S: per scheduler ----
 S_LAST, S_BUSY, S_PIPE0, S_PIPE1, S_MEM_FREE, S_RC_WARP, S_NW, S_RCN = range(8)  # S_RCN: 3 counts
-S_SIZE = 13
+S_SIZE = 15
 S_PIPE2 = 11  # the quarter-rate (xu) pipe's free cycle
 S_PIPE3 = 12  # the fp64 pipe's free cycle
+# With the copies (drive_copies, G_COPIES): a cycle before which none of the scheduler's warps is
+# ready (at most the least of its S_RDY entries below): until then its turn finds no warp without a
+# scan; and the place of warp S_LAST in SW's row (its S_RDY entry)
+S_WAKE = 13
+S_LASTK = 14
+# from column S_SIZE (a row holds S_SIZE + 2 x warp slots), with the copies only: two runs of
+# SW.shape[1] entries, one per warp of the scheduler in SW's order (warp SW[s, k] at k): from S_RDY
+# the cycle from which the warp may issue as far as its dependencies and barriers say (W_READY;
+# NEVER while it waits at a CTA barrier, W_AT_BAR), from S_SIZE + SW.shape[1] the cycle it last
+# issued (W_LAST_ISSUE): the schedulers' scans read these side by side instead of one warp row
+# each. Made from W as an SM's turn first comes in a call of drive_copies (Python may have changed W
+# since, G_SYNCED) and kept by the core's writes of those fields and of SW.
+S_RDY = S_SIZE
+# the fewest warps a scheduler may hold (the kernel's resident CTAs' warps over the schedulers) for
+# which an SM runs with the copies above (drive_copies); with fewer, the per-warp scan of the warps'
+# rows costs less than the copies' upkeep (a simulator setting, no figure depends on it; a
+# documented choice between the SGEMMs' 4 warps per scheduler, on which the copies cost more than
+# they save, and matmul_tiled's 16: benchmarks/sm_speed.py, general_speed.py --cases gemm;
+# docs/design.md)
+COPIES_FROM = 6
 
 # ---- C: per resident CTA ----
 C_LIVE, C_NARRIVED, C_SIZE = range(3)
@@ -679,6 +712,10 @@ def _release(G, W, S, SW, C, c, t):
                 W[x, W_AT_BAR] = 0
                 if W[x, W_READY] < when:
                     W[x, W_READY] = when
+                if G[G_COPIES]:
+                    S[s, S_RDY + k] = W[x, W_READY]
+                    if W[x, W_READY] < S[s, S_WAKE]:
+                        S[s, S_WAKE] = W[x, W_READY]
                 if W[x, W_DEP_UNTIL] < when:
                     W[x, W_DEP_UNTIL] = when
     C[c, C_NARRIVED] = 0
@@ -688,14 +725,23 @@ def _release(G, W, S, SW, C, c, t):
 def _finish_warp(G, W, S, SW, C, w, s, t):
     W[w, W_DONE] = 1
     n = S[s, S_NW]
+    li = S_SIZE + SW.shape[1]
+    copies = G[G_COPIES]
+    gone = n
     for k in range(n):
         if SW[s, k] == w:
+            gone = k
             for j in range(k, n - 1):
                 SW[s, j] = SW[s, j + 1]
+                if copies:
+                    S[s, S_RDY + j] = S[s, S_RDY + j + 1]
+                    S[s, li + j] = S[s, li + j + 1]
             break
     S[s, S_NW] = n - 1
     if S[s, S_LAST] == w:
         S[s, S_LAST] = -1
+    elif copies and S[s, S_LAST] >= 0 and S[s, S_LASTK] > gone:
+        S[s, S_LASTK] -= 1
     c = W[w, W_CTA]
     C[c, C_LIVE] -= 1
     if C[c, C_LIVE] > 0 and C[c, C_NARRIVED] > 0 and C[c, C_NARRIVED] == C[c, C_LIVE]:
@@ -755,8 +801,9 @@ def bind_core():
 
 
 @njit(cache=True, forceinline=True)
-def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, u, delay, done_at, arrives):
-    """Everything of an issue after its unit's work: results, barriers, the next pc."""
+def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, u, delay, done_at, arrives, copies):
+    """Everything of an issue after its unit's work: results, barriers, the next pc. ``copies``
+    (a constant of the compiled function, :func:`drive_copies`): keep the scheduler row's copies."""
     if G[G_LOG]:
         k = G[G_NILOG]
         ILOG[k, 0] = t
@@ -822,10 +869,14 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, u,
             dep = c
     W[w, W_DEP_UNTIL] = dep
     W[w, W_READY] = dep
+    if copies:
+        S[s, S_RDY + S[s, S_LASTK]] = dep  # (S_WAKE stays below it: the warp was ready by t < dep)
     if u == BAR and arrives:
         c = W[w, W_CTA]
         C[c, C_NARRIVED] += 1
         W[w, W_AT_BAR] = 1
+        if copies:
+            S[s, S_RDY + S[s, S_LASTK]] = NEVER
         W[w, W_BAR_WAIT] = 1
         if C[c, C_NARRIVED] == C[c, C_LIVE]:
             _call_release(G, W, S, SW, C, c, t)
@@ -834,11 +885,13 @@ def _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, u,
 
 @njit(cache=True, forceinline=True)
 def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
-                REQ, CNT, MS, w, s, pc, t, phase):
+                REQ, CNT, MS, w, s, pc, t, phase, copies):
     """One issue (a scheduler's pick, or the second instruction of a dual issue): compiled into its caller."""
     CNT[PC_EXEC, pc] += 1
     u = P[pc, P_UNIT]
     W[w, W_LAST_ISSUE] = t
+    if copies:
+        S[s, S_SIZE + SW.shape[1] + S[s, S_LASTK]] = t  # (the issuing warp is S_LAST)
     delay = 0
     done_at = t
     arrives = True
@@ -894,12 +947,12 @@ def _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC,
     elif u == BAR:
         arrives = TAUX[W[w, W_TBASE] + W[w, W_POS]] != 0  # -1: no record, every warp arrives
     return _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, u, delay, done_at,
-                       arrives)
+                       arrives, copies)
 
 
 @njit(cache=True, inline="always")
 def _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
-          REQ, CNT, MS, w, s, pc, t):
+          REQ, CNT, MS, w, s, pc, t, copies):
     """Dual issue: a stall-0 instruction and the next one of the same warp, a pair the rules allow."""
     if P[pc, P_STALL] == 0 and G[G_DUAL_ON] and not W[w, W_DONE] and not W[w, W_AT_BAR]:
         nxt = W[w, W_PC]
@@ -917,14 +970,16 @@ def _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, I
                 G[G_DUAL] += 1
                 CNT[PC_DUAL, nxt] += 1
                 return _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1,
-                              ILOG, BLOG, HLOG, REQ, CNT, MS, w, s, nxt, t, 2)
+                              ILOG, BLOG, HLOG, REQ, CNT, MS, w, s, nxt, t, 2, copies)
     return OK
 
 
 @njit(cache=True, inline="always")
 def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, SLOG, BLOG,
-              HLOG, REQ, CNT, MS, s, t):
+              HLOG, REQ, CNT, MS, s, t, copies):
     """One scheduler's turn in cycle t: greedy-then-oldest selection, stall accounting, issue."""
+    if copies and S[s, S_WAKE] > t:
+        return _NONE  # (no warp ready: the scan below would find none)
     w = S[s, S_LAST]
     nw = S[s, S_NW]
     if w >= 0 and not W[w, W_DONE] and not W[w, W_AT_BAR] and W[w, W_READY] <= t \
@@ -932,15 +987,44 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
         pick = w
     else:
         pick = -1
+        pk = -1
         best = NEVER
-        for k in range(nw):
-            x = SW[s, k]
-            if W[x, W_READY] <= t and not W[x, W_AT_BAR] and W[x, W_LAST_ISSUE] < best:
-                if x == w and W[x, W_YIELDED] and nw > 1:
-                    continue
-                if _unit_ok(G, W, Q, S, P, x, W[x, W_PC], t, s):
-                    pick = x
-                    best = W[x, W_LAST_ISSUE]
+        if copies:
+            # (on the row's copies: the warps ready by t, in launch order, up to 64 at a time:
+            # first a mask of them, made without a branch per warp, then those only; the same order
+            # and tests as the loop below; S_WAKE made anew)
+            wake = NEVER
+            li = S_SIZE + SW.shape[1]
+            base = 0
+            while base < nw:
+                end = base + 64 if base + 64 < nw else nw
+                ready = np.int64(0)
+                for k in range(base, end):
+                    r = S[s, S_RDY + k]
+                    wake = r if r < wake else wake
+                    ready |= np.int64(r <= t) << (k - base)
+                while ready != 0:
+                    k = base + _trailing_zeros(ready)
+                    ready &= ready - 1
+                    x = SW[s, k]
+                    if S[s, li + k] < best:
+                        if x == w and W[x, W_YIELDED] and nw > 1:
+                            continue
+                        if _unit_ok(G, W, Q, S, P, x, W[x, W_PC], t, s):
+                            pick = x
+                            pk = k
+                            best = S[s, li + k]
+                base = end
+            S[s, S_WAKE] = wake
+        else:
+            for k in range(nw):
+                x = SW[s, k]
+                if W[x, W_READY] <= t and not W[x, W_AT_BAR] and W[x, W_LAST_ISSUE] < best:
+                    if x == w and W[x, W_YIELDED] and nw > 1:
+                        continue
+                    if _unit_ok(G, W, Q, S, P, x, W[x, W_PC], t, s):
+                        pick = x
+                        best = W[x, W_LAST_ISSUE]
         if pick < 0:
             if w >= 0 and W[w, W_YIELDED] and W[w, W_READY] <= t and not W[w, W_AT_BAR] \
                     and _unit_ok(G, W, Q, S, P, w, W[w, W_PC], t, s):
@@ -948,8 +1032,10 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
             else:
                 return _NONE
     w = pick
-    if S[s, S_LAST] != w:
+    if S[s, S_LAST] != w:  # (picked by the scan, at pk)
         S[s, S_LAST] = w
+        if copies:
+            S[s, S_LASTK] = pk
         if G[G_SWITCH_CLEARS]:
             S[s, S_RC_WARP] = -1
     # stall accounting for the cycles since this warp last issued (charged to the warp and to the
@@ -990,26 +1076,33 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
     W[w, W_BLOCKED] = 0
     W[w, W_BAR_WAIT] = 0
     st = _issue_here(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
-                     REQ, CNT, MS, w, s, pc, t, 1)
+                     REQ, CNT, MS, w, s, pc, t, 1, copies)
     if st != OK:
         return st
     return _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG, HLOG,
-                 REQ, CNT, MS, w, s, pc, t)
+                 REQ, CNT, MS, w, s, pc, t, copies)
 
 
 @njit(cache=True, inline="always")
-def _next_time(G, W, S, SW):
+def _next_time(G, W, S, SW, copies):
     nxt = NEVER
     for s in range(G[G_NSCHED]):
         busy = S[s, S_BUSY]
         for k in range(S[s, S_NW]):
-            x = SW[s, k]
-            if not W[x, W_AT_BAR]:
-                r = W[x, W_READY]
+            if copies:
+                r = S[s, S_RDY + k]  # (NEVER at a barrier: no bound)
                 if r < busy:
                     r = busy
                 if r < nxt:
                     nxt = r
+            else:
+                x = SW[s, k]
+                if not W[x, W_AT_BAR]:
+                    r = W[x, W_READY]
+                    if r < busy:
+                        r = busy
+                    if r < nxt:
+                        nxt = r
     return nxt
 
 
@@ -1052,7 +1145,7 @@ def _unit_free(G, W, Q, S, P, w, pc, t, s):
 
 
 @njit(cache=True, forceinline=True)
-def _next_unblocked(G, W, Q, S, SW, P, t):
+def _next_unblocked(G, W, Q, S, SW, P, t, copies):
     """After a cycle ``t`` in which no warp issued though some were ready by then (their units
     were not, :func:`_unit_ok`): the first cycle at which any warp may issue, as far as the SM alone
     decides (a warp ready, its scheduler and unit free; nothing changes before a warp issues)."""
@@ -1061,8 +1154,9 @@ def _next_unblocked(G, W, Q, S, SW, P, t):
         busy = S[s, S_BUSY]
         for k in range(S[s, S_NW]):
             x = SW[s, k]
-            if not W[x, W_AT_BAR]:
-                r = W[x, W_READY]
+            # (with the copies, their ready cycles: NEVER at a barrier)
+            if (S[s, S_RDY + k] < NEVER) if copies else not W[x, W_AT_BAR]:
+                r = S[s, S_RDY + k] if copies else W[x, W_READY]
                 if r < busy:
                     r = busy
                 if r <= t:
@@ -1088,7 +1182,7 @@ def _pass_to(G, nxt, t):
 
 
 @njit(cache=True, forceinline=True)
-def _idle_until(G, W, Q, S, SW, P, t):
+def _idle_until(G, W, Q, S, SW, P, t, copies):
     """Cycle ``t`` follows one in which a warp issued: ``t`` if a warp may issue in it (or nothing
     below applies); otherwise the cycle at which :func:`run`, having visited ``t`` without an issue,
     would go on, with what that visit leaves - every warp its schedulers tested found its unit
@@ -1100,8 +1194,8 @@ def _idle_until(G, W, Q, S, SW, P, t):
         busy = S[s, S_BUSY]
         for k in range(S[s, S_NW]):
             x = SW[s, k]
-            if not W[x, W_AT_BAR]:
-                r = W[x, W_READY]
+            if (S[s, S_RDY + k] < NEVER) if copies else not W[x, W_AT_BAR]:
+                r = S[s, S_RDY + k] if copies else W[x, W_READY]
                 if r < busy:
                     r = busy
                 if r <= t:
@@ -1121,7 +1215,8 @@ def _idle_until(G, W, Q, S, SW, P, t):
             busy = S[s, S_BUSY]
             for k in range(S[s, S_NW]):
                 x = SW[s, k]
-                if not W[x, W_AT_BAR] and W[x, W_READY] <= t and busy <= t:
+                if ((S[s, S_RDY + k] <= t) if copies else (not W[x, W_AT_BAR] and W[x, W_READY] <= t)) \
+                        and busy <= t:
                     W[x, W_BLOCKED] = 4 if P[W[x, W_PC], P_UNIT] <= ALU_HALF else 3
         nxt = _pass_to(G, nxt, t)
     return nxt
@@ -1129,8 +1224,9 @@ def _idle_until(G, W, Q, S, SW, P, t):
 
 @njit(cache=True, inline="always")
 def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, SLOG, BLOG, HLOG,
-        REQ, CNT, MS):
-    """Advance the SM from G[G_T] until Python is needed; returns a status (module docstring)."""
+        REQ, CNT, MS, copies):
+    """Advance the SM from G[G_T] until Python is needed; returns a status (module docstring).
+    ``copies``: the scheduler rows keep and scan the copies of the warps' cycles (:func:`drive_copies`)."""
     G, F, W, REGS, Q, S, SW = _borrow(G), _borrow(F), _borrow(W), _borrow(REGS), _borrow(Q), _borrow(S), \
         _borrow(SW)
     RC, BANKS, C, P, L, RD = _borrow(RC), _borrow(BANKS), _borrow(C), _borrow(P), _borrow(L), _borrow(RD)
@@ -1150,10 +1246,10 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
         pc = G[G_CTX_PC]
         done = _memory_done(G, W, Q, L1, REQ, w)
         st = _issue_tail(G, W, REGS, S, SW, RC, C, P, L, TPC, TAUX, ILOG, w, s, pc, t, P[pc, P_UNIT], 0,
-                         done, True)
+                         done, True, copies)
         if st == OK and phase == 1:
             st = _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, BLOG,
-                       HLOG, REQ, CNT, MS, w, s, pc, t)
+                       HLOG, REQ, CNT, MS, w, s, pc, t, copies)
         if st == EXITED:
             G[G_SI] = s + 1
             return st
@@ -1184,7 +1280,7 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
         while s < nsched:
             if S[s, S_BUSY] <= t and S[s, S_NW]:
                 st = _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG,
-                               SLOG, BLOG, HLOG, REQ, CNT, MS, s, t)
+                               SLOG, BLOG, HLOG, REQ, CNT, MS, s, t, copies)
                 if st != _NONE:
                     G[G_ISSUED] = 1
                     if st != OK:
@@ -1206,12 +1302,12 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
             if G[G_IDLE] and t < G[G_NEXT_YIELD] and (G[G_LIMIT] < 0 or t <= G[G_LIMIT]) and not (
                     G[G_NBLOG] > blog_cap or G[G_NHLOG] > hlog_cap or
                     (G[G_LOG] and (G[G_NILOG] > ilog_cap or G[G_NSLOG] > slog_cap))):
-                nxt = _idle_until(G, W, Q, S, SW, P, t)
+                nxt = _idle_until(G, W, Q, S, SW, P, t, copies)
                 if nxt == t:
                     G[G_IDLE] = 0
                 t = nxt
         else:
-            nxt = _next_time(G, W, S, SW)
+            nxt = _next_time(G, W, S, SW, copies)
             if nxt >= NEVER:
                 return ERR_DEADLOCK
             if nxt > t + 1:
@@ -1223,7 +1319,7 @@ def run(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILO
                 # only repeat this one (no issue, the same stall reasons), so they are passed over,
                 # as far as the quantum's end (and the cycle limit) where the cycle-by-cycle run
                 # stops too
-                nxt = _next_unblocked(G, W, Q, S, SW, P, t)
+                nxt = _next_unblocked(G, W, Q, S, SW, P, t, copies)
                 G[G_IDLE] = 1
                 t = _pass_to(G, nxt, t)
         G[G_T] = t
@@ -1283,13 +1379,22 @@ def drive_types():
 
 
 @njit(cache=True, forceinline=True)
-def _warm(W, S, SW, TPC, TAUX):
+def _warm(G, W, S, SW, TPC, TAUX, copies):
     """As an SM's turn begins (the other SMs' turns since its last have pushed its rows out of the
     CPU's caches): ask for the first two lines of each of its warps' rows and for the trace lines
     each warp reads next, all at once, rather than one miss after another as the warps are scanned
     and issue. Hints only (:func:`maxsim.jit.prefetch`): nothing the model computes changes."""
+    until = G[G_NEXT_YIELD]
     for s in range(S.shape[0]):
+        if copies:  # (the scheduler row's copies, read at every turn)
+            r = s * S.shape[1]
+            for j in range(0, S_RDY + S[s, S_NW], 8):
+                _prefetch(S, r + j)
+            for j in range(S_SIZE + SW.shape[1], S_SIZE + SW.shape[1] + S[s, S_NW], 8):
+                _prefetch(S, r + j)
         for k in range(S[s, S_NW]):
+            if copies and S[s, S_RDY + k] >= until:
+                continue  # (with the copies: a warp that cannot issue in this turn is not read)
             x = SW[s, k]
             _prefetch(W, x * W.shape[1])
             _prefetch(W, x * W.shape[1] + 8)
@@ -1302,6 +1407,54 @@ def _warm(W, S, SW, TPC, TAUX):
 
 @njit(cache=True)
 def drive(SMS, MS, H, E):
+    """Run the SMs ``SMS`` sharing the memory system ``MS`` until Python is needed
+    (:func:`_drive`), their schedulers scanning the warps' rows: for SMs whose schedulers hold few
+    warps (fewer than ``COPIES_FROM``)."""
+    return _drive(SMS, MS, H, E, False)
+
+
+@njit(cache=True)
+def drive_copies(SMS, MS, H, E):
+    """As :func:`drive`, the scheduler rows keeping copies of their warps' ready and last-issue
+    cycles side by side (``S_RDY``) and scanning those with a mask of the ready ones, and skipping
+    their turns before the earliest (``S_WAKE``): for SMs whose schedulers hold ``COPIES_FROM``
+    warps or more, where the scans over the warps' rows cost more than the copies' upkeep on every
+    issue. A function of its own (numba compiles each with ``copies`` a constant): neither pays for
+    the other's code. The same figures."""
+    return _drive(SMS, MS, H, E, True)
+
+
+def drive_for(sms):
+    """The function that drives the compiled SMs ``sms`` (objects with ``max_ctas``, ``wpc``
+    and ``scheds``: :class:`maxsim.timing.sm.SM`): :func:`drive_copies` when any of their
+    schedulers may hold ``COPIES_FROM`` warps or more (the kernel's resident CTAs' warps over the
+    schedulers), else :func:`drive`."""
+    most = max((-(-sm.max_ctas * sm.wpc // len(sm.scheds)) for sm in sms), default=0)
+    return drive_copies if most >= COPIES_FROM else drive
+
+
+@njit(cache=True, forceinline=True)
+def _sync(G, W, S, SW):
+    """An SM's scheduler rows' copies made from its warps' rows, as its turn comes in a call of
+    drive_copies (Python may have changed the warps since the last)."""
+    li = S_SIZE + SW.shape[1]
+    for s in range(S.shape[0]):
+        wake = NEVER
+        for k in range(S[s, S_NW]):
+            x = SW[s, k]
+            if x == S[s, S_LAST]:
+                S[s, S_LASTK] = k
+            r = NEVER if W[x, W_AT_BAR] else W[x, W_READY]
+            S[s, S_RDY + k] = r
+            S[s, li + k] = W[x, W_LAST_ISSUE]
+            if r < wake:
+                wake = r
+        S[s, S_WAKE] = wake
+    G[G_SYNCED] = 1
+
+
+@njit(cache=True, inline="always")
+def _drive(SMS, MS, H, E, copies):
     """Run the SMs ``SMS`` (a typed list of their state tuples, ``run``'s arguments but ``MS``)
     sharing one memory system (``MS``) in the order simpy runs their processes, until Python is
     needed; returns a status and leaves the SM it concerns in ``E[E_SM]``.
@@ -1319,6 +1472,10 @@ def drive(SMS, MS, H, E):
     overflow). A yield's posted stores go to the compiled memory system here when it is the SMs'
     (``_post_queued``). ``FINISHED``: no SM has an event left; ``STOPPED``: the next event is at or after
     ``E[E_STOP]``. With ``E[E_SOLO]``, every status returns (one SM driven by simpy)."""
+    for i in range(len(SMS)):
+        G = SMS[i][0]
+        G[G_COPIES] = 1 if copies else 0
+        G[G_SYNCED] = 0
     cur = E[E_CUR]
     quantum = E[E_QUANTUM]
     while True:
@@ -1344,11 +1501,15 @@ def drive(SMS, MS, H, E):
             G = SMS[cur][0]
             G[G_NEXT_YIELD] = G[G_T] + quantum
             a = SMS[cur]
-            _warm(a[2], a[5], a[6], a[13], a[14])
+            if copies and not G[G_SYNCED]:
+                _sync(G, a[2], a[5], a[6])
+            _warm(G, a[2], a[5], a[6], a[13], a[14], copies)
         a = SMS[cur]
         G = a[0]
+        if copies and not G[G_SYNCED]:
+            _sync(G, a[2], a[5], a[6])
         st = run(G, a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14],
-                 a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22], MS)
+                 a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22], MS, copies)
         if E[E_SOLO] or st != YIELD:
             return st
         t = G[G_T]

@@ -879,7 +879,7 @@ def _start_arrays(cfg, max_ctas, npc):
     F = np.zeros(K.F_TEX_FREE + l1c.caches, dtype=np.float64)
     F[K.F_TEX_BPC] = l1c.cache_bytes_per_clk
     Q = np.zeros((nwarps, pipes.shared_queue_depth + pipes.global_queue_depth), dtype=np.int64)
-    S = np.zeros((nsched, K.S_SIZE), dtype=np.int64)
+    S = np.zeros((nsched, K.S_SIZE + 2 * nwarps), dtype=np.int64)  # (K.S_RDY: two entries per warp slot)
     S[:, K.S_LAST] = -1
     S[:, K.S_RC_WARP] = -1
     SW = np.zeros((nsched, nwarps), dtype=np.int64)
