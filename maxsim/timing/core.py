@@ -112,9 +112,11 @@ _NONE = 11  # a scheduler found no warp to issue (internal)
  # the texture caches (l1tex.sharing): how a scheduler picks its cache (0 pooled, 1 s // (schedulers
  # / caches), 2 s % caches), how many, and the first set of the cache of the request under way
  G_L1_MODE, G_L1_CACHES, G_L1_BASE,
+ # sm.oldest_warp: 0 the ready warp that issued least recently, 1 the oldest by age (the queue's order)
+ G_OLDEST_AGE,
  # whether the last cycles passed over were those after a cycle in which ready warps found their units
  # busy (a hint: only then does run look for such a cycle after one with an issue)
- G_IDLE, G_SIZE) = range(79)
+ G_IDLE, G_SIZE) = range(80)
 
 # request kinds (G_REQ_KIND)
 REQ_TEX, REQ_LDG, REQ_STG = range(3)
@@ -924,7 +926,8 @@ def _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, I
 @njit(cache=True, inline="always")
 def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, SLOG, BLOG,
               HLOG, REQ, CNT, MS, s, t):
-    """One scheduler's turn in cycle t: greedy-then-oldest selection, stall accounting, issue."""
+    """One scheduler's turn in cycle t: greedy-then-oldest selection (oldest: least recently
+    issued, or by age, sm.oldest_warp), stall accounting, issue."""
     w = S[s, S_LAST]
     nw = S[s, S_NW]
     if w >= 0 and not W[w, W_DONE] and not W[w, W_AT_BAR] and W[w, W_READY] <= t \
@@ -941,6 +944,8 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
                 if _unit_ok(G, W, Q, S, P, x, W[x, W_PC], t, s):
                     pick = x
                     best = W[x, W_LAST_ISSUE]
+                    if G[G_OLDEST_AGE]:
+                        break
         if pick < 0:
             if w >= 0 and W[w, W_YIELDED] and W[w, W_READY] <= t and not W[w, W_AT_BAR] \
                     and _unit_ok(G, W, Q, S, P, w, W[w, W_PC], t, s):
