@@ -221,6 +221,37 @@ def test_sgemm_with_one_texture_cache_per_pair_of_schedulers(sharing):
     assert (split.l1.sector_hits, split.stats.cycles) != (pooled.l1.sector_hits, pooled.stats.cycles)
 
 
+def test_sgemm_with_warps_selected_by_age():
+    # sm.oldest_warp = "age": when the greedy warp cannot issue, the scheduler takes the ready warp
+    # of the CTA launched first. One SM running 12 CTAs of sgemm_64 where 8 fit (the later CTAs
+    # join the queues behind older ones): both cores agree, and the CTAs end in another order and
+    # at other cycles than with the least recently issued warp
+    kernel, p = _problem("sgemm_64", 64 * 12, 64, 64)
+    runs = {}
+    for mode in ("least_recent", "age"):
+        cfg = override(load_config(), {"sm.oldest_warp": mode})
+        runs[mode] = twin_simulate(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg, log=True)[1]
+    age, lr = runs["age"], runs["least_recent"]
+    assert len(age.cta_log) == len(lr.cta_log) == 12
+    assert age.stats.warp_instructions == lr.stats.warp_instructions
+    assert age.cta_log != lr.cta_log
+
+
+def test_multi_sm_gpu_with_warps_selected_by_age():
+    # the same on a GPU: 8 CTAs of sgemm_128 on 3 SMs holding 2 each, CTAs from the shared dispatcher
+    cfg = override(load_config("gtx980_oc"), {"gpu.sms": 3, "sm.oldest_warp": "age"})
+    kernel, problem = _problem("sgemm_128", 512, 256, 32)
+    out = {}
+    for name in ("python", "compiled"):
+        p = copy.deepcopy(problem)
+        with core(name):
+            out[name] = simulate_gpu(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg)
+    ref, new = out["python"], out["compiled"]
+    assert ref.cycles == new.cycles and new.memory.stats() == ref.memory.stats()
+    for a, b in zip(ref.sms, new.sms):
+        assert_same(a, b)
+
+
 def test_sgemm_later_ctas_reuse_trace_buffers(monkeypatch):
     # one SM running 12 CTAs of sgemm_64 where 8 fit: the later CTAs' traces go into buffers that
     # still hold live warps' traces and sector lists, which must move intact when compacted

@@ -657,6 +657,34 @@ def test_next_cta_starts_cta_launch_cycles_after_the_last_ends(gap):
 
 
 # ---------------------------------------------------------------------------------------------
+# (9b) which ready warp "oldest" means when the greedy warp cannot issue (sm.oldest_warp)
+
+@pytest.mark.parametrize("oldest", ["least_recent", "age"])
+@pytest.mark.parametrize("stall,yield_flag", [(2, "-"), (1, "Y")])
+def test_oldest_warp_least_recent_or_by_age(oldest, stall, yield_flag):
+    # three CTAs of 4 warps: warp 0 of CTA 0, 1 and 2 (A, B, C, launched in that order) share
+    # scheduler 0. Each runs n independent FFMAs that let the greedy warp go after every issue
+    # (stall 2, or stall 1 with the yield flag), then EXIT.
+    # least_recent: A, B, C take turns (A at 0, 3, 6, ...): each EXIT at 3n, 3n + 1, 3n + 2.
+    # age: A and B alternate (A at 0, 2, ..., B at 1, 3, ...; one of them is always ready and
+    # older than C) and exit at 2n and 2n + 1; C starts at 2n + 2, alone: every `stall` cycles
+    # (a yielded warp alone on its scheduler issues again), its EXIT at 2n + 2 + n * stall.
+    n = 6
+    cfg = override(CFG, {"sm.oldest_warp": oldest})
+    k = kernel("\n".join([f"--:-:-:{yield_flag}:{stall} FFMA R{4 + 4 * (i % 4)}, R1, R2, R3;" for i in range(n)]
+                         + [exit_line()]))
+    res, sm = simulate(k, 3, 128, cfg=cfg, log=True)
+    times = {c: [t for t, lab, pc in sm.issue_log if lab == f"cta{c},0.w0"] for c in range(3)}
+    if oldest == "least_recent":
+        expect = {c: [c + 3 * i for i in range(n + 1)] for c in range(3)}
+    else:
+        expect = {0: [2 * i for i in range(n + 1)], 1: [1 + 2 * i for i in range(n + 1)],
+                  2: [2 * n + 2 + stall * i for i in range(n + 1)]}
+    assert times == expect
+    assert sm.stats.cycles == max(expect[2]) + 1
+
+
+# ---------------------------------------------------------------------------------------------
 # (12) the quarter-rate xu pipe (MUFU, conversions, POPC, FLO), LDC, SHFL and shared atomics
 
 

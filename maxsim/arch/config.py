@@ -122,6 +122,10 @@ class SmConfig:
 
     schedulers: int = _pos_int()
     scheduler_assignment: str = _choice("warp_id_mod")
+    # which warp "oldest" of greedy-then-oldest selection takes when the greedy warp cannot issue:
+    # "least_recent" (the ready warp that issued least recently) or "age" (the ready warp of the CTA
+    # the SM launched first, then the lowest warp of that CTA)
+    oldest_warp: str = _choice("least_recent", "age")
     warp_size: int = _pow2_int()
     max_warps: int = _pos_int()
     max_ctas: int = _pos_int()

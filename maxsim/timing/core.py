@@ -120,6 +120,8 @@ _NONE = 11  # a scheduler found no warp to issue (internal)
  # the texture caches (l1tex.sharing): how a scheduler picks its cache (0 pooled, 1 s // (schedulers
  # / caches), 2 s % caches), how many, and the first set of the cache of the request under way
  G_L1_MODE, G_L1_CACHES, G_L1_BASE,
+ # sm.oldest_warp: 0 the ready warp that issued least recently, 1 the oldest by age (the queue's order)
+ G_OLDEST_AGE,
  # whether the last cycles passed over were those after a cycle in which ready warps found their units
  # busy (a hint: only then does run look for such a cycle after one with an issue)
  G_IDLE,
@@ -127,7 +129,7 @@ _NONE = 11  # a scheduler found no warp to issue (internal)
  # drive_copies is called, cleared as drive is (the rare steps keep the copies only then); and whether
  # they are up to date (cleared as drive_copies is called: Python may have changed the warps since;
  # set once they are made, as the SM's turn comes)
- G_COPIES, G_SYNCED, G_SIZE) = range(81)
+ G_COPIES, G_SYNCED, G_SIZE) = range(82)
 
 # request kinds (G_REQ_KIND)
 REQ_TEX, REQ_LDG, REQ_STG = range(3)
@@ -977,7 +979,8 @@ def _dual(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, I
 @njit(cache=True, inline="always")
 def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L1, ILOG, SLOG, BLOG,
               HLOG, REQ, CNT, MS, s, t, copies):
-    """One scheduler's turn in cycle t: greedy-then-oldest selection, stall accounting, issue."""
+    """One scheduler's turn in cycle t: greedy-then-oldest selection (oldest: least recently
+    issued, or by age, sm.oldest_warp), stall accounting, issue."""
     if copies and S[s, S_WAKE] > t:
         return _NONE  # (no warp ready: the scan below would find none)
     w = S[s, S_LAST]
@@ -989,6 +992,7 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
         pick = -1
         pk = -1
         best = NEVER
+        age = G[G_OLDEST_AGE] != 0
         if copies:
             # (on the row's copies: the warps ready by t, in launch order, up to 64 at a time:
             # first a mask of them, made without a branch per warp, then those only; the same order
@@ -1003,7 +1007,7 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
                     r = S[s, S_RDY + k]
                     wake = r if r < wake else wake
                     ready |= np.int64(r <= t) << (k - base)
-                while ready != 0:
+                while ready != 0 and not (age and pick >= 0):
                     k = base + _trailing_zeros(ready)
                     ready &= ready - 1
                     x = SW[s, k]
@@ -1014,6 +1018,8 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
                             pick = x
                             pk = k
                             best = S[s, li + k]
+                            if age:
+                                break
                 base = end
             S[s, S_WAKE] = wake
         else:
@@ -1025,6 +1031,8 @@ def _schedule(G, F, W, REGS, Q, S, SW, RC, BANKS, C, P, L, RD, TPC, TAUX, SEC, L
                     if _unit_ok(G, W, Q, S, P, x, W[x, W_PC], t, s):
                         pick = x
                         best = W[x, W_LAST_ISSUE]
+                        if age:
+                            break
         if pick < 0:
             if w >= 0 and W[w, W_YIELDED] and W[w, W_READY] <= t and not W[w, W_AT_BAR] \
                     and _unit_ok(G, W, Q, S, P, w, W[w, W_PC], t, s):

@@ -20,7 +20,10 @@ executed and a summary of each memory access. This model decides *when* each of 
   that warp is ready and did not set the yield flag; otherwise it takes the ready warp that issued
   least recently. Greedy issue is what lets the operand reuse caches work at all (a warp switch
   empties them [jia18]) and what maxas's reuse figures for the SGEMM imply; "least recently issued"
-  keeps the other warps from starving.
+  keeps the other warps from starving. With ``sm.oldest_warp = "age"`` "oldest" is the warp's age
+  instead (GTO as [rogers12] defines it): the first ready warp in the scheduler's queue, which
+  holds its warps in the order the SM launched them (CTA by CTA, a CTA's warps in order); a yielded
+  warp is passed over while another can issue, in both orders.
 * A warp may issue when its previous instruction's stall count has elapsed and every dependency
   barrier in the wait mask is clear. Write barriers clear when the variable-latency result is
   written, read barriers when the memory instruction has read its source registers.
@@ -256,6 +259,7 @@ class ReferenceSM:
         self.tex_bytes_per_clk = cfg.l1tex.cache_bytes_per_clk
         self.sector = cfg.l1tex.sector
         self.dual = cfg.pipes.dual_issue
+        self.oldest_by_age = cfg.sm.oldest_warp == "age"
         self._check_control_stalls()
 
     def _check_control_stalls(self):
@@ -487,6 +491,8 @@ class ReferenceSM:
                     if self._unit_ok(x, x.pc, t, s):
                         pick = x
                         best = x.last_issue
+                        if self.oldest_by_age:
+                            break  # the first ready one in the queue's order (launch order)
             if pick is None:
                 if w is not None and w.yielded and w.ready_at <= t and not w.at_bar and self._unit_ok(w, w.pc, t, s):
                     pick = w

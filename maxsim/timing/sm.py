@@ -948,6 +948,7 @@ def _config_fields(cfg):
     G[K.G_READ_GLOBAL] = lat.mem_operand_read_global
     G[K.G_READ_BAR_RELEASE] = lat.read_barrier_release
     G[K.G_BRANCH_TAKEN] = lat.branch_taken
+    G[K.G_OLDEST_AGE] = cfg.sm.oldest_warp == "age"
     G[K.G_TEX_L1_HIT] = lat.tex_l1_hit
     G[K.G_BARRIER_SYNC] = lat.barrier_sync
     G[K.G_LAT_LDS] = lat.lds
