@@ -228,47 +228,58 @@ class CtaQueue:
         self._head.clear()
         nw_all = sum(len(item[1]) for item in items)
         rows_at = K.RQ_HEAD0 + K.RQ_HW * len(items)
-        at = rows_at + K.RW_SIZE * nw_all
+        at = rows_at + K.RW_SIZE * nw_all  # where the next array goes
         head, rows, chunks = [], [], []
-        placed = {}
-        traces = None
-
-        def put(arr):  # an array's place in the queue (each array once)
-            nonlocal at
-            p = placed.get(id(arr))
-            if p is None:
-                p = placed[id(arr)] = at
-                chunks.append(arr)
-                at += arr.size
-            return p
+        add = chunks.append
+        placed = {}  # id(pcs or offs array) -> its place (a CtaBlock's, shared by the CTAs of its group)
         seq0 = self._seq
         r = rows_at
+        part_pcs = WarpView.part_pcs
+        traces = None
         for cid, traces, *_ in items:
             flats = self.flats.pop(cid, None)
             if flats is None:
                 flats = flatten_traces([tr.parts for tr in traces], *self._unit)
+            nw = len(traces)
             if type(flats) is CtaBlock:  # (its warps' views share one list of their pcs)
-                parts = PartPcs([WarpView.part_pcs(traces[0].parts)] * len(traces))
-            else:
-                parts = PartPcs(WarpView.part_pcs(tr.parts) for tr in traces)
-            self.staged[self._seq] = (cid, parts, flats)  # (not the traces: their records are let go of)
-            self._seq += 1
-            if type(flats) is CtaBlock:
-                pcs, offs, b = flats.pcs, flats.offs, flats.bounds
+                self.staged[self._seq] = (cid, PartPcs([part_pcs(traces[0].parts)] * nw), flats)
+                pcs, offs, b, sec, aux = flats.pcs, flats.offs, flats.bounds, flats.sec, flats.aux
                 n, no = pcs.size, offs.size
-                p, o = put(pcs), put(offs)
-                s0 = put(flats.sec)
-                a0 = put(np.ascontiguousarray(flats.aux).reshape(-1))
-                for w in range(len(flats.most)):
+                p = placed.get(id(pcs))
+                if p is None:
+                    p = placed[id(pcs)] = at
+                    add(pcs)
+                    at += n
+                o = placed.get(id(offs))
+                if o is None:
+                    o = placed[id(offs)] = at
+                    add(offs)
+                    at += no
+                s0 = at
+                add(sec)
+                at += sec.size
+                a0 = at
+                add(aux.reshape(-1))
+                at += aux.size
+                for w in range(nw):
                     rows += (p, n, o, no, s0 + b[w], b[w + 1] - b[w], a0 + w * n, 0)
                 most = max(flats.most)
             else:
+                self.staged[self._seq] = (cid, PartPcs(part_pcs(tr.parts) for tr in traces), flats)
                 most = 0
                 for pcs, aux, sec, offs, m in flats:
-                    rows += (put(pcs), pcs.size, put(offs), offs.size, put(sec), sec.size, put(aux), 0)
-                    most = max(most, m)
-            head += (len(traces), r, most, 0)
-            r += K.RW_SIZE * len(traces)
+                    rows += (at, pcs.size, at + pcs.size, offs.size, at + pcs.size + offs.size, sec.size,
+                             at + pcs.size + offs.size + sec.size, 0)
+                    add(pcs)
+                    add(offs)
+                    add(sec)
+                    add(aux)
+                    at += pcs.size + offs.size + sec.size + aux.size
+                    if m > most:
+                        most = m
+            self._seq += 1  # (the staged entry holds the views' parts, not the traces and their records)
+            head += (nw, r, most, 0)
+            r += K.RW_SIZE * nw
         rq = np.empty(at, np.int64)
         rq[:K.RQ_HEAD0] = 0
         rq[:2] = self.rq[:2]
@@ -277,10 +288,10 @@ class CtaQueue:
         rq[K.RQ_HEAD0:rows_at] = head
         rq[rows_at:rows_at + len(rows)] = rows
         if chunks:
-            rq[rows_at + len(rows):] = np.concatenate([c.reshape(-1).astype(np.int64, copy=False) for c in chunks])
+            np.concatenate(chunks, out=rq[rows_at + len(rows):], casting="same_kind")
         self.rq = rq
         self.clock.state = rq[:2]
-        items = traces = None
+        items = traces = flats = None
 
     def __bool__(self):
         return self._fill()

@@ -1651,6 +1651,7 @@ class SM:
         scheds = self.scheds
         nsched = len(scheds)
         wpc = self.wpc
+        cta_log = self.cta_log
         at = 0
         for c, start, end, seq, nw, resident, ne, wid0 in log:
             if ne > at:
@@ -1664,7 +1665,14 @@ class SM:
                     labels.append(view.label)
                 self._stall_rows.append((labels, exits[at:ne, 1:]))
                 at = ne
-            self._ended(ctas[c], end)
+            # the CTA that ended (_ended: with no backward-branch times nor trace router, as the
+            # core's SMs run, its warps' views are all alike and held as the CTA alone)
+            cta = ctas[c]
+            for v in views[cta.slot0:cta.slot0 + wpc]:
+                if v is not None and v.cta is cta:
+                    items[v.wid] = cta
+            self.finished_ctas += 1
+            cta_log.append((cta.cid, cta.start, end))
             cid, parts, flats = staged.pop(seq)
             self.dispatched.append((start, cid))
             slot0 = c * wpc
