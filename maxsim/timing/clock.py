@@ -141,10 +141,11 @@ class Solo:
         self.E = np.zeros(K.E_SIZE, dtype=np.int64)
         self.E[K.E_SOLO] = 1
         self.E[K.E_STOP] = -1
+        self.XS, self.RQ = self.lineup.XS, self.lineup._no_rq  # (one SM under simpy: Python starts its CTAs)
 
     def call(self):
         ms = self.lineup.refresh()
-        return K.drive(self.lineup.states, ms, self.H, self.E, self.lineup.XS, self.lineup.rq())
+        return K.drive(self.lineup.states, ms, self.H, self.E, self.XS, self.RQ)
 
 
 PROGRESS_CYCLES = 2048  # simulated cycles between two progress reports of a timing run

@@ -1443,6 +1443,14 @@ def _next_cta(G, W, REGS, S, SW, C, TPC, TAUX, SEC, X, RQ):
     return True
 
 
+# (a CTA's start by the core is rare too, and long: called through a pointer, bound with the others)
+NEXT_CTA = (_next_cta, types.boolean(_I1, _I2, _a(types.int64, 3), _I2, _I2, _I2, _a(types.int32, 1),
+                                     _a(types.int32, 1), _I1, _I2, _I1))
+RARE_STEPS += (NEXT_CTA,)
+RARE_CALLEES += (Callee("next_cta"),)
+_call_next_cta = pointer_call(RARE_CALLEES[-1], NEXT_CTA[1])
+
+
 def drive_types():
     """The argument types of :func:`drive` as every timed run calls it (the arrays
     ``maxsim.timing.sm.SM`` and ``maxsim.timing.memory_core.CompiledMemorySystem`` build, all
@@ -1541,7 +1549,7 @@ def drive(SMS, MS, H, E, XS, RQ):
             if G[G_WQ_N] and G[G_MEMC] and not MS[1][I_ROOM]:
                 _post_queued_through(G, a[21], MS)
             if not (G[G_WQ_N] or G[G_NHLOG] or MS[1][I_ROOM]) and \
-                    _next_cta(G, a[2], a[3], a[5], a[6], a[9], a[13], a[14], a[15], XS[cur], RQ):
+                    _call_next_cta(G, a[2], a[3], a[5], a[6], a[9], a[13], a[14], a[15], XS[cur], RQ):
                 continue
             return st
         if E[E_SOLO] or st != YIELD:

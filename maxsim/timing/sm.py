@@ -1094,6 +1094,7 @@ class SM:
         X[slots, K.XA_LAUNCH] = self.cta_launch
         X[slots, K.XA_WPC] = self.wpc
         self._X, self._xa = X, slots
+        self._logged = X[slots + 1]  # (XB_NCTA, XB_NEXIT)
         self._rq_queue = None  # the block dispatcher whose ready queue the core is given (clock.Lineup)
         self._slot_trace = {}  # warp slot -> (start in TPC, length, start in SEC, length, offset positions)
         # per warp slot: positions of its trace let go of before its start in TPC (a trace that grows
@@ -1132,6 +1133,7 @@ class SM:
         """Keep the SM's ``X`` in ``plane`` (a lineup's, which the core reads) from now on."""
         plane[...] = self._X
         self._X = plane
+        self._logged = plane[self._xa + 1]
 
     def _pack(self):
         RC, BANKS, C, P, L, RD = self._fixed
@@ -1745,7 +1747,7 @@ class SM:
         """Python's part after the core returned ``status`` (a yield is the caller's): true when
         the SM has finished."""
         G = self._G
-        if self._X[self._xa + 1, K.XB_NCTA]:
+        if self._logged[K.XB_NCTA]:
             self._sync()  # (CTAs the core started)
         memc = self._memc
         if memc is not None and memc._I[K.I_ROOM]:
