@@ -25,7 +25,7 @@ from ..timing.clock import PROGRESS_CYCLES, advance, clock_name
 from ..timing.cores import core_name
 from ..timing.memory_system import L2_STARTS, MemorySystem, carried_over
 from ..timing import core as K
-from ..timing.sm import SM, CtaBlock, PartPcs, WarpView, flatten_items, flatten_queued, flatten_small_queued, flatten_traces, residency
+from ..timing.sm import SM, CtaBlock, PartPcs, WarpView, _closed, flatten_items, flatten_queued, flatten_small_queued, flatten_traces, residency
 from ..timing.stats import Stats
 from ..timing.summaries import make_summariser
 
@@ -218,7 +218,7 @@ class CtaQueue:
                 self._head.append(item)
             if len(self._head) > 1 and self._unit is not None:
                 self.flats.update(flatten_items(self._head, *self._unit))
-        if rq is not None and self._head and all(item[1] is not None for item in self._head):
+        if rq is not None and self._head and all(item[1] is not None and _closed(item[1]) for item in self._head):
             self._stage()
         return bool(self._head) or (self.rq is not None and bool(self.rq[K.RQ_TAKEN] < self.rq[K.RQ_COUNT]))
 
@@ -380,7 +380,7 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
         queue.flatten_with(sms[0]._unit, sms[0]._unit_key)
     if queue is not None:
         pace = DispatchClock(cfg.gpu.cta_dispatch_interval, dispatch_from)
-        if isinstance(queue, CtaQueue) and queue._unit is not None and router is None:
+        if isinstance(queue, CtaQueue) and queue._unit is not None:
             queue.stage_with(pace)  # (the core starts the next CTA itself when it can)
         for sm in sms:
             sm.dispatcher = queue

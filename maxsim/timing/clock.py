@@ -196,6 +196,8 @@ def run_together(sms, quantum, *, until=None, progress=None, refill=None):
                 progress()
                 mark += PROGRESS_CYCLES
             if room is not None and at == room:
+                for sm in sms:
+                    sm._sync()  # (before windows are joined to the resident warps' traces)
                 room = refill()
             E[K.E_STOP] = stop()
             continue
@@ -206,6 +208,8 @@ def run_together(sms, quantum, *, until=None, progress=None, refill=None):
             sm._end()
             E[K.E_CUR] = -1
         if refill is not None and sm.router is not None and sm.router.dirty:
+            for other in sms:
+                other._sync()
             room = refill()
             E[K.E_STOP] = stop()
 

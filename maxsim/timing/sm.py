@@ -1212,6 +1212,7 @@ class SM:
         self._TAUX[tb:tb + aux.size] = aux
         self._SEC[sb:sb + sec.size] = sec
         self._slot_trace[slot] = (tb, pcs.size, sb, sec.size, offs)
+        self._X[slot, K.X_TB:K.X_SN + 1] = (tb, pcs.size, sb, sec.size)
         self._room_for_requests(most)
         return pcs, tb
 
@@ -1354,55 +1355,21 @@ class SM:
         """Whether the core starts this SM's next CTA itself when a CTA ends (core._next_cta): the
         block dispatcher's ready queue is the one the core is given, no CTA is queued on the SM
         itself, and the SM keeps no record a CTA's start or end would have to make at once (no
-        backward-branch times, no issue logs, no trace router); the number of its next warp."""
+        backward-branch times, no issue logs); the number of its next warp."""
         X, xa = self._X, self._xa
         q = self.dispatcher
         X[xa, K.XA_FAST] = (q is not None and q is self._rq_queue and getattr(q, "rq", None) is not None
                             and self.dispatch_clock is q.clock and not self.pending and not self._delays
-                            and self.router is None and not self.keep_branch_times and not self._G[K.G_LOG])
+                            and not self.keep_branch_times and not self._G[K.G_LOG])
         X[xa, K.XA_WID] = len(self.all_warps._items)
 
     def _places(self, sizes, slot0):
         """Where a CTA's warps' traces go, in warp order, from their ``sizes`` ((trace positions,
-        sector-list entries) each), as (start in TPC, start in SEC): the first place an exited
-        warp's trace left that holds both (taken from the freed places, :func:`_place_for` inlined:
-        this runs for every warp), else the end of the buffers (their fill advanced); when those at
-        the end do not fit there, the buffers are compacted first (freeing no place) and every warp
-        goes at the end. With no trace router, each warp takes the place its slot's last warp held
-        when it fits there (the core's choice: core._next_cta), else the end."""
-        if self.router is None:
-            return self._own_places(sizes, slot0)
-        free = list(self._freed)
-        places = []
-        rest = rest_sec = 0
-        for n, ns in sizes:
-            for k, g in enumerate(free):
-                if g[1] >= n and g[3] >= ns:
-                    places.append(free.pop(k))
-                    break
-            else:
-                places.append(None)
-                rest += n
-                rest_sec += ns
-        if self._tfill + rest > self._TPC.size or self._sfill + rest_sec > self._SEC.size:
-            self._compact(sum(v[0] for v in sizes), sum(v[1] for v in sizes))
-            places = [None] * len(sizes)
-        else:
-            self._freed = free
-        starts = []
-        tfill, sfill = self._tfill, self._sfill
-        for (n, ns), place in zip(sizes, places):
-            if place is not None:
-                starts.append((place[0], place[2]))
-            else:
-                starts.append((tfill, sfill))
-                tfill += n
-                sfill += ns
-        self._tfill, self._sfill = tfill, sfill
-        return starts
-
-    def _own_places(self, sizes, slot0):
-        """:meth:`_places` with no trace router: in each slot's own place (X) when the trace fits."""
+        sector-list entries) each) and the slot of its first warp, as (start in TPC, start in SEC):
+        the place the slot's last warp's trace held (X) when it holds both (the core's choice too:
+        core._next_cta), else the end of the buffers (their fill advanced); when those at the end
+        do not fit there, the buffers are compacted first (the exited warps' places let go of) and
+        every warp goes at the end."""
         X = self._X
         own = X[slot0:slot0 + len(sizes), K.X_TB:K.X_SN + 1].tolist()
         tfill, sfill = self._tfill, self._sfill
@@ -1429,9 +1396,9 @@ class SM:
     def _start_cta(self, c, t0, wid0, slot0, flats):
         """Place the flattened traces ``flats`` of a CTA's warps (:func:`flatten_trace`'s, in warp
         order) in the trace buffers and start the warps in the consecutive slots from ``slot0``, in
-        CTA slot ``c``, ready at cycle ``t0``, numbered from ``wid0``: each goes where an exited
-        warp's trace fits (the first such place, in the order they were freed), else at the end of
-        the buffers (moved to the front first when the CTA's do not fit there). The copies and the
+        CTA slot ``c``, ready at cycle ``t0``, numbered from ``wid0``: each goes where its slot's last
+        warp's trace was when it fits there, else at the end of the buffers (moved to the front
+        first when the CTA's do not fit there: :meth:`_places`). The copies and the
         warps' rows are one compiled call (:func:`_start_warps`). Returns the warps now resident."""
         if type(flats) is CtaBlock:
             return self._start_block(c, t0, wid0, slot0, flats)
@@ -1556,8 +1523,9 @@ class SM:
     def flush_exits(self):
         """Take in the warps that exited since the last time, in the order they exited: their
         stall statistics, and their traces let go (a whole-GPU run would otherwise hold every
-        CTA's). The core returns only when a CTA's last warp exits (the others' rows stay as they
-        were until their CTA's slot is reused); a run stopped at a cycle calls this too."""
+        CTA's), after the records of the CTAs the core started itself (:meth:`_sync`). The core
+        takes exits in only when a CTA's last warp exits (the others' rows stay as they were until
+        their CTA's slot is reused); a run stopped at a cycle calls this too."""
         self._sync()
         self._take_exits()
         self._fold_stalls()
@@ -1570,17 +1538,13 @@ class SM:
         if not slots.size:
             return
         views = self._slot_warp
-        live, freed = self._slot_trace, self._freed
+        live = self._slot_trace
         labels = []
         add = labels.append
-        if self.router is not None:  # (else no slot is open, and a slot keeps its place: X)
+        if self.router is not None:  # (else no slot is open)
             self._open[slots] = False
-            for slot in slots.tolist():
-                tb, n, sb, ns, _ = live.pop(slot)
-                freed.append((tb, n, sb, ns))
-        else:
-            for slot in slots.tolist():
-                del live[slot]
+        for slot in slots.tolist():
+            del live[slot]  # (its slot keeps the place for its next warp: X)
         for slot in slots.tolist():
             view = views[slot]
             view.done = True
@@ -1654,6 +1618,7 @@ class SM:
         nsched = len(scheds)
         wpc = self.wpc
         cta_log = self.cta_log
+        router = self.router
         at = 0
         for c, start, end, seq, nw, resident, ne, wid0 in log:
             if ne > at:
@@ -1665,6 +1630,8 @@ class SM:
                     view._flat = None
                     del live[slot]
                     labels.append(view.label)
+                if router is not None:
+                    self._open[exit_slots[at:ne]] = False
                 self._stall_rows.append((labels, exits[at:ne, 1:]))
                 at = ne
             # the CTA that ended (_ended: with no backward-branch times nor trace router, as the
@@ -1695,6 +1662,9 @@ class SM:
                 tb, _, sb, _ = places[slot]  # (the place of the latest warp in the slot: those before exit here)
                 live[slot] = (tb, n, sb, ns, offs)
                 slot += 1
+            self._pos0[slot0:slot] = 0  # (whole traces, as _start_warps has them)
+            if router is not None:
+                self._open[slot0:slot] = False  # (a staged CTA's traces are complete)
             if resident > self.peak_warps:
                 self.peak_warps = resident
         parts = flats = view = None
