@@ -1618,6 +1618,7 @@ class SM:
         nsched = len(scheds)
         wpc = self.wpc
         cta_log = self.cta_log
+        ended = self.all_warps.ended
         router = self.router
         at = 0
         for c, start, end, seq, nw, resident, ne, wid0 in log:
@@ -1637,9 +1638,7 @@ class SM:
             # the CTA that ended (_ended: with no backward-branch times nor trace router, as the
             # core's SMs run, its warps' views are all alike and held as the CTA alone)
             cta = ctas[c]
-            for v in views[cta.slot0:cta.slot0 + wpc]:
-                if v is not None and v.cta is cta:
-                    items[v.wid] = cta
+            ended(cta, [v for v in views[cta.slot0:cta.slot0 + wpc] if v is not None and v.cta is cta])
             self.finished_ctas += 1
             cta_log.append((cta.cid, cta.start, end))
             cid, parts, flats = staged.pop(seq)
