@@ -295,10 +295,10 @@ def test_reads_served_in_the_core_grow_the_tables_through_python(monkeypatch):
     statuses = []
     drive = K.drive
 
-    def counting(sms, ms, h, e):
+    def counting(sms, ms, h, e, xs, rq):
         # every call of the core starts with room in the tables (Python grew them after a ROOM)
         assert not ms[1][memory_core.I_ROOM]
-        st = drive(sms, ms, h, e)
+        st = drive(sms, ms, h, e, xs, rq)
         statuses.append(st)
         return st
     monkeypatch.setattr(K, "drive", counting)

@@ -24,7 +24,8 @@ from ..functional.trace import TraceRecorder
 from ..timing.clock import PROGRESS_CYCLES, advance, clock_name
 from ..timing.cores import core_name
 from ..timing.memory_system import L2_STARTS, MemorySystem, carried_over
-from ..timing.sm import SM, flatten_items, flatten_queued, flatten_small_queued, residency
+from ..timing import core as K
+from ..timing.sm import SM, CtaBlock, PartPcs, WarpView, _closed, flatten_items, flatten_queued, flatten_small_queued, flatten_traces, residency
 from ..timing.stats import Stats
 from ..timing.summaries import make_summariser
 
@@ -175,7 +176,13 @@ class CtaQueue:
     can be taken without running more of the functional run (the rest of its batch); up to
     AHEAD_CTAS of them are taken at once and, once :meth:`flatten_with` has named the SMs' pc
     units, their complete traces flattened together (``flats``: cta id -> its warps' flattened
-    traces, which the SM that starts the CTA takes)."""
+    traces, which the SM that starts the CTA takes).
+
+    Given the dispatcher's pace (:meth:`stage_with`), the CTAs taken are staged in a ready queue
+    ``rq`` (``maxsim.timing.core.RQ_*``: their flattened traces in one int64 array, with the pace),
+    from which the compiled SM core starts a CTA itself when one ends (``core._next_cta``) and
+    ``popleft`` takes the next one as well, in the same order; ``staged``: the staged CTAs' items
+    and flattened traces by their number (the SM takes a CTA's when it makes its records)."""
 
     def __init__(self, items, ready=None):
         self._items = iter(items)
@@ -183,18 +190,108 @@ class CtaQueue:
         self._ready = ready
         self._unit = None
         self.flats = {}
+        self.clock = None
+        self.rq = None
+        self.staged = {}
+        self._seq = 0  # the number of the next CTA staged
 
     def flatten_with(self, unit, unit_key):
         self._unit = (unit, unit_key)
 
+    def stage_with(self, clock):
+        """Stage the CTAs taken from now on in the ready queue, ``clock`` (a :class:`DispatchClock`)
+        its pace (kept in the queue's array, which the core reads and advances)."""
+        if self._unit is None:
+            raise ValueError("a CTA queue stages CTAs once it flattens them (flatten_with)")
+        self.clock = clock
+        self.rq = np.zeros(K.RQ_HEAD0, np.int64)
+        self.rq[:2] = clock.state
+        clock.state = self.rq[:2]
+
     def _fill(self):
+        rq = self.rq
+        if rq is not None and rq[K.RQ_TAKEN] < rq[K.RQ_COUNT]:
+            return True
         if not self._head:
             n = 1 if self._ready is None else max(1, min(self._ready(), AHEAD_CTAS))
             for item in itertools.islice(self._items, n):
                 self._head.append(item)
             if len(self._head) > 1 and self._unit is not None:
                 self.flats.update(flatten_items(self._head, *self._unit))
-        return bool(self._head)
+        if rq is not None and self._head and all(item[1] is not None and _closed(item[1]) for item in self._head):
+            self._stage()
+        return bool(self._head) or (self.rq is not None and bool(self.rq[K.RQ_TAKEN] < self.rq[K.RQ_COUNT]))
+
+    def _stage(self):
+        """The head's CTAs into a new ready queue (the pace carried over)."""
+        items = list(self._head)
+        self._head.clear()
+        nw_all = sum(len(item[1]) for item in items)
+        rows_at = K.RQ_HEAD0 + K.RQ_HW * len(items)
+        at = rows_at + K.RW_SIZE * nw_all  # where the next array goes
+        head, rows, chunks = [], [], []
+        add = chunks.append
+        placed = {}  # id(pcs or offs array) -> its place (a CtaBlock's, shared by the CTAs of its group)
+        seq0 = self._seq
+        r = rows_at
+        part_pcs = WarpView.part_pcs
+        traces = None
+        for cid, traces, *_ in items:
+            flats = self.flats.pop(cid, None)
+            if flats is None:
+                flats = flatten_traces([tr.parts for tr in traces], *self._unit)
+            nw = len(traces)
+            if type(flats) is CtaBlock:  # (its warps' views share one list of their pcs)
+                self.staged[self._seq] = (cid, PartPcs([part_pcs(traces[0].parts)] * nw), flats)
+                pcs, offs, b, sec, aux = flats.pcs, flats.offs, flats.bounds, flats.sec, flats.aux
+                n, no = pcs.size, offs.size
+                p = placed.get(id(pcs))
+                if p is None:
+                    p = placed[id(pcs)] = at
+                    add(pcs)
+                    at += n
+                o = placed.get(id(offs))
+                if o is None:
+                    o = placed[id(offs)] = at
+                    add(offs)
+                    at += no
+                s0 = at
+                add(sec)
+                at += sec.size
+                a0 = at
+                add(aux.reshape(-1))
+                at += aux.size
+                for w in range(nw):
+                    rows += (p, n, o, no, s0 + b[w], b[w + 1] - b[w], a0 + w * n, 0)
+                most = max(flats.most)
+            else:
+                self.staged[self._seq] = (cid, PartPcs(part_pcs(tr.parts) for tr in traces), flats)
+                most = 0
+                for pcs, aux, sec, offs, m in flats:
+                    rows += (at, pcs.size, at + pcs.size, offs.size, at + pcs.size + offs.size, sec.size,
+                             at + pcs.size + offs.size + sec.size, 0)
+                    add(pcs)
+                    add(offs)
+                    add(sec)
+                    add(aux)
+                    at += pcs.size + offs.size + sec.size + aux.size
+                    if m > most:
+                        most = m
+            self._seq += 1  # (the staged entry holds the views' parts, not the traces and their records)
+            head += (nw, r, most, 0)
+            r += K.RW_SIZE * nw
+        rq = np.empty(at, np.int64)
+        rq[:K.RQ_HEAD0] = 0
+        rq[:2] = self.rq[:2]
+        rq[K.RQ_COUNT] = len(items)
+        rq[K.RQ_SEQ] = seq0
+        rq[K.RQ_HEAD0:rows_at] = head
+        rq[rows_at:rows_at + len(rows)] = rows
+        if chunks:
+            np.concatenate(chunks, out=rq[rows_at + len(rows):], casting="same_kind")
+        self.rq = rq
+        self.clock.state = rq[:2]
+        items = traces = flats = None
 
     def __bool__(self):
         return self._fill()
@@ -202,7 +299,14 @@ class CtaQueue:
     def popleft(self):
         if not self._fill():
             raise IndexError("pop from an empty CTA queue")
-        return self._head.popleft()
+        rq = self.rq
+        if rq is None or rq[K.RQ_TAKEN] >= rq[K.RQ_COUNT]:
+            return self._head.popleft()
+        k = int(rq[K.RQ_TAKEN])
+        rq[K.RQ_TAKEN] = k + 1
+        cid, parts, flats = self.staged.pop(int(rq[K.RQ_SEQ]) + k)
+        self.flats[cid] = flats
+        return cid, parts
 
 
 class DispatchClock:
@@ -211,15 +315,24 @@ class DispatchClock:
     (``gpu.cta_dispatch_interval``). The SMs of a whole-GPU run ask in the order they run, a
     quantum at a time: a request stamped earlier than the last one waits behind it."""
 
-    __slots__ = ("interval", "next_free")
+    __slots__ = ("state",)
 
     def __init__(self, interval, next_free=0):
-        self.interval = int(interval)
-        self.next_free = int(next_free)
+        self.state = np.array([next_free, interval], np.int64)  # (a CtaQueue's ready queue holds it once staging)
+
+    @property
+    def interval(self):
+        return int(self.state[1])
+
+    @property
+    def next_free(self):
+        return int(self.state[0])
 
     def take(self, t):
-        start = t if t > self.next_free else self.next_free
-        self.next_free = start + self.interval
+        state = self.state
+        nxt = int(state[0])
+        start = t if t > nxt else nxt
+        state[0] = start + int(state[1])
         return start
 
 
@@ -267,6 +380,8 @@ def run_sms(kernel, block, cfg, placement, memory_system, *, queue=None, hazards
         queue.flatten_with(sms[0]._unit, sms[0]._unit_key)
     if queue is not None:
         pace = DispatchClock(cfg.gpu.cta_dispatch_interval, dispatch_from)
+        if isinstance(queue, CtaQueue) and queue._unit is not None:
+            queue.stage_with(pace)  # (the core starts the next CTA itself when it can)
         for sm in sms:
             sm.dispatcher = queue
             sm.dispatch_clock = pace

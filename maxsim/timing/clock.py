@@ -80,8 +80,22 @@ class Lineup:
         for i, args in enumerate(self._seen[1:], 1):
             _set(self.states, i, args[:-1])
         self._memc = next((sm._memc for sm in self.sms if sm._memc is not None), None)
+        # each SM's X (core.X_*) a plane of one array; the block dispatcher's ready queue when the SMs
+        # share one that stages its CTAs (the core then starts an SM's next CTA itself: core._next_cta)
+        self.XS = np.zeros((len(self.sms),) + (self.sms[0]._X.shape if self.sms else (0, K.X_COLS)), np.int64)
+        q = self.sms[0].dispatcher if self.sms else None
+        self.queue = q if getattr(q, "rq", None) is not None and all(sm.dispatcher is q for sm in self.sms) else None
+        for i, sm in enumerate(self.sms):
+            sm.bind_x(self.XS[i])
+            sm._rq_queue = self.queue
+            sm._update_fast()
+        self._no_rq = np.zeros(K.RQ_HEAD0, np.int64)
         self._looked = None  # (memory tables' version, PACKED) when every SM was last looked at
         self._bound = False  # whether the core's and the memory system's code are bound
+
+    def rq(self):
+        """The ready queue the core is given (the dispatcher's current one, or an empty one)."""
+        return self.queue.rq if self.queue is not None else self._no_rq
 
     def refresh(self):
         """Every SM takes the memory system's current tables and its own current arrays; returns
@@ -128,10 +142,11 @@ class Solo:
         self.E = np.zeros(K.E_SIZE, dtype=np.int64)
         self.E[K.E_SOLO] = 1
         self.E[K.E_STOP] = -1
+        self.XS, self.RQ = self.lineup.XS, self.lineup._no_rq  # (one SM under simpy: Python starts its CTAs)
 
     def call(self):
         ms = self.lineup.refresh()
-        return self.drive(self.lineup.states, ms, self.H, self.E)
+        return self.drive(self.lineup.states, ms, self.H, self.E, self.XS, self.RQ)
 
 
 PROGRESS_CYCLES = 2048  # simulated cycles between two progress reports of a timing run
@@ -166,7 +181,7 @@ def run_together(sms, quantum, *, until=None, progress=None, refill=None):
     E[K.E_STOP] = stop()
     while True:
         ms = lineup.refresh()
-        status = drive(lineup.states, ms, H, E)
+        status = drive(lineup.states, ms, H, E, lineup.XS, lineup.rq())
         if status == K.FINISHED:
             break
         if status == K.STOPPED:
@@ -178,9 +193,13 @@ def run_together(sms, quantum, *, until=None, progress=None, refill=None):
                     sm.flush_exits()
                 break
             if mark is not None and at == mark:
+                for sm in sms:
+                    sm._sync()  # (the CTAs the core started, in the SMs' records)
                 progress()
                 mark += PROGRESS_CYCLES
             if room is not None and at == room:
+                for sm in sms:
+                    sm._sync()  # (before windows are joined to the resident warps' traces)
                 room = refill()
             E[K.E_STOP] = stop()
             continue
@@ -191,6 +210,8 @@ def run_together(sms, quantum, *, until=None, progress=None, refill=None):
             sm._end()
             E[K.E_CUR] = -1
         if refill is not None and sm.router is not None and sm.router.dirty:
+            for other in sms:
+                other._sync()
             room = refill()
             E[K.E_STOP] = stop()
 

@@ -1368,6 +1368,193 @@ def _post_queued(G, REQ, MS):
     G[G_WQ_N] = n - j
 
 
+# ---- the next CTA started by the core itself (drive) ----
+# X: per SM (an (SMs, rows, X_COLS) array the lineup holds, the SM's a plane of it). Rows 0 .. slots -
+# 1, per warp slot: whether its exit was taken in, and the place its trace holds in TPC/TAUX and SEC
+# (start, room; room -1: the slot holds none); row ``slots`` (XA) and ``slots + 1`` (XB): the SM's
+# scalars; then XL_ROWS rows logging the CTAs the core started and XE_ROWS rows the warps whose exits
+# it took in (for Python to make its records of them in bulk: SM._sync)
+X_TAKEN, X_TB, X_TN, X_SB, X_SN, X_COLS = 0, 1, 2, 3, 4, 8
+# XA: whether the core starts the SM's next CTA itself, the SM's CTA slots, the number of its next
+# warp, the cycles from a CTA's end to the next one's launch, warps per CTA slot, used lengths of
+# TPC/TAUX and SEC; XB: CTAs and exits logged
+XA_FAST, XA_CTAS, XA_WID, XA_LAUNCH, XA_WPC, XA_TFILL, XA_SFILL = range(7)
+XB_NCTA, XB_NEXIT = range(2)
+XL_ROWS, XE_ROWS = 32, 512
+# a CTA's log row: its CTA slot, its start, the cycle the CTA before it in the slot ended, its number
+# in the ready queue, its warps, the warps resident after its start, the exits logged up to its start,
+# its first warp's number
+XL_C, XL_START, XL_END, XL_SEQ, XL_NW, XL_RESIDENT, XL_EXITS, XL_WID = range(8)
+# RQ: the block dispatcher's ready queue (int64): its pace (next free cycle, interval), the next CTA
+# to take, the CTAs queued, the number of the first; from RQ_HEAD0 a header per CTA (its warps,
+# where its warps' rows are, its largest request); a warp's row: where its pcs, sector-list
+# positions, sector lists and summaries are in RQ, and their counts
+RQ_NEXT, RQ_INTERVAL, RQ_TAKEN, RQ_COUNT, RQ_SEQ, RQ_HEAD0 = 0, 1, 2, 3, 4, 8
+RQ_HW = 4
+RW_PCS, RW_N, RW_OFFS, RW_NO, RW_SEC, RW_NS, RW_AUX = range(7)
+RW_SIZE = 8
+
+
+@njit(cache=True, forceinline=True)
+def start_warp(W, REGS, S, SW, slot, c, t0, tb, n, wid, first_pc, nsched):
+    """Warp ``wid``'s row as it starts in ``slot`` of CTA slot ``c``, ready at ``t0`` (barriers never
+    set, its trace of ``n`` positions at ``tb``), queued on scheduler ``slot mod nsched``, its register
+    times zeroed."""
+    s = slot % nsched
+    SW[s, S[s, S_NW]] = slot
+    S[s, S_NW] += 1
+    for f in range(W.shape[1]):
+        W[slot, f] = 0
+    W[slot, W_CTA] = c
+    W[slot, W_READY] = t0
+    W[slot, W_STALL_UNTIL] = t0
+    W[slot, W_DEP_UNTIL] = t0
+    W[slot, W_LAST_ISSUE] = t0 - 1
+    for b in range(7):
+        W[slot, W_BAR_SET + b] = -NEVER
+    W[slot, W_TBASE] = tb
+    W[slot, W_WID] = wid
+    W[slot, W_PC] = first_pc
+    W[slot, W_LEN] = n
+    for k in range(REGS.shape[1]):
+        for r in range(REGS.shape[2]):
+            REGS[slot, k, r] = 0
+
+
+@njit(cache=True, forceinline=True)
+def take_exits(W, X, out, at, sums):
+    """The slots whose warps exited and were not taken in yet (X_TAKEN, then set), in the order they
+    exited, written to ``out[at:]`` as rows (slot, its stall counts) and their counts added to
+    ``sums`` when given (size > 0); returns the row after the last."""
+    n = at
+    for slot in range(W.shape[0]):
+        if W[slot, W_DONE] and not X[slot, X_TAKEN]:
+            # in exit order (insertion: a CTA's few warps)
+            j = n
+            while j > at and W[out[j - 1, 0], W_EXIT_SEQ] > W[slot, W_EXIT_SEQ]:
+                for f in range(out.shape[1]):
+                    out[j, f] = out[j - 1, f]
+                j -= 1
+            out[j, 0] = slot
+            for r in range(6):
+                out[j, 1 + r] = W[slot, W_STALLS + r]
+            X[slot, X_TAKEN] = 1
+            n += 1
+    if sums.size:
+        for i in range(at, n):
+            for r in range(6):
+                sums[r] += out[i, 1 + r]
+    return n
+
+
+@njit(cache=True)
+def _next_cta(G, W, REGS, S, SW, C, TPC, TAUX, SEC, X, RQ):
+    """The CTA whose last warp exited (``G_EXIT_SLOT``) is followed in its CTA slot by the next CTA
+    of the ready queue ``RQ``, as Python's SM would (its exits taken in, the dispatcher's pace, the
+    warps' traces placed, their rows), logged in ``X`` for Python: when the SM lets the core do it
+    (XA_FAST), a CTA is queued, the CTA slot is the SM's only free one, the request buffer holds the
+    CTA's longest request and the traces fit (in each slot's own place, else at the buffers' ends)
+    and the logs have room. Returns whether it did."""
+    slots = W.shape[0]
+    xa = slots
+    xb = slots + 1
+    if X[xa, XA_FAST] == 0:
+        return False
+    k = RQ[RQ_TAKEN]
+    if k >= RQ[RQ_COUNT]:
+        return False
+    c = W[G[G_EXIT_SLOT], W_CTA]
+    for j in range(X[xa, XA_CTAS]):
+        if j != c and C[j, C_LIVE] == 0:
+            return False  # (another CTA slot is free: Python's, which takes the lowest)
+    h = RQ_HEAD0 + RQ_HW * k
+    nw = RQ[h]
+    rows = RQ[h + 1]
+    if RQ[h + 2] > G[G_WQ_BASE] or X[xb, XB_NCTA] >= XL_ROWS or X[xb, XB_NEXIT] + slots > XE_ROWS:
+        return False
+    slot0 = c * X[xa, XA_WPC]
+    tfill = X[xa, XA_TFILL]
+    sfill = X[xa, XA_SFILL]
+    for w in range(nw):
+        r = rows + RW_SIZE * w
+        slot = slot0 + w
+        if not (X[slot, X_TN] >= RQ[r + RW_N] and X[slot, X_SN] >= RQ[r + RW_NS]):
+            tfill += RQ[r + RW_N]
+            sfill += RQ[r + RW_NS]
+    if tfill > TPC.size or sfill > SEC.size:
+        return False
+    t = G[G_T]
+    e0 = slots + 2 + XL_ROWS
+    ne = take_exits(W, X, X[e0:e0 + XE_ROWS], X[xb, XB_NEXIT], X[xb, XB_NEXIT:XB_NEXIT])
+    X[xb, XB_NEXIT] = ne
+    start = t + X[xa, XA_LAUNCH]
+    if RQ[RQ_NEXT] > start:
+        start = RQ[RQ_NEXT]
+    RQ[RQ_NEXT] = start + RQ[RQ_INTERVAL]
+    RQ[RQ_TAKEN] = k + 1
+    nsched = G[G_NSCHED]
+    wid0 = X[xa, XA_WID]
+    tfill = X[xa, XA_TFILL]
+    sfill = X[xa, XA_SFILL]
+    for w in range(nw):
+        r = rows + RW_SIZE * w
+        slot = slot0 + w
+        n = RQ[r + RW_N]
+        ns = RQ[r + RW_NS]
+        if X[slot, X_TN] >= n and X[slot, X_SN] >= ns:
+            tb = X[slot, X_TB]
+            sb = X[slot, X_SB]
+        else:
+            tb = tfill
+            sb = sfill
+            tfill += n
+            sfill += ns
+        p = RQ[r + RW_PCS]
+        a = RQ[r + RW_AUX]
+        for i in range(n):
+            TPC[tb + i] = RQ[p + i]
+            TAUX[tb + i] = RQ[a + i]
+        o = RQ[r + RW_OFFS]
+        for j in range(RQ[r + RW_NO]):
+            TAUX[tb + RQ[o + j]] += sb
+        q = RQ[r + RW_SEC]
+        for i in range(ns):
+            SEC[sb + i] = RQ[q + i]
+        start_warp(W, REGS, S, SW, slot, c, start, tb, n, wid0 + w, RQ[p] if n else 0, nsched)
+        X[slot, X_TAKEN] = 0
+        X[slot, X_TB] = tb
+        X[slot, X_TN] = n
+        X[slot, X_SB] = sb
+        X[slot, X_SN] = ns
+    X[xa, XA_TFILL] = tfill
+    X[xa, XA_SFILL] = sfill
+    X[xa, XA_WID] = wid0 + nw
+    C[c, C_LIVE] = nw
+    C[c, C_NARRIVED] = 0
+    total = 0
+    for s in range(S.shape[0]):
+        total += S[s, S_NW]
+    m = slots + 2 + X[xb, XB_NCTA]
+    X[m, XL_C] = c
+    X[m, XL_START] = start
+    X[m, XL_END] = t
+    X[m, XL_SEQ] = RQ[RQ_SEQ] + k
+    X[m, XL_NW] = nw
+    X[m, XL_RESIDENT] = total
+    X[m, XL_EXITS] = ne
+    X[m, XL_WID] = wid0
+    X[xb, XB_NCTA] += 1
+    return True
+
+
+# (a CTA's start by the core is rare too, and long: called through a pointer, bound with the others)
+NEXT_CTA = (_next_cta, types.boolean(_I1, _I2, _a(types.int64, 3), _I2, _I2, _I2, _a(types.int32, 1),
+                                     _a(types.int32, 1), _I1, _I2, _I1))
+RARE_STEPS += (NEXT_CTA,)
+RARE_CALLEES += (Callee("next_cta"),)
+_call_next_cta = pointer_call(RARE_CALLEES[-1], NEXT_CTA[1])
+
+
 def drive_types():
     """The argument types of :func:`drive` as every timed run calls it (the arrays
     ``maxsim.timing.sm.SM`` and ``maxsim.timing.memory_core.CompiledMemorySystem`` build, all
@@ -1383,7 +1570,7 @@ def drive_types():
     # the memory system's P I F T LINES READY SF SI HK HV HP DELAYS
     ms = (a(i64, 1), a(i64, 1), a(f64, 1), a(i64, 2), a(i64, 3), a(f64, 3), a(f64, 2), a(i64, 2), a(i64, 2),
           a(f64, 2), a(i64, 2), a(f64, 1))
-    return types.ListType(types.Tuple(state)), types.Tuple(ms), a(i64, 2), a(i64, 1)
+    return types.ListType(types.Tuple(state)), types.Tuple(ms), a(i64, 2), a(i64, 1), a(i64, 3), a(i64, 1)
 
 
 @njit(cache=True, forceinline=True)
@@ -1414,22 +1601,22 @@ def _warm(G, W, S, SW, TPC, TAUX, copies):
 
 
 @njit(cache=True)
-def drive(SMS, MS, H, E):
+def drive(SMS, MS, H, E, XS, RQ):
     """Run the SMs ``SMS`` sharing the memory system ``MS`` until Python is needed
     (:func:`_drive`), their schedulers scanning the warps' rows: for SMs whose schedulers hold few
     warps (fewer than ``COPIES_FROM``)."""
-    return _drive(SMS, MS, H, E, False)
+    return _drive(SMS, MS, H, E, XS, RQ, False)
 
 
 @njit(cache=True)
-def drive_copies(SMS, MS, H, E):
+def drive_copies(SMS, MS, H, E, XS, RQ):
     """As :func:`drive`, the scheduler rows keeping copies of their warps' ready and last-issue
     cycles side by side (``S_RDY``) and scanning those with a mask of the ready ones, and skipping
     their turns before the earliest (``S_WAKE``): for SMs whose schedulers hold ``COPIES_FROM``
     warps or more, where the scans over the warps' rows cost more than the copies' upkeep on every
     issue. A function of its own (numba compiles each with ``copies`` a constant): neither pays for
     the other's code. The same figures."""
-    return _drive(SMS, MS, H, E, True)
+    return _drive(SMS, MS, H, E, XS, RQ, True)
 
 
 def drive_for(sms):
@@ -1462,7 +1649,7 @@ def _sync(G, W, S, SW):
 
 
 @njit(cache=True, inline="always")
-def _drive(SMS, MS, H, E, copies):
+def _drive(SMS, MS, H, E, XS, RQ, copies):
     """Run the SMs ``SMS`` (a typed list of their state tuples, ``run``'s arguments but ``MS``)
     sharing one memory system (``MS``) in the order simpy runs their processes, until Python is
     needed; returns a status and leaves the SM it concerns in ``E[E_SM]``.
@@ -1479,7 +1666,13 @@ def _drive(SMS, MS, H, E, copies):
     back branch, issue and stall logs wait in their buffers (``run`` returns ``DRAIN`` before they
     overflow). A yield's posted stores go to the compiled memory system here when it is the SMs'
     (``_post_queued``). ``FINISHED``: no SM has an event left; ``STOPPED``: the next event is at or after
-    ``E[E_STOP]``. With ``E[E_SOLO]``, every status returns (one SM driven by simpy)."""
+    ``E[E_STOP]``. With ``E[E_SOLO]``, every status returns (one SM driven by simpy).
+
+    ``XS``: per SM its ``X`` (``X_*``); ``RQ``: the block dispatcher's ready queue (``RQ_*``). When
+    a CTA ends on an SM whose ``X`` lets the core start its next CTA, that CTA is taken from ``RQ``
+    here (:func:`_next_cta`, after the SM's posted stores are handed on) and the SM goes on, instead
+    of returning ``EXITED`` for Python to do it; Python makes the records of such CTAs later, from
+    the logs in ``X`` (``SM._sync``)."""
     for i in range(len(SMS)):
         G = SMS[i][0]
         G[G_COPIES] = 1 if copies else 0
@@ -1518,6 +1711,18 @@ def _drive(SMS, MS, H, E, copies):
             _sync(G, a[2], a[5], a[6])
         st = run(G, a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14],
                  a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22], MS, copies)
+        if st == EXITED and not E[E_SOLO] and XS[cur, a[2].shape[0], XA_FAST]:
+            # the CTA's slot takes the next CTA of the ready queue here when it can (Python's part:
+            # the stores posted, then the CTA's end and the next one's start, SM._cta_ended), else
+            # Python does
+            if G[G_WQ_N] and G[G_MEMC] and not MS[1][I_ROOM]:
+                _post_queued_through(G, a[21], MS)
+            if not (G[G_WQ_N] or G[G_NHLOG] or MS[1][I_ROOM]) and \
+                    _call_next_cta(G, a[2], a[3], a[5], a[6], a[9], a[13], a[14], a[15], XS[cur], RQ):
+                if copies:
+                    G[G_SYNCED] = 0  # (the new CTA's warps: the scheduler rows' copies made again)
+                continue
+            return st
         if E[E_SOLO] or st != YIELD:
             return st
         t = G[G_T]

@@ -87,6 +87,13 @@ class SchedulerView(WeakOwner):
         return [sm._slot_warp[x] for x in sm._SW[self.index, :sm._S[self.index, K.S_NW]].tolist()]
 
 
+class PartPcs(list):
+    """A CTA's warps as a staged block dispatcher hands them (``maxsim.gpu.gpu.CtaQueue``): per warp
+    its view's ``parts`` (:meth:`WarpView.part_pcs`), the traces themselves let go of."""
+
+    __slots__ = ()
+
+
 class CtaView:
     __slots__ = ("cid", "index", "start", "wid0", "slot0")
 
@@ -691,14 +698,15 @@ def _place_for(freed, pcs, sec):
 
 
 @njit(cache=True)
-def _start_warps(W, REGS, S, SW, C, pos0, TPC, TAUX, SEC, c, t0, wid0, nsched, slot0, T, pcs, aux, sec, offs):
+def _start_warps(W, REGS, S, SW, C, pos0, X, TPC, TAUX, SEC, c, t0, wid0, nsched, slot0, T, pcs, aux, sec, offs):
     """A CTA's warps start (:meth:`SM._start_cta`): warp ``w`` in slot ``slot0 + w`` of CTA slot
     ``c``; by its row of ``T`` (place in TPC/TAUX, place in SEC, first of its pcs in ``pcs``, their
     count, first of its sector-list positions in ``offs``, their count, first of its sector lists
     in ``sec``, their size), its trace copied to the trace buffers (its summaries the next of
     ``aux``; the sector lists' offsets moved with them), the warp queued on scheduler ``slot mod
     nsched``, its row as a warp starts (ready at ``t0``, barriers never set, its trace's place),
-    its register times zeroed; the CTA's live count. Returns the warps resident on the SM."""
+    its register times zeroed (:func:`~maxsim.timing.core.start_warp`); the CTA's live count; each slot's
+    trace place in ``X``, its exit not taken in. Returns the warps resident on the SM."""
     nw = T.shape[0]
     a = 0
     for w in range(nw):
@@ -712,26 +720,13 @@ def _start_warps(W, REGS, S, SW, C, pos0, TPC, TAUX, SEC, c, t0, wid0, nsched, s
             TAUX[tb + offs[j]] += sb
         for i in range(ns):
             SEC[sb + i] = sec[s0 + i]
-        s = slot % nsched
-        SW[s, S[s, K.S_NW]] = slot
-        S[s, K.S_NW] += 1
-        for f in range(W.shape[1]):
-            W[slot, f] = 0
-        W[slot, K.W_CTA] = c
-        W[slot, K.W_READY] = t0
-        W[slot, K.W_STALL_UNTIL] = t0
-        W[slot, K.W_DEP_UNTIL] = t0
-        W[slot, K.W_LAST_ISSUE] = t0 - 1
-        for b in range(7):
-            W[slot, K.W_BAR_SET + b] = -K.NEVER
-        W[slot, K.W_TBASE] = tb
-        W[slot, K.W_WID] = wid0 + w
-        W[slot, K.W_PC] = pcs[p0] if n else 0
-        W[slot, K.W_LEN] = n
-        for k in range(REGS.shape[1]):
-            for r in range(REGS.shape[2]):
-                REGS[slot, k, r] = 0
+        K.start_warp(W, REGS, S, SW, slot, c, t0, tb, n, wid0 + w, pcs[p0] if n else 0, nsched)
         pos0[slot] = 0
+        X[slot, K.X_TAKEN] = 0
+        X[slot, K.X_TB] = tb
+        X[slot, K.X_TN] = n
+        X[slot, K.X_SB] = sb
+        X[slot, K.X_SN] = ns
     C[c, K.C_LIVE] = nw
     C[c, K.C_NARRIVED] = 0
     total = 0
@@ -741,33 +736,13 @@ def _start_warps(W, REGS, S, SW, C, pos0, TPC, TAUX, SEC, c, t0, wid0, nsched, s
 
 
 @njit(cache=True)
-def _exited(W, taken, sums):
-    """The slots whose warps exited and were not taken in yet (``taken``, then set), in the
-    order they exited, and their stall counts (a row each); the counts added to ``sums``."""
-    n = 0
-    for slot in range(W.shape[0]):
-        if W[slot, K.W_DONE] and not taken[slot]:
-            n += 1
-    slots = np.empty(n, np.int64)
-    k = 0
-    for slot in range(W.shape[0]):
-        if W[slot, K.W_DONE] and not taken[slot]:
-            # in exit order (insertion: a CTA's few warps)
-            j = k
-            while j > 0 and W[slots[j - 1], K.W_EXIT_SEQ] > W[slot, K.W_EXIT_SEQ]:
-                slots[j] = slots[j - 1]
-                j -= 1
-            slots[j] = slot
-            k += 1
-    m = sums.size
-    rows = np.empty((n, m), np.int64)
-    for i in range(n):
-        slot = slots[i]
-        taken[slot] = True
-        for r in range(m):
-            rows[i, r] = W[slot, K.W_STALLS + r]
-            sums[r] += W[slot, K.W_STALLS + r]
-    return slots, rows
+def _exited(W, X, sums):
+    """The slots whose warps exited and were not taken in yet (``X``'s ``X_TAKEN``, then set), in the
+    order they exited, and their stall counts (a row each); the counts added to ``sums``
+    (:func:`~maxsim.timing.core.take_exits`)."""
+    out = np.empty((W.shape[0], K.X_COLS), np.int64)
+    n = K.take_exits(W, X, out, 0, sums)
+    return out[:n, 0].copy(), out[:n, 1:1 + sums.size].copy()
 
 
 @njit(cache=True)
@@ -790,13 +765,14 @@ def _start_types():
     def a(dtype, ndim):
         return jit.types.Array(dtype, ndim, "C")
     i64, i32 = jit.types.int64, jit.types.int32
-    return ((a(i64, 2), a(i64, 3), a(i64, 2), a(i64, 2), a(i64, 2), a(i64, 1), a(i32, 1), a(i32, 1), a(i64, 1))
+    return ((a(i64, 2), a(i64, 3), a(i64, 2), a(i64, 2), a(i64, 2), a(i64, 1), a(i64, 2), a(i32, 1), a(i32, 1),
+             a(i64, 1))
             + (i64,) * 5 + (a(i64, 2), a(i32, 1), a(i32, 1), a(i64, 1), a(i64, 1)))
 
 
 def _exited_types():
     """The argument types of every call of :func:`_exited`."""
-    return (jit.types.Array(jit.types.int64, 2, "C"), jit.types.Array(jit.types.boolean, 1, "C"),
+    return (jit.types.Array(jit.types.int64, 2, "C"), jit.types.Array(jit.types.int64, 2, "C"),
             jit.types.Array(jit.types.int64, 1, "C"))
 
 
@@ -804,7 +780,7 @@ def _exited_types():
 def _start_warps_ahead():
     _start_warps.compile(_start_types())
     _exited.compile(_exited_types())
-    _trace_room.compile(_exited_types()[:2])
+    _trace_room.compile((_exited_types()[0], jit.types.Array(jit.types.boolean, 1, "C")))
 
 
 def _static_tables(static, kernel, cfg):
@@ -1110,20 +1086,55 @@ class SM:
         self._TPC = np.zeros(0, dtype=np.int32)
         self._TAUX = np.zeros(0, dtype=np.int32)  # int32: a summary or an offset in SEC
         self._SEC = np.zeros(0, dtype=np.int64)
-        self._tfill = self._sfill = 0  # used lengths of TPC/TAUX and SEC
+        # per warp slot its exit taken in and its trace's place, the SM's scalars for the core's starts
+        # of CTAs and their logs (core.X_TAKEN ...: the plane of a lineup's array while one runs the SM)
+        slots = cfg.sm.max_warps
+        X = np.zeros((slots + 2 + K.XL_ROWS + K.XE_ROWS, K.X_COLS), dtype=np.int64)
+        X[:slots, K.X_TN] = X[:slots, K.X_SN] = -1
+        X[slots, K.XA_CTAS] = self.max_ctas
+        X[slots, K.XA_LAUNCH] = self.cta_launch
+        X[slots, K.XA_WPC] = self.wpc
+        self._X, self._xa = X, slots
+        self._logged = X[slots + 1]  # (XB_NCTA, XB_NEXIT)
+        self._rq_queue = None  # the block dispatcher whose ready queue the core is given (clock.Lineup)
         self._slot_trace = {}  # warp slot -> (start in TPC, length, start in SEC, length, offset positions)
         # per warp slot: positions of its trace let go of before its start in TPC (a trace that grows
         # in windows keeps only what its warp has not issued; W_TBASE is its start less these), and
         # whether more of it may come (see extend_traces)
         self._pos0 = np.zeros(cfg.sm.max_warps, dtype=np.int64)
         self._open = np.zeros(cfg.sm.max_warps, dtype=bool)
-        self._freed = []  # (start in TPC, length, start in SEC, length) of traces whose warps exited
-        self._taken = np.zeros(cfg.sm.max_warps, dtype=np.bool_)  # per slot: its exit taken in
+        # (start in TPC, length, start in SEC, length) of traces whose warps exited, for the traces of a
+        # launch run in windows (with no trace router, a slot keeps its place for its next warp: X)
+        self._freed = []
         self._stall_sum = np.zeros(len(STALL_REASONS), dtype=np.int64)  # exited warps' stalls not yet in stats
         self._stall_rows = []  # (warp labels, their stall counts) taken in, not yet in stats
         self._REQ = REQ
         self._fixed = (RC, BANKS, C, P, L, RD)
         self._pack()
+
+    @property
+    def _tfill(self):
+        """Used length of TPC/TAUX."""
+        return int(self._X[self._xa, K.XA_TFILL])
+
+    @_tfill.setter
+    def _tfill(self, v):
+        self._X[self._xa, K.XA_TFILL] = v
+
+    @property
+    def _sfill(self):
+        """Used length of SEC."""
+        return int(self._X[self._xa, K.XA_SFILL])
+
+    @_sfill.setter
+    def _sfill(self, v):
+        self._X[self._xa, K.XA_SFILL] = v
+
+    def bind_x(self, plane):
+        """Keep the SM's ``X`` in ``plane`` (a lineup's, which the core reads) from now on."""
+        plane[...] = self._X
+        self._X = plane
+        self._logged = plane[self._xa + 1]
 
     def _pack(self):
         RC, BANKS, C, P, L, RD = self._fixed
@@ -1202,6 +1213,7 @@ class SM:
         self._TAUX[tb:tb + aux.size] = aux
         self._SEC[sb:sb + sec.size] = sec
         self._slot_trace[slot] = (tb, pcs.size, sb, sec.size, offs)
+        self._X[slot, K.X_TB:K.X_SN + 1] = (tb, pcs.size, sb, sec.size)
         self._room_for_requests(most)
         return pcs, tb
 
@@ -1267,6 +1279,10 @@ class SM:
         self._TPC, self._TAUX, self._SEC = TPC, TAUX, SEC
         self._tfill, self._sfill = t, q
         self._freed = []
+        X, slots = self._X, self._xa
+        X[:slots, K.X_TN] = X[:slots, K.X_SN] = -1  # (the places of exited warps' traces are gone)
+        for slot, (tb, n, sb, ns, _) in live.items():
+            X[slot, K.X_TB], X[slot, K.X_TN], X[slot, K.X_SB], X[slot, K.X_SN] = tb, n, sb, ns
         self._pack()
 
     # ---- CTAs ----------------------------------------------------------------------------
@@ -1312,14 +1328,16 @@ class SM:
             label = f"cta{cid[0]},{cid[1]}.w"
             # (the warps of a CtaBlock ran the same segments: their views share one list of their
             # pcs; with a trace router a warp's trace may grow, so each view keeps its own)
-            shared = part_pcs(traces[0].parts) if router is None and type(flats) is CtaBlock and traces else None
+            staged = type(traces) is PartPcs
+            shared = part_pcs(traces[0].parts) if router is None and type(flats) is CtaBlock and traces \
+                and not staged else None
             nw = self._start_cta(c, t0, wid0, slot0, flats)
             if router is not None:
                 self._open[slots.start:slots.stop] = False
             slot = slot0
             for w, tr in enumerate(traces):
                 view = WarpView(wid0 + w, slot, scheds[slot % nsched], cta, label + str(w),
-                                shared if shared is not None else part_pcs(tr.parts), keep)
+                                tr if staged else shared if shared is not None else part_pcs(tr.parts), keep)
                 if router is not None and getattr(tr, "open", False):
                     self._open[slot] = True
                     router.loaded(tr.warp, self, slot, view)
@@ -1332,36 +1350,43 @@ class SM:
             # loaded: let go of the traces before asking the dispatcher for more (asking may run
             # the next functional batch; these would keep their batch's records alive meanwhile)
             traces = tr = flats = view = None
+        self._update_fast()
 
-    def _places(self, sizes):
+    def _update_fast(self):
+        """Whether the core starts this SM's next CTA itself when a CTA ends (core._next_cta): the
+        block dispatcher's ready queue is the one the core is given, no CTA is queued on the SM
+        itself, and the SM keeps no record a CTA's start or end would have to make at once (no
+        backward-branch times, no issue logs); the number of its next warp."""
+        X, xa = self._X, self._xa
+        q = self.dispatcher
+        X[xa, K.XA_FAST] = (q is not None and q is self._rq_queue and getattr(q, "rq", None) is not None
+                            and self.dispatch_clock is q.clock and not self.pending and not self._delays
+                            and not self.keep_branch_times and not self._G[K.G_LOG])
+        X[xa, K.XA_WID] = len(self.all_warps._items)
+
+    def _places(self, sizes, slot0):
         """Where a CTA's warps' traces go, in warp order, from their ``sizes`` ((trace positions,
-        sector-list entries) each), as (start in TPC, start in SEC): the first place an exited
-        warp's trace left that holds both (taken from the freed places, :func:`_place_for` inlined:
-        this runs for every warp), else the end of the buffers (their fill advanced); when those at
-        the end do not fit there, the buffers are compacted first (freeing no place) and every warp
-        goes at the end."""
-        free = list(self._freed)
-        places = []
-        rest = rest_sec = 0
-        for n, ns in sizes:
-            for k, g in enumerate(free):
-                if g[1] >= n and g[3] >= ns:
-                    places.append(free.pop(k))
-                    break
-            else:
-                places.append(None)
-                rest += n
-                rest_sec += ns
-        if self._tfill + rest > self._TPC.size or self._sfill + rest_sec > self._SEC.size:
-            self._compact(sum(v[0] for v in sizes), sum(v[1] for v in sizes))
-            places = [None] * len(sizes)
-        else:
-            self._freed = free
-        starts = []
+        sector-list entries) each) and the slot of its first warp, as (start in TPC, start in SEC):
+        the place the slot's last warp's trace held (X) when it holds both (the core's choice too:
+        core._next_cta), else the end of the buffers (their fill advanced); when those at the end
+        do not fit there, the buffers are compacted first (the exited warps' places let go of) and
+        every warp goes at the end."""
+        X = self._X
+        own = X[slot0:slot0 + len(sizes), K.X_TB:K.X_SN + 1].tolist()
         tfill, sfill = self._tfill, self._sfill
-        for (n, ns), place in zip(sizes, places):
-            if place is not None:
-                starts.append((place[0], place[2]))
+        tend, send = tfill, sfill
+        for (n, ns), (_, tn, _, sn) in zip(sizes, own):
+            if not (tn >= n and sn >= ns):
+                tend += n
+                send += ns
+        if tend > self._TPC.size or send > self._SEC.size:
+            self._compact(sum(v[0] for v in sizes), sum(v[1] for v in sizes))
+            own = [(0, -1, 0, -1)] * len(sizes)
+            tfill, sfill = self._tfill, self._sfill
+        starts = []
+        for (n, ns), (tb, tn, sb, sn) in zip(sizes, own):
+            if tn >= n and sn >= ns:
+                starts.append((tb, sb))
             else:
                 starts.append((tfill, sfill))
                 tfill += n
@@ -1372,15 +1397,13 @@ class SM:
     def _start_cta(self, c, t0, wid0, slot0, flats):
         """Place the flattened traces ``flats`` of a CTA's warps (:func:`flatten_trace`'s, in warp
         order) in the trace buffers and start the warps in the consecutive slots from ``slot0``, in
-        CTA slot ``c``, ready at cycle ``t0``, numbered from ``wid0``: each goes where an exited
-        warp's trace fits (the first such place, in the order they were freed), else at the end of
-        the buffers (moved to the front first when the CTA's do not fit there). The copies and the
+        CTA slot ``c``, ready at cycle ``t0``, numbered from ``wid0``: each goes where its slot's last
+        warp's trace was when it fits there, else at the end of the buffers (moved to the front
+        first when the CTA's do not fit there: :meth:`_places`). The copies and the
         warps' rows are one compiled call (:func:`_start_warps`). Returns the warps now resident."""
         if type(flats) is CtaBlock:
             return self._start_block(c, t0, wid0, slot0, flats)
-        places = self._places([(f[0].size, f[2].size) for f in flats])
-        nw = len(flats)
-        self._taken[slot0:slot0 + nw] = False
+        places = self._places([(f[0].size, f[2].size) for f in flats], slot0)
         live = self._slot_trace
         # per warp: its trace's place, and where its pcs, record positions and sector lists are in
         # the arrays passed (pcs and positions once for warps that share them: a CTA's warps that
@@ -1416,7 +1439,7 @@ class SM:
                 most = m
         self._room_for_requests(most)
         cat = np.concatenate
-        return _start_warps(self._W, self._REGS, self._S, self._SW, self._C, self._pos0, self._TPC, self._TAUX,
+        return _start_warps(self._W, self._REGS, self._S, self._SW, self._C, self._pos0, self._X, self._TPC, self._TAUX,
                             self._SEC, c, t0, wid0, len(self.scheds), slot0, np.array(table, np.int64).reshape(-1, 8),
                             pcs_list[0] if len(pcs_list) == 1 else cat(pcs_list).astype(np.int32, copy=False),
                             cat([f[1] for f in flats]).astype(np.int32, copy=False),
@@ -1429,8 +1452,7 @@ class SM:
         pcs, offs, bounds = blk.pcs, blk.offs, blk.bounds
         nw = len(blk.most)
         n = pcs.size
-        places = self._places([(n, bounds[w + 1] - bounds[w]) for w in range(nw)])
-        self._taken[slot0:slot0 + nw] = False
+        places = self._places([(n, bounds[w + 1] - bounds[w]) for w in range(nw)], slot0)
         live = self._slot_trace
         no = offs.size
         table = []
@@ -1443,7 +1465,7 @@ class SM:
             table += (tb, sb, 0, n, 0, no, s0, ns)
             s0 = s1
         self._room_for_requests(max(blk.most))
-        return _start_warps(self._W, self._REGS, self._S, self._SW, self._C, self._pos0, self._TPC, self._TAUX,
+        return _start_warps(self._W, self._REGS, self._S, self._SW, self._C, self._pos0, self._X, self._TPC, self._TAUX,
                             self._SEC, c, t0, wid0, len(self.scheds), slot0, np.array(table, np.int64).reshape(-1, 8),
                             pcs.astype(np.int32, copy=False), np.ascontiguousarray(blk.aux, np.int32).reshape(-1),
                             np.ascontiguousarray(blk.sec, np.int64), offs.astype(np.int64, copy=False))
@@ -1502,8 +1524,10 @@ class SM:
     def flush_exits(self):
         """Take in the warps that exited since the last time, in the order they exited: their
         stall statistics, and their traces let go (a whole-GPU run would otherwise hold every
-        CTA's). The core returns only when a CTA's last warp exits (the others' rows stay as they
-        were until their CTA's slot is reused); a run stopped at a cycle calls this too."""
+        CTA's), after the records of the CTAs the core started itself (:meth:`_sync`). The core
+        takes exits in only when a CTA's last warp exits (the others' rows stay as they were until
+        their CTA's slot is reused); a run stopped at a cycle calls this too."""
+        self._sync()
         self._take_exits()
         self._fold_stalls()
 
@@ -1511,22 +1535,22 @@ class SM:
         """:meth:`flush_exits` but the statistics' dictionaries: the exited warps' traces let go,
         their stall counts summed and kept (in the order they exited) for :meth:`_fold_stalls`,
         which builds the per-warp dictionaries of many CTAs' warps at once."""
-        slots, rows = _exited(self._W, self._taken, self._stall_sum)
+        slots, rows = _exited(self._W, self._X, self._stall_sum)
         if not slots.size:
             return
         views = self._slot_warp
-        live, freed = self._slot_trace, self._freed
-        if self.router is not None:  # (else no slot is open)
-            self._open[slots] = False
+        live = self._slot_trace
         labels = []
         add = labels.append
+        if self.router is not None:  # (else no slot is open)
+            self._open[slots] = False
+        for slot in slots.tolist():
+            del live[slot]  # (its slot keeps the place for its next warp: X)
         for slot in slots.tolist():
             view = views[slot]
             view.done = True
             view.parts = ()
             view._flat = None
-            tb, n, sb, ns, _ = live.pop(slot)
-            freed.append((tb, n, sb, ns))
             add(view.label)
         self._stall_rows.append((labels, rows))
 
@@ -1554,6 +1578,13 @@ class SM:
         t = int(self._G[K.G_T])
         cta = self._slot_warp[int(self._G[K.G_EXIT_SLOT])].cta
         self._take_exits()  # (the statistics' dictionaries are built when the run ends or stops)
+        self._ended(cta, t)
+        self.resident -= 1
+        self._ctas[cta.index] = None
+        self._launch_ready_ctas(t + self.cta_launch)
+
+    def _ended(self, cta, t):
+        """CTA ``cta`` ended at cycle ``t`` (its warps' exits taken in): its record."""
         if not self.keep_branch_times:
             # its warps held as the CTA alone (WarpList.ended): their views are all alike
             views = [v for v in self._slot_warp[cta.slot0:cta.slot0 + self.wpc] if v is not None and v.cta is cta]
@@ -1562,11 +1593,81 @@ class SM:
                     break
             else:
                 self.all_warps.ended(cta, views)
-        self.resident -= 1
         self.finished_ctas += 1
         self.cta_log.append((cta.cid, cta.start, t))
-        self._ctas[cta.index] = None
-        self._launch_ready_ctas(t + self.cta_launch)
+
+    def _sync(self):
+        """The records of the CTAs the core ended and started since the last time (core._next_cta,
+        logged in X), made in the order it did: each start's exits taken in (their stall counts, as
+        :meth:`_take_exits`), the CTA that ended, the next one's views and places, as
+        :meth:`_cta_ended` and :meth:`_launch_ready_ctas` make them."""
+        X, xa = self._X, self._xa
+        xb = xa + 1
+        ncta = int(X[xb, K.XB_NCTA])
+        if not ncta:
+            return
+        log = X[xa + 2:xa + 2 + ncta].tolist()
+        e0 = xa + 2 + K.XL_ROWS
+        exits = X[e0:e0 + int(X[xb, K.XB_NEXIT]), :7].copy()
+        X[xb, K.XB_NCTA] = X[xb, K.XB_NEXIT] = 0
+        places = X[:xa, K.X_TB:K.X_SN + 1].tolist()
+        self._stall_sum += exits[:, 1:].sum(axis=0)
+        exit_slots = exits[:, 0].tolist()
+        staged = self.dispatcher.staged
+        views, live, ctas, items = self._slot_warp, self._slot_trace, self._ctas, self.all_warps._items
+        scheds = self.scheds
+        nsched = len(scheds)
+        wpc = self.wpc
+        cta_log = self.cta_log
+        ended = self.all_warps.ended
+        router = self.router
+        at = 0
+        for c, start, end, seq, nw, resident, ne, wid0 in log:
+            if ne > at:
+                labels = []
+                for slot in exit_slots[at:ne]:
+                    view = views[slot]
+                    view.done = True
+                    view.parts = ()
+                    view._flat = None
+                    del live[slot]
+                    labels.append(view.label)
+                if router is not None:
+                    self._open[exit_slots[at:ne]] = False
+                self._stall_rows.append((labels, exits[at:ne, 1:]))
+                at = ne
+            # the CTA that ended (_ended: with no backward-branch times nor trace router, as the
+            # core's SMs run, its warps' views are all alike and held as the CTA alone)
+            cta = ctas[c]
+            ended(cta, [v for v in views[cta.slot0:cta.slot0 + wpc] if v is not None and v.cta is cta])
+            self.finished_ctas += 1
+            cta_log.append((cta.cid, cta.start, end))
+            cid, parts, flats = staged.pop(seq)
+            self.dispatched.append((start, cid))
+            slot0 = c * wpc
+            cta = CtaView(cid, c, start, wid0, slot0)
+            ctas[c] = cta
+            label = f"cta{cid[0]},{cid[1]}.w"
+            if type(flats) is CtaBlock:
+                n, b, offs = flats.pcs.size, flats.bounds, flats.offs
+                sizes = [(n, b[w + 1] - b[w], offs) for w in range(nw)]
+            else:
+                sizes = [(f[0].size, f[2].size, f[3]) for f in flats]
+            slot = slot0
+            for w, pcs in enumerate(parts):
+                view = WarpView(wid0 + w, slot, scheds[slot % nsched], cta, label + str(w), pcs, False)
+                views[slot] = view
+                items.append(view)
+                n, ns, offs = sizes[w]
+                tb, _, sb, _ = places[slot]  # (the place of the latest warp in the slot: those before exit here)
+                live[slot] = (tb, n, sb, ns, offs)
+                slot += 1
+            self._pos0[slot0:slot] = 0  # (whole traces, as _start_warps has them)
+            if router is not None:
+                self._open[slot0:slot] = False  # (a staged CTA's traces are complete)
+            if resident > self.peak_warps:
+                self.peak_warps = resident
+        parts = flats = view = None
 
     # ---- the clock -----------------------------------------------------------------------
     def run(self, env=None, quantum=256):
@@ -1616,6 +1717,8 @@ class SM:
         """Python's part after the core returned ``status`` (a yield is the caller's): true when
         the SM has finished."""
         G = self._G
+        if self._logged[K.XB_NCTA]:
+            self._sync()  # (CTAs the core started)
         memc = self._memc
         if memc is not None and memc._I[K.I_ROOM]:
             memc._check_room()  # a read the core served left its tables too full: grow them first
