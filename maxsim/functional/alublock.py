@@ -28,8 +28,9 @@ from ..isa import instruction as ins
 from ..isa.opcodes import IMMEDIATE_FORMS
 from ..jit import njit
 from . import fp32
+from .fp32 import _ftz
 from .fp32 import FFMA, FMUL, FADD  # noqa: F401 (the fp32 rows keep their opcodes)
-from .intpass import XMAD_MODES
+from .intpass import XMAD_MODES, xmad_lane, xmad_steps
 from .operands import ConstantFault, reader_u32
 
 MOV, ADD, ADD3, XMAD, SHL, SHR, LOP, LOP3, SEL, ISETP = 10, 11, 12, 13, 14, 15, 16, 17, 18, 19
@@ -52,7 +53,6 @@ _LOPS = {"AND": 0, "OR": 1, "XOR": 2, "PASS_B": 3}
 # the condition-code bits (maxsim.functional.operands: CC_CARRY, CC_ZERO, CC_CARRY2)
 _CARRY, _ZERO, _CARRY2 = 1, 2, 16
 _W = 0xFFFFFFFF
-_FLT_MIN = np.float32(1.1754944e-38)
 
 
 class NoRow(Exception):
@@ -270,13 +270,6 @@ def _put(rd, vals, mask, masked, n):
 
 
 @njit(cache=True)
-def _ftz(x):
-    if abs(x) < _FLT_MIN:
-        return np.float32(-0.0) if np.signbit(x) else np.float32(0.0)
-    return x
-
-
-@njit(cache=True)
 def _float(fr, fc, fscratch, op, d, a, b, c, fl, mask, masked, lo, hi):
     """An fp32 row (the arithmetic of :func:`maxsim.functional.fp32.run`) on lanes lo..hi; ``fc``
     the constants' rows seen as float32."""
@@ -346,33 +339,12 @@ def _float(fr, fc, fscratch, op, d, a, b, c, fl, mask, masked, lo, hi):
 @njit(cache=True)
 def _xmad(ra, rb, rc, t, fl, modes, n):
     """XMAD of :func:`maxsim.functional.intpass.xmad` (its loop, without branches) into ``t``."""
-    a_shift = 16 if fl & A_H1 else 0
-    b_shift = 16 if fl & B_H1 else 0
-    a_sign = 0x8000 if fl & A_S16 else 0
-    b_sign = 0x8000 if fl & B_S16 else 0
-    p_shift = 16 if modes & 1 else 0  # PSL
-    c_shift = 16 if modes & 4 else 0  # CHI
-    c_keep = 0xFFFF if (modes & 8) and not (modes & 4) else _W  # CLO
-    c_carry = _W if modes & 16 else 0  # CBCC: (b << 16) added to c
-    r_keep = 0xFFFF if modes & 32 else _W  # MRG
-    r_merge = _W if modes & 32 else 0
-    csfu = (modes & 2) != 0
+    a_shift, b_shift, a_sign, b_sign, p_shift, c_shift, c_keep, c_carry, r_keep, r_merge, csfu = \
+        xmad_steps((fl & A_H1) != 0, (fl & B_H1) != 0, (fl & A_S16) != 0, (fl & B_S16) != 0, modes)
     if csfu:
         for i in range(n):
-            av = np.int64(ra[i])
-            bv = np.int64(rb[i])
-            cv = np.int64(rc[i])
-            a16 = ((((av >> a_shift) & 0xFFFF) ^ a_sign) - a_sign) & _W
-            b16 = ((((bv >> b_shift) & 0xFFFF) ^ b_sign) - b_sign) & _W
-            prod = ((a16 * b16) << p_shift) & _W
-            a_other = (av >> (16 - a_shift)) & 0xFFFF
-            b_other = (bv >> (16 - b_shift)) & 0xFFFF
-            fix = (a16 >> 31) * (1 if b_other != 0 else 0) + (b16 >> 31) * (1 if a_other != 0 else 0)
-            cv = (cv - ((fix << 16) & _W)) & _W
-            cv = (cv >> c_shift) & c_keep
-            cv = (cv + ((bv << 16) & c_carry)) & _W
-            r = (prod + cv) & _W
-            t[i] = np.uint32((r & r_keep) | ((bv << 16) & r_merge))
+            t[i] = xmad_lane(np.int64(ra[i]), np.int64(rb[i]), np.int64(rc[i]), a_shift, b_shift, a_sign, b_sign,
+                             p_shift, c_shift, c_keep, c_carry, r_keep, r_merge, csfu)
         return
     # (in 32-bit words: the low 32 bits of every step are those of the 64-bit one above)
     sa, sb, sp, sc = np.uint32(a_shift), np.uint32(b_shift), np.uint32(p_shift), np.uint32(c_shift)

@@ -59,45 +59,56 @@ PSL, CSFU, CHI, CLO, CBCC, MRG = 1, 2, 4, 8, 16, 32
 XMAD_MODES = {"PSL": PSL, "CSFU": CSFU, "CHI": CHI, "CLO": CLO, "CBCC": CBCC, "MRG": MRG}
 
 
+@njit(cache=True, inline="always")
+def xmad_steps(a_h1, b_h1, a_signed, b_signed, modes):
+    """XMAD's shifts and masks for its halves and ``modes`` (bits PSL ... MRG): a_shift, b_shift,
+    a_sign, b_sign, p_shift, c_shift, c_keep, c_carry, r_keep, r_merge, csfu (:func:`xmad_lane`)."""
+    return (16 if a_h1 else 0, 16 if b_h1 else 0,  # the selected half
+            0x8000 if a_signed else 0, 0x8000 if b_signed else 0,  # sign extension of a half: (h ^ s) - s
+            16 if modes & PSL else 0, 16 if modes & CHI else 0,
+            0xFFFF if (modes & CLO) and not (modes & CHI) else _W,
+            _W if modes & CBCC else 0,  # (b << 16) added to c
+            0xFFFF if modes & MRG else _W,
+            _W if modes & MRG else 0,  # (b << 16) merged into the result
+            (modes & CSFU) != 0)
+
+
+@njit(cache=True, inline="always")
+def xmad_lane(av, bv, cv, a_shift, b_shift, a_sign, b_sign, p_shift, c_shift, c_keep, c_carry, r_keep,
+              r_merge, csfu):
+    """One lane of XMAD (32-bit words held in int64, each step wrapped as uint32 arithmetic wraps),
+    with the steps of :func:`xmad_steps`."""
+    a16 = ((((av >> a_shift) & 0xFFFF) ^ a_sign) - a_sign) & _W
+    b16 = ((((bv >> b_shift) & 0xFFFF) ^ b_sign) - b_sign) & _W
+    prod = np.int64((np.uint64(a16) * np.uint64(b16)) & np.uint64(_W))
+    prod = (prod << p_shift) & _W
+    if csfu:
+        # c's sign fix-up (see alu.xmad): 2^16 less for each negative half whose other
+        # source's other half is not zero
+        a_other = (av >> (16 - a_shift)) & 0xFFFF
+        b_other = (bv >> (16 - b_shift)) & 0xFFFF
+        fix = (a16 >> 31) * (1 if b_other != 0 else 0) + (b16 >> 31) * (1 if a_other != 0 else 0)
+        cv = (cv - ((fix << 16) & _W)) & _W
+    cv = (cv >> c_shift) & c_keep
+    cv = (cv + ((bv << 16) & c_carry)) & _W
+    r = (prod + cv) & _W
+    return np.uint32((r & r_keep) | ((bv << 16) & r_merge))
+
+
 @njit(cache=True)
 def xmad(regs, dst, a, b, c, a_h1, b_h1, modes, a_signed, b_signed, mask, masked):
     """XMAD of :func:`maxsim.functional.alu.xmad` (``b`` also the unselected second source
     register of .MRG and .CBCC; ``modes`` its bits PSL ... MRG) on the lanes of ``mask`` (every
     lane unless ``masked``), into row ``dst`` of ``regs``. Values are 32-bit words held in int64
     (each step wrapped as uint32 arithmetic wraps)."""
-    a_shift = 16 if a_h1 else 0  # the selected half
-    b_shift = 16 if b_h1 else 0
-    a_sign = 0x8000 if a_signed else 0  # sign extension of a half: (h ^ s) - s
-    b_sign = 0x8000 if b_signed else 0
-    p_shift = 16 if modes & PSL else 0
-    c_shift = 16 if modes & CHI else 0
-    c_keep = 0xFFFF if (modes & CLO) and not (modes & CHI) else _W
-    c_carry = _W if modes & CBCC else 0  # (b << 16) added to c
-    r_keep = 0xFFFF if modes & MRG else _W
-    r_merge = _W if modes & MRG else 0  # (b << 16) merged into the result
-    csfu = (modes & CSFU) != 0
+    a_shift, b_shift, a_sign, b_sign, p_shift, c_shift, c_keep, c_carry, r_keep, r_merge, csfu = \
+        xmad_steps(a_h1, b_h1, a_signed, b_signed, modes)
     row = regs[dst]
     for i in range(regs.shape[1]):
         if masked and not mask[i]:
             continue
-        av = np.int64(a[i])
-        bv = np.int64(b[i])
-        cv = np.int64(c[i])
-        a16 = ((((av >> a_shift) & 0xFFFF) ^ a_sign) - a_sign) & _W
-        b16 = ((((bv >> b_shift) & 0xFFFF) ^ b_sign) - b_sign) & _W
-        prod = np.int64((np.uint64(a16) * np.uint64(b16)) & np.uint64(_W))
-        prod = (prod << p_shift) & _W
-        if csfu:
-            # c's sign fix-up (see alu.xmad): 2^16 less for each negative half whose other
-            # source's other half is not zero
-            a_other = (av >> (16 - a_shift)) & 0xFFFF
-            b_other = (bv >> (16 - b_shift)) & 0xFFFF
-            fix = (a16 >> 31) * (1 if b_other != 0 else 0) + (b16 >> 31) * (1 if a_other != 0 else 0)
-            cv = (cv - ((fix << 16) & _W)) & _W
-        cv = (cv >> c_shift) & c_keep
-        cv = (cv + ((bv << 16) & c_carry)) & _W
-        r = (prod + cv) & _W
-        row[i] = np.uint32((r & r_keep) | ((bv << 16) & r_merge))
+        row[i] = xmad_lane(np.int64(a[i]), np.int64(b[i]), np.int64(c[i]), a_shift, b_shift, a_sign, b_sign,
+                           p_shift, c_shift, c_keep, c_carry, r_keep, r_merge, csfu)
 
 
 _NO_MASK = np.zeros(1, dtype=bool)
