@@ -1536,23 +1536,25 @@ class SM:
         their stall counts summed and kept (in the order they exited) for :meth:`_fold_stalls`,
         which builds the per-warp dictionaries of many CTAs' warps at once."""
         slots, rows = _exited(self._W, self._X, self._stall_sum)
-        if not slots.size:
-            return
-        views = self._slot_warp
-        live = self._slot_trace
-        labels = []
-        add = labels.append
+        if slots.size:
+            self._stall_rows.append((self._let_go(slots.tolist()), rows))
+
+    def _let_go(self, slots):
+        """The warps of ``slots`` (a list, in the order they exited) taken in: their views done,
+        their traces let go of (each slot keeps its trace's place for its next warp: X); returns
+        their labels."""
+        views, live = self._slot_warp, self._slot_trace
         if self.router is not None:  # (else no slot is open)
             self._open[slots] = False
-        for slot in slots.tolist():
-            del live[slot]  # (its slot keeps the place for its next warp: X)
-        for slot in slots.tolist():
+        labels = []
+        for slot in slots:
             view = views[slot]
             view.done = True
             view.parts = ()
             view._flat = None
-            add(view.label)
-        self._stall_rows.append((labels, rows))
+            del live[slot]
+            labels.append(view.label)
+        return labels
 
     def _fold_stalls(self):
         """The stall counts :meth:`_take_exits` kept, into the statistics: the sums to the totals,
@@ -1624,17 +1626,7 @@ class SM:
         at = 0
         for c, start, end, seq, nw, resident, ne, wid0 in log:
             if ne > at:
-                labels = []
-                for slot in exit_slots[at:ne]:
-                    view = views[slot]
-                    view.done = True
-                    view.parts = ()
-                    view._flat = None
-                    del live[slot]
-                    labels.append(view.label)
-                if router is not None:
-                    self._open[exit_slots[at:ne]] = False
-                self._stall_rows.append((labels, exits[at:ne, 1:]))
+                self._stall_rows.append((self._let_go(exit_slots[at:ne]), exits[at:ne, 1:]))
                 at = ne
             # the CTA that ended (_ended: with no backward-branch times nor trace router, as the
             # core's SMs run, its warps' views are all alike and held as the CTA alone)
