@@ -552,7 +552,6 @@ class Program:
         steps = []
         # the pending run of unguarded instructions that have a table row: (offset, index, row)
         run = []
-        zrow = self.ctx.kernel.reg_cnt
 
         def flush():
             if not run:
