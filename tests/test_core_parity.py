@@ -237,16 +237,22 @@ def test_sgemm_with_warps_selected_by_age():
     assert age.cta_log != lr.cta_log
 
 
-def test_multi_sm_gpu_with_warps_selected_by_age():
-    # the same on a GPU: 8 CTAs of sgemm_128 on 3 SMs holding 2 each, CTAs from the shared dispatcher
-    cfg = override(load_config("gtx980_oc"), {"gpu.sms": 3, "sm.oldest_warp": "age"})
-    kernel, problem = _problem("sgemm_128", 512, 256, 32)
+def _gpu_on_both(cfg, problem, **kw):
+    """``problem`` on a GPU of ``cfg`` with the reference and the compiled SM cores (each its own
+    copy: the same texture addresses for both): their GpuResults."""
+    kernel, problem = problem
     out = {}
     for name in ("python", "compiled"):
         p = copy.deepcopy(problem)
         with core(name):
-            out[name] = simulate_gpu(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg)
-    ref, new = out["python"], out["compiled"]
+            out[name] = simulate_gpu(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg, **kw)
+    return out["python"], out["compiled"]
+
+
+def test_multi_sm_gpu_with_warps_selected_by_age():
+    # the same on a GPU: 8 CTAs of sgemm_128 on 3 SMs holding 2 each, CTAs from the shared dispatcher
+    cfg = override(load_config("gtx980_oc"), {"gpu.sms": 3, "sm.oldest_warp": "age"})
+    ref, new = _gpu_on_both(cfg, _problem("sgemm_128", 512, 256, 32))
     assert ref.cycles == new.cycles and new.memory.stats() == ref.memory.stats()
     for a, b in zip(ref.sms, new.sms):
         assert_same(a, b)
@@ -273,13 +279,7 @@ def test_multi_sm_gpu():
     # 8 CTAs of sgemm_128 on 3 SMs holding 2 each: a first wave of 6, then 2 CTAs taken from the
     # shared dispatcher by the SMs whose slots free first; one L2/DRAM shared by the SMs
     cfg = override(load_config("gtx980_oc"), {"gpu.sms": 3})
-    kernel, problem = _problem("sgemm_128", 512, 256, 32)
-    out = {}
-    for name in ("python", "compiled"):
-        p = copy.deepcopy(problem)  # same texture addresses for both
-        with core(name):
-            out[name] = simulate_gpu(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg)
-    ref, new = out["python"], out["compiled"]
+    ref, new = _gpu_on_both(cfg, _problem("sgemm_128", 512, 256, 32))
     assert ref.cycles == new.cycles and ref.l2_hit_rate == new.l2_hit_rate and ref.dram_bytes == new.dram_bytes
     # the compiled core queues its stores and hands them on at its next return: the shared memory
     # system must still end in the same state as with every store handed on at once
@@ -300,14 +300,8 @@ def test_timed_sm_of_a_gpu_run():
     # a launch of one wave simulated once: SM 0 of the whole-GPU run is the timed SM (its hazard
     # checks on, its backward-branch times kept, its statistics completed from the functional run)
     cfg = override(load_config("gtx980_oc"), {"gpu.sms": 3})
-    kernel, problem = _problem("sgemm_128", 384, 256, 128)  # 6 CTAs: 2 per SM, one wave
-    out = {}
-    for name in ("python", "compiled"):
-        p = copy.deepcopy(problem)
-        with core(name):
-            out[name] = simulate_gpu(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg,
-                                     timed=("warn",))
-    ref, new = out["python"], out["compiled"]
+    # 6 CTAs: 2 per SM, one wave
+    ref, new = _gpu_on_both(cfg, _problem("sgemm_128", 384, 256, 128), timed=("warn",))
     assert ref.cycles == new.cycles
     a, b = ref.timed_sm, new.timed_sm
     # the dispatcher's first wave: CTA 0 to SM 0, 1 to SM 1, 2 to SM 2, 3 to SM 0, ...
@@ -328,12 +322,7 @@ def test_multi_sm_gpu_translating_small_pages():
     cfg = override(load_config("gtx980_oc"), {"gpu.sms": 3, "tlb.page_bytes": 4096, "tlb.l1_entries": 4,
                                                "tlb.l1_assoc": 4, "tlb.l2_entries": 8, "tlb.l2_assoc": 2})
     kernel, problem = _problem("sgemm_128", 512, 256, 32)
-    out = {}
-    for name in ("python", "compiled"):
-        p = copy.deepcopy(problem)
-        with core(name):
-            out[name] = simulate_gpu(kernel, p.grid, p.block, p.params, p.memory, p.textures, cfg=cfg)
-    ref, new = out["python"], out["compiled"]
+    ref, new = _gpu_on_both(cfg, (kernel, problem))
     assert ref.cycles == new.cycles
     st = new.memory.stats()
     assert st == ref.memory.stats()
